@@ -1,0 +1,150 @@
+"""Built-in scenarios. ``seed`` is the article exactly; each other one teaches one idea."""
+
+from __future__ import annotations
+
+from .scenario import Scenario
+
+_SEED_VOCAB = [
+    {"token": "nice", "value": 7, "weights": [0.8, 0.5, 0.1, 0.2]},
+    {"token": "warm", "value": 6, "weights": [0.6, 0.4, 0.2, 0.3]},
+    {"token": "delicious", "value": 2, "weights": [0.1, 0.2, 0.5, 0.1]},
+]
+_SEED_HEADS = [
+    {"name": "even", "rule": "k.pos % 2 == 0"},
+    {"name": "last", "rule": "k.pos == n"},
+    {"name": "first", "rule": "k.pos == 1"},
+    {"name": "all", "rule": "True"},
+]
+
+_PRESETS: dict[str, dict] = {
+    "seed": {
+        "title": "Today's weather is so …",
+        "description": (
+            "The worked example from the article: four hand-written heads (even positions, last "
+            "token, first token, every token) over four tokens with values 10, 20, 1 and 5. Prefill "
+            "gives the context [12.5, 5, 10, 9] and 'nice' wins. The 'last' head reads n, so its "
+            "cached key goes stale during decode: the KV cache gives 6.0 where recomputing gives 7.0."
+        ),
+        "prompt": "Today's weather is so …",
+        "values": [10, 20, 1, 5],
+        "d_k": 64,
+        "heads": _SEED_HEADS,
+        "vocab": _SEED_VOCAB,
+    },
+    "cache-safe": {
+        "title": "The seed, made cache-safe",
+        "description": (
+            "The seed with its 'last token' head rewritten as 'attend to self' (k.pos == q.pos). "
+            "At every prompt position it now picks the query's own token, as the article's prose "
+            "says (weather -> 20, is -> 1), where the code's n-based rule found no match before the "
+            "last position and spread its weight evenly. The last position and the prediction are "
+            "unchanged. During decode the rule does not depend on the sequence length, so the KV "
+            "cache and full recomputation agree exactly at every step."
+        ),
+        "prompt": "Today's weather is so …",
+        "values": [10, 20, 1, 5],
+        "d_k": 64,
+        "heads": [_SEED_HEADS[0], {"name": "self", "rule": "k.pos == q.pos"}, *_SEED_HEADS[2:]],
+        "vocab": _SEED_VOCAB,
+    },
+    "previous-token": {
+        "title": "Previous-token and same-word heads",
+        "description": (
+            "A head that attends to the token just before the query (k.pos == q.pos - 1) and one "
+            "that attends to earlier copies of the query's own word. Together they are the parts "
+            "of an induction head, the circuit real models use to continue repeated text. The "
+            "first token has no previous token, so that row falls back to an even spread."
+        ),
+        "prompt": "the cat sat on the mat and the cat",
+        "values": [1, 9, 4, 2, 1, 6, 1, 1, 9],
+        "d_k": 16,
+        "heads": [
+            {"name": "previous", "rule": "k.pos == q.pos - 1"},
+            {"name": "same word", "rule": "k.token == q.token and k.pos < q.pos"},
+            {"name": "self", "rule": "k.pos == q.pos"},
+        ],
+        "vocab": [
+            {"token": "sat", "value": 4, "weights": [0.3, 0.6, 0.2]},
+            {"token": "slept", "value": 3, "weights": [0.2, 0.4, 0.4]},
+            {"token": "mat", "value": 6, "weights": [0.5, 0.1, 0.1]},
+        ],
+    },
+    "sliding-window": {
+        "title": "A sliding window of three tokens",
+        "description": (
+            "The 'window' head only sees the query and the two tokens before it (q.pos - k.pos < 3), "
+            "as in Mistral's sliding-window attention. Keys that fall out of every window are never "
+            "read again, so a cache for this head could drop them and stay a fixed size; the 'all' "
+            "head, by contrast, needs every key forever."
+        ),
+        "prompt": "one two three four five six seven",
+        "values": [1, 2, 3, 4, 5, 6, 7],
+        "d_k": 16,
+        "heads": [
+            {"name": "window", "rule": "q.pos - k.pos < 3"},
+            {"name": "all", "rule": "True"},
+        ],
+        "vocab": [
+            {"token": "eight", "value": 8, "weights": [1.0, 0.2]},
+            {"token": "nine", "value": 9, "weights": [0.7, 0.4]},
+            {"token": "ten", "value": 10, "weights": [0.2, 0.9]},
+        ],
+    },
+    "never-matches": {
+        "title": "A head that matches nothing",
+        "description": (
+            "The 'zebra' head looks for a token that is not in the prompt. Every score is -√d_k, "
+            "and softmax still has to hand out a total weight of 1, so it spreads it evenly: the "
+            "head returns the plain average of the values instead of 'nothing'. A softmax head "
+            "cannot attend to nothing, which is why real models learn 'attention sinks'."
+        ),
+        "prompt": "Today's weather is so …",
+        "values": [10, 20, 1, 5],
+        "d_k": 64,
+        "heads": [
+            {"name": "zebra", "rule": 'k.token == "zebra"'},
+            {"name": "weather", "rule": 'k.token == "weather"'},
+        ],
+        "vocab": [
+            {"token": "nice", "value": 7, "weights": [0.5, 0.4]},
+            {"token": "striped", "value": 3, "weights": [0.9, 0.1]},
+        ],
+    },
+    "content": {
+        "title": "Heads that look at content",
+        "description": (
+            "Rules can read a key's token and value, not only its position: one head attends to the "
+            "words 'weather' and 'so', another to every token whose value is above 5. Both only "
+            "look at the key, so their keys can be cached, and the sampling is set to draw from "
+            "the top two words at temperature 0.7 with a fixed seed."
+        ),
+        "prompt": "Today's weather is so …",
+        "values": [10, 20, 1, 5],
+        "d_k": 32,
+        "heads": [
+            {"name": "topic", "rule": 'k.token in ("weather", "so")'},
+            {"name": "big values", "rule": "k.value > 5"},
+            {"name": "recent", "rule": "q.pos - k.pos <= 1"},
+        ],
+        "vocab": [
+            {"token": "nice", "value": 7, "weights": [0.5, 0.3, 0.2]},
+            {"token": "warm", "value": 6, "weights": [0.4, 0.4, 0.3]},
+            {"token": "cold", "value": 4, "weights": [0.3, 0.2, 0.6]},
+            {"token": "delicious", "value": 2, "weights": [0.1, 0.1, 0.1]},
+        ],
+        "sampling": {"strategy": "sample", "temperature": 0.7, "top_k": 2, "top_p": 1.0, "seed": 7},
+    },
+}
+
+DEFAULT_PRESET = "seed"
+
+
+def preset_names() -> list[str]:
+    return list(_PRESETS)
+
+
+def load_preset(name: str) -> Scenario:
+    """A preset by name; ``KeyError`` with the known names if there is none."""
+    if name not in _PRESETS:
+        raise KeyError(f"unknown preset '{name}' (known: {', '.join(_PRESETS)})")
+    return Scenario.from_dict(_PRESETS[name])

@@ -1,0 +1,354 @@
+"""The scenario: everything a person can edit, as frozen dataclasses with one JSON format.
+
+The same JSON serves presets, uploaded files, share links and the CLI (see DESIGN.md). Loading
+validates every field and raises :class:`ScenarioError` with the field's path and a plain message;
+nothing here raises anything else for bad input. ``Scenario.from_dict(s.to_dict()) == s`` holds
+for every valid scenario.
+
+Limits are stated here once (``LIMITS``) so the app, the CLI and the tests name the same numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from .rules import MAX_RULE_CHARS, RuleError, compile_rule
+from .tokenizer import tokenize
+
+VERSION = 1
+
+MAX_TOKENS = 512  # prompt tokens
+MAX_TOKEN_CHARS = 40  # characters in one token or vocabulary word
+MAX_HEADS = 16
+MAX_VOCAB = 64
+MAX_NAME_CHARS = 40
+MAX_PROMPT_CHARS = 20_000
+MAX_TEXT_CHARS = 2_000  # title and description
+MAX_D_K = 1024
+MAX_ABS_NUMBER = 1e6  # token values, vocabulary values and weights
+MAX_TEMPERATURE = 100.0
+MAX_JSON_BYTES = 100_000
+MAX_DECODE_STEPS = 256  # predictions per run
+MAX_SEED = 2**63 - 1
+STRATEGIES = ("greedy", "sample")
+
+LIMITS = {
+    "tokens": MAX_TOKENS, "token characters": MAX_TOKEN_CHARS, "heads": MAX_HEADS,
+    "vocabulary words": MAX_VOCAB, "rule characters": MAX_RULE_CHARS, "d_k": MAX_D_K,
+    "absolute value of a number": MAX_ABS_NUMBER, "scenario JSON bytes": MAX_JSON_BYTES,
+    "decode steps": MAX_DECODE_STEPS,
+}
+
+
+class ScenarioError(ValueError):
+    """Invalid scenario input. ``path`` names the field (e.g. ``heads[2].rule``)."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        self.message = message
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+@dataclass(frozen=True)
+class Head:
+    name: str  # shown in every figure; unique within a scenario
+    rule: str  # rule-language text, see viz.rules
+
+
+@dataclass(frozen=True)
+class VocabWord:
+    token: str  # the word that can be generated
+    value: float  # its V when it is appended during decode
+    weights: tuple[float, ...]  # one per head: its column of W_vocab
+
+
+@dataclass(frozen=True)
+class Sampling:
+    strategy: str = "greedy"  # "greedy" (first index of the maximum) or "sample"
+    temperature: float = 1.0  # probabilities = softmax(logits / temperature); 0 means greedy
+    top_k: int = 0  # keep the k most likely words; 0 keeps all
+    top_p: float = 1.0  # keep the smallest set whose probability reaches top_p; 1 keeps all
+    seed: int = 0  # seeds the torch.Generator used for sampling
+
+
+@dataclass(frozen=True)
+class Scenario:
+    tokens: tuple[str, ...]
+    values: tuple[float, ...]  # one V per token
+    heads: tuple[Head, ...]
+    vocab: tuple[VocabWord, ...]
+    d_k: int = 64
+    sampling: Sampling = field(default_factory=Sampling)
+    prompt: str | None = None  # the text the tokens came from, if any
+    title: str = ""
+    description: str = ""
+
+    @property
+    def head_names(self) -> list[str]:
+        return [head.name for head in self.heads]
+
+    @property
+    def vocab_tokens(self) -> list[str]:
+        return [word.token for word in self.vocab]
+
+    # -- serialisation ----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (DESIGN.md), with ``version``. Whole-number floats are written as ints."""
+        out: dict[str, Any] = {"version": VERSION}
+        if self.title:
+            out["title"] = self.title
+        if self.description:
+            out["description"] = self.description
+        if self.prompt is not None:
+            out["prompt"] = self.prompt
+        if self.prompt is None or tuple(tokenize(self.prompt)) != self.tokens:
+            out["tokens"] = list(self.tokens)
+        out["values"] = [_number_out(v) for v in self.values]
+        out["d_k"] = self.d_k
+        out["heads"] = [{"name": h.name, "rule": h.rule} for h in self.heads]
+        out["vocab"] = [{"token": w.token, "value": _number_out(w.value),
+                         "weights": [_number_out(x) for x in w.weights]} for w in self.vocab]
+        s = self.sampling
+        out["sampling"] = {"strategy": s.strategy, "temperature": _number_out(s.temperature),
+                           "top_k": s.top_k, "top_p": _number_out(s.top_p), "seed": s.seed}
+        return out
+
+    def to_json(self, indent: int | None = 2) -> str:
+        separators = (",", ":") if indent is None else None
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, separators=separators)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Scenario":
+        """Validate and build; raises :class:`ScenarioError` for anything wrong."""
+        return _parse(data)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "Scenario":
+        if len(text) > MAX_JSON_BYTES:
+            raise ScenarioError("", f"scenario is too large ({len(text):,} bytes; the limit is "
+                                    f"{MAX_JSON_BYTES:,})")
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as err:
+            raise ScenarioError("", f"not valid JSON ({_clip(err)})") from None
+        return _parse(data)
+
+    # -- edits that keep the scenario consistent --------------------------------------------
+    def with_prompt(self, prompt: str) -> "Scenario":
+        """Retokenise; a token keeps its value if the same token stood at the same place before."""
+        tokens = tuple(tokenize(_text("prompt", prompt, MAX_PROMPT_CHARS)))
+        values = tuple(self.values[i] if i < len(self.tokens) and self.tokens[i] == t
+                       else self.default_value(t) for i, t in enumerate(tokens))
+        return _validated(replace(self, prompt=prompt, tokens=tokens, values=values))
+
+    def default_value(self, token: str) -> float:
+        """A token without a value takes its vocabulary value, or 1."""
+        return next((w.value for w in self.vocab if w.token == token), 1.0)
+
+    def validated(self) -> "Scenario":
+        return _validated(self)
+
+
+def _number_out(x: float) -> float | int:
+    return int(x) if float(x).is_integer() and abs(x) < 2**53 else x
+
+
+def _clip(text: object, limit: int = 60) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+# -- validation -----------------------------------------------------------------------------
+def _text(path: str, value: Any, limit: int, *, allow_empty: bool = True) -> str:
+    if not isinstance(value, str):
+        raise ScenarioError(path, f"must be text, got {_kind(value)}")
+    if len(value) > limit:
+        raise ScenarioError(path, f"is too long ({len(value):,} characters; the limit is {limit:,})")
+    if not allow_empty and not value.strip():
+        raise ScenarioError(path, "is empty")
+    return value
+
+
+def _name(path: str, value: Any, limit: int) -> str:
+    text = _text(path, value, limit, allow_empty=False)
+    if any(ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 for ch in text):
+        raise ScenarioError(path, "contains control characters")
+    return text
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "text", bool: "true/false",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _number(path: str, value: Any, low: float = -MAX_ABS_NUMBER, high: float = MAX_ABS_NUMBER) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ScenarioError(path, f"must be a number, got {_kind(value)}")
+    x = float(value) if not isinstance(value, int) or abs(value) < 2**63 else math.inf
+    if not math.isfinite(x):
+        raise ScenarioError(path, "must be a finite number")
+    if not low <= x <= high:
+        raise ScenarioError(path, f"must be between {low:g} and {high:g}, got {x:g}")
+    return x
+
+
+def _integer(path: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScenarioError(path, f"must be a whole number, got {_kind(value)}")
+    if not low <= value <= high:
+        raise ScenarioError(path, f"must be between {low:,} and {high:,}, got {value:,}")
+    return value
+
+
+def _list(path: str, value: Any, limit: int, *, what: str) -> list:
+    if not isinstance(value, list):
+        raise ScenarioError(path, f"must be a list, got {_kind(value)}")
+    if len(value) > limit:
+        raise ScenarioError(path, f"has {len(value):,} {what}; the limit is {limit}")
+    return value
+
+
+def _object(path: str, value: Any, allowed: set[str]) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise ScenarioError(path, f"must be an object, got {_kind(value)}")
+    unknown = sorted(set(value) - allowed)
+    if unknown:
+        raise ScenarioError(path, f"unknown field '{_clip(unknown[0])}' "
+                                  f"(known: {', '.join(sorted(allowed))})")
+    return value
+
+
+_TOP_FIELDS = {"version", "title", "description", "prompt", "tokens", "values", "d_k", "heads",
+               "vocab", "sampling"}
+
+
+def _parse(data: Any) -> Scenario:
+    data = _object("", data, _TOP_FIELDS)
+    version = data.get("version", VERSION)
+    if version != VERSION or isinstance(version, bool):
+        raise ScenarioError("version", f"unsupported scenario version {_clip(repr(version))} "
+                                       f"(this kvlab reads version {VERSION})")
+    title = _text("title", data.get("title", ""), MAX_NAME_CHARS * 3)
+    description = _text("description", data.get("description", ""), MAX_TEXT_CHARS)
+    prompt = data.get("prompt")
+    if prompt is not None:
+        prompt = _text("prompt", prompt, MAX_PROMPT_CHARS)
+    if "tokens" in data:
+        raw_tokens = _list("tokens", data["tokens"], MAX_TOKENS, what="tokens")
+        tokens = tuple(_name(f"tokens[{i}]", t, MAX_TOKEN_CHARS) for i, t in enumerate(raw_tokens))
+    elif prompt is not None:
+        tokens = tuple(tokenize(prompt))
+        if len(tokens) > MAX_TOKENS:
+            raise ScenarioError("prompt", f"has {len(tokens):,} tokens; the limit is {MAX_TOKENS}")
+        for i, t in enumerate(tokens):
+            _name(f"prompt token {i + 1}", t, MAX_TOKEN_CHARS)
+    else:
+        raise ScenarioError("", "needs a 'prompt' or a 'tokens' list")
+
+    heads_raw = _list("heads", data.get("heads"), MAX_HEADS, what="heads") if "heads" in data else None
+    if not heads_raw:
+        raise ScenarioError("heads", "needs at least one head")
+    heads = []
+    for i, item in enumerate(heads_raw):
+        item = _object(f"heads[{i}]", item, {"name", "rule"})
+        name = _name(f"heads[{i}].name", item.get("name", f"head {i + 1}"), MAX_NAME_CHARS)
+        rule = item.get("rule")
+        if not isinstance(rule, str):
+            raise ScenarioError(f"heads[{i}].rule", f"must be text, got {_kind(rule)}")
+        heads.append(Head(name=name, rule=rule))
+
+    vocab_raw = _list("vocab", data.get("vocab"), MAX_VOCAB, what="words") if "vocab" in data else None
+    if not vocab_raw:
+        raise ScenarioError("vocab", "needs at least one word")
+    vocab = []
+    for i, item in enumerate(vocab_raw):
+        item = _object(f"vocab[{i}]", item, {"token", "value", "weights"})
+        token = _name(f"vocab[{i}].token", item.get("token"), MAX_TOKEN_CHARS)
+        value = _number(f"vocab[{i}].value", item.get("value", 1.0))
+        weights_raw = _list(f"vocab[{i}].weights", item.get("weights"), MAX_HEADS, what="weights")
+        weights = tuple(_number(f"vocab[{i}].weights[{j}]", w) for j, w in enumerate(weights_raw))
+        vocab.append(VocabWord(token=token, value=value, weights=weights))
+
+    sampling_raw = _object("sampling", data.get("sampling", {}), {"strategy", "temperature", "top_k",
+                                                                  "top_p", "seed"})
+    defaults = Sampling()
+    strategy = sampling_raw.get("strategy", defaults.strategy)
+    if strategy not in STRATEGIES:
+        raise ScenarioError("sampling.strategy", f"must be one of {', '.join(STRATEGIES)}")
+    sampling = Sampling(
+        strategy=strategy,
+        temperature=_number("sampling.temperature", sampling_raw.get("temperature", defaults.temperature),
+                            0.0, MAX_TEMPERATURE),
+        top_k=_integer("sampling.top_k", sampling_raw.get("top_k", defaults.top_k), 0, MAX_VOCAB),
+        top_p=_number("sampling.top_p", sampling_raw.get("top_p", defaults.top_p), 0.0, 1.0),
+        seed=_integer("sampling.seed", sampling_raw.get("seed", defaults.seed), 0, MAX_SEED),
+    )
+    scenario = Scenario(
+        tokens=tokens, values=(), heads=tuple(heads), vocab=tuple(vocab),
+        d_k=_integer("d_k", data.get("d_k", 64), 1, MAX_D_K), sampling=sampling, prompt=prompt,
+        title=title, description=description,
+    )
+    if "values" in data:
+        raw_values = _list("values", data["values"], MAX_TOKENS, what="values")
+        values = tuple(_number(f"values[{i}]", v) for i, v in enumerate(raw_values))
+    else:
+        values = tuple(scenario.default_value(t) for t in tokens)
+    return _validated(replace(scenario, values=values))
+
+
+def _validated(s: Scenario) -> Scenario:
+    """Checks that span fields: counts agree, names are unique, rules compile, limits hold."""
+    if not s.tokens:
+        raise ScenarioError("prompt" if s.prompt is not None else "tokens",
+                            "has no tokens; type at least one word")
+    if len(s.tokens) > MAX_TOKENS:
+        raise ScenarioError("prompt", f"has {len(s.tokens):,} tokens; the limit is {MAX_TOKENS}")
+    if len(s.values) != len(s.tokens):
+        raise ScenarioError("values", f"has {len(s.values)} values for {len(s.tokens)} tokens; "
+                                      "give one value per token")
+    if not 1 <= len(s.heads) <= MAX_HEADS:
+        raise ScenarioError("heads", f"needs 1 to {MAX_HEADS} heads, got {len(s.heads)}")
+    seen: set[str] = set()
+    for i, head in enumerate(s.heads):
+        _name(f"heads[{i}].name", head.name, MAX_NAME_CHARS)
+        if head.name in seen:
+            raise ScenarioError(f"heads[{i}].name", f"'{head.name}' is used twice; head names must differ")
+        seen.add(head.name)
+        try:
+            compile_rule(head.rule)
+        except RuleError as err:
+            raise ScenarioError(f"heads[{i}].rule", str(err)) from None
+    if not 1 <= len(s.vocab) <= MAX_VOCAB:
+        raise ScenarioError("vocab", f"needs 1 to {MAX_VOCAB} words, got {len(s.vocab)}")
+    seen = set()
+    for i, word in enumerate(s.vocab):
+        _name(f"vocab[{i}].token", word.token, MAX_TOKEN_CHARS)
+        if word.token in seen:
+            raise ScenarioError(f"vocab[{i}].token", f"'{word.token}' is listed twice")
+        seen.add(word.token)
+        _number(f"vocab[{i}].value", word.value)
+        if len(word.weights) != len(s.heads):
+            raise ScenarioError(f"vocab[{i}].weights", f"has {len(word.weights)} weights for "
+                                                       f"{len(s.heads)} heads; give one per head")
+        for j, w in enumerate(word.weights):
+            _number(f"vocab[{i}].weights[{j}]", w)
+    for i, v in enumerate(s.values):
+        _number(f"values[{i}]", v)
+    _integer("d_k", s.d_k, 1, MAX_D_K)
+    t = s.sampling
+    if t.strategy not in STRATEGIES:
+        raise ScenarioError("sampling.strategy", f"must be one of {', '.join(STRATEGIES)}")
+    _number("sampling.temperature", t.temperature, 0.0, MAX_TEMPERATURE)
+    if not 0.0 < t.top_p <= 1.0:
+        raise ScenarioError("sampling.top_p", f"must be above 0 and at most 1, got {t.top_p:g}")
+    if t.top_k > len(s.vocab):
+        raise ScenarioError("sampling.top_k", f"is {t.top_k} but the vocabulary has {len(s.vocab)} "
+                                              "words; use 0 to keep every word")
+    _integer("sampling.top_k", t.top_k, 0, MAX_VOCAB)
+    _integer("sampling.seed", t.seed, 0, MAX_SEED)
+    return s
