@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import torch
 from torch import nn
@@ -391,9 +391,11 @@ class KVDecoder(Decoder):
 
     mode = "kv"
 
-    def __init__(self, model: ToyModel, capacity: int = 16):
+    def __init__(self, model: ToyModel, cache: KVCache | None = None):
         super().__init__(model)
-        self._cache = KVCache(model.num_heads, model.d_k, capacity, device=model.device, dtype=model.dtype)
+        # any object with KVCache's append / keys / values / info / __len__ / nbytes can stand in
+        self._cache = cache if cache is not None else KVCache(
+            model.num_heads, model.d_k, device=model.device, dtype=model.dtype)
 
     @property
     def cache(self) -> KVCache:
@@ -425,9 +427,14 @@ def _last(info: TokenInfo) -> TokenInfo:
 DECODERS = {cls.mode: cls for cls in (RecomputeDecoder, ReencodeDecoder, KVDecoder)}
 
 
-def make_decoder(mode: str, model: ToyModel) -> Decoder:
+def make_decoder(mode: str, model: ToyModel, cache: KVCache | None = None) -> Decoder:
+    """A decoder for ``mode``; ``cache`` replaces the default KVCache in kv mode."""
     if mode not in DECODERS:
         raise ValueError(f"unknown mode '{mode}' (use one of {', '.join(MODES)})")
+    if mode == "kv":
+        return KVDecoder(model, cache)
+    if cache is not None:
+        raise ValueError(f"mode '{mode}' does not use a cache")
     return DECODERS[mode](model)
 
 
@@ -476,14 +483,18 @@ class Trace:
 
 
 def generate(scenario: Scenario, steps: int, mode: str = "kv",
-             device: str | torch.device | None = None, dtype: torch.dtype = torch.float32) -> Trace:
-    """Prefill the prompt, then make ``steps`` predictions (the last one is not fed back)."""
+             device: str | torch.device | None = None, dtype: torch.dtype = torch.float32,
+             make_cache: Callable[[ToyModel], KVCache] | None = None) -> Trace:
+    """Prefill the prompt, then make ``steps`` predictions (the last one is not fed back).
+
+    ``make_cache(model)`` builds the cache for kv mode (a paged, evicting or quantised one, say).
+    """
     if mode not in MODES:
         raise ValueError(f"unknown mode '{mode}' (use one of {', '.join(MODES)})")
     if steps < 0:
         raise ValueError("steps must be 0 or more")
     model = ToyModel(scenario, device=device, dtype=dtype)
-    decoder = make_decoder(mode, model)
+    decoder = make_decoder(mode, model, make_cache(model) if make_cache else None)
     prefill = decoder.prefill(list(scenario.tokens), list(scenario.values))
     generator = torch.Generator().manual_seed(scenario.sampling.seed)
     vocab = scenario.vocab
