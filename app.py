@@ -1,9 +1,21 @@
-"""kvlab: the Streamlit entry point (placeholder until the app lands)."""
+"""kvlab: the router and the shared frame (state, sidebar, share link) around every page."""
 
 import streamlit as st
 
-from viz import generate, load_preset
+from viz.ui import state
 
-st.title("kvlab")
-trace = generate(load_preset("seed"), 1)
-st.write("Prediction after prefill:", trace.steps[0].token)
+st.set_page_config(page_title="kvlab", page_icon=":material/memory:", layout="wide")
+state.init()
+
+PAGES = [
+    st.Page("pages/prefill.py", title="Prefill", icon=":material/grid_on:", url_path="prefill", default=True),
+    st.Page("pages/decode.py", title="Decode", icon=":material/playlist_add:", url_path="decode"),
+    st.Page("pages/tour.py", title="Guided tour", icon=":material/school:", url_path="tour"),
+    st.Page("pages/cost.py", title="Cost", icon=":material/speed:", url_path="cost"),
+    st.Page("pages/real_model.py", title="Real model", icon=":material/neurology:", url_path="real-model"),
+    st.Page("pages/at_scale.py", title="At scale", icon=":material/calculate:", url_path="at-scale"),
+    st.Page("pages/memory.py", title="Memory", icon=":material/view_module:", url_path="memory"),
+]
+page = st.navigation(PAGES)
+page.run()
+state.sync_url()

@@ -192,6 +192,28 @@ def compile_rule(source: str) -> Rule:
     return Rule(source=source, uses_query=compiler.uses_query, uses_n=compiler.uses_n, _evaluate=fn)
 
 
+def cache_safe_rule(source: str) -> str:
+    """The cache-safe form of a rule: every ``n`` replaced by ``q.pos``.
+
+    For the newest query the two are equal (``n`` is the length, the query is the last token), so
+    the prediction after prefill is unchanged; but ``q.pos`` belongs to the query, so cached keys no
+    longer go stale. ``k.pos == n`` ("the last token") becomes ``k.pos == q.pos`` ("attend to self").
+    """
+    rule = compile_rule(source)
+    if rule.cacheable:
+        return source
+    tree = ast.parse(source.strip(), mode="eval")
+
+    class _Swap(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if node.id != "n":
+                return node
+            return ast.copy_location(ast.Attribute(value=ast.Name("q", ast.Load()), attr="pos",
+                                                   ctx=ast.Load()), node)
+
+    return ast.unparse(_Swap().visit(tree))
+
+
 _KIND_WORDS = {"int": "a whole number", "float": "a number", "str": "text", "bool": "true/false"}
 
 

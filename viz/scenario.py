@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from .rules import MAX_RULE_CHARS, RuleError, compile_rule
+from .rules import MAX_RULE_CHARS, RuleError, cache_safe_rule, compile_rule
 from .tokenizer import tokenize
 
 VERSION = 1
@@ -143,6 +143,30 @@ class Scenario:
         values = tuple(self.values[i] if i < len(self.tokens) and self.tokens[i] == t
                        else self.default_value(t) for i, t in enumerate(tokens))
         return _validated(replace(self, prompt=prompt, tokens=tokens, values=values))
+
+    def with_tokens(self, tokens: list[str], values: list[float]) -> "Scenario":
+        """An explicit token list (the prompt text is kept for display)."""
+        return _validated(replace(self, tokens=tuple(tokens), values=tuple(values)))
+
+    def with_heads(self, heads: list[Head], sources: list[int | None]) -> "Scenario":
+        """A new head list. ``sources[i]`` is the old index head i came from, so its column of
+        W_vocab moves with it; ``None`` marks a new head, whose weights start at 0."""
+        vocab = tuple(replace(word, weights=tuple(0.0 if src is None else word.weights[src]
+                                                  for src in sources)) for word in self.vocab)
+        return _validated(replace(self, heads=tuple(heads), vocab=vocab))
+
+    def with_head_added(self, name: str, rule: str) -> "Scenario":
+        """Append a head (weights 0); a taken name gets a number: 'self', 'self 2', …"""
+        taken, unique, i = set(self.head_names), name, 1
+        while unique in taken:
+            i += 1
+            unique = f"{name} {i}"
+        return self.with_heads([*self.heads, Head(unique, rule)], [*range(len(self.heads)), None])
+
+    def cache_safe(self) -> "Scenario":
+        """Every head that reads ``n`` rewritten with ``q.pos`` (see viz.rules.cache_safe_rule)."""
+        heads = tuple(replace(h, rule=cache_safe_rule(h.rule)) for h in self.heads)
+        return _validated(replace(self, heads=heads))
 
     def default_value(self, token: str) -> float:
         """A token without a value takes its vocabulary value, or 1."""

@@ -1,0 +1,97 @@
+"""Share links: the whole view (scenario, decode step, mode, presenter) in a compact, versioned URL.
+
+A scenario travels as ``1.`` + base64url(zlib(compact JSON)). Decoding checks the version, caps
+the decompressed size (a small link cannot expand into a huge one) and validates the scenario
+like any other input: bad links raise :class:`viz.scenario.ScenarioError`, never anything else.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import zlib
+from dataclasses import dataclass
+
+from .engine import MODES
+from .scenario import MAX_DECODE_STEPS, MAX_JSON_BYTES, Scenario, ScenarioError
+
+LINK_VERSION = "1"
+MAX_PARAM_CHARS = 40_000  # a longer `s` parameter is refused before decoding
+
+
+@dataclass(frozen=True)
+class View:
+    """What a share link restores."""
+
+    scenario: Scenario
+    step: int = 0  # generated tokens shown on the Decode page
+    mode: str = "kv"  # the decode mode shown in detail
+    presenter: bool = False
+
+
+def encode_scenario(scenario: Scenario) -> str:
+    data = zlib.compress(scenario.to_json(indent=None).encode("utf-8"), 9)
+    return f"{LINK_VERSION}.{base64.urlsafe_b64encode(data).decode('ascii').rstrip('=')}"
+
+
+def decode_scenario(text: str) -> Scenario:
+    if len(text) > MAX_PARAM_CHARS:
+        raise ScenarioError("link", f"the scenario in this link is too long ({len(text):,} characters)")
+    version, dot, payload = text.partition(".")
+    if not dot or not version.isdigit():
+        raise ScenarioError("link", "this link's scenario is damaged (no version mark)")
+    if version != LINK_VERSION:
+        raise ScenarioError("link", f"this link was made by another kvlab (link version {version[:6]}, "
+                                    f"this one reads {LINK_VERSION})")
+    try:
+        raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(raw, MAX_JSON_BYTES + 1)
+        if inflater.unconsumed_tail or len(data) > MAX_JSON_BYTES:
+            raise ScenarioError("link", f"the scenario in this link is larger than {MAX_JSON_BYTES:,} bytes")
+        if not inflater.eof:
+            raise ScenarioError("link", "this link's scenario is cut off; copy the whole link")
+        text_json = data.decode("utf-8")
+    except (binascii.Error, ValueError, zlib.error):
+        raise ScenarioError("link", "this link's scenario is damaged and cannot be read") from None
+    return Scenario.from_json(text_json)
+
+
+def encode_view(view: View) -> dict[str, str]:
+    """Query parameters for a view; defaults are left out to keep links short."""
+    params = {"s": encode_scenario(view.scenario)}
+    if view.step:
+        params["step"] = str(view.step)
+    if view.mode != "kv":
+        params["mode"] = view.mode
+    if view.presenter:
+        params["present"] = "1"
+    return params
+
+
+def decode_view(params: dict[str, str], default: Scenario) -> tuple[View, list[str]]:
+    """The view a link asks for, and a message for each part that could not be used.
+
+    A bad part falls back to its default (the scenario to ``default``), so a damaged link still
+    opens the app, with the reason shown.
+    """
+    problems: list[str] = []
+    scenario = default
+    if "s" in params:
+        try:
+            scenario = decode_scenario(params["s"])
+        except ScenarioError as err:
+            problems.append(str(err) if err.path != "link" else err.message)
+    step = 0
+    if "step" in params:
+        text = params["step"]
+        if text.isdigit() and len(text) <= 6 and int(text) <= MAX_DECODE_STEPS:
+            step = int(text)
+        else:
+            problems.append(f"the step in this link must be a whole number from 0 to {MAX_DECODE_STEPS}")
+    mode = params.get("mode", "kv")
+    if mode not in MODES:
+        problems.append(f"unknown decode mode in this link (use one of {', '.join(MODES)})")
+        mode = "kv"
+    presenter = params.get("present", "0") in ("1", "true")
+    return View(scenario, step, mode, presenter), problems

@@ -1,0 +1,138 @@
+"""Session state: every key the app keeps, the one shared scenario, and URL <-> state sync.
+
+Rules the pages rely on:
+
+* ``scenario()`` is always valid. Edits go through :func:`update`, which keeps the last good
+  scenario and records the message next to the field when an edit is refused.
+* Editor widgets use :func:`widget_key`, which changes whenever the scenario changes, so every
+  editor is rebuilt from the current scenario (a preset, an upload or another editor may have
+  changed it) while a refused edit stays on screen for the person to fix.
+* Everything lives in ``st.session_state``: per browser session, nothing shared between users.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import streamlit as st
+
+from ..engine import MODES
+from ..presets import DEFAULT_PRESET, load_preset
+from ..scenario import MAX_DECODE_STEPS, Scenario, ScenarioError
+from ..share import View, decode_view, encode_view
+
+# Session-state keys (the only place they are spelled out).
+SCENARIO = "kv_scenario"
+VERSION = "kv_version"
+ERRORS = "kv_errors"
+STEP = "kv_step"
+MODE = "kv_mode"
+PRESENTER = "kv_presenter"
+NOTICES = "kv_notices"
+LINK = "kv_link"  # the query parameters last written, to avoid rewriting the URL needlessly
+READY = "kv_ready"
+
+
+def init() -> None:
+    """First run of a session: restore the view from the URL, else the seed preset."""
+    if st.session_state.get(READY):
+        return
+    params = {key: st.query_params.get(key, "") for key in st.query_params.keys()}
+    view, problems = decode_view(params, load_preset(DEFAULT_PRESET))
+    st.session_state[SCENARIO] = view.scenario
+    st.session_state[VERSION] = 0
+    st.session_state[ERRORS] = {}
+    st.session_state[STEP] = view.step
+    st.session_state[MODE] = view.mode
+    st.session_state[PRESENTER] = view.presenter
+    st.session_state[NOTICES] = problems
+    st.session_state[READY] = True
+
+
+def scenario() -> Scenario:
+    return st.session_state[SCENARIO]
+
+
+def version() -> int:
+    return st.session_state[VERSION]
+
+
+def widget_key(name: str) -> str:
+    """A key for an editor widget, renewed whenever the scenario changes."""
+    return f"kv_w_{name}_{version()}"
+
+
+def set_scenario(new: Scenario) -> None:
+    """Replace the scenario (already valid), clear field errors, keep the step in range."""
+    if new != st.session_state[SCENARIO]:
+        st.session_state[SCENARIO] = new
+        st.session_state[VERSION] += 1
+    st.session_state[ERRORS] = {}
+
+
+def update(field: str, build: Callable[[], Scenario]) -> bool:
+    """Try an edit. On success the scenario changes; on failure the message is kept for ``field``
+    and the last good scenario stays in force. Returns whether the edit was taken."""
+    try:
+        new = build()
+    except ScenarioError as err:
+        st.session_state[ERRORS] = {**st.session_state[ERRORS], field: str(err)}
+        return False
+    set_scenario(new)
+    return True
+
+
+def error(field: str) -> str | None:
+    return st.session_state[ERRORS].get(field)
+
+
+def clear_error(field: str) -> None:
+    st.session_state[ERRORS] = {k: v for k, v in st.session_state[ERRORS].items() if k != field}
+
+
+def step() -> int:
+    """Generated tokens shown on the Decode page (0 = right after prefill)."""
+    return st.session_state[STEP]
+
+
+def set_step(value: int) -> None:
+    st.session_state[STEP] = max(0, min(MAX_DECODE_STEPS, int(value)))
+
+
+def mode() -> str:
+    return st.session_state[MODE]
+
+
+def set_mode(value: str) -> None:
+    if value in MODES:
+        st.session_state[MODE] = value
+
+
+def presenter() -> bool:
+    return st.session_state[PRESENTER]
+
+
+def set_presenter(value: bool) -> None:
+    st.session_state[PRESENTER] = bool(value)
+
+
+def notices() -> list[str]:
+    """Messages about a share link that could not be fully restored."""
+    return st.session_state[NOTICES]
+
+
+def add_head(name: str, rule: str) -> bool:
+    """Add a head to the toy scenario (e.g. a rule found in a real model)."""
+    return update("heads", lambda: scenario().with_head_added(name, rule))
+
+
+def current_view() -> View:
+    return View(scenario(), step(), mode(), presenter())
+
+
+def sync_url() -> None:
+    """Write the current view into the URL, so the address bar is always a share link."""
+    params = encode_view(current_view())
+    if st.session_state.get(LINK) != params:
+        st.query_params.from_dict(params)
+        st.session_state[LINK] = params
