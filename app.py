@@ -1,8 +1,13 @@
-"""kvlab: the router and the shared frame (state, sidebar, share link) around every page."""
+"""kvlab: the router and the shared frame around every page.
+
+Restores the view from the URL, draws the shared sidebar (scenario editors, presets, presenter
+mode, device badge), runs the selected page, then writes the view back into the URL so the address
+bar is always a share link.
+"""
 
 import streamlit as st
 
-from viz.ui import state
+from viz.ui import sidebar, state
 
 st.set_page_config(page_title="kvlab", page_icon=":material/memory:", layout="wide")
 state.init()
@@ -17,5 +22,8 @@ PAGES = [
     st.Page("pages/memory.py", title="Memory", icon=":material/view_module:", url_path="memory"),
 ]
 page = st.navigation(PAGES)
+sidebar.render()
+if state.presenter():
+    st.html("<style>html { font-size: 21px; } .block-container { max-width: 100%; }</style>")
 page.run()
 state.sync_url()

@@ -348,6 +348,11 @@ class Decoder:
         self.tokens, self.values = list(tokens), list(values)
         return self.model.prefill(self.tokens, self.values)
 
+    def fill(self, tokens: list[str], values: list[float]) -> None:
+        """Take a prompt without computing its attention: the state prefill leaves behind, at O(n)
+        cost, for long prompts (benchmarks) whose n × n weights nobody looks at."""
+        self.tokens, self.values = list(tokens), list(values)
+
     def decode_step(self, token: str, value: float) -> DecodeResult:
         """Append one token and compute its attention row and context."""
         raise NotImplementedError
@@ -405,6 +410,12 @@ class KVDecoder(Decoder):
         result = super().prefill(tokens, values)
         self._cache.append(result.k, result.v, result.info)  # prefill warms up the cache
         return result
+
+    def fill(self, tokens: list[str], values: list[float]) -> None:
+        super().fill(tokens, values)
+        model = self.model
+        info = model.token_info(self.tokens, self.values, 1, len(self.tokens))  # encoded as prefill does
+        self._cache.append(model.encode_keys(info), model.encode_values(info), info)
 
     def decode_step(self, token: str, value: float) -> DecodeResult:
         self.tokens.append(token)

@@ -40,6 +40,20 @@ EXAMPLES = (
     "k.value > 5",
 )
 
+# Named rules people can pick from; the first five are the article's heads and their safe forms.
+RULE_LIBRARY = {
+    "even positions": "k.pos % 2 == 0",
+    "last token (reads n)": "k.pos == n",
+    "first token": "k.pos == 1",
+    "every token": "True",
+    "self": "k.pos == q.pos",
+    "previous token": "k.pos == q.pos - 1",
+    "window of 3": "q.pos - k.pos < 3",
+    "same word earlier": "k.token == q.token and k.pos < q.pos",
+    "values above 5": "k.value > 5",
+    "nothing": "False",
+}
+
 # Attribute types, as the type checker sees them.
 ATTRIBUTES = {"pos": "int", "token": "str", "value": "float"}
 _NUMBER = ("int", "float")

@@ -155,6 +155,9 @@ class Scenario:
                                                   for src in sources)) for word in self.vocab)
         return _validated(replace(self, heads=tuple(heads), vocab=vocab))
 
+    def with_vocab(self, vocab: list[VocabWord]) -> "Scenario":
+        return _validated(replace(self, vocab=tuple(vocab)))
+
     def with_head_added(self, name: str, rule: str) -> "Scenario":
         """Append a head (weights 0); a taken name gets a number: 'self', 'self 2', …"""
         taken, unique, i = set(self.head_names), name, 1
@@ -332,6 +335,8 @@ def _validated(s: Scenario) -> Scenario:
                             "has no tokens; type at least one word")
     if len(s.tokens) > MAX_TOKENS:
         raise ScenarioError("prompt", f"has {len(s.tokens):,} tokens; the limit is {MAX_TOKENS}")
+    for i, token in enumerate(s.tokens):
+        _name(f"tokens[{i}]", token, MAX_TOKEN_CHARS)
     if len(s.values) != len(s.tokens):
         raise ScenarioError("values", f"has {len(s.values)} values for {len(s.tokens)} tokens; "
                                       "give one value per token")

@@ -12,6 +12,7 @@ Rules the pages rely on:
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import streamlit as st
@@ -76,10 +77,20 @@ def update(field: str, build: Callable[[], Scenario]) -> bool:
     try:
         new = build()
     except ScenarioError as err:
-        st.session_state[ERRORS] = {**st.session_state[ERRORS], field: str(err)}
+        st.session_state[ERRORS] = {**st.session_state[ERRORS], field: _readable(err)}
         return False
     set_scenario(new)
     return True
+
+
+def _readable(err: ScenarioError) -> str:
+    """'heads[1].rule: …' reads as 'heads, row 2, rule: …' (tables count rows from 1)."""
+    match = re.fullmatch(r"(\w+)\[(\d+)\]\.?(.*)", err.path)
+    if not match:
+        return str(err)
+    table, index, rest = match.groups()
+    where = f"{table}, row {int(index) + 1}" + (f", {rest}" if rest else "")
+    return f"{where}: {err.message}"
 
 
 def error(field: str) -> str | None:

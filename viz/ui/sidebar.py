@@ -1,0 +1,196 @@
+"""The shared sidebar: presenter toggle, presets, device badge and every scenario editor.
+
+Drawn once by app.py before the page runs, so an edit made here is already in force when the page
+computes. Each editor shows its own error right below it; a refused edit never replaces the last
+good scenario.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pandas as pd
+import streamlit as st
+import torch
+
+from ..device import describe_device, pick_device
+from ..presets import load_preset, preset_names
+from ..rules import RULE_LIBRARY
+from ..scenario import MAX_D_K, Scenario
+from ..share import encode_view
+from . import state, tables
+
+UPLOAD_SEEN = "kv_upload_seen"  # file id of the last applied upload, so it is applied once
+
+
+@st.cache_resource
+def _device_label() -> str:
+    return describe_device(pick_device())
+
+
+def _show_error(field: str) -> None:
+    message = state.error(field)
+    if message:
+        st.error(message, icon=":material/error:")
+
+
+def _preset_picker() -> None:
+    current = state.scenario()
+    names = preset_names()
+    match = next((name for name in names if load_preset(name) == current), None)
+    choice = st.selectbox(
+        "Scenario", names, index=names.index(match) if match else None,
+        format_func=lambda name: f"{name} · {load_preset(name).title}",
+        placeholder="custom (edited)", key=state.widget_key("preset"),
+        help="Built-in scenarios. Editing anything below makes it a custom scenario.")
+    if choice and choice != match:
+        state.set_scenario(load_preset(choice))
+        state.set_step(0)
+        st.rerun()
+
+
+def _prompt_and_tokens(scenario: Scenario) -> None:
+    prompt = st.text_input("Prompt", value=scenario.prompt or "", key=state.widget_key("prompt"),
+                           help="Split into word tokens; punctuation is dropped.")
+    if prompt != (scenario.prompt or ""):
+        state.update("prompt", lambda: scenario.with_prompt(prompt))
+    _show_error("prompt")
+    base = tables.tokens_frame(scenario)
+    edited = st.data_editor(
+        base, num_rows="dynamic", width="stretch", key=state.widget_key("tokens"),
+        column_config={"token": st.column_config.TextColumn("token", required=True),
+                       "value": st.column_config.NumberColumn("value (V)", format="%g", required=True)})
+    if not edited.equals(base):
+        state.update("tokens", lambda: tables.scenario_from_tokens(scenario, edited))
+    _show_error("tokens")
+
+
+def _heads(scenario: Scenario) -> None:
+    base = tables.heads_frame(scenario)
+    edited = st.data_editor(
+        base, num_rows="dynamic", width="stretch", key=state.widget_key("heads"),
+        disabled=["cacheable"],
+        column_config={
+            "name": st.column_config.TextColumn("name", required=True, max_chars=40),
+            "rule": st.column_config.TextColumn("rule", required=True, width="medium",
+                                                help="e.g. k.pos % 2 == 0, k.pos == q.pos, True"),
+            "cacheable": st.column_config.CheckboxColumn(
+                "cacheable", help="Rules that read n change old keys as the sequence grows, "
+                                  "so a KV cache would hold stale keys."),
+        })
+    if not edited[["name", "rule"]].equals(base[["name", "rule"]]):
+        state.update("heads", lambda: tables.scenario_from_heads(scenario, edited[["name", "rule"]]))
+    _show_error("heads")
+
+    names = scenario.head_names
+    left, up, down = st.columns([3, 1, 1], vertical_alignment="bottom")
+    chosen = left.selectbox("Reorder", range(len(names)), format_func=lambda i: names[i],
+                            key=state.widget_key("reorder"))
+    if up.button("", icon=":material/arrow_upward:", key=state.widget_key("up"), help="Move up"):
+        state.set_scenario(tables.moved_head(scenario, chosen, -1))
+        st.rerun()
+    if down.button("", icon=":material/arrow_downward:", key=state.widget_key("down"), help="Move down"):
+        state.set_scenario(tables.moved_head(scenario, chosen, +1))
+        st.rerun()
+
+    pick, add = st.columns([3, 1], vertical_alignment="bottom")
+    name = pick.selectbox("Add a head", list(RULE_LIBRARY), key=state.widget_key("library"),
+                          format_func=lambda n: f"{n}: {RULE_LIBRARY[n]}")
+    if add.button("Add", key=state.widget_key("add_head")):
+        if state.update("heads", lambda: scenario.with_head_added(name.split(" (")[0], RULE_LIBRARY[name])):
+            st.rerun()
+    if not all(base["cacheable"]):
+        if st.button("Make every head cache-safe (n → q.pos)", key=state.widget_key("safe"),
+                     icon=":material/build:"):
+            state.set_scenario(scenario.cache_safe())
+            st.rerun()
+
+
+def _vocab(scenario: Scenario) -> None:
+    base = tables.vocab_frame(scenario)
+    config = {"token": st.column_config.TextColumn("word", required=True),
+              "value": st.column_config.NumberColumn("value", format="%g", required=True)}
+    for name in scenario.head_names:
+        column = tables.weight_column(name)
+        config[column] = st.column_config.NumberColumn(column, format="%g", required=True,
+                                                       help=f"W_vocab weight for head '{name}'")
+    edited = st.data_editor(base, num_rows="dynamic", width="stretch", key=state.widget_key("vocab"),
+                            column_config=config)
+    if not edited.equals(base):
+        state.update("vocab", lambda: tables.scenario_from_vocab(scenario, edited))
+    _show_error("vocab")
+
+
+def _kept(value, shown, original):
+    """A widget can only show part of a range: keep the original unless the person moved it."""
+    return original if value == shown else value
+
+
+def _model_and_sampling(scenario: Scenario) -> None:
+    s = scenario.sampling
+    d_k = st.number_input("d_k (key width)", 1, MAX_D_K, scenario.d_k, key=state.widget_key("d_k"),
+                          help="Scores are ±√d_k, so a larger d_k makes attention sharper.")
+    strategy = st.radio("Choose the next word by", ["greedy", "sample"], horizontal=True,
+                        index=["greedy", "sample"].index(s.strategy), key=state.widget_key("strategy"))
+    shown_t = round(min(s.temperature, 5.0), 2)
+    temperature = st.slider("Temperature", 0.0, 5.0, shown_t, 0.05, key=state.widget_key("temperature"),
+                            help="Probabilities are softmax(logits / T); 0 always takes the top word.")
+    top_k = st.number_input("Top-k (0 keeps all)", 0, len(scenario.vocab), s.top_k,
+                            key=state.widget_key("top_k"))
+    shown_p = round(min(max(s.top_p, 0.05), 1.0), 2)
+    top_p = st.slider("Top-p", 0.05, 1.0, shown_p, 0.05, key=state.widget_key("top_p"),
+                      help="Keep the most likely words until their probabilities add up to p.")
+    shown_seed = min(s.seed, 2**31 - 1)
+    seed = st.number_input("Seed", 0, 2**31 - 1, shown_seed, key=state.widget_key("seed"))
+    sampling = {"strategy": strategy, "temperature": _kept(temperature, shown_t, s.temperature),
+                "top_k": int(top_k), "top_p": _kept(top_p, shown_p, s.top_p),
+                "seed": int(_kept(seed, shown_seed, s.seed))}
+    current = {"strategy": s.strategy, "temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p,
+               "seed": s.seed}
+    if d_k != scenario.d_k or sampling != current:
+        state.update("sampling", lambda: Scenario.from_dict({**scenario.to_dict(), "d_k": int(d_k),
+                                                              "sampling": sampling}))
+    _show_error("sampling")
+
+
+def _save_and_share(scenario: Scenario) -> None:
+    st.download_button("Download scenario (JSON)", scenario.to_json(), file_name="kvlab-scenario.json",
+                       mime="application/json", icon=":material/download:", width="stretch")
+    upload = st.file_uploader("Open a scenario file", type=["json"], max_upload_size=1,
+                              key="kv_upload")
+    if upload is not None and st.session_state.get(UPLOAD_SEEN) != upload.file_id:
+        st.session_state[UPLOAD_SEEN] = upload.file_id
+        data = upload.getvalue()
+        if state.update("upload", lambda: Scenario.from_json(data)):
+            state.set_step(0)
+            st.rerun()
+    _show_error("upload")
+    link = "?" + urlencode(encode_view(state.current_view()))
+    base = (st.context.url or "").split("?")[0]
+    st.caption("The address bar always holds a link to exactly this view. To copy it:")
+    st.code(base + link, language=None, wrap_lines=True)
+
+
+def render() -> None:
+    """The whole sidebar. In presenter mode only the toggle, the preset and the badge remain."""
+    with st.sidebar:
+        presenter = st.toggle("Presenter mode", value=state.presenter(), key="kv_w_presenter",
+                              help="Large type for a projector; editing panels fold away; ← and → step.")
+        state.set_presenter(presenter)
+        _preset_picker()
+        st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")
+        for notice in state.notices():
+            st.warning(f"Share link: {notice}", icon=":material/link_off:")
+        if state.presenter():
+            return
+        scenario = state.scenario()
+        with st.expander("Prompt and tokens", expanded=True, icon=":material/edit_note:"):
+            _prompt_and_tokens(scenario)
+        with st.expander("Heads", icon=":material/visibility:"):
+            _heads(state.scenario())
+        with st.expander("Vocabulary and W_vocab", icon=":material/dictionary:"):
+            _vocab(state.scenario())
+        with st.expander("d_k and sampling", icon=":material/tune:"):
+            _model_and_sampling(state.scenario())
+        with st.expander("Save and share", icon=":material/share:"):
+            _save_and_share(state.scenario())
