@@ -1,0 +1,202 @@
+"""Tier 1: eviction and quantisation change the toy's results only as specified."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from viz import generate, load_preset, preset_names
+from viz.engine import TokenInfo
+from viz.compress import (QMAX, CacheSpec, EvictingCache, EvictionPolicy, QuantizedCache, _pack_int4,
+                          _unpack_int4, compare_with_full, dequantize, quantize)
+
+STEPS = 6
+
+
+def assert_same_as_full(comparison):
+    """Every prediction of the compressed run equals the full one exactly."""
+    for step in comparison.steps:
+        assert torch.equal(step.context_compressed, step.context_full)
+        assert torch.equal(step.logits_compressed, step.logits_full)
+        assert torch.equal(step.weights_compressed, step.weights_full.to(step.weights_compressed.dtype))
+        assert not step.token_changed
+    assert comparison.free_tokens == comparison.tokens
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_a_window_longer_than_the_sequence_changes_nothing(name):
+    """With a window at least as long as the whole run, nothing is evicted and nothing changes."""
+    scenario = load_preset(name)
+    longest = len(scenario.tokens) + STEPS
+    comparison = compare_with_full(scenario, STEPS, CacheSpec(EvictionPolicy(window=longest)), device="cpu")
+    assert comparison.evicted == []
+    assert_same_as_full(comparison)
+    assert comparison.bytes_saved == 0
+
+
+def test_the_full_spec_and_an_empty_policy_change_nothing():
+    """The plain cache, and a policy with no window and nothing dropped, equal the full cache."""
+    scenario = load_preset("seed")
+    assert_same_as_full(compare_with_full(scenario, STEPS, CacheSpec(), device="cpu"))
+    assert_same_as_full(compare_with_full(scenario, STEPS, CacheSpec(EvictionPolicy()), device="cpu"))
+
+
+@pytest.mark.parametrize("name", preset_names())
+@pytest.mark.parametrize("policy", [EvictionPolicy(window=2), EvictionPolicy(window=3, sinks=1),
+                                    EvictionPolicy(drop=frozenset({1, 3})), EvictionPolicy(window=1)])
+def test_eviction_renormalises_the_full_softmax_over_the_kept_keys(name, policy):
+    """After eviction a step's weights are the full run's softmax restricted to the kept keys and
+    renormalised, and its context is their weighted sum of the kept values."""
+    scenario = load_preset(name)
+    comparison = compare_with_full(scenario, STEPS, CacheSpec(policy), device="cpu")
+    full = generate(scenario, STEPS, "kv", device="cpu")
+    values = torch.tensor(list(scenario.values) + [full.steps[k].value for k in range(STEPS - 1)],
+                          dtype=torch.float64)
+    for step, full_step in zip(comparison.steps, full.steps):
+        scores = full_step.attention.masked_scores[:, -1].double()  # (heads, len)
+        expected = torch.softmax(scores.masked_fill(~step.kept, -torch.inf), dim=-1)
+        assert torch.allclose(step.weights_compressed.double(), expected, atol=1e-6)
+        context = (expected * values[: len(step.positions)]).sum(-1)
+        assert torch.allclose(step.context_compressed.double(), context, atol=1e-4)
+
+
+def test_the_first_prediction_comes_from_prefill_and_is_never_affected():
+    """Prefill reads the whole prompt, so prediction 0 is the full one whatever the policy."""
+    scenario = load_preset("sliding-window")
+    step = compare_with_full(scenario, 3, CacheSpec(EvictionPolicy(window=1)), device="cpu").steps[0]
+    assert bool(step.kept.all()) and torch.equal(step.context_compressed, step.context_full)
+
+
+@pytest.mark.parametrize("window, sinks", [(1, 0), (2, 0), (2, 1), (3, 2), (4, 4)])
+def test_sliding_window_and_sinks_keep_exactly_the_specified_positions(window, sinks):
+    """At decode step k the cache holds the first `sinks` positions and the last `window` ones."""
+    scenario = load_preset("sliding-window")
+    comparison = compare_with_full(scenario, STEPS, CacheSpec(EvictionPolicy(window, sinks)), device="cpu")
+    for step in comparison.steps[1:]:
+        n = len(step.positions)
+        expected = {p for p in range(1, n + 1) if p > n - window or p <= sinks}
+        assert set(step.positions[step.kept].tolist()) == expected
+        assert step.nbytes_compressed == len(expected) * (2 * 16 + 1) * 4
+
+
+def test_manual_eviction_drops_the_chosen_positions_only():
+    """Dropping positions 2 and 4 by hand removes exactly those keys, from the first decode step on."""
+    scenario = load_preset("seed")
+    comparison = compare_with_full(scenario, STEPS, CacheSpec(EvictionPolicy(drop=frozenset({2, 4}))), device="cpu")
+    assert sorted(comparison.evicted) == [2, 4]
+    for step in comparison.steps[1:]:
+        assert set(step.positions[~step.kept].tolist()) == {2, 4}
+
+
+def test_the_newest_key_is_never_evicted():
+    """A query always sees its own key, even if its position is on the drop list."""
+    cache = EvictingCache(1, 2, EvictionPolicy(window=1, drop=frozenset({5})))
+    pos = torch.arange(1, 6)
+    cache.append(torch.ones(1, 5, 2), pos.float(), TokenInfo(pos, pos, pos.double(), torch.full((5,), 5)))
+    assert cache.info().pos.tolist() == [5] and cache.values().tolist() == [5.0]
+    assert cache.evicted == [1, 2, 3, 4]
+
+
+def test_eviction_can_change_the_chosen_word():
+    """With the seed, keeping the last 2 tokens plus 1 sink changes the second word (warm, not nice)."""
+    comparison = compare_with_full(load_preset("seed"), 3, CacheSpec(EvictionPolicy(window=2, sinks=1)), device="cpu")
+    assert comparison.first_change == 1
+    assert comparison.steps[1].token_full == "nice" and comparison.steps[1].token_compressed == "warm"
+    assert comparison.free_tokens[5] == "warm"
+
+
+# -- quantisation ----------------------------------------------------------------------------
+@pytest.mark.parametrize("bits", ["int8", "int4"])
+@pytest.mark.parametrize("name", preset_names())
+def test_per_token_scales_store_the_toy_exactly_enough_to_change_nothing(bits, name):
+    """The toy's keys are ±1 or 0 and each value has its own scale, so per-token quantisation keeps
+    every key exactly and every value within its bound; the chosen words stay the same."""
+    scenario = load_preset(name)
+    comparison = compare_with_full(scenario, STEPS, CacheSpec(bits=bits), device="cpu")
+    full = generate(scenario, STEPS, "kv", device="cpu")
+    cache = QuantizedCache(len(scenario.heads), scenario.d_k, bits)
+    cache.append(full.cache.keys(), full.cache.values(), full.cache.info())
+    assert torch.equal(cache.keys(), full.cache.keys())
+    assert bool(((cache.values() - full.cache.values()).abs() <= cache.value_error_bound() + 1e-5).all())
+    assert comparison.first_change is None
+    assert comparison.max_context_error < 1e-4
+
+
+@pytest.mark.parametrize("bits", ["int8", "int4"])
+def test_per_channel_error_stays_within_the_bound_its_scale_implies(bits):
+    """Per-channel scales share the prompt's absmax: each value is off by at most absmax / (2·q_max),
+    so each context is off by at most that much and each logit by Σ_h |W_h| times it."""
+    scenario = load_preset("seed")
+    comparison = compare_with_full(scenario, STEPS, CacheSpec(bits=bits, scales="per-channel"), device="cpu")
+    bound = 20 / (2 * QMAX[bits])  # the prompt's largest value is 20
+    assert 0 < comparison.max_context_error <= bound + 1e-5
+    weights = torch.tensor([w.weights for w in scenario.vocab]).abs().sum(dim=1)  # (vocab,)
+    for step in comparison.steps:
+        assert bool(((step.logits_compressed - step.logits_full).abs() <= weights * bound + 1e-4).all())
+
+
+def test_int4_loses_more_than_int8():
+    """Fewer bits, coarser steps: int4's per-channel context error is larger than int8's."""
+    scenario = load_preset("seed")
+    int8 = compare_with_full(scenario, STEPS, CacheSpec(bits="int8", scales="per-channel"), device="cpu")
+    int4 = compare_with_full(scenario, STEPS, CacheSpec(bits="int4", scales="per-channel"), device="cpu")
+    assert int4.max_context_error > int8.max_context_error
+
+
+def test_quantised_bytes_count_codes_and_scales():
+    """Per token, int8 per-token holds heads·d_k key bytes + a float scale per head, and 1 + 4 for
+    the value; int4 packs two codes per byte."""
+    scenario = load_preset("seed")  # 4 heads, d_k 64
+    full = generate(scenario, 1, "kv", device="cpu").cache
+    for bits, key_bytes in (("int8", 64), ("int4", 32)):
+        cache = QuantizedCache(4, 64, bits)
+        info = full.info()
+        for i in range(len(full)):  # one token per append, as decode writes them
+            cache.append(full.keys()[:, i:i + 1], full.values()[i:i + 1],
+                         TokenInfo(*(getattr(info, f)[i:i + 1] for f in ("pos", "token", "value", "n"))))
+        assert cache.nbytes == len(full) * (4 * (key_bytes + 4) + 1 + 4)
+    assert cache.nbytes < full.nbytes
+
+
+def test_pack_int4_round_trips_every_code():
+    """Every code in -7…7 survives packing two per byte, for odd and even widths."""
+    codes = torch.arange(-7, 8, dtype=torch.int8).repeat(3, 1)  # (3, 15)
+    assert _pack_int4(codes).shape == (3, 8) and _pack_int4(codes).dtype == torch.uint8
+    assert torch.equal(_unpack_int4(_pack_int4(codes), 15), codes)
+    assert torch.equal(_unpack_int4(_pack_int4(codes[:, :14]), 14), codes[:, :14])
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.floats(-1e4, 1e4, allow_nan=False, width=32), min_size=1, max_size=20),
+       bits=st.sampled_from(["int8", "int4"]), dim=st.sampled_from([0, 1]))
+def test_dequantised_values_stay_within_half_a_step(values, bits, dim):
+    """For any numbers, |x - dequantize(quantize(x))| <= absmax / (2·q_max) of x's group."""
+    x = torch.tensor(values, dtype=torch.float32)[None, :]  # (1, m)
+    q = quantize(x, bits, group_dim=dim)
+    bound = q.absmax / (2 * QMAX[bits])
+    assert bool(((dequantize(q) - x).abs() <= bound * (1 + 1e-5) + 1e-6).all())
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: EvictionPolicy(window=0), "at least 1"),
+    (lambda: EvictionPolicy(window=2, sinks=-1), "negative"),
+    (lambda: EvictionPolicy(drop=frozenset({0})), "start at 1"),
+    (lambda: CacheSpec(EvictionPolicy(window=2), bits="int8"), "not both"),
+    (lambda: CacheSpec(bits="int3"), "bits"),
+    (lambda: CacheSpec(bits="int8", scales="per-row"), "scales"),
+    (lambda: compare_with_full(load_preset("seed"), 0, CacheSpec()), "steps"),
+])
+def test_bad_settings_are_refused(build, message):
+    """Impossible eviction or quantisation settings raise ValueError with a message."""
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+def test_labels_describe_the_spec():
+    """Each spec names itself the way the page shows it."""
+    assert CacheSpec().label == "full cache"
+    assert CacheSpec(EvictionPolicy(window=4, sinks=2)).label == "keep the last 4 + the first 2"
+    assert CacheSpec(EvictionPolicy(drop=frozenset({3, 1}))).label == "keep without positions 1, 3"
+    assert CacheSpec(bits="int4", scales="per-channel").label == "int4, per-channel scales"
