@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from viz import generate, load_preset
-from viz.memory import (DTYPE_BITS, GIB, KIB, PRESETS, MemoryConfigError, ModelConfig, beyond_context,
-                        cache_memory, custom_config, format_bytes, gpu_fit, memory_curve,
-                        toy_cache_memory, validate)
+from viz.memory import (DTYPE_BITS, GIB, GPUS, KIB, PRESETS, MemoryConfigError, ModelConfig, beyond_context,
+                        by_dtype, cache_memory, custom_config, fits_by_gpu, format_bytes, gpu_fit,
+                        memory_curve, toy_cache_memory, validate)
 
 
 def test_llama2_7b_fp16_4096_tokens_is_2_gib():
@@ -186,3 +186,15 @@ def test_memory_paged_and_compress_import_no_ui():
             "sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_by_dtype_and_fits_by_gpu_cover_every_choice():
+    """The dtype table has one row per dtype; the GPU table one per GPU size, growing with memory."""
+    memory = cache_memory(PRESETS["Llama-3-8B"], 8192, batch=4)
+    rows = by_dtype(memory)
+    assert [m.dtype for m in rows] == list(DTYPE_BITS)
+    assert [m.bytes_per_batch for m in rows] == [4 * GIB * b // 16 for b in DTYPE_BITS.values()]
+    fits = fits_by_gpu(memory)
+    assert len(fits) == len(GPUS)
+    assert [f.sequences for _, f in fits] == sorted(f.sequences for _, f in fits)
+    assert fits[0][1].sequences == gpu_fit(memory, 16).sequences

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from viz import generate, load_preset, preset_names
 from viz.engine import TokenInfo
-from viz.paged import (BlockPool, OutOfBlocks, PagedKVCache, Request, decode_together, sharing_refusal,
-                       variants)
+from viz.paged import (BlockPool, OutOfBlocks, PagedKVCache, Request, decode_together, same_outputs,
+                       sharing_refusal, variants)
 
 
 def paged(block_size: int, num_blocks: int = 64):
@@ -222,3 +222,12 @@ def test_too_many_sequences_are_refused():
     requests = [Request.of(f"s{i}", scenario, 1) for i in range(9)]
     with pytest.raises(ValueError, match="between 1 and 8"):
         decode_together(scenario, requests, 4)
+
+
+def test_same_outputs_tells_runs_apart():
+    """same_outputs holds for sharing vs not sharing, and fails when the requests differ."""
+    scenario = load_preset("cache-safe")
+    a = decode_together(scenario, variants(scenario, 3), 4, share_prefix=True, device="cpu")
+    b = decode_together(scenario, variants(scenario, 3), 4, share_prefix=False, device="cpu")
+    other = decode_together(scenario, variants(scenario, 3)[::-1], 4, device="cpu")
+    assert same_outputs(a, b) and not same_outputs(a, other)

@@ -318,9 +318,15 @@ def gpu_fit(memory: CacheMemory, gpu_gib: float, gpus: int = 1, weights_dtype: s
                   budget // memory.bytes_per_sequence, budget // memory.bytes_per_token)
 
 
-def with_dtype(memory: CacheMemory, dtype: str) -> CacheMemory:
-    """The same model, length and batch in another cache dtype."""
-    return cache_memory(memory.config, memory.tokens, dtype, memory.batch)
+def by_dtype(memory: CacheMemory) -> list[CacheMemory]:
+    """The same model, length and batch in every cache dtype, widest first."""
+    return [cache_memory(memory.config, memory.tokens, dtype, memory.batch) for dtype in DTYPE_BITS]
+
+
+def fits_by_gpu(memory: CacheMemory, gpus: int = 1, weights_dtype: str = "fp16/bf16",
+                usable: float = DEFAULT_USABLE) -> list[tuple[str, GpuFit]]:
+    """:func:`gpu_fit` for every GPU size in :data:`GPUS`."""
+    return [(name, gpu_fit(memory, size, gpus, weights_dtype, usable)) for name, size in GPUS.items()]
 
 
 def beyond_context(memory: CacheMemory) -> bool:

@@ -54,7 +54,8 @@ class BlockPool:
             raise ValueError("a pool needs at least one block of at least one slot")
         self.num_blocks, self.block_size, self.num_heads, self.d_k = num_blocks, block_size, num_heads, d_k
         device = torch.device(device)
-        self.k = torch.zeros(num_blocks, num_heads, block_size, d_k, device=device, dtype=dtype)  # (blocks, heads, B, d_k)
+        self.k = torch.zeros(num_blocks, num_heads, block_size, d_k,
+                             device=device, dtype=dtype)  # (blocks, heads, B, d_k)
         self.v = torch.zeros(num_blocks, block_size, device=device, dtype=dtype)  # (blocks, B)
         self.pos = torch.zeros(num_blocks, block_size, device=device, dtype=torch.int64)
         self.token = torch.zeros(num_blocks, block_size, device=device, dtype=torch.int64)
@@ -298,6 +299,13 @@ class PagedRun:
     waste: WasteReport
     sharing: bool  # prefix sharing was on
     sharing_note: str  # why it is off, when it was asked for and refused
+
+
+def same_outputs(a: PagedRun, b: PagedRun) -> bool:
+    """Two runs of the same requests produced identical words, contexts and logits."""
+    return len(a.sequences) == len(b.sequences) and all(
+        x.chosen == y.chosen and torch.equal(x.contexts, y.contexts) and torch.equal(x.logits, y.logits)
+        for x, y in zip(a.sequences, b.sequences))
 
 
 def sharing_refusal(scenario: Scenario) -> str:
