@@ -13,7 +13,7 @@ st.set_page_config(page_title="kvlab", page_icon=":material/memory:", layout="wi
 state.init()
 
 PAGES = [
-    st.Page("pages/prefill.py", title="Prefill", icon=":material/grid_on:", url_path="prefill", default=True),
+    st.Page("pages/prefill.py", title="Prefill", icon=":material/grid_on:", default=True),  # served at /
     st.Page("pages/decode.py", title="Decode", icon=":material/playlist_add:", url_path="decode"),
     st.Page("pages/tour.py", title="Guided tour", icon=":material/school:", url_path="tour"),
     st.Page("pages/cost.py", title="Cost", icon=":material/speed:", url_path="cost"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -17,7 +19,38 @@ def plot(fig: go.Figure, key: str | None = None) -> None:
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key=key)
 
 
+_MARKDOWN_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$:&=\"'")
+
+
+def md_escape(text: str) -> str:
+    """User text for st.markdown: every markdown/HTML character escaped, so it shows as typed."""
+    return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in str(text))
+
+
 def header(title: str, caption: str) -> None:
     """Page title and one line on what the page shows."""
     st.title(title)
     st.caption(caption)
+
+
+def stepper(key: str, count: int, label: str, *, first: int = 1,
+            format_label: Callable[[int], str] = str, help: str | None = None) -> int:
+    """A slider between ← and → buttons (also the arrow keys); returns the chosen value."""
+    current = min(max(int(st.session_state.get(key, first)), first), count)
+    st.session_state[key] = current
+
+    def move(delta: int) -> None:
+        st.session_state[key] = min(max(st.session_state[key] + delta, first), count)
+
+    back, middle, forward = st.columns([1, 10, 1], vertical_alignment="bottom")
+    back.button("", icon=":material/arrow_back:", key=f"{key}_back", on_click=move, args=(-1,),
+                shortcut="left", disabled=current <= first, help="Back (←)")
+    forward.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
+                   shortcut="right", disabled=current >= count, help="Forward (→)")
+    with middle:
+        if count > first:
+            st.select_slider(label, options=list(range(first, count + 1)), key=key,
+                             format_func=format_label, help=help)
+        else:
+            st.markdown(f"{label}: {md_escape(format_label(current))}")
+    return st.session_state[key]

@@ -16,6 +16,7 @@ import re
 from typing import Callable
 
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
 from ..engine import MODES
 from ..presets import DEFAULT_PRESET, load_preset
@@ -32,6 +33,18 @@ PRESENTER = "kv_presenter"
 NOTICES = "kv_notices"
 LINK = "kv_link"  # the query parameters last written, to avoid rewriting the URL needlessly
 READY = "kv_ready"
+
+
+def require_frame() -> None:
+    """Run at the top of every page: pages only work inside app.py's frame.
+
+    Until some session has called st.navigation, Streamlit's legacy `pages/` discovery may run a
+    page file on its own (a first visitor landing on /decode). Turn that discovery off, as
+    st.navigation itself does, and rerun through app.py.
+    """
+    if not st.session_state.get(READY):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 def init() -> None:
