@@ -21,3 +21,14 @@ def explicit_navigation(monkeypatch):
         PagesManager.uses_pages_directory = False
 
     monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+@pytest.fixture
+def app():
+    """The whole app (app.py's frame around the default page), run once with a fresh session."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    return at

@@ -74,7 +74,7 @@ def _heads(scenario: Scenario) -> None:
             "name": st.column_config.TextColumn("name", required=True, max_chars=40),
             "rule": st.column_config.TextColumn("rule", required=True, width="medium",
                                                 help="e.g. k.pos % 2 == 0, k.pos == q.pos, True"),
-            "cacheable": st.column_config.CheckboxColumn(
+            "cacheable": st.column_config.TextColumn(
                 "cacheable", help="Rules that read n change old keys as the sequence grows, "
                                   "so a KV cache would hold stale keys."),
         })
@@ -97,9 +97,8 @@ def _heads(scenario: Scenario) -> None:
     name = pick.selectbox("Add a head", list(RULE_LIBRARY), key=state.widget_key("library"),
                           format_func=lambda n: f"{n}: {RULE_LIBRARY[n]}")
     if add.button("Add", key=state.widget_key("add_head")):
-        if state.update("heads", lambda: scenario.with_head_added(name.split(" (")[0], RULE_LIBRARY[name])):
-            st.rerun()
-    if not all(base["cacheable"]):
+        state.update("heads", lambda: scenario.with_head_added(name.split(" (")[0], RULE_LIBRARY[name]))
+    if not all(value == "yes" for value in base["cacheable"]):
         if st.button("Make every head cache-safe (n → q.pos)", key=state.widget_key("safe"),
                      icon=":material/build:"):
             state.set_scenario(scenario.cache_safe())
@@ -161,9 +160,12 @@ def _save_and_share(scenario: Scenario) -> None:
     if upload is not None and st.session_state.get(UPLOAD_SEEN) != upload.file_id:
         st.session_state[UPLOAD_SEEN] = upload.file_id
         data = upload.getvalue()
-        if state.update("upload", lambda: Scenario.from_json(data)):
-            state.set_step(0)
-            st.rerun()
+        def load() -> Scenario:
+            new = Scenario.from_json(data)
+            state.set_step(0)  # only once the file is known to be good
+            return new
+
+        state.update("upload", load)
     _show_error("upload")
     link = "?" + urlencode(encode_view(state.current_view()))
     base = (st.context.url or "").split("?")[0]

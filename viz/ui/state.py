@@ -84,16 +84,17 @@ def set_scenario(new: Scenario) -> None:
     st.session_state[ERRORS] = {}
 
 
-def update(field: str, build: Callable[[], Scenario]) -> bool:
-    """Try an edit. On success the scenario changes; on failure the message is kept for ``field``
-    and the last good scenario stays in force. Returns whether the edit was taken."""
+def update(field: str, build: Callable[[], Scenario]) -> None:
+    """Try an edit. On success the scenario changes and the script reruns, so every editor is
+    drawn again from the new scenario (under renewed keys); on failure the message is kept for
+    ``field`` and the last good scenario stays in force."""
     try:
         new = build()
     except ScenarioError as err:
         st.session_state[ERRORS] = {**st.session_state[ERRORS], field: _readable(err)}
-        return False
+        return
     set_scenario(new)
-    return True
+    st.rerun()
 
 
 def _readable(err: ScenarioError) -> str:
@@ -145,9 +146,9 @@ def notices() -> list[str]:
     return st.session_state[NOTICES]
 
 
-def add_head(name: str, rule: str) -> bool:
-    """Add a head to the toy scenario (e.g. a rule found in a real model)."""
-    return update("heads", lambda: scenario().with_head_added(name, rule))
+def add_head(name: str, rule: str) -> None:
+    """Add a head to the toy scenario (e.g. a rule found in a real model); reruns on success."""
+    update("heads", lambda: scenario().with_head_added(name, rule))
 
 
 def current_view() -> View:

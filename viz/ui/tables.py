@@ -70,7 +70,7 @@ def heads_frame(scenario: Scenario) -> pd.DataFrame:
     return pd.DataFrame({
         "name": scenario.head_names,
         "rule": [head.rule for head in scenario.heads],
-        "cacheable": [_cacheable(head.rule) for head in scenario.heads],
+        "cacheable": ["yes" if _cacheable(head.rule) else "no: reads n" for head in scenario.heads],
     })
 
 

@@ -1,0 +1,154 @@
+"""Tier 2 (AppTest): the shared frame: sidebar editors, errors that keep the last good state,
+presets, presenter mode and share links."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from viz import load_preset
+from viz.share import View, encode_view
+from viz.ui import state
+
+from apptest_helpers import by_label, edit_table, errors, scenario
+
+
+def test_app_opens_with_the_seed(app):
+    """The default view is the seed scenario at step 0."""
+    assert scenario(app) == load_preset("seed")
+    assert app.session_state[state.STEP] == 0
+    assert by_label(app.text_input, "Prompt").value == "Today's weather is so …"
+
+
+def test_prompt_edit_retokenises_and_keeps_values(app):
+    """Typing a new prompt retokenises; unchanged tokens keep their values."""
+    by_label(app.text_input, "Prompt").input("Today's weather is so very").run()
+    s = scenario(app)
+    assert s.tokens == ("Today", "weather", "is", "so", "very") and s.values[:4] == (10, 20, 1, 5)
+    assert not errors(app)
+
+
+def test_empty_prompt_shows_error_and_keeps_scenario(app):
+    """An empty prompt is refused next to the field; the seed stays in force."""
+    by_label(app.text_input, "Prompt").input("   ").run()
+    assert any("no tokens" in e for e in errors(app))
+    assert scenario(app) == load_preset("seed")
+
+
+def test_token_value_edit_changes_the_scenario(app):
+    """Editing a value in the token table changes that token's value."""
+    edit_table(app, "tokens", edited_rows={1: {"value": 30.0}})
+    assert scenario(app).values == (10, 30, 1, 5)
+
+
+def test_bad_rule_shows_error_and_keeps_old_rules(app):
+    """A hostile rule in the head table is refused with its message; the rules stay as they were."""
+    edit_table(app, "heads", edited_rows={0: {"rule": "__import__('os').system('x')"}})
+    assert any("heads, row 1, rule" in e and "not allowed" in e for e in errors(app))
+    assert scenario(app).heads == load_preset("seed").heads
+
+
+def test_heads_can_be_added_removed_and_keep_their_weights(app):
+    """Deleting a head drops its W_vocab column; an added head gets weight 0."""
+    edit_table(app, "heads", deleted_rows=[0], added_rows=[{"name": "self", "rule": "k.pos == q.pos"}])
+    s = scenario(app)
+    assert s.head_names == ["last", "first", "all", "self"]
+    assert s.vocab[0].weights == (0.5, 0.1, 0.2, 0.0)
+
+
+def test_library_head_and_reorder(app):
+    """'Add a head' appends a library rule; the arrows move a head with its weights."""
+    by_label(app.selectbox, "Add a head").set_value("self").run()
+    next(b for b in app.button if b.label == "Add").click().run()
+    assert scenario(app).heads[-1].rule == "k.pos == q.pos"
+    by_label(app.selectbox, "Reorder").set_value(1).run()
+    next(b for b in app.button if b.proto.help == "Move up").click().run()
+    s = scenario(app)
+    assert s.head_names[:2] == ["last", "even"] and s.vocab[0].weights[:2] == (0.5, 0.8)
+
+
+def test_vocab_edit_and_missing_weight(app):
+    """A weight edit changes W_vocab; an emptied cell is refused with the row named."""
+    edit_table(app, "vocab", edited_rows={0: {"w·even": 0.9}})
+    assert scenario(app).vocab[0].weights[0] == 0.9
+    edit_table(app, "vocab", edited_rows={1: {"value": None}})
+    assert any("vocab" in e and "row 2" in e for e in errors(app))
+    assert scenario(app).vocab[1].value == 6
+
+
+def test_sampling_controls(app):
+    """Strategy, temperature and d_k widgets update the scenario."""
+    by_label(app.radio, "Choose the next word by").set_value("sample").run()
+    by_label(app.slider, "Temperature").set_value(2.0).run()
+    by_label(app.number_input, "d_k (key width)").set_value(16).run()
+    s = scenario(app)
+    assert (s.sampling.strategy, s.sampling.temperature, s.d_k) == ("sample", 2.0, 16)
+
+
+def test_preset_picker_loads_a_preset(app):
+    """Choosing a preset replaces the scenario and resets the step."""
+    app.session_state[state.STEP] = 3
+    by_label(app.selectbox, "Scenario").set_value("sliding-window").run()
+    assert scenario(app) == load_preset("sliding-window") and app.session_state[state.STEP] == 0
+
+
+def test_cache_safe_button(app):
+    """The cache-safe button rewrites heads that read n."""
+    next(b for b in app.button if b.label.startswith("Make every head cache-safe")).click().run()
+    assert scenario(app).heads[1].rule == "k.pos == q.pos"
+
+
+def test_presenter_mode_folds_editors_away(app):
+    """Presenter mode hides the editors and goes into the URL."""
+    by_label(app.toggle, "Presenter mode").set_value(True).run()
+    assert not app.data_editor and not app.text_input
+    assert app.query_params.get("present") in ("1", ["1"])
+
+
+def test_url_always_encodes_the_view(app):
+    """After an edit, the query parameters decode to the same scenario."""
+    by_label(app.text_input, "Prompt").input("a b c").run()
+    params = {k: (v[0] if isinstance(v, list) else v) for k, v in app.query_params.items()}
+    from viz.share import decode_view
+    view, problems = decode_view(params, load_preset("seed"))
+    assert not problems and view.scenario == scenario(app)
+
+
+def test_share_link_restores_scenario_and_step():
+    """Opening a link (query params) restores exactly that scenario and step."""
+    custom = load_preset("content").with_prompt("Today's weather is so very very")
+    params = encode_view(View(custom, step=3, mode="recompute"))
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert scenario(at) == custom
+    assert at.session_state[state.STEP] == 3 and at.session_state[state.MODE] == "recompute"
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"s": "garbage"}, "damaged"),
+    ({"s": "9.abc"}, "another kvlab"),
+    ({"s": "1.!!!!"}, "damaged"),
+    ({"step": "-4"}, "step"),
+])
+def test_bad_share_links_open_the_seed_with_a_warning(params, message):
+    """A damaged link still opens the app, on the seed, with the reason shown."""
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert scenario(at) == load_preset("seed")
+    assert any(message in w.value for w in at.warning)
+
+
+def test_upload_applies_a_scenario_file_once(app):
+    """Uploading scenario JSON loads it; a bad file shows an error and keeps the scenario."""
+    uploader = app.get("file_uploader")[0]
+    uploader.upload("s.json", load_preset("previous-token").to_json().encode(), "application/json").run()
+    assert scenario(app) == load_preset("previous-token")
+    app.get("file_uploader")[0].upload("bad.json", b'{"version": 9}', "application/json").run()
+    assert any("unsupported scenario version 9" in e for e in errors(app))
+    assert scenario(app) == load_preset("previous-token")

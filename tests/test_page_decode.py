@@ -1,0 +1,106 @@
+"""Tier 2 (AppTest): the Decode page steps, scrubs, compares cache and recomputation, and fixes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from apptest_helpers import scenario
+from viz.ui import state
+
+
+@pytest.fixture
+def decode(app):
+    app.switch_page("pages/decode.py").run()
+    assert not app.exception
+    return app
+
+
+def _button(at, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def _figure(at, title_part: str) -> dict:
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        if title_part in spec["layout"].get("title", {}).get("text", ""):
+            return spec
+    raise AssertionError(f"no figure titled {title_part!r}")
+
+
+def _metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def test_step_advances_the_trace(decode):
+    """Step appends the predicted word and grows the cache by one entry."""
+    assert _metric(decode, "Entries") == "4"
+    _button(decode, "Step").click().run()
+    assert decode.session_state[state.STEP] == 1
+    assert _metric(decode, "Entries") == "5"
+    assert "'nice' joins at position 5" in decode.info[0].value
+
+
+def test_seed_cache_bug_is_shown_with_its_numbers(decode):
+    """After one step the 'last' head gives 6 with the cache and 7 recomputed, explained."""
+    _button(decode, "Step").click().run()
+    assert _metric(decode, "Largest |difference| in the context") == "1"
+    warning = decode.warning[0].value
+    assert "Head 'last'" in warning and "→ 6" in warning and "→ 7" in warning
+    table = next(df.value for df in decode.dataframe if "|difference|" in df.value.columns)
+    assert table.loc[1, "KV cache"] == pytest.approx(6.0, abs=1e-4)
+    assert table.loc[1, "recompute"] == pytest.approx(7.0, abs=1e-4)
+
+
+def test_one_click_fix_makes_the_cache_agree(decode):
+    """The fix button rewrites the rule; afterwards cache and recomputation agree."""
+    _button(decode, "Step").click().run()
+    _button(decode, "Fix: make every head cache-safe (n → q.pos)").click().run()
+    assert scenario(decode).heads[1].rule == "k.pos == q.pos"
+    assert _metric(decode, "Largest |difference| in the context") == "0"
+    assert decode.success
+
+
+def test_run_n_back_reset_and_timeline(decode):
+    """Run N jumps ahead, Back steps back, the timeline scrubs, Reset returns to prefill."""
+    next(n for n in decode.number_input if n.label == "Tokens to run").set_value(5).run()
+    _button(decode, "Run").click().run()
+    assert decode.session_state[state.STEP] == 5
+    _button(decode, "Back").click().run()
+    assert decode.session_state[state.STEP] == 4
+    timeline = next(s for s in decode.slider if s.label.startswith("Timeline"))
+    assert timeline.max == 5
+    timeline.set_value(2).run()
+    assert decode.session_state[state.STEP] == 2 and _metric(decode, "Entries") == "6"
+    _button(decode, "Reset").click().run()
+    assert decode.session_state[state.STEP] == 0
+
+
+def test_growing_heatmap_has_one_row_per_step(decode):
+    """The attention heatmap grows by one query row per step."""
+    next(n for n in decode.number_input if n.label == "Tokens to run").set_value(3).run()
+    _button(decode, "Run").click().run()
+    rows = _figure(decode, "Attention as it grew")["data"][0]["y"]
+    assert len(rows) == 4 + 3 and rows[-1].endswith("nice")
+
+
+def test_work_counts_are_plotted_from_the_engine(decode):
+    """Recompute's scores grow with n², the cache's with n."""
+    next(n for n in decode.number_input if n.label == "Tokens to run").set_value(4).run()
+    _button(decode, "Run").click().run()
+    spec = _figure(decode, "Work in each decode step")
+    series = {d["name"]: (d["x"], d["y"]) for d in spec["data"] if d.get("xaxis", "x") == "x"}
+    x, full = series["no cache (recompute)"]
+    _, kv = series["KV cache"]
+    assert full == [4 * n * n for n in x] and kv == [4 * n for n in x]
+
+
+def test_mode_picker_changes_the_narration(decode):
+    """Choosing 'no cache (recompute)' shows the recompute run and goes into the URL."""
+    _button(decode, "Step").click().run()
+    picker = next(w for w in decode.get("button_group") if getattr(w, "label", "") == "Show the run")
+    picker.set_value("recompute").run()
+    assert decode.session_state[state.MODE] == "recompute"
+    assert "the whole sequence of 5 tokens is run again" in decode.info[0].value
+    assert decode.query_params.get("mode") in ("recompute", ["recompute"])
