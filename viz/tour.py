@@ -1,0 +1,88 @@
+"""The guided tour's questions: predict-then-reveal, with every answer read from engine results.
+
+The tour follows the article's walkthrough on the seed scenario. Each question's options include
+the engine's own number and plausible wrong ones (the values people usually guess), so the answer
+checked in class is always the one kvlab computes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .engine import Trace
+from .explain import fmt
+
+
+@dataclass(frozen=True)
+class Question:
+    prompt: str
+    options: list[str]
+    answer: int  # index into options
+    explanation: str
+
+
+def _choices(correct: float, wrong: list[float]) -> tuple[list[str], int]:
+    """Distinct options in ascending order, and where the correct one landed."""
+    texts = {fmt(correct)}
+    for value in wrong:
+        texts.add(fmt(value))
+    options = sorted(texts, key=float)
+    return options, options.index(fmt(correct))
+
+
+def question_mask(trace: Trace) -> Question:
+    tokens = trace.prefill.tokens
+    return Question(
+        f"Can '{tokens[1]}' (position 2) see '{tokens[2]}' (position 3) during prefill?",
+        ["yes", "no"], 0 if bool(trace.prefill.attention.visible[1, 2]) else 1,
+        "No: the causal mask hides every later position, so a token is built only from itself and "
+        "the tokens before it. That is what lets prefill run all positions at once.")
+
+
+def question_even(trace: Trace) -> Question:
+    pre = trace.prefill
+    last = len(pre.tokens) - 1
+    correct = float(pre.contexts[0, last])
+    values = [float(v) for v in pre.v]
+    options, answer = _choices(correct, [values[last], max(values), sum(values) / len(values)])
+    return Question(f"What context does the '{trace.scenario.head_names[0]}' head give at "
+                    f"'{pre.tokens[last]}'?", options, answer,
+                    f"The rule holds for {', '.join(t for t, m in zip(pre.tokens, pre.attention.matches[0, last]) if m)}; "
+                    f"softmax splits the weight between them → {fmt(correct)}.")
+
+
+def question_no_match(trace: Trace) -> Question:
+    pre = trace.prefill
+    correct = float(pre.contexts[0, 0])
+    options, answer = ["0: it attends to nothing", fmt(correct)], 1
+    return Question(f"The '{trace.scenario.head_names[0]}' head finds no match at '{pre.tokens[0]}'. "
+                    "What does it give?", options, answer,
+                    f"Softmax must hand out a total weight of 1, so with every score equal it spreads "
+                    f"it evenly; with one visible key that is all of it → {fmt(correct)}. The article's "
+                    "prose says 'none', its code prints 10.")
+
+
+def question_winner(trace: Trace) -> Question:
+    step = trace.steps[0]
+    words = trace.scenario.vocab_tokens
+    return Question("Which word gets the highest logit after prefill?", list(words), int(step.logits.argmax()),
+                    "Logits: " + ", ".join(f"{w} {fmt(float(v))}" for w, v in zip(words, step.logits)) + ".")
+
+
+def question_keys(full: Trace, kv: Trace) -> Question:
+    a, b = full.steps[1].counts.keys_encoded, kv.steps[1].counts.keys_encoded
+    options, answer = _choices(float(b), [float(a), float(a // len(kv.scenario.heads)), 0.0])
+    return Question(f"Decoding the first new token without a cache encodes {a} keys ({full.steps[1].seq_len} "
+                    "tokens × heads). How many does the KV cache encode?", options, answer,
+                    f"Only the new token's key per head: {b}. The other keys are read from the cache.")
+
+
+def question_stale(full: Trace, kv: Trace, head: int) -> Question:
+    a, b = float(full.steps[1].context[head]), float(kv.steps[1].context[head])
+    options = [fmt(a), fmt(b)]
+    return Question(f"With the KV cache the '{kv.scenario.head_names[head]}' head gives {fmt(b)}; recomputing "
+                    f"gives {fmt(a)}. Which one does the rule '{kv.scenario.heads[head].rule}' actually mean?",
+                    options, 0,
+                    "Recomputing is right: n is now the new length, so only the newest token is 'last'. The "
+                    "cached key of the old last token still says 'last', because it was encoded when n was "
+                    "smaller. A key that depends on the future cannot be cached.")
