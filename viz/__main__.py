@@ -1,11 +1,15 @@
-"""Command line: ``python -m viz trace|presets|preset …``. Bad input: exit code 2, one line on stderr."""
+"""Command line: ``python -m viz trace|presets|preset|bench …``. Bad input: exit 2, one line on stderr."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
+import torch
+
+from .device import DEVICE_KINDS, pick_device
 from .engine import MODES, generate
 from .presets import load_preset, preset_names
 from .scenario import MAX_DECODE_STEPS, MAX_JSON_BYTES, Scenario, ScenarioError
@@ -53,7 +57,45 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("presets", help="list the built-in scenarios")
     preset = commands.add_parser("preset", help="print a built-in scenario as JSON")
     preset.add_argument("name")
+    bench = commands.add_parser("bench", help="time prefill, decode and the KV cache on this machine")
+    bench.add_argument("--quick", action="store_true", help="small sizes only: a few seconds")
+    bench.add_argument("--device", choices=DEVICE_KINDS, default=None,
+                       help="cpu, cuda or mps (default: best available)")
+    bench.add_argument("--out", help="also write the results as JSON to this file")
+    bench.add_argument("--threads", type=_threads, default=None,
+                       help="CPU threads for torch (default: torch's choice, usually one per core)")
     return parser
+
+
+def _threads(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 1024:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number from 1 to 1024")
+    return int(text)
+
+
+def _bench(quick: bool, device_name: str | None, out: str | None, threads: int | None) -> None:
+    """Run the benchmark, printing each section as it finishes; then the goals; then the JSON."""
+    from .bench import FULL, QUICK, render_goals, render_section, report_to_dict, run_bench
+
+    try:
+        device = pick_device(device_name)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if out is not None:  # fail now, not after minutes of measuring
+        folder = os.path.dirname(os.path.abspath(out))
+        if os.path.isdir(out) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise UsageError(f"cannot write {out}: not a writable file path")
+    if threads is not None:
+        torch.set_num_threads(threads)
+    config = QUICK if quick else FULL
+    print(f"kvlab bench ({config.name}) on {device}, {torch.get_num_threads()} CPU threads", flush=True)
+    report = run_bench(config, device, on_section=lambda s: print(render_section(s) + "\n", flush=True))
+    print(render_goals(report.goals))
+    print(f"{report.seconds:.1f} s in all")
+    if out is not None:
+        with open(out, "w", encoding="utf-8") as handle:
+            json.dump(report_to_dict(report), handle, indent=2, ensure_ascii=False)
+        print(f"results written to {out}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
             except (ValueError, RuntimeError) as err:
                 raise UsageError(str(err).splitlines()[0]) from None
             print(json.dumps(trace_to_dict(trace), ensure_ascii=False))
+        elif args.command == "bench":
+            _bench(args.quick, args.device, args.out, args.threads)
         return 0
     except (UsageError, ScenarioError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -1,0 +1,318 @@
+"""Tier 1: the benchmark measures what it says, writes complete JSON, and never asserts a speed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+
+import pytest
+import torch
+
+from viz import load_preset
+from viz.bench import (DECODE_MODES, PEERS, QUICK, Bandwidth, CatCache, CostMeasurement, DecodePoint,
+                       Finding, LiveConfig, PrefillPoint, SectionResult, Table, Timing, TimingPlan,
+                       bench_peers, bench_real, live_cost, measure_decode, render_section, summarize_cost,
+                       time_calls)
+from viz.__main__ import main
+from viz.device import pick_device
+from viz.engine import KVCache, ToyModel, WorkCounts, make_decoder
+
+SECTION_KEYS = ["prefill", "decode", "peers", "floor", "latency", "real_model"]
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "viz", *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    """The smallest mode, once, through the command line (one thread: steady on a busy machine)."""
+    out = tmp_path_factory.mktemp("bench") / "results.json"
+    result = run("bench", "--quick", "--device", "cpu", "--threads", "1", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return result, json.loads(out.read_text(encoding="utf-8"))
+
+
+def timings(node) -> list[dict]:
+    """Every Timing object anywhere in the JSON."""
+    if isinstance(node, dict):
+        found = [node] if "median_s" in node else []
+        return found + [t for value in node.values() for t in timings(value)]
+    if isinstance(node, list):
+        return [t for value in node for t in timings(value)]
+    return []
+
+
+def test_quick_json_has_every_section_and_goal(quick):
+    """The JSON names its config, machine and device, every section in order, and the five goals."""
+    _, data = quick
+    assert data["version"] == 1 and data["config"]["name"] == "quick" and data["device"] == "cpu"
+    assert data["machine"]["cpu threads"] == "1" and data["machine"]["torch"] == torch.__version__
+    assert list(data["sections"]) == SECTION_KEYS
+    for key in SECTION_KEYS[:5]:
+        section = data["sections"][key]
+        assert section["skipped"] is None and section["rows"] and section["title"], key
+    assert len(data["goals"]) == 5
+    assert all(goal["met"] in (True, False, None) and goal["detail"] for goal in data["goals"])
+
+
+def test_quick_every_timing_is_a_positive_measurement(quick):
+    """Every timing is positive with min <= median <= max, and there is one per thing measured."""
+    _, data = quick
+    config, sections = data["config"], data["sections"]
+    found = timings(sections)
+    decode_rows = sum(1 for n in config["decode_sizes"] for mode in DECODE_MODES
+                      if mode != "recompute" or n <= config["recompute_max"])
+    expected = (2 * len(config["prefill_sizes"]) + decode_rows + len(PEERS) * len(config["decode_sizes"])
+                + len(config["decode_sizes"]) + 1 + 2 * 2 * len(config["latency"]))
+    assert len(found) == expected
+    for timing in found:
+        assert 0 < timing["min_s"] <= timing["median_s"] <= timing["max_s"]
+        assert timing["repeats"] >= 1
+    for row in sections["latency"]["rows"]:
+        assert row["figures"] and all(seconds > 0 for _, seconds in row["figures"])
+    for row in sections["floor"]["rows"]:
+        assert row["bytes_per_token"] > 0 and row["floor_s"] > 0 and 0 < row["achieved"]
+    assert sections["floor"]["bandwidth"]["bytes_moved"] == 2 * config["copy_bytes"]
+
+
+def test_quick_decode_rows_cover_every_mode_and_size(quick):
+    """Decode has one row per (n, mode), recompute only up to its cap; peers one per (n, cache)."""
+    _, data = quick
+    config, sections = data["config"], data["sections"]
+    decode = {(row["n"], row["mode"]) for row in sections["decode"]["rows"]}
+    assert decode == {(n, mode) for n in config["decode_sizes"] for mode in DECODE_MODES
+                      if mode != "recompute" or n <= config["recompute_max"]}
+    peers = {(row["n"], row["cache"]) for row in sections["peers"]["rows"]}
+    assert peers == {(n, peer) for n in config["decode_sizes"] for peer in PEERS}
+
+
+def test_quick_work_counts_grow_as_theory_says(quick):
+    """Engine counts per step: recompute's multiply-adds grow like n², the cache's like n."""
+    _, data = quick
+    rows = {(row["n"], row["mode"]): row["work"]["multiply_adds"] for row in data["sections"]["decode"]["rows"]}
+    small, large = data["config"]["decode_sizes"][:2]
+    ratio = large / small
+    assert rows[(large, "recompute")] / rows[(small, "recompute")] == pytest.approx(ratio ** 2)
+    assert rows[(large, "kv")] / rows[(small, "kv")] == pytest.approx(ratio)
+    assert rows[(large, "cat")] == rows[(large, "kv")]
+
+
+def test_quick_prefill_both_ways_agree(quick):
+    """Batched prefill and one token at a time give the same contexts at every size."""
+    _, data = quick
+    for row in data["sections"]["prefill"]["rows"]:
+        assert row["max_abs_diff"] < 1e-4
+        assert row["batched_work"]["multiply_adds"] > row["one_by_one_work"]["multiply_adds"]
+
+
+def test_quick_prints_a_table_per_section(quick):
+    """Standard output holds each section's title, a table heading, the goals and the JSON path."""
+    result, data = quick
+    for section in data["sections"].values():
+        assert f"== {section['title']} ==" in result.stdout
+    assert "recompute/kv" in result.stdout and "== Goals ==" in result.stdout
+    assert "results written to" in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--threads", "0"], "--threads"),
+    (["--threads", "two"], "--threads"),
+    (["--out", "/no/such/folder/results.json"], "cannot write"),
+    (["--device", "tpu"], "--device"),
+])
+def test_bench_bad_input_is_one_line_and_exit_2(args, message, capsys):
+    """Bad options fail before measuring anything: exit code 2 and one line on stderr."""
+    assert main(["bench", "--quick", *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1 and message in captured.err
+
+
+def test_bench_unavailable_device_is_one_line_and_exit_2(capsys):
+    """Asking for a device this machine lacks is refused with exit code 2 and one line."""
+    missing = [kind for kind in ("cuda", "mps") if not _available(kind)]
+    if not missing:
+        pytest.skip("this machine has both cuda and mps")
+    assert main(["bench", "--quick", "--device", missing[0]]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [f"error: device '{missing[0]}' is not available on this machine"]
+
+
+def _available(kind: str) -> bool:
+    try:
+        pick_device(kind)
+    except ValueError:
+        return False
+    return True
+
+
+# -- the pieces, in process -------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def model() -> ToyModel:
+    return ToyModel(load_preset("cache-safe"), device="cpu")
+
+
+def tokens(n: int) -> tuple[list[str], list[float]]:
+    words, values = ["Today", "weather", "is", "so"], [10.0, 20.0, 1.0, 5.0]
+    return [words[i % 4] for i in range(n)], [values[i % 4] for i in range(n)]
+
+
+@pytest.mark.parametrize("mode", ["kv", "recompute"])
+def test_fill_leaves_the_state_prefill_leaves(model, mode):
+    """A decoder filled with a prompt decodes exactly as one that prefilled it (the engine hook)."""
+    words, values = tokens(9)
+    filled, prefilled = make_decoder(mode, model), make_decoder(mode, model)
+    filled.fill(words[:6], values[:6])
+    prefilled.prefill(words[:6], values[:6])
+    for word, value in zip(words[6:], values[6:]):
+        a, b = filled.decode_step(word, value), prefilled.decode_step(word, value)
+        assert torch.equal(a.attention.contexts, b.attention.contexts)
+        assert a.cache_length == b.cache_length and a.cache_nbytes == b.cache_nbytes
+
+
+def test_cat_cache_decodes_like_the_kv_cache(model):
+    """The torch.cat cache holds the same keys, values and records, so decode agrees exactly."""
+    words, values = tokens(12)
+    ours = make_decoder("kv", model)
+    naive = make_decoder("kv", model, CatCache(model.num_heads, model.d_k))
+    ours.prefill(words[:5], values[:5])
+    naive.prefill(words[:5], values[:5])
+    for word, value in zip(words[5:], values[5:]):
+        a, b = ours.decode_step(word, value), naive.decode_step(word, value)
+        assert torch.equal(a.attention.contexts, b.attention.contexts)
+        assert a.cache_nbytes == b.cache_nbytes
+    assert torch.equal(ours.cache.keys(), naive.cache.keys())
+    assert torch.equal(ours.cache.info().n, naive.cache.info().n)
+
+
+def test_measure_decode_times_the_step_at_length_n(model):
+    """The first timed step's query sees exactly n keys; its counts are the engine's for that n."""
+    plan = TimingPlan(warmup=2, min_repeats=3, max_repeats=3, target_s=0.0)
+    point = measure_decode(model, "kv", 40, plan, torch.device("cpu"))
+    assert point.per_token.repeats == 3
+    assert point.work.keys_read == model.num_heads * 39
+    assert point.work.multiply_adds == model.num_heads * 40 * (model.d_k + 1)
+    assert point.cache_bytes == KVCache(model.num_heads, model.d_k).element_size * 40 * (model.num_heads * model.d_k + 1)
+
+
+def test_time_calls_warms_up_then_repeats_within_the_plan():
+    """Warm-up calls are not timed; repeats stay between the plan's bounds; the first result is kept."""
+    calls = []
+
+    def fn() -> int:
+        calls.append(len(calls))
+        return len(calls)
+
+    timing, first = time_calls(fn, TimingPlan(warmup=2, min_repeats=3, max_repeats=5, target_s=0.0),
+                               torch.device("cpu"))
+    assert len(calls) == 5 and timing.repeats == 3 and first == 3
+    timing, _ = time_calls(fn, TimingPlan(warmup=0, min_repeats=3, max_repeats=5, target_s=0.0),
+                           torch.device("cpu"), deadline=0.0)
+    assert timing.repeats == 1
+
+
+def test_peers_are_skipped_with_a_note_without_transformers(monkeypatch):
+    """Without transformers the peers section says so instead of failing."""
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    section = bench_peers(QUICK, torch.device("cpu"))
+    assert section.skipped and "transformers is not installed" in section.skipped and not section.rows
+    assert "skipped: transformers is not installed" in render_section(section)
+
+
+def test_real_model_section_is_optional(monkeypatch):
+    """The real-model section is skipped with a note when its module is missing or fails."""
+    monkeypatch.setitem(sys.modules, "viz.real.bench", None)
+    assert "viz.real.bench is not available" in bench_real(QUICK, torch.device("cpu")).skipped
+
+    def broken(quick, device):
+        raise RuntimeError("no weights\nsecond line")
+
+    monkeypatch.setitem(sys.modules, "viz.real.bench", types.SimpleNamespace(bench_real_model=broken))
+    assert bench_real(QUICK, torch.device("cpu")).skipped == \
+        "the real-model benchmark failed: RuntimeError: no weights"
+
+
+def test_real_model_section_rows_become_a_table(monkeypatch):
+    """A real-model result's rows are printed as a table; its other keys are kept for the JSON."""
+    seen = []
+
+    def fake(quick, device):
+        seen.append((quick, device))
+        return {"rows": [{"n": 8, "ms": 1.5}], "notes": ["tiny model"], "model": "toy-gpt"}
+
+    monkeypatch.setitem(sys.modules, "viz.real.bench", types.SimpleNamespace(bench_real_model=fake))
+    section = bench_real(QUICK, torch.device("cpu"))
+    assert seen == [(True, torch.device("cpu"))]
+    assert section.skipped is None and section.extra == {"model": "toy-gpt"}
+    assert section.notes == ("tiny model",)
+    assert section.table.render().splitlines()[-1].split() == ["8", "1.5"]
+
+
+TINY = LiveConfig(decode_sizes=(16, 32, 64), recompute_max=32, prefill_sizes=(8, 16),
+                  plan=TimingPlan(warmup=1, min_repeats=2, max_repeats=2, target_s=0.0),
+                  copy_bytes=2**20, budget_s=60.0, decode_share=0.6)
+
+
+def test_live_cost_measures_every_size_within_budget():
+    """With room in the budget, every series is measured at every size, with progress 0 → 1."""
+    seen = []
+    result = live_cost("cpu", lambda fraction, text: seen.append(fraction), TINY)
+    assert {(p.n, p.mode) for p in result.decode} == {
+        (16, "recompute"), (32, "recompute"), *((n, m) for n in (16, 32, 64) for m in ("kv", "cat"))}
+    assert [p.n for p in result.prefill] == [8, 16] and result.left_out == ()
+    assert all(p.per_token.median_s > 0 for p in result.decode)
+    assert seen[0] == 0.0 and seen[-1] == 1.0 and seen == sorted(seen)
+
+
+def test_live_cost_stops_each_series_when_the_budget_is_spent():
+    """With no budget, each series gets its smallest size only, and the rest is named as left out."""
+    result = live_cost("cpu", None, LiveConfig(**{**TINY.__dict__, "budget_s": 0.0}))
+    assert sorted((p.mode, p.n) for p in result.decode) == [("cat", 16), ("kv", 16), ("recompute", 16)]
+    assert [p.n for p in result.prefill] == [8]
+    assert set(result.left_out) == {"recompute from n = 32", "kv from n = 32", "cat from n = 32",
+                                    "prefill from n = 16"}
+
+
+def _timing(seconds: float) -> Timing:
+    return Timing(seconds, seconds, seconds, 3)
+
+
+def test_summarize_cost_reads_ratios_off_the_measurement():
+    """The summary's ratios are the measured medians' ratios, at the sizes the sweep reached."""
+    work = lambda macs: WorkCounts(multiply_adds=macs)  # noqa: E731
+    decode = (DecodePoint(10, "recompute", _timing(0.002), work(1000), 0),
+              DecodePoint(10, "kv", _timing(0.001), work(100), 400),
+              DecodePoint(40, "recompute", _timing(0.080), work(16000), 0),
+              DecodePoint(40, "kv", _timing(0.002), work(400), 1600),
+              DecodePoint(80, "kv", _timing(0.003), work(800), 3200),
+              DecodePoint(80, "cat", _timing(0.006), work(800), 3200))
+    prefill = (PrefillPoint(8, _timing(0.001), _timing(0.004), work(10), work(6), 0.0),)
+    measurement = CostMeasurement("cpu", decode, prefill, Bandwidth(2000, _timing(1e-6)), 3.0, 1.0, ())
+    s = summarize_cost(measurement)
+    assert (s.small_n, s.large_n, s.kv_n) == (10, 40, 80)
+    assert s.speedup_small == pytest.approx(2) and s.speedup_large == pytest.approx(40)
+    assert s.work_ratio_large == pytest.approx(40) and s.cat_over_kv == pytest.approx(2)
+    assert s.kv_time_growth == pytest.approx(3) and s.kv_size_growth == pytest.approx(8)
+    assert s.bytes_per_multiply_add == pytest.approx(4) and s.floor_s == pytest.approx(3200 / 2e9)
+    assert s.prefill_small == s.prefill_large == (8, pytest.approx(4))
+    assert summarize_cost(CostMeasurement("cpu", decode[1:2], (), measurement.bandwidth, 3.0, 1.0, ())) is None
+
+
+def test_section_renders_title_table_findings_and_notes():
+    """A section prints as its title, its table, its findings and its notes."""
+    section = SectionResult("x", "Title", table=Table(("n", "time"), (("8", "1 ms"),)),
+                            findings=(Finding("k", "a ratio", 2.0),), notes=("a note",))
+    assert render_section(section).splitlines() == [
+        "== Title ==", "n  time", "-  ----", "8  1 ms", "a ratio: 2", "note: a note"]
+
+
+def test_bench_core_imports_neither_streamlit_nor_plotly():
+    """viz.bench is core: importing it pulls in torch, not streamlit or plotly."""
+    code = "import sys, viz.bench; print('streamlit' in sys.modules, 'plotly' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["False", "False"]
