@@ -12,6 +12,7 @@ import html
 import math
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import torch
@@ -66,16 +67,21 @@ def heatmap(z: torch.Tensor, x: list[str], y: list[str], title: str, *, kind: st
     z = z.detach().double().cpu()
     rows, cols = z.shape
     finite = torch.isfinite(z) if visible is None else torch.isfinite(z) & visible.cpu()
-    shown = [[float(z[r, c]) if finite[r, c] else None for c in range(cols)] for r in range(rows)]
+    # numpy arrays, not nested lists: plotly validates nested lists element by element (slow)
+    shown = torch.where(finite, z, torch.nan).numpy()
     annotate = (rows * cols <= 400) if annotate is None else annotate
-    text = [[(_cell(float(z[r, c]), kind) if finite[r, c] else "masked") if annotate else ""
-             for c in range(cols)] for r in range(rows)]
+    text = None
+    if annotate:
+        values, keep = z.tolist(), finite.tolist()
+        text = np.array([[(_cell(v, kind) if k else "masked") for v, k in zip(vr, kr)]
+                         for vr, kr in zip(values, keep)], dtype=object)
     scale = {"weights": dict(colorscale="Blues", zmin=0, zmax=1),
              "scores": dict(colorscale="RdBu", zmid=0),
              "values": dict(colorscale="Viridis")}[kind]
-    custom = [[fmt(v) for v in key_values]] * rows if key_values is not None else None
+    custom = np.array([[fmt(v) for v in key_values]] * rows, dtype=object) if key_values is not None else None
     fig = go.Figure(go.Heatmap(
-        z=shown, x=x, y=y, text=text, texttemplate="%{text}", textfont_size=12, xgap=2, ygap=2,
+        z=shown, x=x, y=y, text=text, texttemplate="%{text}" if annotate else None, textfont_size=12,
+        xgap=2 if cols <= 40 else 0, ygap=2 if rows <= 40 else 0,
         customdata=custom,
         hovertemplate=(hover or "query %{y}<br>key %{x}<br>%{z:.4g}") + "<extra></extra>",
         showscale=False, **scale))
@@ -87,7 +93,8 @@ def heatmap(z: torch.Tensor, x: list[str], y: list[str], title: str, *, kind: st
     for r, c in highlight_cells:
         fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
                       line=dict(color=RED, width=3))
-    return _layout(fig, title, height or max(200, 100 + 34 * rows), top=80)
+    cell = 34 if rows <= 16 else max(8, 640 // rows)  # long sequences shrink their rows
+    return _layout(fig, title, height or max(200, 100 + cell * rows), top=80)
 
 
 # -- prefill -----------------------------------------------------------------------------------
@@ -164,9 +171,9 @@ def small_multiples(trace: Trace, position: int | None = None) -> go.Figure:
                         horizontal_spacing=0.04, vertical_spacing=0.12 if rows > 1 else 0.05)
     n = len(names)
     for h in range(len(heads)):
-        w = pre.weights[h].double()
+        w = torch.where(trace.prefill.attention.visible, pre.weights[h].double(), torch.nan)  # (n, n)
         fig.add_trace(go.Heatmap(
-            z=[[float(v) if j <= i else None for j, v in enumerate(row)] for i, row in enumerate(w)],
+            z=w.numpy(),
             x=names, y=names, zmin=0, zmax=1, colorscale="Blues", showscale=False, xgap=1, ygap=1,
             hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra>" + safe(heads[h]) + "</extra>"),
             row=h // cols + 1, col=h % cols + 1)
@@ -257,13 +264,15 @@ def cache_figure(trace: Trace) -> go.Figure:
     fig = make_subplots(rows=2, cols=1, row_heights=[len(heads), 1], vertical_spacing=0.22 / (len(heads) ** 0.5),
                         subplot_titles=("K: one row per head (each entry is a d_k-wide ±1 row)",
                                         "V: one value per token, shared by the heads"))
-    fig.add_trace(go.Heatmap(z=keys.tolist(), x=names, y=[safe(h) for h in heads], zmin=-1, zmax=1,
-                             colorscale="RdBu", showscale=False, xgap=2, ygap=2, text=text[:-1],
+    fig.add_trace(go.Heatmap(z=keys.numpy(), x=names, y=[safe(h) for h in heads], zmin=-1, zmax=1,
+                             colorscale="RdBu", showscale=False, xgap=2, ygap=2,
+                             text=np.array(text[:-1], dtype=object),
                              texttemplate="%{text}",
                              hovertemplate="head %{y}<br>cached key of %{x}<br>%{z:+.0f}<extra></extra>"),
                   row=1, col=1)
-    fig.add_trace(go.Heatmap(z=[values.tolist()], x=names, y=["V"], colorscale="Viridis", showscale=False,
-                             xgap=2, text=[text[-1]], texttemplate="%{text}",
+    fig.add_trace(go.Heatmap(z=values.numpy()[None, :], x=names, y=["V"], colorscale="Viridis",
+                             showscale=False, xgap=2, text=np.array([text[-1]], dtype=object),
+                             texttemplate="%{text}",
                              hovertemplate="value of %{x}: %{z:.4g}<extra></extra>"), row=2, col=1)
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category", showticklabels=False, row=1, col=1)
