@@ -30,3 +30,28 @@ def by_label(widgets, label: str):
 
 def errors(at) -> list[str]:
     return [e.value for e in at.error]
+
+
+def figures(at) -> list[dict]:
+    """Every plotly figure on the page, as the JSON spec sent to the browser."""
+    import json
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def figure(at, title_part: str) -> dict:
+    for spec in figures(at):
+        if title_part in spec["layout"].get("title", {}).get("text", ""):
+            return spec
+    raise AssertionError(f"no figure titled {title_part!r}")
+
+
+def array(value):
+    """A trace field as nested lists: plotly sends numpy arrays as typed base64 ('bdata')."""
+    import base64
+
+    import numpy as np
+    if isinstance(value, dict) and "bdata" in value:
+        data = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = tuple(int(n) for n in str(value.get("shape", len(data))).split(","))
+        return data.reshape(shape).tolist()
+    return value

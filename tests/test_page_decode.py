@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from apptest_helpers import scenario
+from apptest_helpers import array, figure, scenario
 from viz.ui import state
 
 
@@ -19,14 +17,6 @@ def decode(app):
 
 def _button(at, label: str):
     return next(b for b in at.button if b.label == label)
-
-
-def _figure(at, title_part: str) -> dict:
-    for chart in at.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
-        if title_part in spec["layout"].get("title", {}).get("text", ""):
-            return spec
-    raise AssertionError(f"no figure titled {title_part!r}")
 
 
 def _metric(at, label: str) -> str:
@@ -81,7 +71,7 @@ def test_growing_heatmap_has_one_row_per_step(decode):
     """The attention heatmap grows by one query row per step."""
     next(n for n in decode.number_input if n.label == "Tokens to run").set_value(3).run()
     _button(decode, "Run").click().run()
-    rows = _figure(decode, "Attention as it grew")["data"][0]["y"]
+    rows = figure(decode, "Attention as it grew")["data"][0]["y"]
     assert len(rows) == 4 + 3 and rows[-1].endswith("nice")
 
 
@@ -89,8 +79,8 @@ def test_work_counts_are_plotted_from_the_engine(decode):
     """Recompute's scores grow with n², the cache's with n."""
     next(n for n in decode.number_input if n.label == "Tokens to run").set_value(4).run()
     _button(decode, "Run").click().run()
-    spec = _figure(decode, "Work in each decode step")
-    series = {d["name"]: (d["x"], d["y"]) for d in spec["data"] if d.get("xaxis", "x") == "x"}
+    spec = figure(decode, "Work in each decode step")
+    series = {d["name"]: (array(d["x"]), array(d["y"])) for d in spec["data"] if d.get("xaxis", "x") == "x"}
     x, full = series["no cache (recompute)"]
     _, kv = series["KV cache"]
     assert full == [4 * n * n for n in x] and kv == [4 * n for n in x]

@@ -2,17 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-from apptest_helpers import edit_table
-
-
-def _figure(at, title_part: str) -> dict:
-    for chart in at.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
-        if title_part in spec["layout"].get("title", {}).get("text", ""):
-            return spec
-    raise AssertionError(f"no figure titled {title_part!r}")
+from apptest_helpers import array, edit_table, figure
 
 
 def _markdown(at) -> str:
@@ -21,11 +11,11 @@ def _markdown(at) -> str:
 
 def test_prefill_renders_the_seed_numbers(app):
     """The page renders without exception and shows the article's contexts and prediction."""
-    contexts = _figure(app, "Contexts")["data"][0]["z"]
+    contexts = array(figure(app, "Contexts")["data"][0]["z"])
     assert [round(v, 4) for v in contexts[0]] == [10, 20, 20, 12.5]
     assert [round(v, 4) for v in contexts[3]] == [10, 15, 10.3333, 9]
     assert "**nice**" in _markdown(app)
-    logits = _figure(app, "Next word")["data"][0]["y"]
+    logits = array(figure(app, "Next word")["data"][0]["y"])
     assert [round(v, 2) for v in logits] == [15.3, 14.2, 8.15]
 
 
@@ -42,30 +32,30 @@ def test_position_stepper_walks_the_prompt(app):
 def test_value_edit_changes_the_contexts(app):
     """Editing a token value changes the contexts on the page."""
     edit_table(app, "tokens", edited_rows={1: {"value": 40.0}})
-    contexts = _figure(app, "Contexts")["data"][0]["z"]
+    contexts = array(figure(app, "Contexts")["data"][0]["z"])
     assert round(contexts[0][1], 4) == 40 and round(contexts[0][3], 4) == 22.5
 
 
 def test_rule_edit_changes_the_weights(app):
     """Changing a rule changes that head's attention weights."""
     edit_table(app, "heads", edited_rows={0: {"rule": "k.pos == 1"}})
-    weights = _figure(app, "Attention weights (softmax)")["data"][0]["z"]
+    weights = array(figure(app, "Attention weights (softmax)")["data"][0]["z"])
     assert round(weights[3][0], 4) == 1.0
 
 
 def test_bad_rule_keeps_the_old_weights(app):
     """A refused rule leaves the figures computed from the last good scenario."""
-    before = _figure(app, "Contexts")["data"][0]["z"]
+    before = array(figure(app, "Contexts")["data"][0]["z"])
     edit_table(app, "heads", edited_rows={0: {"rule": "k.pos ** 2"}})
     assert any("not allowed" in e.value for e in app.error)
-    assert _figure(app, "Contexts")["data"][0]["z"] == before
+    assert array(figure(app, "Contexts")["data"][0]["z"]) == before
 
 
 def test_head_selector_switches_the_stage_figures(app):
     """Choosing another head redraws the stages for it."""
     seg = [w for w in app.get("button_group") if getattr(w, "label", "") == "Head"][0]
     seg.set_value("first").run()
-    assert "head 'first'" in _figure(app, "Raw scores")["layout"]["title"]["text"]
+    assert "head 'first'" in figure(app, "Raw scores")["layout"]["title"]["text"]
 
 
 def test_no_match_rows_are_explained(app):
@@ -78,6 +68,6 @@ def test_html_tokens_are_shown_as_text(app):
     """A token that looks like HTML is escaped everywhere it is shown."""
     edit_table(app, "tokens", edited_rows={0: {"token": "<img src=x onerror=alert(1)>"}})
     assert "<img" not in _markdown(app).replace("\\<img", "")
-    spec = _figure(app, "Contexts")
+    spec = figure(app, "Contexts")
     assert all("<img" not in label for label in spec["data"][0]["x"])
     assert any("&lt;img" in label for label in spec["data"][0]["x"])
