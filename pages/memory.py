@@ -1,6 +1,169 @@
+"""Memory: the toy's cache in paged blocks shared between sequences, then evicted and quantised."""
+
 import streamlit as st
 
+from viz.compress import QMAX, SCALE_MODES, CacheSpec, EvictionPolicy, compare_with_full
+from viz.figures import memory as figures
+from viz.memory import format_bytes
+from viz.paged import MAX_BLOCK_SIZE, Request, decode_together, same_outputs, sharing_refusal, variants
+from viz.scenario import MAX_DECODE_STEPS, ScenarioError
 from viz.ui import state
+from viz.ui.common import header, md_escape, plot, stepper
 
 state.require_frame()
-st.info("This page is being built.")
+BLOCK_SIZE = "memory_block_size"
+STEPS = "memory_steps"
+RESERVE = "memory_reserve"
+SHARE = "memory_share"
+CACHE_SAFE = "memory_cache_safe"
+SNAPSHOT = "memory_snapshot"
+SNAPSHOT_COUNT = "memory_snapshot_count"  # iterations in the last run: a new run starts at its end
+METHOD = "memory_method"
+EVICT_STEPS = "memory_evict_steps"
+WINDOW = "memory_window"  # these three depend on the prompt's length: keyed per scenario version
+SINKS = "memory_sinks"
+DROP = "memory_drop"
+BITS = "memory_bits"
+SCALES = "memory_scales"
+PREDICTION = "memory_prediction"
+MAX_STEPS = 16
+METHODS = ("Sliding window", "Sinks + window", "Drop by hand", "Quantise")
+
+header("Memory", "How serving systems fit more sequences into the same memory: paged blocks shared "
+                 "between sequences, keys evicted, numbers stored in fewer bits — tried on the toy, "
+                 "against the full cache.")
+scenario = state.scenario()
+paged_tab, compress_tab = st.tabs(["Paged blocks", "Eviction and quantisation"])
+
+with paged_tab:
+    st.markdown("A contiguous cache reserves room for the longest answer a request might give. "
+                "PagedAttention (vLLM) instead hands out fixed-size **blocks** as tokens arrive; each "
+                "sequence's **block table** maps its logical blocks to physical ones anywhere in the pool, "
+                "and prompts with a common prefix **share** its blocks, counted by reference.")
+    refusal = sharing_refusal(scenario)
+    if refusal:
+        st.info(refusal, icon=":material/info:")
+        if st.toggle("Use the cache-safe form of those heads on this page", value=True, key=CACHE_SAFE):
+            scenario = scenario.cache_safe()
+    cols = st.columns(4)
+    block_size = cols[0].select_slider("Block size (tokens)", [b for b in (1, 2, 4, 8, 16, 32) if b <= MAX_BLOCK_SIZE],
+                                       value=4, key=BLOCK_SIZE)
+    steps = cols[1].slider("Predictions per sequence", 1, MAX_STEPS, 4, key=STEPS)
+    reserve = cols[2].slider("Contiguous: new tokens reserved", MAX_STEPS, MAX_DECODE_STEPS, 32, key=RESERVE,
+                             help="A contiguous cache must reserve room for the longest answer it allows.")
+    share = cols[3].toggle("Share common prefixes", value=True, key=SHARE)
+
+    defaults = variants(scenario, steps)
+    requests = [defaults[0]]
+    st.markdown(f"**A** (the scenario): {md_escape(' '.join(scenario.tokens))}")
+    for default in defaults[1:]:
+        text = st.text_input(f"Prompt {default.name}", value=" ".join(default.tokens),
+                             key=state.widget_key(f"memory_prompt_{default.name}"),
+                             help="Words it shares with an earlier prompt from the start can share blocks.")
+        try:
+            variant = scenario.with_prompt(text)
+            requests.append(Request.of(default.name, variant, steps))
+        except ScenarioError as err:
+            st.error(f"Prompt {default.name}: {err.message} — using the default prompt.", icon=":material/error:")
+            requests.append(default)
+
+    run = decode_together(scenario, requests, block_size, share_prefix=share, max_new_tokens=reserve)
+    unshared = decode_together(scenario, requests, block_size, share_prefix=False, max_new_tokens=reserve)
+    names = [s.name for s in run.sequences]
+
+    if st.session_state.get(SNAPSHOT_COUNT) != len(run.snapshots):
+        st.session_state[SNAPSHOT_COUNT] = len(run.snapshots)
+        st.session_state[SNAPSHOT] = len(run.snapshots) - 1
+    snapshot_index = stepper(SNAPSHOT, len(run.snapshots) - 1, "Scheduler iteration", first=0,
+                             format_label=lambda i: run.snapshots[i].label)
+    snapshot = run.snapshots[snapshot_index]
+    plot(figures.pool_figure(run, snapshot, names), key="memory_pool")
+    st.markdown("**Block tables** (logical block → physical block)")
+    st.dataframe(figures.block_table_frame(snapshot, names), hide_index=True, width="stretch")
+    st.dataframe(figures.sequences_frame(run), hide_index=True, width="stretch")
+
+    waste = run.waste
+    cols = st.columns(4)
+    cols[0].metric("Contiguous reservation", format_bytes(waste.nbytes(waste.contiguous_slots)),
+                   help=f"{waste.contiguous_slots} slots: each prompt + {reserve} new tokens.")
+    cols[1].metric("Never filled", format_bytes(waste.nbytes(waste.contiguous_waste)),
+                   help=f"{waste.contiguous_waste} reserved slots the answers did not need.")
+    cols[2].metric("Paged blocks in use", format_bytes(waste.nbytes(waste.paged_slots)),
+                   help=f"{waste.paged_slots} slots in {waste.paged_slots // waste.block_size} blocks; "
+                        f"{waste.fragmentation} of them empty at the ends of blocks.")
+    cols[3].metric("Shared, stored once", f"{waste.shared} tokens",
+                   help=f"{format_bytes(waste.nbytes(waste.shared))} that prefix sharing did not store twice.")
+    plot(figures.waste_figure(waste, reserve), key="memory_waste")
+    if run.sharing:
+        verdict = "identical" if same_outputs(run, unshared) else "DIFFERENT"
+        st.success(f"Every word, context and logit with shared blocks is {verdict} to decoding each "
+                   f"sequence alone ({unshared.waste.paged_slots} slots without sharing, "
+                   f"{waste.paged_slots} with).", icon=":material/check_circle:")
+
+with compress_tab:
+    st.markdown("Two more ways to shrink a cache: **evict** keys (keep a recent window, plus the first "
+                "tokens as attention sinks, or drop chosen positions), or **quantise** them into fewer "
+                "bits. The same tokens go through the full cache and the smaller one; compare what "
+                "the query attends to, its context and the next word.")
+    method = st.segmented_control("Method", METHODS, default=METHODS[0], key=METHOD, required=True)
+    n = len(scenario.tokens)
+    cols = st.columns(3)
+    evict_steps = cols[0].slider("Predictions", 1, MAX_STEPS, 6, key=EVICT_STEPS)
+    try:
+        if method == "Quantise":
+            bits = cols[1].segmented_control("Bits", list(QMAX), default="int8", key=BITS, required=True)
+            scales = cols[2].segmented_control("Scales", SCALE_MODES, default="per-token", key=SCALES,
+                                               required=True)
+            spec = CacheSpec(bits=bits, scales=scales)
+        elif method == "Drop by hand":
+            drop = cols[1].multiselect("Evict prompt positions", list(range(1, n + 1)), default=[min(2, n)],
+                                       key=state.widget_key(DROP),
+                                       format_func=lambda p: f"{p} · {scenario.tokens[p - 1]}")
+            spec = CacheSpec(EvictionPolicy(drop=frozenset(drop)))
+        else:
+            window = cols[1].slider("Window (recent tokens kept)", 1, n + MAX_STEPS, min(3, n),
+                                    key=state.widget_key(WINDOW))
+            sinks = cols[2].slider("Sink tokens (first ones kept)", 0, n, min(1, n), key=state.widget_key(SINKS)) \
+                if method == "Sinks + window" else 0
+            spec = CacheSpec(EvictionPolicy(window=window, sinks=sinks))
+        comparison = compare_with_full(scenario, evict_steps, spec)
+    except ValueError as err:
+        st.error(str(err), icon=":material/error:")
+        st.stop()
+
+    cols = st.columns(4)
+    last = comparison.steps[-1]
+    saved = comparison.bytes_saved
+    cols[0].metric("Bytes held", format_bytes(last.nbytes_compressed),
+                   delta=(f"-{format_bytes(saved)} vs full" if saved > 0 else
+                          f"+{format_bytes(-saved)} vs full" if saved < 0 else None), delta_color="inverse",
+                   help=f"Full cache: {format_bytes(last.nbytes_full)} after the last prediction.")
+    cols[1].metric("Largest context error", f"{comparison.max_context_error:.3g}")
+    cols[2].metric("Largest logit error", f"{comparison.max_logit_error:.3g}")
+    first = comparison.first_change
+    cols[3].metric("First changed word", "none" if first is None else f"prediction {first}")
+    st.markdown(f"**Full cache** generates: {md_escape(' '.join(comparison.tokens[n:]))}  \n"
+                f"**{md_escape(spec.label)}** generates: {md_escape(' '.join(comparison.free_tokens[n:]))}")
+
+    st.session_state.setdefault(PREDICTION, 1)  # the first prediction eviction can change
+    chosen = stepper(PREDICTION, evict_steps - 1, "Prediction to inspect", first=0,
+                     format_label=lambda k: f"{k} · after {comparison.tokens[len(comparison.steps[k].positions) - 1]}")
+    step = comparison.steps[chosen]
+    if chosen == 0 and method != "Quantise":
+        st.caption("Prediction 0 comes from the prefill pass, which reads the whole prompt; eviction "
+                   "acts on the cache, so it shows from prediction 1 on.")
+    plot(figures.attention_compare_figure(step, comparison.tokens, scenario.head_names), key="memory_attention")
+    left, right = st.columns(2)
+    with left:
+        plot(figures.context_compare_figure(step, scenario.head_names), key="memory_context")
+    with right:
+        plot(figures.logits_compare_figure(step, scenario.vocab_tokens), key="memory_logits")
+    st.dataframe(figures.comparison_table(comparison), hide_index=True, width="stretch")
+    plot(figures.bytes_figure(comparison), key="memory_bytes")
+    if method == "Quantise":
+        st.caption("The toy's keys are ±1 (or 0), so any symmetric quantiser stores them exactly, and "
+                   "per-token scales store each token's single value exactly too. Per-channel scales "
+                   "share one scale among the tokens written together (the whole prompt at prefill): "
+                   "a large value makes the steps coarse for the small ones. Scales are float32 and "
+                   "counted in the bytes, which is why one scale per channel for a single token can "
+                   "cost more than it saves.")

@@ -9,7 +9,7 @@ import pytest
 
 from viz import generate, load_preset
 from viz.memory import (DTYPE_BITS, GIB, GPUS, KIB, PRESETS, MemoryConfigError, ModelConfig, beyond_context,
-                        by_dtype, cache_memory, custom_config, fits_by_gpu, format_bytes, gpu_fit,
+                        by_dtype, cache_memory, curve_span, custom_config, fits_by_gpu, format_bytes, gpu_fit,
                         memory_curve, toy_cache_memory, validate)
 
 
@@ -173,7 +173,7 @@ def test_toy_cache_memory_comes_from_the_engine():
 
 
 @pytest.mark.parametrize("n, text", [(512, "512 B"), (800 * KIB, "800 KiB"), (2 * GIB, "2 GiB"),
-                                     (1.5 * GIB, "1.5 GiB"), (1234 * GIB, "1.21 TiB")])
+                                     (1.5 * GIB, "1.5 GiB"), (1008 * 1024**2, "1008 MiB"), (1234 * GIB, "1.21 TiB")])
 def test_format_bytes(n, text):
     """Sizes print in binary units with three significant figures."""
     assert format_bytes(n) == text
@@ -198,3 +198,9 @@ def test_by_dtype_and_fits_by_gpu_cover_every_choice():
     assert len(fits) == len(GPUS)
     assert [f.sequences for _, f in fits] == sorted(f.sequences for _, f in fits)
     assert fits[0][1].sequences == gpu_fit(memory, 16).sequences
+
+
+def test_curve_span_covers_the_chosen_length_and_the_trained_context():
+    """The plotted range is twice the chosen length, never shorter than the trained context."""
+    assert curve_span(cache_memory(PRESETS["Llama-2-7B"], 4096)) == 8192
+    assert curve_span(cache_memory(PRESETS["Qwen2.5-7B"], 1000)) == 131072

@@ -284,6 +284,11 @@ def memory_curve(config: ModelConfig, max_tokens: int, dtype: str = "fp16/bf16",
     return MemoryCurve(tokens, tuple(cache_memory(config, t, dtype, batch).bytes_per_batch for t in tokens))
 
 
+def curve_span(memory: CacheMemory) -> int:
+    """A context range to plot: twice the chosen length, and at least the trained context."""
+    return min(MAX_TOKENS, max(2 * memory.tokens, memory.config.max_context))
+
+
 @dataclass(frozen=True)
 class GpuFit:
     """How the memory of one or more GPUs splits into weights and cache, and what fits."""
@@ -355,9 +360,15 @@ def toy_cache_memory(cache: KVCache) -> ToyCacheMemory:
                           cache.nbytes // tokens if tokens else 0, cache.nbytes, cache.allocated_nbytes)
 
 
+def per_token_ratio(memory: CacheMemory, toy: ToyCacheMemory) -> float:
+    """How many times the toy's whole cache one token of the real model takes."""
+    return memory.bytes_per_token / toy.nbytes if toy.nbytes else float("inf")
+
+
 def format_bytes(n: float) -> str:
-    """Binary units, three significant figures: '512 B', '800 KiB', '2.00 GiB', '1.17 TiB'."""
+    """Binary units, three significant figures: '512 B', '800 KiB', '2 GiB', '1008 MiB', '1.21 TiB'."""
     for unit, size in (("TiB", 1024**4), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
         if abs(n) >= size:
-            return f"{n / size:.3g} {unit}"
+            value = n / size
+            return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
     return f"{int(n)} B"

@@ -1,0 +1,164 @@
+"""Tier 2: the Memory page renders inside the app and every control changes what it should."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from viz import load_preset
+from viz.compress import CacheSpec, EvictionPolicy, compare_with_full
+from viz.memory import format_bytes
+from viz.paged import decode_together, variants
+
+PAGE = "pages/memory.py"
+
+
+@pytest.fixture
+def at() -> AppTest:
+    """The app, switched to the Memory page."""
+    app = AppTest.from_file("../app.py", default_timeout=60)
+    app.run()
+    app.switch_page(PAGE)
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    return app
+
+
+def rerun(at: AppTest) -> AppTest:
+    """Run again and check nothing raised."""
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metric(at: AppTest, label: str) -> str:
+    """The value shown by the metric with this label."""
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def frame(at: AppTest, column: str):
+    """The first table with this column."""
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def test_seed_is_made_cache_safe_and_shares_prefixes(at):
+    """The seed's 'last' head reads n: the page says so, uses the cache-safe form, and B and C share A's blocks."""
+    assert any("'last' reads n" in i.value for i in at.info)
+    assert at.toggle(key="memory_cache_safe").value
+    shares = list(frame(at, "shares")["shares"])
+    assert shares == ["—", "3 tokens with A", "4 tokens with A"]
+    assert any("identical" in s.value for s in at.success)
+
+
+def test_paged_metrics_are_the_engine_numbers(at):
+    """The waste metrics equal decode_together's report for the same settings."""
+    scenario = load_preset("seed").cache_safe()
+    run = decode_together(scenario, variants(scenario, 4), 4, max_new_tokens=32)
+    assert metric(at, "Contiguous reservation") == format_bytes(run.waste.nbytes(run.waste.contiguous_slots))
+    assert metric(at, "Paged blocks in use") == format_bytes(run.waste.nbytes(run.waste.paged_slots))
+    assert metric(at, "Shared, stored once") == f"{run.waste.shared} tokens"
+
+
+def test_turning_sharing_off_stops_sharing(at):
+    """Without prefix sharing no sequence shares and the blocks in use grow."""
+    before = metric(at, "Paged blocks in use")
+    at.toggle(key="memory_share").set_value(False)
+    rerun(at)
+    assert list(frame(at, "shares")["shares"]) == ["—", "—", "—"]
+    assert metric(at, "Shared, stored once") == "0 tokens"
+    assert metric(at, "Paged blocks in use") != before
+
+
+def test_without_the_cache_safe_form_sharing_is_refused(at):
+    """Keeping the n-reading head turns sharing off (the engine refuses it) and says nothing is identical."""
+    at.toggle(key="memory_cache_safe").set_value(False)
+    rerun(at)
+    assert list(frame(at, "shares")["shares"]) == ["—", "—", "—"]
+    assert not at.success
+
+
+def test_block_size_and_reserve_change_the_picture(at):
+    """Block size 1 leaves no empty slots; a larger reservation wastes more contiguous memory."""
+    at.select_slider(key="memory_block_size").set_value(1)
+    rerun(at)
+    table = frame(at, "logical 0")
+    assert "logical 6" in table.columns  # one block per token: 7 tokens in A
+    before = metric(at, "Never filled")
+    at.slider(key="memory_reserve").set_value(200)
+    rerun(at)
+    assert metric(at, "Never filled") != before
+
+
+def test_editing_a_variant_prompt_changes_what_is_shared(at):
+    """A prompt B that shares only 'Today' with A shares one token; an empty one shows an error."""
+    box = next(t for t in at.text_input if t.label == "Prompt B")
+    box.input("Today is cold")
+    rerun(at)
+    assert list(frame(at, "shares")["shares"])[1] == "1 tokens with A"
+    box = next(t for t in at.text_input if t.label == "Prompt B")
+    box.input("   ")
+    rerun(at)
+    assert any("Prompt B" in e.value for e in at.error)
+    assert list(frame(at, "shares")["shares"])[1] == "3 tokens with A"
+
+
+def test_iteration_stepper_walks_the_snapshots(at):
+    """The scheduler iteration control moves from the first prefill to later decode iterations."""
+    assert frame(at, "tokens")["sequence"].tolist() == ["A", "B", "C"]
+    at.select_slider(key="memory_snapshot").set_value(0)
+    rerun(at)
+    table = frame(at, "tokens")
+    assert table["sequence"].tolist() == ["A"] and table["tokens"].tolist() == [4]
+
+
+def test_eviction_window_changes_the_comparison(at):
+    """The sliding window's numbers equal compare_with_full; a window covering everything changes nothing."""
+    scenario = load_preset("seed")
+    expected = compare_with_full(scenario, 6, CacheSpec(EvictionPolicy(window=3)))
+    assert metric(at, "Largest context error") == f"{expected.max_context_error:.3g}"
+    window = next(s for s in at.slider if s.label == "Window (recent tokens kept)")
+    window.set_value(len(scenario.tokens) + 6)
+    rerun(at)
+    assert metric(at, "Largest context error") == "0"
+    assert metric(at, "First changed word") == "none"
+
+
+def test_sinks_can_change_the_chosen_word(at):
+    """Sinks + window (last 2, first 1) changes the second word, as the engine finds."""
+    at.segmented_control(key="memory_method").set_value("Sinks + window")
+    rerun(at)
+    next(s for s in at.slider if s.label == "Window (recent tokens kept)").set_value(2)
+    rerun(at)
+    assert metric(at, "First changed word") == "prediction 1"
+    assert "warm" in " ".join(m.value for m in at.markdown)
+
+
+def test_drop_by_hand_evicts_the_chosen_positions(at):
+    """Dropping positions by hand: the table shows one key fewer per dropped position."""
+    at.segmented_control(key="memory_method").set_value("Drop by hand")
+    rerun(at)
+    drop = next(m for m in at.multiselect if m.label == "Evict prompt positions")
+    drop.select(1).select(3)
+    rerun(at)
+    table = frame(at, "keys seen")
+    assert table["keys seen"].tolist()[1] == "2 of 5"
+
+
+def test_quantise_controls(at):
+    """int8 per-token leaves the words unchanged and saves bytes; int4 per-channel has an error."""
+    at.segmented_control(key="memory_method").set_value("Quantise")
+    rerun(at)
+    assert metric(at, "First changed word") == "none"
+    assert metric(at, "Largest context error") == "0"
+    at.segmented_control(key="memory_bits").set_value("int4")
+    at.segmented_control(key="memory_scales").set_value("per-channel")
+    rerun(at)
+    expected = compare_with_full(load_preset("seed"), 6, CacheSpec(bits="int4", scales="per-channel"))
+    assert metric(at, "Largest context error") == f"{expected.max_context_error:.3g}" != "0"
+
+
+def test_prediction_stepper_selects_the_inspected_step(at):
+    """Choosing prediction 0 notes that prefill reads the whole prompt."""
+    at.select_slider(key="memory_prediction").set_value(0)
+    rerun(at)
+    assert any("prefill pass" in c.value for c in at.caption)

@@ -1,0 +1,325 @@
+"""Figures for cache memory: the calculator at scale, the paged pool, eviction and quantisation.
+
+Pure functions from the core's results (:mod:`viz.memory`, :mod:`viz.paged`, :mod:`viz.compress`)
+to plotly figures or pandas tables; no arithmetic beyond unit conversion and labelling. User text
+(tokens, head names, words) is HTML-escaped before it reaches plotly.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+import torch
+
+from ..compress import CacheComparison, StepComparison
+from ..memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurve, ToyCacheMemory, format_bytes
+from ..paged import PagedRun, PoolSnapshot, WasteReport
+from .toy import BLUE, GOLD, MASKED, RED, safe
+
+GREEN = "#2e8b57"
+GREY = "#b8c4d6"
+FREE = "#f4f6f9"
+SEQUENCE_COLORS = ["#1f5fa8", "#2e8b57", "#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#c0392b", "#2c3e50"]
+CURVE_COLORS = [BLUE, "#e67e22", GREEN, "#8e44ad", RED, "#16a085"]
+
+
+def _layout(fig: go.Figure, title: str, height: int, *, legend: bool = True) -> go.Figure:
+    fig.update_layout(title=dict(text=title, x=0, xanchor="left", font_size=15), height=height,
+                      margin=dict(l=10, r=10, t=50, b=10), plot_bgcolor="white", showlegend=legend,
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    fig.update_xaxes(gridcolor="#eceff4")
+    fig.update_yaxes(gridcolor="#eceff4")
+    return fig
+
+
+# -- at scale -------------------------------------------------------------------------------
+def memory_curve_figure(curves: Sequence[tuple[str, MemoryCurve]], tokens: int,
+                        budget_bytes: int | None = None, max_context: int | None = None) -> go.Figure:
+    """Cache of the batch (GiB) against context length, one line per model; the GPU's cache
+    budget as a dashed line, the chosen length as a dotted one."""
+    fig = go.Figure()
+    for i, (name, curve) in enumerate(curves):
+        fig.add_trace(go.Scatter(
+            x=list(curve.tokens), y=[b / GIB for b in curve.bytes], name=safe(name), mode="lines",
+            line=dict(color=CURVE_COLORS[i % len(CURVE_COLORS)], width=3 if i == 0 else 2),
+            customdata=[format_bytes(b) for b in curve.bytes],
+            hovertemplate="%{x:,} tokens: %{customdata}<extra>" + safe(name) + "</extra>"))
+    highest = max((max(curve.bytes) for _, curve in curves), default=0)
+    if budget_bytes is not None and budget_bytes <= 2 * highest:
+        fig.add_hline(y=budget_bytes / GIB, line=dict(color=RED, dash="dash"),
+                      annotation_text=f"cache budget on the GPU: {format_bytes(budget_bytes)}",
+                      annotation_position="top left")
+    elif budget_bytes is not None:  # a line far above the curves would flatten them
+        fig.add_annotation(text=f"the GPU's cache budget, {format_bytes(budget_bytes)}, is far above this chart",
+                           xref="paper", yref="paper", x=0.01, y=0.98, showarrow=False, font_color=RED)
+    fig.add_vline(x=tokens, line=dict(color="#555", dash="dot"), annotation_text=f"{tokens:,} tokens",
+                  annotation_position="top right")
+    if max_context is not None and max_context != tokens:
+        fig.add_vline(x=max_context, line=dict(color=GREY, dash="dot"),
+                      annotation_text="trained context", annotation_position="bottom right")
+    fig.update_xaxes(title="context length (tokens per sequence)", rangemode="tozero")
+    fig.update_yaxes(title="KV cache of the batch (GiB)", rangemode="tozero")
+    return _layout(fig, "Cache memory grows with every token of context", 420)
+
+
+def gpu_split_figure(fit: GpuFit, batch_bytes: int) -> go.Figure:
+    """One bar for the GPU memory: weights, the batch's cache, what is left, and the reserve."""
+    reserve = fit.gpu_bytes - fit.usable_bytes
+    weights = min(fit.weights_bytes, fit.usable_bytes)
+    cache = min(batch_bytes, fit.cache_budget_bytes)
+    parts = [("weights", weights, GREY), ("KV cache of the batch", cache, BLUE),
+             ("free for more sequences", fit.cache_budget_bytes - cache, FREE),
+             ("kept back (activations, runtime)", reserve, MASKED)]
+    fig = go.Figure()
+    for name, size, color in parts:
+        fig.add_trace(go.Bar(x=[size / GIB], y=["GPU"], orientation="h", name=name, marker_color=color,
+                             marker_line=dict(color="#99a", width=1), text=[format_bytes(size)],
+                             textposition="inside", insidetextanchor="middle",
+                             hovertemplate=f"{name}: {format_bytes(size)}<extra></extra>"))
+    overflow = max(0, batch_bytes - fit.cache_budget_bytes) + max(0, fit.weights_bytes - fit.usable_bytes)
+    if overflow:
+        fig.add_trace(go.Bar(x=[overflow / GIB], y=["GPU"], orientation="h", name="does not fit",
+                             marker_color=RED, text=[f"{format_bytes(overflow)} too much"],
+                             textposition="inside", hovertemplate="does not fit: %{text}<extra></extra>"))
+    fig.update_layout(barmode="stack", legend_traceorder="normal")
+    fig.update_xaxes(title="GiB")
+    fig.update_yaxes(showticklabels=False)
+    return _layout(fig, f"Where {format_bytes(fit.gpu_bytes)} of GPU memory goes", 200)
+
+
+def config_summary(memory: CacheMemory) -> str:
+    """The model's attention shape in one line (markdown-safe: no user text)."""
+    c = memory.config
+    shape = (f"latent {c.latent_dim} + RoPE {c.rope_dim} per token and layer" if c.attention == "MLA"
+             else f"{c.kv_heads} K/V heads × {c.head_dim} dims")
+    window = f" · window {c.window:,} on {c.sliding_layers} of {c.layers} layers" if c.window else ""
+    return f"{c.attention} · {c.layers} layers · {c.query_heads} query heads · {shape}{window}"
+
+
+def formula_text(memory: CacheMemory) -> str:
+    """The calculator's formula with this model's numbers filled in."""
+    c, size = memory.config, f"{DTYPE_BITS[memory.dtype] / 8:g} bytes"
+    run = f"{memory.tokens:,} tokens · {memory.batch:,} sequence{'s' if memory.batch != 1 else ''} · {size}"
+    if c.attention == "MLA":
+        text = f"bytes = ({c.latent_dim} + {c.rope_dim}) · {c.layers} layers · {run} (one latent, no factor 2)"
+    else:
+        text = f"bytes = 2 · {c.layers} layers · {c.kv_heads} K/V heads · {c.head_dim} dims · {run}"
+    if c.window:
+        text += f"; the {c.sliding_layers} sliding layers hold at most {c.window:,} tokens"
+    return text
+
+
+def dtype_table(rows: Sequence[CacheMemory]) -> pd.DataFrame:
+    """Per token, per sequence and per batch for each cache dtype."""
+    return pd.DataFrame({
+        "cache dtype": [m.dtype for m in rows],
+        "per token": [format_bytes(m.bytes_per_token) for m in rows],
+        "per sequence": [format_bytes(m.bytes_per_sequence) for m in rows],
+        "per batch": [format_bytes(m.bytes_per_batch) for m in rows],
+    })
+
+
+def gpu_table(fits: Sequence[tuple[str, GpuFit]]) -> pd.DataFrame:
+    """Sequences that fit for each GPU size."""
+    return pd.DataFrame({
+        "GPU": [name for name, _ in fits],
+        "weights fit": ["yes" if fit.weights_fit else "no" for _, fit in fits],
+        "cache budget": [format_bytes(fit.cache_budget_bytes) for _, fit in fits],
+        "sequences that fit": [fit.sequences for _, fit in fits],
+        "tokens of cache": [fit.tokens for _, fit in fits],
+    })
+
+
+def toy_sentence(toy: ToyCacheMemory, memory: CacheMemory, ratio: float) -> str:
+    """One line putting the toy's whole cache next to one token of the real model."""
+    return (f"The toy's whole cache, {toy.tokens} tokens, takes {format_bytes(toy.nbytes)}. One token of "
+            f"{memory.config.name} takes {format_bytes(memory.bytes_per_token)}: {ratio:,.0f} times as much.")
+
+
+def toy_table(toy: ToyCacheMemory, memory: CacheMemory) -> pd.DataFrame:
+    """The toy's cache as the engine holds it next to the real model's."""
+    real = memory.config
+    return pd.DataFrame({
+        "": ["the toy (measured by the engine)", f"{real.name} ({memory.dtype})"],
+        "layers": [1, real.layers],
+        "cached per token and layer": [f"{toy.heads} keys × {toy.d_k} + 1 value",
+                                       f"{real.elements_per_token_layer:,} numbers"],
+        "bytes per number": [toy.element_size, DTYPE_BITS[memory.dtype] / 8],
+        "per token": [format_bytes(toy.bytes_per_token), format_bytes(memory.bytes_per_token)],
+        "tokens": [toy.tokens, memory.tokens],
+        "whole cache": [format_bytes(toy.nbytes), format_bytes(memory.bytes_per_sequence)],
+    })
+
+
+# -- paged blocks ---------------------------------------------------------------------------
+def pool_figure(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]) -> go.Figure:
+    """Every physical block as a row of slots, coloured by the sequence that holds it (gold when
+    several share it), with the token in each slot and the reference count on the left."""
+    used = [b for b, count in enumerate(snapshot.refcounts) if count]
+    shown = list(range((max(used) + 1) if used else 0))
+    free_rows = len(snapshot.refcounts) - len(shown)
+    palette = [FREE, MASKED, GOLD] + SEQUENCE_COLORS[: len(names)]
+    z, text, hover = [], [], []
+    for block in shown:
+        owners = snapshot.owners[block]
+        color = (2 if len(owners) > 1 else 3 + owners[0]) if owners else 0
+        row_z, row_text, row_hover = [], [], []
+        for slot, token in enumerate(snapshot.slots[block]):
+            filled = bool(token) and bool(owners)
+            row_z.append(color if filled else (1 if owners else 0))
+            row_text.append(safe(token) if filled else "")
+            holder = ", ".join(safe(names[i]) for i in owners) or "nobody (free)"
+            row_hover.append(f"block {block}, slot {slot}<br>{safe(token) if filled else 'empty'}<br>held by {holder}")
+        z.append(row_z)
+        text.append(row_text)
+        hover.append(row_hover)
+    n = len(palette)  # a stepped colour scale: value i is palette[i]
+    colorscale = [item for i in range(n) for item in ([i / n, palette[i]], [(i + 1) / n, palette[i]])]
+    y = [f"block {b} · ref {snapshot.refcounts[b]}" for b in shown]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=[f"slot {s}" for s in range(run.block_size)], y=y, text=text, texttemplate="%{text}",
+        textfont_size=12, customdata=hover, hovertemplate="%{customdata}<extra></extra>",
+        colorscale=colorscale, zmin=-0.5, zmax=n - 0.5, showscale=False, xgap=3, ygap=3))
+    for i, name in enumerate(names):  # legend entries for the colours
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=safe(name),
+                                 marker=dict(color=SEQUENCE_COLORS[i], size=12, symbol="square")))
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="shared (ref > 1)",
+                             marker=dict(color=GOLD, size=12, symbol="square")))
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="empty slot in a used block",
+                             marker=dict(color=MASKED, size=12, symbol="square")))
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(side="top", type="category", showgrid=False)
+    title = (f"Physical blocks after {safe(snapshot.label)}: {len(used)} in use, "
+             f"{free_rows} more free below, {snapshot.copies} copied on write")
+    fig = _layout(fig, title, 170 + 30 * max(1, len(shown)))
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.02, x=0, xanchor="left"),
+                      margin=dict(t=80))
+    return fig
+
+
+def block_table_frame(snapshot: PoolSnapshot, names: Sequence[str]) -> pd.DataFrame:
+    """Each sequence's block table: logical block i -> physical block, and the tokens it holds."""
+    names = list(names)[: len(snapshot.tables)]  # sequences admitted by this iteration
+    width = max((len(t) for t in snapshot.tables), default=0)
+    data: dict[str, list] = {"sequence": names, "tokens": list(snapshot.lengths)}
+    for i in range(width):
+        data[f"logical {i}"] = [f"→ {t[i]}" if i < len(t) else "" for t in snapshot.tables]
+    return pd.DataFrame(data)
+
+
+def sequences_frame(run: PagedRun) -> pd.DataFrame:
+    """What each sequence is, what it shared, and what it generated."""
+    return pd.DataFrame({
+        "sequence": [s.name for s in run.sequences],
+        "prompt": [" ".join(s.tokens[: s.prompt_length]) for s in run.sequences],
+        "shares": [f"{s.shared_prefix} tokens with {s.shared_with}" if s.shared_with else "—"
+                   for s in run.sequences],
+        "generated": [" ".join(s.chosen) for s in run.sequences],
+    })
+
+
+def waste_figure(waste: WasteReport, max_new_tokens: int) -> go.Figure:
+    """Bytes three ways: contiguous max-length buffers, blocks, and blocks with shared prefixes."""
+    rows = [
+        (f"contiguous: prompt + {max_new_tokens} new tokens reserved each",
+         [("held tokens", waste.tokens, BLUE), ("reserved, never filled", waste.contiguous_waste, RED)]),
+        ("paged blocks, no sharing",
+         [("held tokens", waste.tokens, BLUE), ("empty end of last block", waste.unshared_fragmentation, MASKED)]),
+        ("paged blocks + shared prefixes",
+         [("held tokens", waste.stored_slots, BLUE), ("empty end of last block", waste.fragmentation, MASKED)]),
+    ]
+    fig = go.Figure()
+    seen: set[str] = set()
+    for label, parts in rows:
+        for name, slots, color in parts:
+            fig.add_trace(go.Bar(
+                y=[label], x=[waste.nbytes(slots)], orientation="h", name=name, marker_color=color,
+                showlegend=name not in seen, legendgroup=name, text=[f"{slots} slots"] if slots else [""],
+                textposition="auto", textangle=0, customdata=[format_bytes(waste.nbytes(slots))],
+                hovertemplate=f"{name}: {slots} slots, %{{customdata}}<extra></extra>"))
+            seen.add(name)
+    fig.update_layout(barmode="stack")
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title="bytes")
+    return _layout(fig, "Memory for the same sequences, three ways", 280)
+
+
+# -- eviction and quantisation ----------------------------------------------------------------
+def attention_compare_figure(step: StepComparison, tokens: Sequence[str], head_names: Sequence[str]) -> go.Figure:
+    """The query's attention row per head, full cache above compressed; evicted keys greyed."""
+    length = len(step.positions)
+    x = [f"{p} · {safe(tokens[p - 1])}" for p in step.positions.tolist()]
+    z, text, y = [], [], []
+    for h, name in enumerate(head_names):
+        for label, weights, kept in (("full", step.weights_full, torch.ones(length, dtype=torch.bool)),
+                                     ("compressed", step.weights_compressed, step.kept)):
+            row = weights[h].double()
+            z.append([float(row[j]) if kept[j] else None for j in range(length)])
+            text.append([f"{float(row[j]):.2f}" if kept[j] else "evicted" for j in range(length)])
+            y.append(f"{safe(name)} · {label}")
+    fig = go.Figure(go.Heatmap(z=z, x=x, y=y, text=text, texttemplate="%{text}", textfont_size=11,
+                               colorscale="Blues", zmin=0, zmax=1, xgap=2, ygap=2,
+                               hovertemplate="%{y}<br>key %{x}<br>weight %{z:.4f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(type="category", side="top")
+    fig = _layout(fig, f"Attention of {safe(tokens[length - 1])} (prediction {step.index}), full vs compressed",
+                  130 + 26 * len(y), legend=False)
+    fig.update_layout(plot_bgcolor=MASKED, margin=dict(t=80))
+    return fig
+
+
+def _paired_bars(labels: Sequence[str], full: torch.Tensor, compressed: torch.Tensor, title: str,
+                 axis: str) -> go.Figure:
+    fig = go.Figure()
+    for name, values, color in (("full cache", full, GREY), ("compressed", compressed, BLUE)):
+        fig.add_trace(go.Bar(x=list(labels), y=values.double().tolist(), name=name, marker_color=color,
+                             text=[f"{float(v):.3g}" for v in values], textposition="outside",
+                             hovertemplate="%{x}: %{y:.4g}<extra>" + name + "</extra>"))
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title=axis)
+    return _layout(fig, title, 320)
+
+
+def context_compare_figure(step: StepComparison, head_names: Sequence[str]) -> go.Figure:
+    """Context per head with the full and the compressed cache."""
+    return _paired_bars([safe(n) for n in head_names], step.context_full, step.context_compressed,
+                        f"Context per head (largest difference {step.context_error:.3g})", "context")
+
+
+def logits_compare_figure(step: StepComparison, words: Sequence[str]) -> go.Figure:
+    """Logit per word with the full and the compressed cache; which word each picks."""
+    title = (f"Logits (largest difference {step.logit_error:.3g}): "
+             + ("the chosen word changes" if step.token_changed else "the same word wins"))
+    return _paired_bars([safe(w) for w in words], step.logits_full, step.logits_compressed, title, "logit")
+
+
+def bytes_figure(comparison: CacheComparison) -> go.Figure:
+    """Bytes each cache holds after each prediction."""
+    steps = [s.index for s in comparison.steps]
+    fig = go.Figure()
+    for name, values, color in (("full cache", [s.nbytes_full for s in comparison.steps], GREY),
+                                (safe(comparison.spec.label), [s.nbytes_compressed for s in comparison.steps], BLUE)):
+        fig.add_trace(go.Scatter(x=steps, y=values, name=name, mode="lines+markers", line_color=color,
+                                 customdata=[format_bytes(v) for v in values],
+                                 hovertemplate="prediction %{x}: %{customdata}<extra></extra>"))
+    fig.update_xaxes(title="prediction", dtick=1)
+    fig.update_yaxes(title="bytes held", rangemode="tozero")
+    return _layout(fig, "Bytes in the cache", 300)
+
+
+def comparison_table(comparison: CacheComparison) -> pd.DataFrame:
+    """One row per prediction: keys kept, errors, the word each cache picks, bytes."""
+    steps = comparison.steps
+    return pd.DataFrame({
+        "prediction": [s.index for s in steps],
+        "query token": [comparison.tokens[len(s.positions) - 1] for s in steps],
+        "keys seen": [f"{int(s.kept.sum())} of {len(s.positions)}" for s in steps],
+        "context error": [s.context_error for s in steps],
+        "logit error": [s.logit_error for s in steps],
+        "full picks": [s.token_full for s in steps],
+        "compressed picks": [s.token_compressed for s in steps],
+        "bytes full": [format_bytes(s.nbytes_full) for s in steps],
+        "bytes compressed": [format_bytes(s.nbytes_compressed) for s in steps],
+    })
