@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import zlib
 from dataclasses import dataclass
 
@@ -38,7 +39,7 @@ def decode_scenario(text: str) -> Scenario:
     if len(text) > MAX_PARAM_CHARS:
         raise ScenarioError("link", f"the scenario in this link is too long ({len(text):,} characters)")
     version, dot, payload = text.partition(".")
-    if not dot or not version.isdigit():
+    if not dot or not re.fullmatch(r"[0-9]{1,6}", version):
         raise ScenarioError("link", "this link's scenario is damaged (no version mark)")
     if version != LINK_VERSION:
         raise ScenarioError("link", f"this link was made by another kvlab (link version {version[:6]}, "
@@ -46,13 +47,16 @@ def decode_scenario(text: str) -> Scenario:
     try:
         raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
         inflater = zlib.decompressobj()
-        data = inflater.decompress(raw, MAX_JSON_BYTES + 1)
-        if inflater.unconsumed_tail or len(data) > MAX_JSON_BYTES:
-            raise ScenarioError("link", f"the scenario in this link is larger than {MAX_JSON_BYTES:,} bytes")
-        if not inflater.eof:
-            raise ScenarioError("link", "this link's scenario is cut off; copy the whole link")
-        text_json = data.decode("utf-8")
+        data = inflater.decompress(raw, MAX_JSON_BYTES + 1)  # stops early: no zip bombs
     except (binascii.Error, ValueError, zlib.error):
+        raise ScenarioError("link", "this link's scenario is damaged and cannot be read") from None
+    if inflater.unconsumed_tail or len(data) > MAX_JSON_BYTES:
+        raise ScenarioError("link", f"the scenario in this link is larger than {MAX_JSON_BYTES:,} bytes")
+    if not inflater.eof:
+        raise ScenarioError("link", "this link's scenario is cut off; copy the whole link")
+    try:
+        text_json = data.decode("utf-8")
+    except UnicodeDecodeError:
         raise ScenarioError("link", "this link's scenario is damaged and cannot be read") from None
     return Scenario.from_json(text_json)
 
@@ -85,7 +89,7 @@ def decode_view(params: dict[str, str], default: Scenario) -> tuple[View, list[s
     step = 0
     if "step" in params:
         text = params["step"]
-        if text.isdigit() and len(text) <= 6 and int(text) <= MAX_DECODE_STEPS:
+        if re.fullmatch(r"[0-9]{1,6}", text) and int(text) <= MAX_DECODE_STEPS:  # ASCII digits only
             step = int(text)
         else:
             problems.append(f"the step in this link must be a whole number from 0 to {MAX_DECODE_STEPS}")
