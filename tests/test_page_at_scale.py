@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from streamlit.testing.v1 import AppTest
+from apptest_helpers import by_label, errors, figure
 
 from viz import generate, load_preset
 from viz.memory import PRESETS, cache_memory, format_bytes, gpu_fit, toy_cache_memory
@@ -12,22 +12,19 @@ PAGE = "pages/at_scale.py"
 
 
 @pytest.fixture
-def at() -> AppTest:
+def at(app):
     """The app, switched to the At scale page."""
-    app = AppTest.from_file("../app.py", default_timeout=60)
-    app.run()
-    app.switch_page(PAGE)
-    app.run()
+    app.switch_page(PAGE).run()
     assert not app.exception, [e.value for e in app.exception]
     return app
 
 
-def metric(at: AppTest, label: str) -> str:
+def metric(at, label: str) -> str:
     """The value shown by the metric with this label."""
-    return next(m.value for m in at.metric if m.label == label)
+    return by_label(at.metric, label).value
 
 
-def rerun(at: AppTest) -> AppTest:
+def rerun(at):
     """Run again and check nothing raised."""
     at.run()
     assert not at.exception, [e.value for e in at.exception]
@@ -68,7 +65,7 @@ def test_gpu_controls_change_what_fits(at):
     at.selectbox(key="scale_model").select("Llama-2-70B")
     rerun(at)
     assert metric(at, "Sequences that fit") == "0"
-    assert any("do not fit" in e.value for e in at.error)
+    assert any("do not fit" in e for e in errors(at))
     at.number_input(key="scale_gpu_count").set_value(2)
     rerun(at)
     expected = gpu_fit(cache_memory(PRESETS["Llama-2-70B"], 4096), 80, 2).sequences
@@ -95,7 +92,7 @@ def test_custom_model_and_a_refused_configuration(at):
     assert metric(at, "Per token") == format_bytes(2 * 32 * 8 * 128 * 2)
     at.number_input(key="scale_custom_kv_heads").set_value(5)
     rerun(at)
-    assert any("KV heads" in e.value and "last configuration" in e.value for e in at.error)
+    assert any("KV heads" in e and "last configuration" in e for e in errors(at))
     assert metric(at, "Per token") == format_bytes(2 * 32 * 8 * 128 * 2)
     at.number_input(key="scale_custom_kv_heads").set_value(4)
     rerun(at)
@@ -130,5 +127,5 @@ def test_compare_adds_curves(at):
     at.multiselect(key="scale_compare").select("Gemma-2-9B").select("DeepSeek-V3")
     rerun(at)
     assert at.multiselect(key="scale_compare").value == ["Gemma-2-9B", "DeepSeek-V3"]
-    figure = next(c for c in at.get("plotly_chart") if "context length" in c.proto.spec)
-    assert figure.proto.spec.count('"mode":"lines"') == 3
+    curves = [trace for trace in figure(at, "Cache memory grows")["data"] if trace.get("mode") == "lines"]
+    assert [trace["name"] for trace in curves] == ["Llama-2-7B", "Gemma-2-9B", "DeepSeek-V3"]

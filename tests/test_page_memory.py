@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from streamlit.testing.v1 import AppTest
+from apptest_helpers import by_label, errors
 
 from viz import load_preset
 from viz.compress import CacheSpec, EvictionPolicy, compare_with_full
@@ -14,29 +14,26 @@ PAGE = "pages/memory.py"
 
 
 @pytest.fixture
-def at() -> AppTest:
+def at(app):
     """The app, switched to the Memory page."""
-    app = AppTest.from_file("../app.py", default_timeout=60)
-    app.run()
-    app.switch_page(PAGE)
-    app.run()
+    app.switch_page(PAGE).run()
     assert not app.exception, [e.value for e in app.exception]
     return app
 
 
-def rerun(at: AppTest) -> AppTest:
+def rerun(at):
     """Run again and check nothing raised."""
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
 
-def metric(at: AppTest, label: str) -> str:
+def metric(at, label: str) -> str:
     """The value shown by the metric with this label."""
-    return next(m.value for m in at.metric if m.label == label)
+    return by_label(at.metric, label).value
 
 
-def frame(at: AppTest, column: str):
+def frame(at, column: str):
     """The first table with this column."""
     return next(d.value for d in at.dataframe if column in d.value.columns)
 
@@ -91,14 +88,14 @@ def test_block_size_and_reserve_change_the_picture(at):
 
 def test_editing_a_variant_prompt_changes_what_is_shared(at):
     """A prompt B that shares only 'Today' with A shares one token; an empty one shows an error."""
-    box = next(t for t in at.text_input if t.label == "Prompt B")
+    box = by_label(at.text_input, "Prompt B")
     box.input("Today is cold")
     rerun(at)
     assert list(frame(at, "shares")["shares"])[1] == "1 tokens with A"
-    box = next(t for t in at.text_input if t.label == "Prompt B")
+    box = by_label(at.text_input, "Prompt B")
     box.input("   ")
     rerun(at)
-    assert any("Prompt B" in e.value for e in at.error)
+    assert any("Prompt B" in e for e in errors(at))
     assert list(frame(at, "shares")["shares"])[1] == "3 tokens with A"
 
 
@@ -116,7 +113,7 @@ def test_eviction_window_changes_the_comparison(at):
     scenario = load_preset("seed")
     expected = compare_with_full(scenario, 6, CacheSpec(EvictionPolicy(window=3)))
     assert metric(at, "Largest context error") == f"{expected.max_context_error:.3g}"
-    window = next(s for s in at.slider if s.label == "Window (recent tokens kept)")
+    window = by_label(at.slider, "Window (recent tokens kept)")
     window.set_value(len(scenario.tokens) + 6)
     rerun(at)
     assert metric(at, "Largest context error") == "0"
@@ -127,7 +124,7 @@ def test_sinks_can_change_the_chosen_word(at):
     """Sinks + window (last 2, first 1) changes the second word, as the engine finds."""
     at.segmented_control(key="memory_method").set_value("Sinks + window")
     rerun(at)
-    next(s for s in at.slider if s.label == "Window (recent tokens kept)").set_value(2)
+    by_label(at.slider, "Window (recent tokens kept)").set_value(2)
     rerun(at)
     assert metric(at, "First changed word") == "prediction 1"
     assert "warm" in " ".join(m.value for m in at.markdown)
@@ -137,7 +134,7 @@ def test_drop_by_hand_evicts_the_chosen_positions(at):
     """Dropping positions by hand: the table shows one key fewer per dropped position."""
     at.segmented_control(key="memory_method").set_value("Drop by hand")
     rerun(at)
-    drop = next(m for m in at.multiselect if m.label == "Evict prompt positions")
+    drop = by_label(at.multiselect, "Evict prompt positions")
     drop.select(1).select(3)
     rerun(at)
     table = frame(at, "keys seen")

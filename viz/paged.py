@@ -94,6 +94,7 @@ class BlockPool:
     def copy_on_write(self, block: int) -> int:
         """A private copy of a shared block for the sequence about to write into it."""
         new = self.allocate()
+        # copy every slot: the writer keeps the shared tokens before its own, the rest is overwritten
         for name in ("k", "v", *_RECORDS):
             tensor = getattr(self, name)
             tensor[new] = tensor[block]
@@ -132,6 +133,8 @@ class PagedKVCache:
         """A new sequence that shares the blocks holding this one's first ``tokens`` tokens."""
         tokens = self.length if tokens is None else tokens
         assert 0 <= tokens <= self.length
+        # the last shared block may hold more of this sequence's tokens; the fork's length hides them,
+        # and its first write there copies the block (copy-on-write) before overwriting them
         shared = self.table[: math.ceil(tokens / self.pool.block_size)]
         for block in shared:
             self.pool.share(block)
@@ -151,8 +154,8 @@ class PagedKVCache:
             self._check_prefix(keys[:, :held], values[:held], _slice(info, 0, held))
         i = held
         size = self.pool.block_size
-        while i < m:
-            slot = self.length % size
+        while i < m:  # fill the last block, then a fresh one, a block's worth of tokens at a time
+            slot = self.length % size  # the next free slot of the last block (0: it is full)
             if slot == 0:
                 self.table.append(self.pool.allocate())
             elif self.pool.refcount[self.table[-1]] > 1:  # someone else reads this block too
@@ -172,7 +175,7 @@ class PagedKVCache:
 
     def _gather(self, tensor: torch.Tensor) -> torch.Tensor:
         index = torch.tensor(self.table, dtype=torch.int64, device=tensor.device)
-        return tensor[index].reshape(-1)[: self.length]  # (len,) in logical order
+        return tensor[index].reshape(-1)[: self.length]  # (table, B) -> (len,) in logical order
 
     def keys(self) -> torch.Tensor:
         index = torch.tensor(self.table, dtype=torch.int64, device=self.pool.k.device)
@@ -279,6 +282,11 @@ class WasteReport:
         return self.paged_slots - self.stored_slots
 
     @property
+    def unshared_fragmentation(self) -> int:
+        """The same without sharing: each sequence's own last block."""
+        return self.unshared_slots - self.tokens
+
+    @property
     def shared(self) -> int:
         """Token slots that exist once but serve several sequences."""
         return self.tokens - self.stored_slots
@@ -355,6 +363,7 @@ class _Sequence:
 
 
 def _common_prefix(a: Request, b_tokens: list[str], b_values: list[float]) -> int:
+    """Leading tokens two prompts share, token and value alike (the toy's key depends on both)."""
     n = 0
     for ta, va, tb, vb in zip(a.tokens, a.values, b_tokens, b_values):
         if (ta, va) != (tb, vb):
@@ -371,6 +380,7 @@ def _snapshot(label: str, pool: BlockPool, seqs: list[_Sequence]) -> PoolSnapsho
         cache = seq.decoder.cache
         for block in cache.table:
             owners[block].append(seq.index)
+        # token j of a sequence lives in slot j % B of its logical block j // B
         for j in range(len(cache)):
             slots[cache.table[j // size]][j % size] = seq.decoder.tokens[j]
     return PoolSnapshot(label, tuple(tuple(s.decoder.cache.table) for s in seqs),
@@ -383,7 +393,7 @@ def _waste(pool: BlockPool, seqs: list[_Sequence], max_new_tokens: int) -> Waste
     filled = [0] * pool.num_blocks  # slots of each block that some sequence has written
     for seq in seqs:
         cache = seq.decoder.cache
-        for logical, block in enumerate(cache.table):
+        for logical, block in enumerate(cache.table):  # a sharer may see fewer slots of a block than its owner
             filled[block] = max(filled[block], min(size, len(cache) - logical * size))
     lengths = [len(seq.decoder.cache) for seq in seqs]
     in_use = [b for b in range(pool.num_blocks) if pool.refcount[b] > 0]
@@ -413,7 +423,7 @@ def decode_together(scenario: Scenario, requests: list[Request], block_size: int
                          f"at most {MAX_DECODE_STEPS}")
     note = sharing_refusal(scenario) if share_prefix else ""
     sharing = share_prefix and not note
-    model = ToyModel(scenario, device=device, dtype=dtype)
+    model = ToyModel(scenario, device=device, dtype=dtype)  # one model: token ids agree across sequences
     num_blocks = sum(math.ceil((len(r.tokens) + max_new_tokens) / block_size) for r in requests)
     pool = BlockPool(num_blocks, block_size, model.num_heads, model.d_k, device=model.device, dtype=model.dtype)
     seqs: list[_Sequence] = []
@@ -425,6 +435,7 @@ def decode_together(scenario: Scenario, requests: list[Request], block_size: int
             if common > shared:
                 parent, shared = seq, common
         cache = parent.decoder.cache.fork(shared) if parent else PagedKVCache(pool)
+        # prefill appends the whole prompt; the paged cache checks and skips the shared part
         seq = _Sequence(index, request, model, cache, shared, parent.request.name if parent else None,
                         scenario.sampling.seed)
         prefill = seq.decoder.prefill(list(request.tokens), list(request.values))
@@ -433,6 +444,7 @@ def decode_together(scenario: Scenario, requests: list[Request], block_size: int
         seqs.append(seq)
         snapshots.append(_snapshot(f"prefill {request.name}", pool, seqs))
     iteration = 0
+    # continuous batching in miniature: each iteration decodes one token of every unfinished sequence
     while any(seq.pending for seq in seqs):  # one token per unfinished sequence per iteration
         iteration += 1
         for seq in seqs:
