@@ -44,6 +44,8 @@ def decode_scenario(text: str) -> Scenario:
     if version != LINK_VERSION:
         raise ScenarioError("link", f"this link was made by another kvlab (link version {version[:6]}, "
                                     f"this one reads {LINK_VERSION})")
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", payload):
+        raise ScenarioError("link", "this link's scenario is damaged and cannot be read")
     try:
         raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
         inflater = zlib.decompressobj()
