@@ -1,6 +1,92 @@
+"""Cost: recomputation's O(n²) against the KV cache's O(n), counted by the engine and timed live."""
+
 import streamlit as st
 
+from viz import bench
+from viz.figures import cost
 from viz.ui import state
+from viz.ui.common import header, plot
 
 state.require_frame()
-st.info("This page is being built.")
+RESULTS = "cost_results"  # {device kind: CostMeasurement}: this session's measurements
+DEVICE = "cost_device"
+FAILURE = "cost_failure"  # why the last measurement failed, shown until the next one succeeds
+
+header("Cost", "Decoding with and without the KV cache: the work the engine counts, next to the "
+               "time it takes on this machine, measured live.")
+
+results = st.session_state.setdefault(RESULTS, {})
+devices = bench.available_devices()
+live = bench.LIVE
+
+with st.container(border=True):
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    with left:
+        if len(devices) > 1:
+            device = st.segmented_control("Device", devices, default=devices[0], required=True,
+                                          key=DEVICE)
+        else:
+            device = devices[0]
+            st.markdown(f"Device: **{device}** (the only one on this machine)")
+    measure = right.button("Measure again" if device in results else "Measure", type="primary",
+                           icon=":material/speed:", width="stretch", key="cost_measure")
+    st.caption(
+        f"Times one decode step at n = {live.decode_sizes[0]} … {live.decode_sizes[-1]} keys "
+        f"(recompute up to {live.recompute_max}) and a whole prompt of {live.prefill_sizes[0]} … "
+        f"{live.prefill_sizes[-1]} tokens, with the seed's four heads made cache-safe (d_k = 64). "
+        f"Sizes stop growing once the next one would pass {live.budget_s:g} s in all, so one click "
+        "never ties up the server; the results stay for this session.")
+
+if measure:
+    bar = st.progress(0.0, text="Starting…")
+    try:
+        results[device] = bench.live_cost(
+            device, lambda done, text: bar.progress(done, text=f"Measuring {text}"), live)
+        st.session_state[FAILURE] = None
+        st.rerun()  # draw the page again around the new results
+    except bench.MeasurementBusy as err:
+        st.session_state[FAILURE] = str(err)
+    except (RuntimeError, ValueError) as err:
+        st.session_state[FAILURE] = f"The measurement failed: {bench.first_line(err)}"
+    bar.empty()
+if st.session_state.get(FAILURE):
+    st.warning(st.session_state[FAILURE], icon=":material/hourglass_top:")
+
+measurement = results.get(device)
+summary = bench.summarize_cost(measurement) if measurement else None
+if measurement is None:
+    st.info("Press **Measure** to time decoding on this machine. Until then, the plain version: "
+            "without a cache every new token redoes the whole n × n attention, O(n²) work per token; "
+            "with a cache it computes one new key and reads the n cached ones, O(n).",
+            icon=":material/speed:")
+elif summary is None:
+    st.warning("The measurement was cut short before it timed both decode modes at one size; "
+               "press Measure again.")
+else:
+    left_out = ", ".join(measurement.left_out)
+    st.caption(f"Measured on {measurement.device} in {measurement.seconds:.1f} s."
+               + (f" Left out to stay within {measurement.budget_s:g} s: {left_out}." if left_out else ""))
+    st.subheader("Decode: theory next to practice")
+    plot(cost.decode_figure(measurement), key="cost_decode")
+    for paragraph in cost.decode_reading(summary, device):
+        st.markdown(paragraph)
+    with st.expander("Every decode measurement"):
+        st.dataframe(cost.decode_table(measurement), hide_index=True, width="stretch")
+
+    st.subheader("Prefill: one pass, or one token at a time")
+    if measurement.prefill:
+        plot(cost.prefill_figure(measurement), key="cost_prefill")
+        for paragraph in cost.prefill_reading(summary):
+            st.markdown(paragraph)
+        with st.expander("Every prefill measurement"):
+            st.dataframe(cost.prefill_table(measurement), hide_index=True, width="stretch")
+    else:
+        st.caption("The time budget ran out before prefill; press Measure again.")
+
+st.subheader("The full benchmark")
+st.markdown("The command line runs larger sizes (decode up to n = 16,384), compares the cache with "
+            "Hugging Face transformers' `DynamicCache` and `StaticCache`, measures this machine's "
+            "memory bandwidth to show how close cached decode comes to the fastest possible, and "
+            "times a page rerun of this app. It prints tables and writes JSON:")
+st.code("python -m viz bench --out results.json      # a few minutes\n"
+        "python -m viz bench --quick                 # a few seconds", language="bash")

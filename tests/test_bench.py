@@ -93,7 +93,8 @@ def test_quick_decode_rows_cover_every_mode_and_size(quick):
 def test_quick_work_counts_grow_as_theory_says(quick):
     """Engine counts per step: recompute's multiply-adds grow like n², the cache's like n."""
     _, data = quick
-    rows = {(row["n"], row["mode"]): row["work"]["multiply_adds"] for row in data["sections"]["decode"]["rows"]}
+    rows = {(row["n"], row["mode"]): row["work"]["multiply_adds"]
+            for row in data["sections"]["decode"]["rows"]}
     small, large = data["config"]["decode_sizes"][:2]
     ratio = large / small
     assert rows[(large, "recompute")] / rows[(small, "recompute")] == pytest.approx(ratio ** 2)
@@ -197,7 +198,8 @@ def test_measure_decode_times_the_step_at_length_n(model):
     assert point.per_token.repeats == 3
     assert point.work.keys_read == model.num_heads * 39
     assert point.work.multiply_adds == model.num_heads * 40 * (model.d_k + 1)
-    assert point.cache_bytes == KVCache(model.num_heads, model.d_k).element_size * 40 * (model.num_heads * model.d_k + 1)
+    element = KVCache(model.num_heads, model.d_k).element_size
+    assert point.cache_bytes == element * 40 * (model.num_heads * model.d_k + 1)
 
 
 def test_time_calls_warms_up_then_repeats_within_the_plan():
@@ -255,7 +257,7 @@ def test_real_model_section_rows_become_a_table(monkeypatch):
 
 TINY = LiveConfig(decode_sizes=(16, 32, 64), recompute_max=32, prefill_sizes=(8, 16),
                   plan=TimingPlan(warmup=1, min_repeats=2, max_repeats=2, target_s=0.0),
-                  copy_bytes=2**20, budget_s=60.0, decode_share=0.6)
+                  copy_bytes=2**20, budget_s=60.0, decode_share=0.6, threads=1)
 
 
 def test_live_cost_measures_every_size_within_budget():
@@ -292,15 +294,17 @@ def test_summarize_cost_reads_ratios_off_the_measurement():
               DecodePoint(80, "kv", _timing(0.003), work(800), 3200),
               DecodePoint(80, "cat", _timing(0.006), work(800), 3200))
     prefill = (PrefillPoint(8, _timing(0.001), _timing(0.004), work(10), work(6), 0.0),)
-    measurement = CostMeasurement("cpu", decode, prefill, Bandwidth(2000, _timing(1e-6)), 3.0, 1.0, ())
+    measurement = CostMeasurement("cpu", 1, decode, prefill, Bandwidth(2000, _timing(1e-6)), 3.0, 1.0, ())
     s = summarize_cost(measurement)
     assert (s.small_n, s.large_n, s.kv_n) == (10, 40, 80)
     assert s.speedup_small == pytest.approx(2) and s.speedup_large == pytest.approx(40)
     assert s.work_ratio_large == pytest.approx(40) and s.cat_over_kv == pytest.approx(2)
     assert s.kv_time_growth == pytest.approx(3) and s.kv_size_growth == pytest.approx(8)
     assert s.bytes_per_multiply_add == pytest.approx(4) and s.floor_s == pytest.approx(3200 / 2e9)
+    assert s.kv_cache_bytes == 3200 and s.kv_time == pytest.approx(0.003)
     assert s.prefill_small == s.prefill_large == (8, pytest.approx(4))
-    assert summarize_cost(CostMeasurement("cpu", decode[1:2], (), measurement.bandwidth, 3.0, 1.0, ())) is None
+    kv_only = CostMeasurement("cpu", 1, decode[1:2], (), measurement.bandwidth, 3.0, 1.0, ())
+    assert summarize_cost(kv_only) is None
 
 
 def test_section_renders_title_table_findings_and_notes():

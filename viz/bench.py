@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import platform
 import statistics
+import threading
 import time
 from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime, timezone
@@ -29,7 +30,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from .device import describe_device, pick_device
+from .device import DEVICE_KINDS, describe_device, pick_device
 from .engine import MODES, Decoder, KVCache, ToyModel, TokenInfo, WorkCounts, generate, make_decoder
 from .presets import load_preset
 from .scenario import Scenario
@@ -640,8 +641,9 @@ def bench_app_latency(config: BenchConfig, device: torch.device) -> SectionResul
                          findings, notes)
 
 
-def _first_line(err: Exception) -> str:
-    return (str(err).splitlines() or [""])[0]
+def first_line(err: Exception) -> str:
+    """An error's message in one line (torch's can run to many), or its type if it has none."""
+    return (str(err).splitlines() or [type(err).__name__])[0]
 
 
 def bench_real(config: BenchConfig, device: torch.device) -> SectionResult:
@@ -659,7 +661,7 @@ def bench_real(config: BenchConfig, device: torch.device) -> SectionResult:
         data = dict(bench_real_model(config.quick, device))
     except Exception as err:  # an optional section must not sink the measurements made before it
         return SectionResult("real_model", title, skipped=f"the real-model benchmark failed: "
-                                                          f"{type(err).__name__}: {_first_line(err)}")
+                                                          f"{type(err).__name__}: {first_line(err)}")
     rows = tuple(data.pop("rows", ()))
     notes = tuple(str(note) for note in data.pop("notes", ()))
     table = None
@@ -807,12 +809,13 @@ class LiveConfig:
     copy_bytes: int  # tensor copied to measure bandwidth
     budget_s: float  # the whole sweep, decode and prefill together
     decode_share: float  # part of the budget for decode; prefill gets the rest
+    threads: int  # CPU threads while it runs: one keeps timings steady beside other work
 
 
 LIVE = LiveConfig(decode_sizes=(32, 64, 128, 256, 512, 1024, 2048, 4096), recompute_max=2048,
                   prefill_sizes=(16, 32, 64, 128, 256, 512),
                   plan=TimingPlan(warmup=1, min_repeats=3, max_repeats=7, target_s=0.02),
-                  copy_bytes=128 * 2**20, budget_s=3.0, decode_share=0.6)
+                  copy_bytes=64 * 2**20, budget_s=3.0, decode_share=0.6, threads=1)
 
 
 @dataclass(frozen=True)
@@ -820,6 +823,7 @@ class CostMeasurement:
     """What the Cost page measured: decode per token and prefill, on one device."""
 
     device: str
+    threads: int  # CPU threads torch used
     decode: tuple[DecodePoint, ...]
     prefill: tuple[PrefillPoint, ...]
     bandwidth: Bandwidth
@@ -832,9 +836,8 @@ class _Budget:
     """Runs measurements from small n to large while the predicted cost fits the time left.
 
     A series (a mode, or prefill) always gets its first, smallest size, then stops at the first
-    size whose predicted cost, the last cost scaled by (n / last n)², would pass the budget; the
-    quadratic guess is the worst case here. A measurement that still runs long (a busy machine)
-    stops repeating at the deadline.
+    size whose predicted cost, the last cost scaled by (n / last n) ** growth, would pass the
+    budget. A measurement that still runs long (a busy machine) stops repeating at the deadline.
     """
 
     def __init__(self, seconds: float):
@@ -843,13 +846,13 @@ class _Budget:
         self.last: dict[str, tuple[int, float]] = {}
         self.stopped: dict[str, int] = {}
 
-    def run(self, series: str, n: int, measure: Callable[[float], Any]) -> Any:
+    def run(self, series: str, n: int, growth: int, measure: Callable[[float], Any]) -> Any:
         """``measure(deadline)`` for size n of ``series``, or None if it would not fit."""
         if series in self.stopped:
             return None
         if series in self.last:
             last_n, last_cost = self.last[series]
-            if self.spent + last_cost * (n / last_n) ** 2 > self.seconds:
+            if self.spent + last_cost * (n / last_n) ** growth > self.seconds:
                 self.stopped[series] = n
                 return None
         start = time.perf_counter()
@@ -860,10 +863,45 @@ class _Budget:
         return result
 
 
+class MeasurementBusy(RuntimeError):
+    """Another live sweep is running in this process; one at a time keeps a shared server free."""
+
+
+LIVE_LOCK = threading.Lock()  # held while a live sweep runs, for every session of the process
+
+
+def available_devices() -> list[str]:
+    """The device kinds this machine can measure on, best first."""
+    def available(kind: str) -> bool:
+        try:
+            pick_device(kind)
+        except ValueError:
+            return False
+        return True
+    return [kind for kind in DEVICE_KINDS if available(kind)]
+
+
 def live_cost(device: str | torch.device | None = None, progress: Progress | None = None,
               config: LiveConfig = LIVE) -> CostMeasurement:
-    """The Cost page's measurement: decode for every mode, then prefill, within the budget."""
-    device = pick_device(device)
+    """The Cost page's measurement: decode for every mode, then prefill, within the budget.
+
+    It runs on ``config.threads`` CPU threads, restored afterwards: several threads fighting other
+    sessions and processes for a small machine's cores made steps up to 50× slower and erratic,
+    and one thread means a click never takes more than one core from a shared server. Raises
+    :class:`MeasurementBusy` at once if another sweep is running in this process.
+    """
+    if not LIVE_LOCK.acquire(blocking=False):
+        raise MeasurementBusy("another measurement is running on this server; try again in a few seconds")
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(config.threads)
+        return _live_cost(pick_device(device), progress, config)
+    finally:
+        torch.set_num_threads(threads)
+        LIVE_LOCK.release()
+
+
+def _live_cost(device: torch.device, progress: Progress | None, config: LiveConfig) -> CostMeasurement:
     model = _model(device)
     decode_tasks = [(mode, n) for n in config.decode_sizes for mode in DECODE_MODES
                     if not (mode == "recompute" and n > config.recompute_max)]
@@ -876,8 +914,9 @@ def live_cost(device: str | torch.device | None = None, progress: Progress | Non
     decode = []
     for done, (mode, n) in enumerate(decode_tasks):
         report(done / total, f"decode, {mode}, n = {n}")
-        point = decode_budget.run(
-            mode, n, lambda deadline: measure_decode(model, mode, n, config.plan, device, deadline))
+        point = decode_budget.run(  # a step costs O(n²) without a cache, O(n) with one
+            mode, n, 2 if mode == "recompute" else 1,
+            lambda deadline: measure_decode(model, mode, n, config.plan, device, deadline))
         if point:
             decode.append(point)
     prefill_budget = _Budget(config.budget_s - (time.perf_counter() - start))
@@ -885,14 +924,14 @@ def live_cost(device: str | torch.device | None = None, progress: Progress | Non
     for done, n in enumerate(config.prefill_sizes, start=len(decode_tasks)):
         report(done / total, f"prefill, n = {n}")
         point = prefill_budget.run(
-            "prefill", n, lambda deadline: measure_prefill(model, n, config.plan, device, deadline))
+            "prefill", n, 2, lambda deadline: measure_prefill(model, n, config.plan, device, deadline))
         if point:
             prefill.append(point)
     report(1.0, "done")
     left_out = tuple(f"{series} from n = {n}" for budget in (decode_budget, prefill_budget)
                      for series, n in budget.stopped.items())
-    return CostMeasurement(describe_device(device), tuple(decode), tuple(prefill), bandwidth,
-                           config.budget_s, time.perf_counter() - start, left_out)
+    return CostMeasurement(describe_device(device), torch.get_num_threads(), tuple(decode), tuple(prefill),
+                           bandwidth, config.budget_s, time.perf_counter() - start, left_out)
 
 
 @dataclass(frozen=True)
@@ -910,6 +949,7 @@ class CostSummary:
     kv_time_growth: float  # kv time per token at kv_n / at the smallest n
     kv_size_growth: float  # kv_n / the smallest n
     kv_time: float  # kv seconds per token at kv_n
+    kv_cache_bytes: int  # K and V held at kv_n
     bytes_per_multiply_add: float  # kv at kv_n: cache bytes read per multiply-add
     floor_s: float  # kv at kv_n: cache bytes / measured bandwidth
     bandwidth_bytes_per_s: float
@@ -939,6 +979,7 @@ def summarize_cost(measurement: CostMeasurement) -> CostSummary | None:
         kv_n=top, cat_over_kv=cat.per_token.median_s / kv_top.per_token.median_s if cat else None,
         kv_time_growth=kv_top.per_token.median_s / kv_first.per_token.median_s,
         kv_size_growth=top / kv_sizes[0], kv_time=kv_top.per_token.median_s,
+        kv_cache_bytes=kv_top.cache_bytes,
         bytes_per_multiply_add=kv_top.cache_bytes / kv_top.work.multiply_adds,
         floor_s=kv_top.cache_bytes / measurement.bandwidth.bytes_per_s,
         bandwidth_bytes_per_s=measurement.bandwidth.bytes_per_s,

@@ -1,0 +1,205 @@
+"""Tier 2: the Cost page measures on a click, shows the engine's own numbers, and keeps them per session."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from viz import bench
+from viz.bench import (Bandwidth, CostMeasurement, DecodePoint, LiveConfig, PrefillPoint, Timing, TimingPlan,
+                       summarize_cost)
+from viz.engine import WorkCounts
+from viz.figures import cost
+
+PAGE = "pages/cost.py"
+RESULTS = "cost_results"
+TINY = LiveConfig(decode_sizes=(16, 32, 64), recompute_max=32, prefill_sizes=(8, 16),
+                  plan=TimingPlan(warmup=1, min_repeats=2, max_repeats=2, target_s=0.0),
+                  copy_bytes=2**20, budget_s=30.0, decode_share=0.6, threads=1)
+
+
+@pytest.fixture
+def at() -> AppTest:
+    """The app, switched to the Cost page."""
+    app = AppTest.from_file("../app.py", default_timeout=120)
+    app.run()
+    app.switch_page(PAGE)
+    return rerun(app)
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    """A small sweep instead of the page's real one, for tests about wiring rather than sizes."""
+    monkeypatch.setattr(bench, "LIVE", TINY)
+
+
+def rerun(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def measure_button(at: AppTest):
+    return next(b for b in at.button if b.key == "cost_measure")
+
+
+def click_measure(at: AppTest) -> AppTest:
+    measure_button(at).click()
+    return rerun(at)
+
+
+def figure(at: AppTest, title_part: str) -> dict:
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        if title_part in spec["layout"]["title"]["text"]:
+            return spec
+    raise AssertionError(f"no figure titled {title_part!r}")
+
+
+def markdown(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def measured(at: AppTest) -> CostMeasurement:
+    return at.session_state[RESULTS][bench.available_devices()[0]]
+
+
+def test_page_before_measuring_explains_and_offers_the_button(at):
+    """Before a click: no plots, an explanation, a Measure button, and the sweep's real sizes."""
+    assert measure_button(at).label == "Measure"
+    assert not at.get("plotly_chart")
+    assert any("Press **Measure**" in info.value for info in at.info)
+    live = bench.LIVE
+    assert any(f"n = {live.decode_sizes[0]} … {live.decode_sizes[-1]} keys" in c.value for c in at.caption)
+    assert "python -m viz bench --out results.json" in at.code[0].value
+
+
+def test_measure_draws_the_measured_numbers(at):
+    """One click runs the real bounded sweep; every plotted number is a measurement or an engine count."""
+    click_measure(at)
+    result = measured(at)
+    assert result.decode and result.prefill and result.seconds > 0
+    spec = figure(at, "Decode: O(n²)")
+    times = {t["name"]: t for t in spec["data"] if t["xaxis"] == "x2"}
+    for mode in bench.DECODE_MODES:
+        points = sorted((p for p in result.decode if p.mode == mode), key=lambda p: p.n)
+        assert times[cost.NAMES[mode]]["x"] == [p.n for p in points]
+        assert times[cost.NAMES[mode]]["y"] == [p.per_token.median_s for p in points]
+    work = {t["name"]: t["y"] for t in spec["data"] if t["xaxis"] == "x"}
+    assert work[cost.NAMES["recompute"]] == [p.work.multiply_adds for p in sorted(
+        (p for p in result.decode if p.mode == "recompute"), key=lambda p: p.n)]
+    summary = summarize_cost(result)
+    assert f"**Where the cache wins.** At n = {summary.large_n}," in markdown(at)
+    assert measure_button(at).label == "Measure again"
+    assert not at.warning
+
+
+def test_results_stay_for_the_session_until_measured_again(at, tiny):
+    """A rerun shows the same measurement without measuring; Measure again replaces it."""
+    click_measure(at)
+    first = measured(at)
+    rerun(at)
+    assert measured(at) is first
+    click_measure(at)
+    assert measured(at) is not first and measured(at).decode
+
+
+def test_tables_list_every_measurement(at, tiny):
+    """The expanders' tables hold one row per decode measurement and per prompt length."""
+    click_measure(at)
+    result = measured(at)
+    decode, prefill = at.dataframe[0].value, at.dataframe[1].value
+    assert list(decode["n"]) == sorted(p.n for p in result.decode)
+    assert list(decode["multiply-adds"]) == [p.work.multiply_adds for p in sorted(
+        result.decode, key=lambda p: (p.n, bench.DECODE_MODES.index(p.mode)))]
+    assert list(prefill["n"]) == [8, 16]
+    assert all(diff < 1e-4 for diff in prefill["largest |difference|"])
+
+
+def test_a_busy_server_says_so_and_measures_nothing(at):
+    """While another session measures, a click shows a message instead of a second sweep."""
+    with bench.LIVE_LOCK:
+        click_measure(at)
+    assert any("another measurement is running" in w.value for w in at.warning)
+    assert at.session_state[RESULTS] == {}
+    assert not at.get("plotly_chart")
+
+
+def test_a_failed_measurement_keeps_the_last_results(at, tiny, monkeypatch):
+    """If a sweep fails (out of memory, say) the message shows and the last results stay."""
+    click_measure(at)
+    before = measured(at)
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore detail")
+
+    monkeypatch.setattr(bench, "live_cost", fail)
+    click_measure(at)
+    assert [w.value for w in at.warning] == ["The measurement failed: CUDA out of memory. Tried to "
+                                             "allocate 2.00 GiB"]
+    assert measured(at) is before
+    assert figure(at, "Decode: O(n²)")
+
+
+def test_presenter_mode_enlarges_the_plots(at, tiny):
+    """In presenter mode the cost plots use the larger type."""
+    click_measure(at)
+    next(t for t in at.toggle if t.label == "Presenter mode").set_value(True)
+    rerun(at)
+    assert figure(at, "Decode: O(n²)")["layout"]["font"]["size"] == 18
+
+
+# -- the figure builders and the reading, on measurements made by hand ----------------------------
+def _timing(seconds: float) -> Timing:
+    return Timing(seconds, seconds * 0.9, seconds * 1.2, 3)
+
+
+def _measurement(speedups: tuple[float, float], cat: float, loop: float) -> CostMeasurement:
+    """Decode at n = 10 and 40 (recompute, kv, cat) and prefill at n = 8, with chosen ratios."""
+    work = lambda macs: WorkCounts(multiply_adds=macs)  # noqa: E731
+    decode = []
+    for n, speedup in zip((10, 40), speedups):
+        decode += [DecodePoint(n, "recompute", _timing(0.001 * speedup), work(n * n * 65), 0),
+                   DecodePoint(n, "kv", _timing(0.001), work(n * 65), n * 1040),
+                   DecodePoint(n, "cat", _timing(0.001 * cat), work(n * 65), n * 1040)]
+    prefill = (PrefillPoint(8, _timing(0.001), _timing(0.001 * loop), work(512), work(300), 0.0),)
+    return CostMeasurement("cpu", 1, tuple(decode), prefill, Bandwidth(10**9, _timing(0.1)), 3.0, 1.0, ())
+
+
+def test_decode_figure_plots_counts_left_and_times_right():
+    """Left panel: recompute and kv counts (cat shares kv's); right: all three medians, log axes."""
+    fig = cost.decode_figure(_measurement((2, 30), 3, 10))
+    left = [t for t in fig.data if t.xaxis == "x"]
+    right = [t for t in fig.data if t.xaxis == "x2"]
+    assert [t.name for t in left] == [cost.NAMES["recompute"], cost.NAMES["kv"]]
+    assert list(left[0].y) == [6500, 104000] and list(left[1].y) == [650, 2600]
+    assert [t.name for t in right] == [cost.NAMES[m] for m in bench.DECODE_MODES]
+    assert list(right[0].y) == pytest.approx([0.002, 0.03])
+    assert list(right[0].error_y.array) == pytest.approx([0.0004, 0.006])
+    assert fig.layout.xaxis.type == fig.layout.yaxis2.type == "log"
+
+
+def test_prefill_figure_has_both_ways_in_both_panels():
+    """Counts and times for the batched pass and the loop."""
+    fig = cost.prefill_figure(_measurement((2, 30), 3, 10))
+    assert [(t.name, t.xaxis, list(t.y)) for t in fig.data][:2] == [
+        (cost.NAMES["batched"], "x", [512]), (cost.NAMES["one by one"], "x", [300])]
+    assert list(fig.data[3].y) == pytest.approx([0.01])
+
+
+def test_reading_follows_the_data():
+    """The words change with the numbers: a cache that loses at small n, a cat cache that keeps up."""
+    text = "\n".join(cost.decode_reading(summarize_cost(_measurement((0.5, 30), 3, 10)), "cpu"))
+    assert "At n = 40, one decode step took 30× as long without the cache" in text
+    assert "**Where it does not.** At n = 10 the cached step was slower." in text
+    assert "it took 3× as long as the preallocated cache" in text
+    assert "kernel launch" not in text
+    text = "\n".join(cost.decode_reading(summarize_cost(_measurement((1.5, 30), 1.0, 10)), "cuda"))
+    assert "only 1.5× as fast" in text and "kernel launch" in text
+    assert "made no clear difference" in text
+    assert "as long as one batched pass at n = 8" in "\n".join(
+        cost.prefill_reading(summarize_cost(_measurement((2, 30), 3, 10))))
+    assert "the loop was faster at n = 8 (2×)" in "\n".join(
+        cost.prefill_reading(summarize_cost(_measurement((2, 30), 3, 0.5))))
