@@ -5,10 +5,16 @@ mode, device badge), runs the selected page, then writes the view back into the 
 bar is always a share link.
 """
 
+import os
+
 import streamlit as st
+import torch
 
 from viz.ui import sidebar, state
 
+# Many small requests at once: one torch thread per script run keeps sessions from fighting over
+# the cores. KVLAB_TORCH_THREADS raises it (the Cost page's timings use whatever is set here).
+torch.set_num_threads(int(os.environ.get("KVLAB_TORCH_THREADS", "1")))
 st.set_page_config(page_title="kvlab", page_icon=":material/memory:", layout="wide")
 state.init()
 
