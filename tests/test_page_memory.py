@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import by_label, errors
+from apptest_helpers import by_label, errors, figure
 
 from viz import load_preset
 from viz.compress import CacheSpec, EvictionPolicy, compare_with_full
 from viz.memory import format_bytes
 from viz.paged import decode_together, variants
+from viz.ui import state
 
 PAGE = "pages/memory.py"
 
@@ -159,3 +160,19 @@ def test_prediction_stepper_selects_the_inspected_step(at):
     at.select_slider(key="memory_prediction").set_value(0)
     rerun(at)
     assert any("prefill pass" in c.value for c in at.caption)
+
+
+def test_a_long_prompt_renders_with_a_bounded_picture(at):
+    """A 120-token prompt renders both tabs; the pool picture draws at most 48 blocks."""
+    long = load_preset("cache-safe").with_tokens([f"w{i}" for i in range(120)], [float(i % 7) for i in range(120)])
+    at.session_state[state.SCENARIO] = long
+    at.session_state[state.VERSION] += 1
+    at.select_slider(key="memory_block_size").set_value(2)
+    rerun(at)
+    pool = figure(at, "Physical blocks")
+    assert len(pool["data"][0]["y"]) == 48 and "not drawn" in pool["layout"]["title"]["text"]
+    assert list(frame(at, "shares")["shares"])[1] == "119 tokens with A"
+    at.segmented_control(key="memory_method").set_value("Drop by hand")
+    rerun(at)
+    expected = compare_with_full(long, 6, CacheSpec(EvictionPolicy(drop=frozenset({2}))))
+    assert metric(at, "Largest context error") == f"{expected.max_context_error:.3g}"

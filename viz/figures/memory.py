@@ -22,6 +22,8 @@ GREEN = "#2e8b57"
 GREY = "#b8c4d6"
 FREE = "#f4f6f9"
 SEQUENCE_COLORS = ["#1f5fa8", "#2e8b57", "#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#c0392b", "#2c3e50"]
+MAX_BLOCK_ROWS = 48  # physical blocks drawn; a long prompt's pool is summarised in the title
+MAX_TEXT_COLUMNS = 40  # label heatmap cells only while they are wide enough to read
 CURVE_COLORS = [BLUE, "#e67e22", GREEN, "#8e44ad", RED, "#16a085"]
 
 
@@ -158,8 +160,8 @@ def pool_figure(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]) -> 
     """Every physical block as a row of slots, coloured by the sequence that holds it (gold when
     several share it), with the token in each slot and the reference count on the left."""
     used = [b for b, count in enumerate(snapshot.refcounts) if count]
-    shown = list(range((max(used) + 1) if used else 0))
-    free_rows = len(snapshot.refcounts) - len(shown)
+    shown = list(range(min(MAX_BLOCK_ROWS, (max(used) + 1) if used else 0)))
+    hidden = len(snapshot.refcounts) - len(shown)
     palette = [FREE, MASKED, GOLD] + SEQUENCE_COLORS[: len(names)]
     z, text, hover = [], [], []
     for block in shown:
@@ -192,7 +194,7 @@ def pool_figure(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]) -> 
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(side="top", type="category", showgrid=False)
     title = (f"Physical blocks after {safe(snapshot.label)}: {len(used)} in use, "
-             f"{free_rows} more free below, {snapshot.copies} copied on write")
+             f"{snapshot.copies} copied on write" + (f"; {hidden} more below, not drawn" if hidden else ""))
     fig = _layout(fig, title, 170 + 30 * max(1, len(shown)))
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.02, x=0, xanchor="left"),
                       margin=dict(t=80))
@@ -259,7 +261,8 @@ def attention_compare_figure(step: StepComparison, tokens: Sequence[str], head_n
             z.append([float(row[j]) if kept[j] else None for j in range(length)])
             text.append([f"{float(row[j]):.2f}" if kept[j] else "evicted" for j in range(length)])
             y.append(f"{safe(name)} · {label}")
-    fig = go.Figure(go.Heatmap(z=z, x=x, y=y, text=text, texttemplate="%{text}", textfont_size=11,
+    fig = go.Figure(go.Heatmap(z=z, x=x, y=y, text=text,
+                               texttemplate="%{text}" if length <= MAX_TEXT_COLUMNS else "", textfont_size=11,
                                colorscale="Blues", zmin=0, zmax=1, xgap=2, ygap=2,
                                hovertemplate="%{y}<br>key %{x}<br>weight %{z:.4f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed", type="category")
