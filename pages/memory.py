@@ -64,7 +64,8 @@ with paged_tab:
             variant = scenario.with_prompt(text)
             requests.append(Request.of(default.name, variant, steps))
         except ScenarioError as err:
-            st.error(f"Prompt {default.name}: {err.message} — using the default prompt.", icon=":material/error:")
+            st.error(f"Prompt {default.name}: {md_escape(err.message)} — using the default prompt.",
+                     icon=":material/error:")
             requests.append(default)
 
     run = decode_together(scenario, requests, block_size, share_prefix=share, max_new_tokens=reserve)

@@ -200,3 +200,10 @@ def test_labels_describe_the_spec():
     assert CacheSpec(EvictionPolicy(window=4, sinks=2)).label == "keep the last 4 + the first 2"
     assert CacheSpec(EvictionPolicy(drop=frozenset({3, 1}))).label == "keep without positions 1, 3"
     assert CacheSpec(bits="int4", scales="per-channel").label == "int4, per-channel scales"
+
+
+def test_an_empty_quantised_cache_has_the_kv_cache_shapes():
+    """Before any append, keys, values and records are empty with KVCache's shapes and dtypes."""
+    cache = QuantizedCache(3, 5, "int4", "per-channel")
+    assert cache.keys().shape == (3, 0, 5) and cache.values().shape == (0,) and len(cache) == 0
+    assert cache.info().value.dtype == torch.float64 and cache.nbytes == 0

@@ -190,8 +190,10 @@ class QuantizedCache:
         return torch.cat([dequantize(q)[0] for q in self._values])  # (len,)
 
     def info(self) -> TokenInfo:
-        return TokenInfo(*(torch.cat([getattr(i, name) for i in self._info]) if self._info
-                           else torch.zeros(0, dtype=torch.int64, device=self.device)
+        if not self._info:
+            empty = torch.zeros(0, dtype=torch.int64, device=self.device)
+            return TokenInfo(empty, empty, empty.double(), empty)
+        return TokenInfo(*(torch.cat([getattr(i, name) for i in self._info])
                            for name in ("pos", "token", "value", "n")))
 
     def __len__(self) -> int:
