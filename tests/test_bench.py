@@ -239,20 +239,23 @@ def test_real_model_section_is_optional(monkeypatch):
         "the real-model benchmark failed: RuntimeError: no weights"
 
 
-def test_real_model_section_rows_become_a_table(monkeypatch):
-    """A real-model result's rows are printed as a table; its other keys are kept for the JSON."""
+def test_real_model_section_keeps_its_dict_and_prints_its_table(monkeypatch):
+    """A real-model result goes into the JSON whole; the terminal shows the module's own table."""
     seen = []
 
     def fake(quick, device):
         seen.append((quick, device))
-        return {"rows": [{"n": 8, "ms": 1.5}], "notes": ["tiny model"], "model": "toy-gpt"}
+        return {"model": "toy-gpt", "per_token": [{"length": 16, "cached_ms": 1.5}]}
 
-    monkeypatch.setitem(sys.modules, "viz.real.bench", types.SimpleNamespace(bench_real_model=fake))
+    module = types.SimpleNamespace(bench_real_model=fake,
+                                   format_table=lambda result: f"table of {result['model']}")
+    monkeypatch.setitem(sys.modules, "viz.real.bench", module)
     section = bench_real(QUICK, torch.device("cpu"))
     assert seen == [(True, torch.device("cpu"))]
-    assert section.skipped is None and section.extra == {"model": "toy-gpt"}
-    assert section.notes == ("tiny model",)
-    assert section.table.render().splitlines()[-1].split() == ["8", "1.5"]
+    assert section.skipped is None and section.extra["per_token"] == [{"length": 16, "cached_ms": 1.5}]
+    assert render_section(section).splitlines() == ["== A real model ==", "table of toy-gpt"]
+    monkeypatch.setitem(sys.modules, "viz.real.bench", types.SimpleNamespace(bench_real_model=fake))
+    assert bench_real(QUICK, torch.device("cpu")).text == "model: toy-gpt"
 
 
 TINY = LiveConfig(decode_sizes=(16, 32, 64), recompute_max=32, prefill_sizes=(8, 16),

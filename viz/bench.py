@@ -19,6 +19,7 @@ way the app does it.
 
 from __future__ import annotations
 
+import importlib
 import math
 import platform
 import statistics
@@ -423,12 +424,13 @@ class SectionResult:
 
     key: str  # its name in the JSON
     title: str
-    rows: tuple[Any, ...] = ()  # dataclasses (or plain dicts from an outside section)
+    rows: tuple[Any, ...] = ()  # typed measurements (dataclasses)
     table: Table | None = None
     findings: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = ()
     skipped: str | None = None  # why the section did not run, if it did not
-    extra: dict[str, Any] = field(default_factory=dict)  # an outside section's other fields
+    extra: dict[str, Any] = field(default_factory=dict)  # more for the JSON: an outside section's dict
+    text: str | None = None  # an outside section's own rendering, printed as it is
 
 
 def format_seconds(seconds: float) -> str:
@@ -548,7 +550,10 @@ def bench_floor(config: BenchConfig, device: torch.device) -> SectionResult:
              f"{bandwidth.bytes_per_s / 1e9:.1f} GB/s counting bytes read and written.",
              "A decode step must read every cached key and value once, so bytes/token ÷ bandwidth "
              "is the fastest any cache could be; the rest is fixed per-step work (Python, small "
-             "tensors, kernel launches) and the extra passes over the scores.")
+             "tensors, kernel launches) and the extra passes over the scores.",
+             f"At n = {last.n} the cache holds {last.bytes_per_token / 2**20:.1f} MiB. Where that fits "
+             "in the processor's last-level cache it can be read faster than this copy of a large "
+             "tensor runs, so the floor is a yardstick there, not a hard limit.")
     return SectionResult("floor", "The floor: decode vs memory bandwidth", tuple(points), table,
                          findings, notes, extra={"bandwidth": asdict(bandwidth)})
 
@@ -649,26 +654,24 @@ def first_line(err: Exception) -> str:
 def bench_real(config: BenchConfig, device: torch.device) -> SectionResult:
     """6. A real model, when ``viz.real.bench`` provides ``bench_real_model(quick, device) -> dict``.
 
-    The dict may hold ``rows`` (a list of flat dicts, printed as a table) and ``notes`` (a list of
-    strings); its other keys go into the JSON as they are.
+    The dict goes into the JSON as it is; the terminal shows ``format_table(dict)`` if the module
+    has one, else the dict's plain values. A missing module or a failing run skips the section.
     """
     title = "A real model"
     try:
-        from .real.bench import bench_real_model
+        real = importlib.import_module(".real.bench", __package__)
     except ImportError as err:
         return SectionResult("real_model", title, skipped=f"viz.real.bench is not available ({err})")
     try:
-        data = dict(bench_real_model(config.quick, device))
+        data = dict(real.bench_real_model(config.quick, device))
+        text = real.format_table(data) if hasattr(real, "format_table") else None
     except Exception as err:  # an optional section must not sink the measurements made before it
         return SectionResult("real_model", title, skipped=f"the real-model benchmark failed: "
                                                           f"{type(err).__name__}: {first_line(err)}")
-    rows = tuple(data.pop("rows", ()))
-    notes = tuple(str(note) for note in data.pop("notes", ()))
-    table = None
-    if rows:
-        columns = tuple(rows[0])
-        table = Table(columns, tuple(tuple(str(row.get(c, "")) for c in columns) for row in rows))
-    return SectionResult("real_model", title, rows, table, notes=notes, extra=data)
+    if text is None:
+        text = "\n".join(f"{key}: {value}" for key, value in data.items()
+                         if isinstance(value, (str, int, float, bool)))
+    return SectionResult("real_model", title, text=text, extra=data)
 
 
 # Each section is a function (config, device) -> SectionResult; adding one is adding it here.
@@ -787,6 +790,8 @@ def render_section(section: SectionResult) -> str:
         return "\n".join(lines + [f"skipped: {section.skipped}"])
     if section.table:
         lines.append(section.table.render())
+    if section.text:
+        lines.append(section.text)
     lines += [f"{f.text}: {f.value:,.3g}" for f in section.findings]
     lines += [f"note: {note}" for note in section.notes]
     return "\n".join(lines)
