@@ -1,0 +1,138 @@
+"""Shared pieces for every figure: colours, safe labels, annotated heatmaps, subplot grids.
+
+Figures are built in one go, from a list of traces and one layout dict, because plotly validates
+every incremental ``update_*``/``add_shape`` call again (several times slower on every rerun).
+Numbers travel as numpy arrays, which plotly sends without checking cell by cell. All user text is
+HTML-escaped with :func:`safe` before it reaches plotly, whose labels understand a little HTML.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from ..explain import fmt
+
+BLUE = "#1f5fa8"
+GOLD = "#e0a100"
+RED = "#c0392b"
+MASKED = "#e6e6e6"
+
+
+def safe(text: str) -> str:
+    """User text for plotly labels: escaped, so it is shown and never interpreted."""
+    return html.escape(str(text), quote=True)
+
+
+def labels(tokens: Sequence[str], start: int = 1) -> list[str]:
+    """Unique axis labels '1 · Today' (tokens repeat; categorical axes must not merge them)."""
+    return [f"{i} · {safe(t)}" for i, t in enumerate(tokens, start)]
+
+
+def frame(title: str, height: int, top: int = 46, background: str = MASKED, **extra: Any) -> dict:
+    """The layout every figure shares: a left-aligned title, tight margins, a height."""
+    return dict(title=dict(text=title, x=0, xanchor="left", y=1, yanchor="top", yref="container",
+                           pad=dict(t=8), font=dict(size=15)),
+                height=height, margin=dict(l=10, r=10, t=top, b=10), plot_bgcolor=background, **extra)
+
+
+def figure(data: list, layout: dict) -> go.Figure:
+    return go.Figure(data=data, layout=layout)
+
+
+def rect(x0: float, x1: float, y0: float, y1: float, color: str, width: int = 3,
+         ref: tuple[str, str] = ("x", "y")) -> dict:
+    return dict(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, xref=ref[0], yref=ref[1],
+                line=dict(color=color, width=width))
+
+
+def grid(rows: int, cols: int, titles: Sequence[str] = (), *, hspace: float = 0.06, vspace: float = 0.12,
+         row_heights: Sequence[float] | None = None) -> tuple[dict, list[tuple[str, str]]]:
+    """Axes for a rows × cols grid of subplots: layout entries, and (xref, yref) per cell, row-major."""
+    heights = list(row_heights or [1.0] * rows)
+    usable = 1.0 - vspace * (rows - 1)
+    scale = usable / sum(heights)
+    width = (1.0 - hspace * (cols - 1)) / cols
+    layout: dict[str, Any] = {}
+    refs, annotations = [], []
+    top = 1.0
+    for r in range(rows):
+        bottom = top - heights[r] * scale
+        for c in range(cols):
+            i = r * cols + c + 1
+            suffix = "" if i == 1 else str(i)
+            left = c * (width + hspace)
+            layout[f"xaxis{suffix}"] = dict(domain=[left, left + width], anchor=f"y{suffix}")
+            layout[f"yaxis{suffix}"] = dict(domain=[bottom, top], anchor=f"x{suffix}")
+            refs.append((f"x{suffix}", f"y{suffix}"))
+            if i - 1 < len(titles):
+                annotations.append(dict(text=titles[i - 1], x=left + width / 2, y=top, xref="paper",
+                                        yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
+                                        font=dict(size=13)))
+        top = bottom - vspace
+    layout["annotations"] = annotations
+    return layout, refs
+
+
+def _cell(x: float, kind: str) -> str:
+    if kind == "weights" and 0 < abs(x) < 5e-4:
+        return "≈0"  # softmax never gives exactly 0 to a visible key; the hover shows the number
+    return fmt(x)
+
+
+COLOR_SCALES = {"weights": dict(colorscale="Blues", zmin=0, zmax=1),
+                "scores": dict(colorscale="RdBu", zmid=0),
+                "signs": dict(colorscale="RdBu", zmin=-1, zmax=1),
+                "values": dict(colorscale="Viridis")}
+
+
+def heatmap_trace(z: torch.Tensor, x: list[str], y: list[str], *, kind: str = "weights", hover: str = "",
+                  visible: torch.Tensor | None = None, key_values: Sequence[float] | None = None,
+                  annotate: bool | None = None, text: np.ndarray | None = None,
+                  ref: tuple[str, str] = ("x", "y")) -> go.Heatmap:
+    """One heatmap trace. Masked cells (-inf, or False in ``visible``) are left empty (grey) and
+    labelled 'masked'; ``%{customdata}`` in ``hover`` is the key's value when ``key_values`` is given."""
+    z = z.detach().double().cpu()
+    rows, cols = z.shape
+    finite = torch.isfinite(z) if visible is None else torch.isfinite(z) & visible.cpu()
+    annotate = (rows * cols <= 400) if annotate is None else annotate
+    if annotate and text is None:
+        values, keep = z.tolist(), finite.tolist()
+        text = np.array([[(_cell(v, kind) if k else "masked") for v, k in zip(vr, kr)]
+                         for vr, kr in zip(values, keep)], dtype=object)
+    custom = np.array([[fmt(v) for v in key_values]] * rows, dtype=object) if key_values is not None else None
+    return go.Heatmap(
+        z=torch.where(finite, z, torch.nan).numpy(), x=x, y=y, text=text if annotate else None,
+        texttemplate="%{text}" if annotate else None, textfont=dict(size=12),
+        xgap=2 if cols <= 40 else 0, ygap=2 if rows <= 40 else 0, customdata=custom,
+        hovertemplate=(hover or "query %{y}<br>key %{x}<br>%{z:.4g}") + "<extra></extra>",
+        showscale=False, xaxis=ref[0], yaxis=ref[1], **COLOR_SCALES[kind])
+
+
+def matrix_axes(cols: int, side: str = "top") -> tuple[dict, dict]:
+    """x and y axis settings for a query × key matrix: categories, first row at the top."""
+    return (dict(type="category", side=side, tickangle=0 if cols <= 8 else -45),
+            dict(type="category", autorange="reversed"))
+
+
+def heatmap(z: torch.Tensor, x: list[str], y: list[str], title: str, *, kind: str = "weights",
+            hover: str = "", highlight_row: int | None = None,
+            highlight_cells: Sequence[tuple[int, int]] = (), annotate: bool | None = None,
+            height: int | None = None, visible: torch.Tensor | None = None,
+            key_values: Sequence[float] | None = None) -> go.Figure:
+    """An annotated heatmap figure (see :func:`heatmap_trace`), with optional gold row outline and
+    red cell outlines. x and y labels must already be escaped."""
+    rows, cols = z.shape
+    shapes = [rect(-0.5, cols - 0.5, r - 0.5, r + 0.5, GOLD) for r in
+              ([highlight_row] if highlight_row is not None else [])]
+    shapes += [rect(c - 0.5, c + 0.5, r - 0.5, r + 0.5, RED) for r, c in highlight_cells]
+    xaxis, yaxis = matrix_axes(cols)
+    cell = 34 if rows <= 16 else max(8, 640 // rows)  # long sequences shrink their rows
+    trace = heatmap_trace(z, x, y, kind=kind, hover=hover, visible=visible, key_values=key_values,
+                          annotate=annotate)
+    return figure([trace], frame(title, height or max(200, 100 + cell * rows), top=80, xaxis=xaxis,
+                                 yaxis=yaxis, shapes=shapes))

@@ -1,0 +1,85 @@
+"""Click-to-rerun latency of the real app, measured server-side with Streamlit's AppTest.
+
+``python -m viz.ui.latency [--repeats N]`` opens app.py headless, clicks the Decode page's Step and
+Back buttons and the Prefill page's position stepper, and reports the median wall time of each whole
+script run (frame + page: engine, figures, serialisation), which is the server compute between a
+click and the finished rerun. Browser rendering and network time are not included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+from ..presets import load_preset
+from ..scenario import Scenario
+from ..share import View, encode_view
+
+APP = Path(__file__).resolve().parents[2] / "app.py"
+
+
+def _explicit_navigation() -> None:
+    """AppTest resets Streamlit's pages/ discovery before each run; app.py registers every page."""
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    PagesManager.__init__ = init
+
+
+def _timed(action) -> float:
+    start = time.perf_counter()
+    at = action()
+    elapsed = time.perf_counter() - start
+    if at.exception:
+        raise RuntimeError(f"the app raised: {at.exception[0].value}")
+    return elapsed
+
+
+def measure(scenario: Scenario, step: int, repeats: int) -> dict[str, float]:
+    """Median seconds per rerun for a Decode step click and a Prefill stepper click."""
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    for key, value in encode_view(View(scenario, step=step)).items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page("pages/decode.py")
+    at.run()
+    decode = []
+    for i in range(repeats):
+        label = "Step" if i % 2 == 0 else "Back"
+        decode.append(_timed(lambda: next(b for b in at.button if b.label == label).click().run()))
+    at.switch_page("pages/prefill.py")
+    at.run()
+    prefill = []
+    for i in range(repeats):
+        key = "prefill_position_forward" if i % 2 == 0 else "prefill_position_back"
+        prefill.append(_timed(lambda: next(b for b in at.button if b.key == key).click().run()))
+    return {"decode_step_click_s": statistics.median(decode), "prefill_stepper_click_s": statistics.median(prefill)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m viz.ui.latency", description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=9)
+    args = parser.parse_args(argv)
+    _explicit_navigation()
+    from ..bench import latency_scenario
+
+    cases = [("seed, step 1", load_preset("seed"), 1), ("64 tokens, 8 heads, step 32", latency_scenario(), 32)]
+    print(f"{'scenario':32} {'Decode: Step click':>20} {'Prefill: stepper click':>24}")
+    for name, scenario, step in cases:
+        result = measure(scenario, step, args.repeats)
+        print(f"{name:32} {result['decode_step_click_s'] * 1000:>17.0f} ms "
+              f"{result['prefill_stepper_click_s'] * 1000:>21.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
