@@ -94,3 +94,18 @@ def test_mode_picker_changes_the_narration(decode):
     assert decode.session_state[state.MODE] == "recompute"
     assert "the whole sequence of 5 tokens is run again" in decode.info[0].value
     assert decode.query_params.get("mode") in ("recompute", ["recompute"])
+
+
+def test_figures_for_every_head_count():
+    """Every decode figure builds for 1 to 16 heads (subplot grids stay inside plotly's [0, 1])."""
+    from viz import Scenario, generate
+    from viz.engine import MODES
+    from viz.figures import toy
+    for heads in (1, 2, 3, 5, 7, 8, 13, 16):
+        scenario = Scenario.from_dict({
+            "prompt": "a b c d e f", "heads": [{"name": f"h{i}", "rule": "k.pos <= q.pos"} for i in range(heads)],
+            "vocab": [{"token": "x", "weights": [1.0] * heads}, {"token": "y", "weights": [0.5] * heads}]})
+        traces = {mode: generate(scenario, 3, mode) for mode in MODES}
+        assert len(toy.cache_figure(traces["kv"]).data) == 2
+        assert len(toy.work_figure(traces).data) == 2 * len(MODES)
+        assert len(toy.small_multiples(traces["kv"], 2).data) == heads

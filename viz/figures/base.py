@@ -61,13 +61,13 @@ def grid(rows: int, cols: int, titles: Sequence[str] = (), *, hspace: float = 0.
     refs, annotations = [], []
     top = 1.0
     for r in range(rows):
-        bottom = top - heights[r] * scale
+        bottom = max(0.0, top - heights[r] * scale)  # clamp float error: plotly insists on [0, 1]
         for c in range(cols):
             i = r * cols + c + 1
             suffix = "" if i == 1 else str(i)
             left = c * (width + hspace)
-            layout[f"xaxis{suffix}"] = dict(domain=[left, left + width], anchor=f"y{suffix}")
-            layout[f"yaxis{suffix}"] = dict(domain=[bottom, top], anchor=f"x{suffix}")
+            layout[f"xaxis{suffix}"] = dict(domain=[left, min(1.0, left + width)], anchor=f"y{suffix}")
+            layout[f"yaxis{suffix}"] = dict(domain=[bottom, min(1.0, top)], anchor=f"x{suffix}")
             refs.append((f"x{suffix}", f"y{suffix}"))
             if i - 1 < len(titles):
                 annotations.append(dict(text=titles[i - 1], x=left + width / 2, y=top, xref="paper",
