@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from viz import load_preset
+from viz import bench
 from viz.bench import (DECODE_MODES, PEERS, QUICK, Bandwidth, CatCache, CostMeasurement, DecodePoint,
-                       Finding, LiveConfig, PrefillPoint, SectionResult, Table, Timing, TimingPlan,
-                       bench_peers, bench_real, live_cost, measure_decode, render_section, summarize_cost,
-                       time_calls)
+                       Finding, LiveConfig, PrefillPoint, Section, SectionResult, Table, Timing, TimingPlan,
+                       bench_peers, bench_real, live_cost, measure_decode, render_section, report_to_dict,
+                       run_bench, summarize_cost, time_calls)
 from viz.__main__ import main
 from viz.device import pick_device
 from viz.engine import KVCache, ToyModel, WorkCounts, make_decoder
@@ -55,6 +56,7 @@ def test_quick_json_has_every_section_and_goal(quick):
     for key in SECTION_KEYS[:5]:
         section = data["sections"][key]
         assert section["skipped"] is None and section["rows"] and section["title"], key
+    assert all(section["error"] is None for section in data["sections"].values())
     assert len(data["goals"]) == 5
     assert all(goal["met"] in (True, False, None) and goal["detail"] for goal in data["goals"])
 
@@ -253,7 +255,7 @@ def test_real_model_section_keeps_its_dict_and_prints_its_table(monkeypatch):
     section = bench_real(QUICK, torch.device("cpu"))
     assert seen == [(True, torch.device("cpu"))]
     assert section.skipped is None and section.extra["per_token"] == [{"length": 16, "cached_ms": 1.5}]
-    assert render_section(section).splitlines() == ["== A real model ==", "table of toy-gpt"]
+    assert section.text == "table of toy-gpt" and "table of toy-gpt" in render_section(section)
     monkeypatch.setitem(sys.modules, "viz.real.bench", types.SimpleNamespace(bench_real_model=fake))
     assert bench_real(QUICK, torch.device("cpu")).text == "model: toy-gpt"
 
@@ -312,8 +314,8 @@ def test_summarize_cost_reads_ratios_off_the_measurement():
 
 def test_section_renders_title_table_findings_and_notes():
     """A section prints as its title, its table, its findings and its notes."""
-    section = SectionResult("x", "Title", table=Table(("n", "time"), (("8", "1 ms"),)),
-                            findings=(Finding("k", "a ratio", 2.0),), notes=("a note",))
+    section = SectionResult(table=Table(("n", "time"), (("8", "1 ms"),)),
+                            findings=(Finding("k", "a ratio", 2.0),), notes=("a note",), title="Title")
     assert render_section(section).splitlines() == [
         "== Title ==", "n  time", "-  ----", "8  1 ms", "a ratio: 2", "note: a note"]
 
@@ -323,3 +325,33 @@ def test_bench_core_imports_neither_streamlit_nor_plotly():
     code = "import sys, viz.bench; print('streamlit' in sys.modules, 'plotly' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.stdout.split() == ["False", "False"]
+
+
+def _failing(config, device):
+    raise MemoryError("out of memory\nat some place")
+
+
+def _working(config, device):
+    return SectionResult(findings=(Finding("k", "a number", 1.0),))
+
+
+def test_a_failing_section_is_recorded_and_the_rest_kept():
+    """A section that raises is reported with its error; the sections around it still run."""
+    sections = (Section("first", "First", _working), Section("broken", "Broken", _failing),
+                Section("last", "Last", _working))
+    report = run_bench(QUICK, "cpu", sections=sections)
+    assert [s.key for s in report.sections] == ["first", "broken", "last"] and report.failed == ["broken"]
+    assert report.sections[1].error == "MemoryError: out of memory"
+    assert render_section(report.sections[1]).splitlines() == [
+        "== Broken ==", "FAILED: MemoryError: out of memory"]
+    assert report_to_dict(report)["sections"]["last"]["findings"] == {"k": 1.0}
+
+
+def test_cli_writes_the_json_then_exits_1_when_a_section_failed(monkeypatch, tmp_path, capsys):
+    """The command line still writes the results, then exits 1 with one line naming what failed."""
+    monkeypatch.setattr(bench, "SECTIONS", (Section("broken", "Broken", _failing),
+                                            Section("last", "Last", _working)))
+    out = tmp_path / "results.json"
+    assert main(["bench", "--quick", "--device", "cpu", "--out", str(out)]) == 1
+    assert capsys.readouterr().err.splitlines() == ["error: broken failed (see above)"]
+    assert json.loads(out.read_text())["sections"]["broken"]["error"] == "MemoryError: out of memory"

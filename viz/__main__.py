@@ -73,9 +73,12 @@ def _threads(text: str) -> int:
     return int(text)
 
 
-def _bench(quick: bool, device_name: str | None, out: str | None, threads: int | None) -> None:
-    """Run the benchmark, printing each section as it finishes; then the goals; then the JSON."""
-    from .bench import FULL, QUICK, render_goals, render_section, report_to_dict, run_bench
+def _bench(quick: bool, device_name: str | None, out: str | None, threads: int | None) -> int:
+    """Run the benchmark, printing each section as it finishes; then the goals; then the JSON.
+
+    Exit code 1 (after the JSON is written) if a section failed.
+    """
+    from .bench import FULL, QUICK, SECTIONS, render_goals, render_section, report_to_dict, run_bench
 
     try:
         device = pick_device(device_name)
@@ -89,13 +92,17 @@ def _bench(quick: bool, device_name: str | None, out: str | None, threads: int |
         torch.set_num_threads(threads)
     config = QUICK if quick else FULL
     print(f"kvlab bench ({config.name}) on {device}, {torch.get_num_threads()} CPU threads", flush=True)
-    report = run_bench(config, device, on_section=lambda s: print(render_section(s) + "\n", flush=True))
+    report = run_bench(config, device, lambda s: print(render_section(s) + "\n", flush=True), SECTIONS)
     print(render_goals(report.goals))
     print(f"{report.seconds:.1f} s in all")
     if out is not None:
         with open(out, "w", encoding="utf-8") as handle:
             json.dump(report_to_dict(report), handle, indent=2, ensure_ascii=False)
         print(f"results written to {out}")
+    if report.failed:
+        print(f"error: {', '.join(report.failed)} failed (see above)", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise UsageError(str(err).splitlines()[0]) from None
             print(json.dumps(trace_to_dict(trace), ensure_ascii=False))
         elif args.command == "bench":
-            _bench(args.quick, args.device, args.out, args.threads)
+            return _bench(args.quick, args.device, args.out, args.threads)
         return 0
     except (UsageError, ScenarioError) as err:
         print(f"error: {err}", file=sys.stderr)

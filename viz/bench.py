@@ -25,9 +25,9 @@ import platform
 import statistics
 import threading
 import time
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 import torch
 
@@ -422,8 +422,6 @@ class Finding:
 class SectionResult:
     """What one section measured: typed rows for the JSON, a table for the terminal."""
 
-    key: str  # its name in the JSON
-    title: str
     rows: tuple[Any, ...] = ()  # typed measurements (dataclasses)
     table: Table | None = None
     findings: tuple[Finding, ...] = ()
@@ -431,6 +429,9 @@ class SectionResult:
     skipped: str | None = None  # why the section did not run, if it did not
     extra: dict[str, Any] = field(default_factory=dict)  # more for the JSON: an outside section's dict
     text: str | None = None  # an outside section's own rendering, printed as it is
+    error: str | None = None  # the section raised this: what it measured is lost, the rest is kept
+    key: str = ""  # its name in the JSON, and its title: set by run_bench from its Section
+    title: str = ""
 
 
 def format_seconds(seconds: float) -> str:
@@ -467,8 +468,7 @@ def bench_prefill(config: BenchConfig, device: torch.device) -> SectionResult:
     notes = ("Both ways give the same contexts (max |diff|). The batched pass computes the full "
              "n × n score matrix, masked half included, so it does about twice the multiply-adds "
              "of the loop and keeps several n × n tensors in memory at once.",)
-    return SectionResult("prefill", "Prefill: one batched pass vs one token at a time", points, table,
-                         findings, notes)
+    return SectionResult(points, table, findings, notes)
 
 
 def bench_decode(config: BenchConfig, device: torch.device) -> SectionResult:
@@ -501,17 +501,15 @@ def bench_decode(config: BenchConfig, device: torch.device) -> SectionResult:
     notes = (f"recompute is measured up to n = {config.recompute_max}: its n × n pass needs "
              "several n × n tensors at once.",
              "MACs: multiply-adds of one step, counted by the engine from the shapes it multiplies.")
-    return SectionResult("decode", "Decode per token", tuple(points), table, tuple(findings), notes)
+    return SectionResult(tuple(points), table, tuple(findings), notes)
 
 
 def bench_peers(config: BenchConfig, device: torch.device) -> SectionResult:
     """3. The same decode step with K and V in transformers' DynamicCache and StaticCache."""
-    title = "Peers: the same decode step over other caches"
     try:
         import transformers
     except ImportError:
-        return SectionResult("peers", title, skipped="transformers is not installed "
-                                                     "(pip install transformers to compare)")
+        return SectionResult(skipped="transformers is not installed (pip install transformers to compare)")
     model = _model(device)
     points = tuple(measure_peer(model, peer, n, config.plan, device)
                    for n in config.decode_sizes for peer in PEERS)
@@ -525,7 +523,7 @@ def bench_peers(config: BenchConfig, device: torch.device) -> SectionResult:
                              by[(n, peer)] / by[(n, "kv")]) for peer in PEERS[1:])
     notes = (f"transformers {transformers.__version__}. K as (1, heads, len, d_k), V as "
              "(1, heads, len, 1); the attention is the engine's own for every cache.",)
-    return SectionResult("peers", title, points, table, findings, notes)
+    return SectionResult(points, table, findings, notes)
 
 
 def bench_floor(config: BenchConfig, device: torch.device) -> SectionResult:
@@ -554,8 +552,7 @@ def bench_floor(config: BenchConfig, device: torch.device) -> SectionResult:
              f"At n = {last.n} the cache holds {last.bytes_per_token / 2**20:.1f} MiB. Where that fits "
              "in the processor's last-level cache it can be read faster than this copy of a large "
              "tensor runs, so the floor is a yardstick there, not a hard limit.")
-    return SectionResult("floor", "The floor: decode vs memory bandwidth", tuple(points), table,
-                         findings, notes, extra={"bandwidth": asdict(bandwidth)})
+    return SectionResult(tuple(points), table, findings, notes, extra={"bandwidth": asdict(bandwidth)})
 
 
 @dataclass(frozen=True)
@@ -642,8 +639,7 @@ def bench_app_latency(config: BenchConfig, device: torch.device) -> SectionResul
     notes = tuple(f"seed, {p.page} page: the engine takes {format_seconds(p.engine.median_s)}; its "
                   f"{len(p.figures)} figures and tables take {format_seconds(sum(t for _, t in p.figures))} "
                   "(summed medians)." for p in seed)
-    return SectionResult("latency", "App latency: one page rerun, engine + figures", points, table,
-                         findings, notes)
+    return SectionResult(points, table, findings, notes)
 
 
 def first_line(err: Exception) -> str:
@@ -657,26 +653,38 @@ def bench_real(config: BenchConfig, device: torch.device) -> SectionResult:
     The dict goes into the JSON as it is; the terminal shows ``format_table(dict)`` if the module
     has one, else the dict's plain values. A missing module or a failing run skips the section.
     """
-    title = "A real model"
     try:
         real = importlib.import_module(".real.bench", __package__)
     except ImportError as err:
-        return SectionResult("real_model", title, skipped=f"viz.real.bench is not available ({err})")
+        return SectionResult(skipped=f"viz.real.bench is not available ({err})")
     try:
         data = dict(real.bench_real_model(config.quick, device))
         text = real.format_table(data) if hasattr(real, "format_table") else None
     except Exception as err:  # an optional section must not sink the measurements made before it
-        return SectionResult("real_model", title, skipped=f"the real-model benchmark failed: "
-                                                          f"{type(err).__name__}: {first_line(err)}")
+        return SectionResult(skipped=f"the real-model benchmark failed: {type(err).__name__}: "
+                                     f"{first_line(err)}")
     if text is None:
         text = "\n".join(f"{key}: {value}" for key, value in data.items()
                          if isinstance(value, (str, int, float, bool)))
-    return SectionResult("real_model", title, text=text, extra=data)
+    return SectionResult(text=text, extra=data)
 
 
-# Each section is a function (config, device) -> SectionResult; adding one is adding it here.
-SECTIONS: tuple[Callable[[BenchConfig, torch.device], SectionResult], ...] = (
-    bench_prefill, bench_decode, bench_peers, bench_floor, bench_app_latency, bench_real,
+class Section(NamedTuple):
+    """One part of the benchmark: its name in the JSON, its title, the function that runs it."""
+
+    key: str
+    title: str
+    run: Callable[[BenchConfig, torch.device], SectionResult]
+
+
+# In order; adding a section is adding one line here.
+SECTIONS = (
+    Section("prefill", "Prefill: one batched pass vs one token at a time", bench_prefill),
+    Section("decode", "Decode per token", bench_decode),
+    Section("peers", "Peers: the same decode step over other caches", bench_peers),
+    Section("floor", "The floor: decode vs memory bandwidth", bench_floor),
+    Section("latency", "App latency: one page rerun, engine + figures", bench_app_latency),
+    Section("real_model", "A real model", bench_real),
 )
 
 
@@ -698,6 +706,11 @@ class BenchReport:
     seconds: float  # wall time of the whole run
     sections: tuple[SectionResult, ...]
     goals: tuple[Goal, ...]
+
+    @property
+    def failed(self) -> list[str]:
+        """Keys of the sections that raised."""
+        return [s.key for s in self.sections if s.error]
 
 
 def _finding(sections: tuple[SectionResult, ...], key: str) -> float | None:
@@ -742,15 +755,22 @@ def machine_info(device: torch.device) -> dict[str, str]:
 
 def run_bench(config: BenchConfig = FULL, device: str | torch.device | None = None,
               on_section: Callable[[SectionResult], None] | None = None,
-              sections: tuple[Callable[[BenchConfig, torch.device], SectionResult], ...] = SECTIONS
-              ) -> BenchReport:
-    """Run every section in order on ``device`` (the best available if None)."""
+              sections: tuple[Section, ...] = SECTIONS) -> BenchReport:
+    """Run every section in order on ``device`` (the best available if None).
+
+    A section that raises is recorded with its error (see :attr:`BenchReport.failed`) and the run
+    goes on, so minutes of measurements are not lost to one failure.
+    """
     device = pick_device(device)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     start = time.perf_counter()
     results = []
     for section in sections:
-        result = section(config, device)
+        try:
+            result = section.run(config, device)
+        except Exception as err:
+            result = SectionResult(error=f"{type(err).__name__}: {first_line(err)}")
+        result = replace(result, key=section.key, title=section.title)
         results.append(result)
         if on_section:
             on_section(result)
@@ -775,7 +795,7 @@ def report_to_dict(report: BenchReport) -> dict[str, Any]:
     """The benchmark JSON: one object per section, its rows as measured."""
     sections = {}
     for s in report.sections:
-        sections[s.key] = {"title": s.title, "skipped": s.skipped, "rows": _plain(s.rows),
+        sections[s.key] = {"title": s.title, "skipped": s.skipped, "error": s.error, "rows": _plain(s.rows),
                            "findings": {f.key: f.value for f in s.findings}, "notes": list(s.notes),
                            **_plain(s.extra)}
     return {"version": BENCH_VERSION, "config": _plain(report.config), "device": report.device,
@@ -786,6 +806,8 @@ def report_to_dict(report: BenchReport) -> dict[str, Any]:
 def render_section(section: SectionResult) -> str:
     """A section as text: title, table, derived numbers, notes."""
     lines = [f"== {section.title} =="]
+    if section.error:
+        return "\n".join(lines + [f"FAILED: {section.error}"])
     if section.skipped:
         return "\n".join(lines + [f"skipped: {section.skipped}"])
     if section.table:
