@@ -15,7 +15,7 @@ from viz import bench
 from viz.bench import (DECODE_MODES, PEERS, QUICK, Bandwidth, CatCache, CostMeasurement, DecodePoint,
                        Finding, LiveConfig, PrefillPoint, Section, SectionResult, Table, Timing, TimingPlan,
                        bench_peers, bench_real, live_cost, measure_decode, render_section, report_to_dict,
-                       run_bench, summarize_cost, time_calls)
+                       run_bench, summarize_cost, time_calls, time_in_turn)
 from viz.__main__ import main
 from viz.device import pick_device
 from viz.engine import KVCache, ToyModel, WorkCounts, make_decoder
@@ -218,6 +218,16 @@ def test_time_calls_warms_up_then_repeats_within_the_plan():
     timing, _ = time_calls(fn, TimingPlan(warmup=0, min_repeats=3, max_repeats=5, target_s=0.0),
                            torch.device("cpu"), deadline=0.0)
     assert timing.repeats == 1
+
+
+def test_time_in_turn_alternates_the_calls_round_by_round():
+    """Calls are made in turn, one of each per round, and every call gets the same number of repeats."""
+    calls = []
+    fns = {name: (lambda name=name: calls.append(name) or len(calls)) for name in ("a", "b")}
+    timings = time_in_turn(fns, TimingPlan(warmup=1, min_repeats=2, max_repeats=2, target_s=0.0),
+                           torch.device("cpu"))
+    assert calls == ["a", "b"] * 3
+    assert {name: (t.repeats, first) for name, (t, first) in timings.items()} == {"a": (2, 3), "b": (2, 4)}
 
 
 def test_peers_are_skipped_with_a_note_without_transformers(monkeypatch):

@@ -86,25 +86,41 @@ def time_calls(fn: Callable[[], Any], plan: TimingPlan, device: torch.device,
 
     Past ``deadline`` (a ``time.perf_counter()`` value) it stops after the first timed call.
     """
+    return time_in_turn({"": fn}, plan, device, deadline)[""]
+
+
+def time_in_turn(fns: dict[str, Callable[[], Any]], plan: TimingPlan, device: torch.device,
+                 deadline: float | None = None) -> dict[str, tuple[Timing, Any]]:
+    """Time several calls in rounds, one call of each per round, so a change in the machine's load
+    hits them alike. For each: its timing and what its first timed call returned.
+
+    ``plan`` counts rounds (its target_s is time summed over every call); past ``deadline`` it
+    stops after the first round.
+    """
     def late() -> bool:
         return deadline is not None and time.perf_counter() > deadline
 
     for _ in range(plan.warmup):
         if late():
             break
-        fn()
-    samples: list[float] = []
-    first = None
-    while not samples or (not late() and (len(samples) < plan.min_repeats or (
-            len(samples) < plan.max_repeats and sum(samples) < plan.target_s))):
-        synchronize(device)
-        start = time.perf_counter()
-        value = fn()
-        synchronize(device)
-        samples.append(time.perf_counter() - start)
-        if len(samples) == 1:
-            first = value
-    return Timing.of(samples), first
+        for fn in fns.values():
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    first: dict[str, Any] = {}
+    rounds, spent = 0, 0.0
+    while rounds == 0 or (not late() and (rounds < plan.min_repeats or (
+            rounds < plan.max_repeats and spent < plan.target_s))):
+        for name, fn in fns.items():
+            synchronize(device)
+            start = time.perf_counter()
+            value = fn()
+            synchronize(device)
+            elapsed = time.perf_counter() - start
+            samples[name].append(elapsed)
+            spent += elapsed
+            first.setdefault(name, value)
+        rounds += 1
+    return {name: (Timing.of(samples[name]), first[name]) for name in fns}
 
 
 # -- what is measured -----------------------------------------------------------------------
@@ -302,30 +318,34 @@ class PeerPoint:
     per_token: Timing
 
 
-def measure_peer(model: ToyModel, peer: str, n: int, plan: TimingPlan,
-                 device: torch.device) -> PeerPoint:
+def measure_peers(model: ToyModel, n: int, plan: TimingPlan, device: torch.device,
+                  peers: tuple[str, ...] = PEERS) -> tuple[PeerPoint, ...]:
     """The decode step with the cache swapped: encode the new token, append its K and V, attend.
 
-    Key records (position, token, value) come from one precomputed table for every peer, so what
-    differs is where K and V live. KVCache and the cat cache also store the records they are
-    handed, a small handicap the transformers caches do not carry.
+    The peers are timed in turn, one step each per round. Key records (position, token, value)
+    come from one precomputed table for every peer, so what differs is where K and V live;
+    KVCache and the cat cache also store the records they are handed, a small handicap the
+    transformers caches do not carry.
     """
     prompt = n - plan.warmup - 1
     tokens, values = sequence(model.scenario, n + plan.max_repeats)
     info = model.token_info(tokens, values, 1, prompt)  # records of every token, one table
-    append = _peer_append(model, peer, n + plan.max_repeats)
     prompt_info = _rows(info, 0, prompt)
-    append(model.encode_keys(prompt_info), model.encode_values(prompt_info), prompt_info)  # the prefill
-    lengths: Iterator[int] = iter(range(prompt + 1, n + plan.max_repeats + 1))
 
-    def step() -> None:
-        length = next(lengths)
-        new = _rows(info, length - 1, length)  # the new token's record
-        keys, cached_values = append(model.encode_keys(new), model.encode_values(new), new)
-        model.attend(new, model.encode_queries(1), _rows(info, 0, length), keys, cached_values)
+    def stepper(peer: str) -> Callable[[], None]:
+        append = _peer_append(model, peer, n + plan.max_repeats)
+        append(model.encode_keys(prompt_info), model.encode_values(prompt_info), prompt_info)  # prefill
+        lengths: Iterator[int] = iter(range(prompt + 1, n + plan.max_repeats + 1))
 
-    timing, _ = time_calls(step, plan, device)
-    return PeerPoint(n, peer, timing)
+        def step() -> None:
+            length = next(lengths)
+            new = _rows(info, length - 1, length)  # the new token's record
+            keys, cached_values = append(model.encode_keys(new), model.encode_values(new), new)
+            model.attend(new, model.encode_queries(1), _rows(info, 0, length), keys, cached_values)
+        return step
+
+    timings = time_in_turn({peer: stepper(peer) for peer in peers}, plan, device)
+    return tuple(PeerPoint(n, peer, timings[peer][0]) for peer in peers)
 
 
 # -- the floor: how fast memory can be read -------------------------------------------------
@@ -511,8 +531,8 @@ def bench_peers(config: BenchConfig, device: torch.device) -> SectionResult:
     except ImportError:
         return SectionResult(skipped="transformers is not installed (pip install transformers to compare)")
     model = _model(device)
-    points = tuple(measure_peer(model, peer, n, config.plan, device)
-                   for n in config.decode_sizes for peer in PEERS)
+    points = tuple(point for n in config.decode_sizes
+                   for point in measure_peers(model, n, config.plan, device))
     by = {(p.n, p.cache): p.per_token.median_s for p in points}
     cells = tuple((str(n), *(format_seconds(by[(n, peer)]) for peer in PEERS),
                    *(_times(by[(n, peer)] / by[(n, "kv")]) for peer in PEERS[1:]))
@@ -522,7 +542,10 @@ def bench_peers(config: BenchConfig, device: torch.device) -> SectionResult:
     findings = tuple(Finding(f"{peer}_over_kv_at_{n}", f"{peer} / kv per token at n = {n}",
                              by[(n, peer)] / by[(n, "kv")]) for peer in PEERS[1:])
     notes = (f"transformers {transformers.__version__}. K as (1, heads, len, d_k), V as "
-             "(1, heads, len, 1); the attention is the engine's own for every cache.",)
+             "(1, heads, len, 1); the attention is the engine's own for every cache.",
+             "The caches are timed in turn, one step each per round, so a change in the machine's "
+             "load hits them alike. Each is then read after the others have passed through the "
+             "processor's caches, so its times run above the decode section's: compare ratios.")
     return SectionResult(points, table, findings, notes)
 
 
