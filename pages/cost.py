@@ -5,7 +5,7 @@ import streamlit as st
 from viz import bench
 from viz.figures import cost
 from viz.ui import state
-from viz.ui.common import header, plot
+from viz.ui.common import header, md_escape, plot
 
 state.require_frame()
 RESULTS = "cost_results"  # {device kind: CostMeasurement}: this session's measurements
@@ -18,6 +18,7 @@ header("Cost", "Decoding with and without the KV cache: the work the engine coun
 results = st.session_state.setdefault(RESULTS, {})
 devices = bench.available_devices()
 live = bench.LIVE
+model = bench.bench_scenario()
 
 with st.container(border=True):
     left, right = st.columns([3, 1], vertical_alignment="bottom")
@@ -33,9 +34,10 @@ with st.container(border=True):
     st.caption(
         f"Times one decode step at n = {live.decode_sizes[0]} … {live.decode_sizes[-1]} keys "
         f"(recompute up to {live.recompute_max}) and a whole prompt of {live.prefill_sizes[0]} … "
-        f"{live.prefill_sizes[-1]} tokens, with the seed's four heads made cache-safe (d_k = 64). "
-        f"Sizes stop growing once the next one would pass {live.budget_s:g} s in all, so one click "
-        "never ties up the server; the results stay for this session.")
+        f"{live.prefill_sizes[-1]} tokens, with the {len(model.heads)} heads of the "
+        f"'{md_escape(model.title)}' preset (d_k = {model.d_k}), on {live.threads} CPU thread(s). Sizes stop "
+        f"growing once the next one would pass {live.budget_s:g} s in all, so one click never ties "
+        "up the server; the results stay for this session.")
 
 if measure:
     bar = st.progress(0.0, text="Starting…")
