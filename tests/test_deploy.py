@@ -1,0 +1,87 @@
+"""The deployable configuration: requirements.txt installs into a fresh virtual environment, the
+app starts from it with the hosting settings, and the health endpoint answers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import tomllib
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 5.0) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.status, response.read().decode("utf-8", "replace")
+
+
+def test_hosting_settings():
+    """XSRF protection is on, visitors see no error details, uploads are capped."""
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["enableXsrfProtection"] is True
+    assert config["client"]["showErrorDetails"] == "none"
+    assert config["server"]["maxUploadSize"] <= 1
+    assert config["browser"]["gatherUsageStats"] is False
+
+
+def test_requirements_take_the_project_and_a_cpu_torch():
+    """requirements.txt installs the project itself (no second dependency list) and a CPU torch."""
+    lines = [line.strip() for line in (ROOT / "requirements.txt").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert "." in lines
+    assert any(line.startswith("torch==") and line.endswith("+cpu") for line in lines)
+    assert any("download.pytorch.org/whl/cpu" in line for line in lines)
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(tmp_path_factory) -> Path:
+    """A new virtual environment with only requirements.txt installed (as a hosting service does)."""
+    venv = tmp_path_factory.mktemp("deploy") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    env = {**os.environ, "PIP_DEFAULT_TIMEOUT": "10", "PIP_RETRIES": "0"}  # the torch CPU index may be offline here
+    result = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "-r", "requirements.txt"], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=1500)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return venv
+
+
+def test_app_starts_from_requirements_in_a_fresh_venv(fresh_venv, tmp_path):
+    """streamlit run app.py from that environment serves the health endpoint and the page."""
+    port = _free_port()
+    server = subprocess.Popen(
+        [str(fresh_venv / "bin" / "streamlit"), "run", "app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                status, body = _get(f"http://127.0.0.1:{port}/_stcore/health")
+                break
+            except OSError:
+                assert server.poll() is None, server.stderr.read().decode()[-2000:]
+                assert time.monotonic() < deadline, "the server did not answer in 180 s"
+                time.sleep(1)
+        assert (status, body.strip()) == (200, "ok")
+        status, page = _get(f"http://127.0.0.1:{port}/")
+        assert status == 200 and "<div id=\"root\">" in page
+        probe = [str(fresh_venv / "bin" / "python"), "-c",
+                 "import torch, viz; print(torch.__version__); viz.generate(viz.load_preset('seed'), 2)"]
+        version = subprocess.run(probe, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert version.returncode == 0, version.stderr[-2000:]
+        assert version.stdout.strip().endswith("+cpu")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
