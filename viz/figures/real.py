@@ -1,0 +1,189 @@
+"""Figures for the real model: its tokens, attention heatmaps, next-token bars, the KV cache per
+layer, cache vs no cache, and heads scored against the toy's rules.
+
+Pure functions from :mod:`viz.real` results to plotly figures or pandas tables (no streamlit),
+built in one pass with the shared helpers of :mod:`viz.figures.base`. Token pieces come from a
+tokenizer and a prompt a person typed, so every label goes through :func:`~viz.figures.base.safe`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+import torch
+
+from ..real.model import CacheComparison, CacheSnapshot, Prompt
+from ..real.rules_match import RuleMatches
+from .base import BLUE, GOLD, RED, figure, frame, grid, heatmap, heatmap_trace, labels, rect, safe
+
+WHITE = "white"
+
+
+def _causal(n: int) -> torch.Tensor:
+    return torch.ones(n, n, dtype=torch.bool).tril()  # (n, n) key at or before the query
+
+
+# -- tokens and prefill ------------------------------------------------------------------------
+def pieces_table(prompt: Prompt) -> pd.DataFrame:
+    """The prompt read left to right: one column per position (1-based, as the toy counts), rows
+    for the piece and its token id, all as text."""
+    return pd.DataFrame([list(prompt.pieces), [str(i) for i in prompt.ids]], index=["piece", "token id"],
+                        columns=[str(p) for p in range(1, len(prompt) + 1)])
+
+
+def attention_grid(attentions: torch.Tensor, layers: Sequence[int],
+                   selected: tuple[int, int] | None = None) -> go.Figure:
+    """Small multiples: one heatmap per head, one row of heads per chosen layer; the head shown in
+    detail is outlined in gold."""
+    heads, n = attentions.shape[1], attentions.shape[-1]
+    titles = [f"L{layer}H{head}" for layer in layers for head in range(heads)]
+    layout, refs = grid(len(layers), heads, titles, hspace=0.02, vspace=0.3 / max(3, len(layers)))
+    visible = _causal(n)
+    data, shapes = [], []
+    cells = [(layer, head) for layer in layers for head in range(heads)]
+    axis = list(range(1, n + 1))
+    for (layer, head), ref in zip(cells, refs):
+        data.append(heatmap_trace(attentions[layer, head], axis, axis, visible=visible, annotate=False,
+                                  ref=ref, hover=f"L{layer}H{head}<br>query %{{y}}<br>key %{{x}}<br>"
+                                                 "weight %{z:.3f}"))
+        if selected == (layer, head):
+            shapes.append(rect(0.5, n + 0.5, 0.5, n + 0.5, GOLD, 3, ref))
+    for xref, yref in refs:
+        layout[f"xaxis{xref[1:]}"].update(showticklabels=False, range=[0.5, n + 0.5])
+        layout[f"yaxis{yref[1:]}"].update(showticklabels=False, range=[n + 0.5, 0.5])
+    row_height = max(90, min(200, 1000 // heads))
+    return figure(data, frame("Attention of every head (rows: queries, columns: keys; grey: the masked "
+                              "future)", 70 + row_height * len(layers), top=60, shapes=shapes, **layout))
+
+
+def attention_detail(attentions: torch.Tensor, pieces: Sequence[str], layer: int, head: int) -> go.Figure:
+    """One head's attention with the token pieces on both axes."""
+    names = labels(pieces)
+    return heatmap(attentions[layer, head], names, names,
+                   f"Layer {layer}, head {head}: how much each query (row) attends to each key (column)",
+                   visible=_causal(len(names)), hover="query %{y}<br>key %{x}<br>weight %{z:.4f}")
+
+
+def top_k_figure(candidates: Sequence[tuple[str, float]], after: str, chosen: int | None = None) -> go.Figure:
+    """Next-token probabilities as horizontal bars, most likely on top, for the token after the piece
+    ``after``; ``chosen`` (an index into candidates) in gold."""
+    names = labels([piece for piece, _ in candidates])
+    probs = [p for _, p in candidates]
+    bar = go.Bar(x=probs, y=names, orientation="h", marker_color=[GOLD if i == chosen else BLUE
+                                                                  for i in range(len(names))],
+                 text=[f"{p:.3f}" for p in probs], textposition="outside", cliponaxis=False,
+                 hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>")
+    title = f"After “{safe(after)}”: the {len(names)} most likely next tokens"
+    return figure([bar], frame(title, 90 + 26 * len(names), background=WHITE,
+                               xaxis=dict(range=[0, max(probs + [1e-9]) * 1.25], title_text="probability"),
+                               yaxis=dict(type="category", autorange="reversed")))
+
+
+# -- the KV cache -------------------------------------------------------------------------------
+def cache_table(snap: CacheSnapshot) -> pd.DataFrame:
+    """Per layer: the cached K and V shapes [batch, kv_heads, seq, head_dim] and their bytes."""
+    return pd.DataFrame({
+        "layer": [layer.layer for layer in snap.layers],
+        "K shape": [str(list(layer.key_shape)) for layer in snap.layers],
+        "V shape": [str(list(layer.value_shape)) for layer in snap.layers],
+        "bytes (K + V)": [layer.nbytes for layer in snap.layers],
+    })
+
+
+def key_norms_figure(snap: CacheSnapshot, layer: int, pieces: Sequence[str]) -> go.Figure:
+    """One layer's cached keys as a picture: a row per token, a column per kv head, the colour the
+    key vector's length ‖k‖. The newest row (the token just appended) is outlined."""
+    norms = snap.layers[layer].key_norms.T  # (seq, kv_heads)
+    seq, kv_heads = norms.shape
+    return heatmap(norms, [f"head {h}" for h in range(kv_heads)], labels(pieces[:seq]),
+                   f"Layer {layer}: {seq} cached keys, ‖k‖ per head (newest row outlined)",
+                   kind="values", hover="token %{y}<br>%{x}<br>‖k‖ = %{z:.3f}", highlight_row=seq - 1,
+                   annotate=seq * kv_heads <= 160)
+
+
+def cache_growth_figure(history: Sequence[tuple[int, int, int]]) -> go.Figure:
+    """Cache bytes measured after each step against the formula; history rows are
+    (tokens in the cache, measured bytes, formula bytes)."""
+    seq = [h[0] for h in history]
+    lines = [go.Scatter(x=seq, y=[h[2] for h in history], mode="lines", name="formula",
+                        line=dict(color=GOLD, width=7),
+                        hovertemplate="%{x} tokens<br>formula %{y:,} bytes<extra></extra>"),
+             go.Scatter(x=seq, y=[h[1] for h in history], mode="markers+lines", name="measured",
+                        line=dict(color=BLUE, width=2),
+                        hovertemplate="%{x} tokens<br>measured %{y:,} bytes<extra></extra>")]
+    return figure(lines, frame("KV cache bytes: measured from the tensors vs the formula", 320,
+                               background=WHITE, xaxis=dict(title_text="tokens in the cache"),
+                               yaxis=dict(title_text="bytes", rangemode="tozero"),
+                               legend=dict(orientation="h", y=-0.3)))
+
+
+# -- cache vs no cache ---------------------------------------------------------------------------
+def speed_figure(comparison: CacheComparison) -> go.Figure:
+    """Tokens per second of each decode step against the sequence length, both ways."""
+    lines = [go.Scatter(x=comparison.seq_lens, y=[1 / s for s in seconds], mode="lines+markers", name=name,
+                        line_color=color, marker_size=4,
+                        hovertemplate=f"{name}<br>length %{{x}}<br>%{{y:,.0f}} tokens/s<extra></extra>")
+             for name, seconds, color in (("with the KV cache", comparison.cached_seconds, BLUE),
+                                          ("without a cache", comparison.uncached_seconds, RED))]
+    return figure(lines, frame("Measured speed of each decode step", 360, background=WHITE,
+                               xaxis=dict(title_text="sequence length when the token is produced"),
+                               yaxis=dict(title_text="tokens per second (one step)", rangemode="tozero"),
+                               legend=dict(orientation="h", y=-0.3)))
+
+
+def diff_figure(comparison: CacheComparison) -> go.Figure:
+    """Max |logit difference| between the two ways at each prediction, on a log axis."""
+    diffs = comparison.max_abs_diff
+    floor = 1e-12  # an exact 0 has no place on a log axis: drawn at the floor, the hover says 0
+    line = go.Scatter(x=list(range(len(diffs))), y=[max(d, floor) for d in diffs], mode="lines+markers",
+                      line_color=BLUE, marker_size=4, customdata=diffs,
+                      hovertemplate="prediction %{x}<br>max |difference| %{customdata:.3g}<extra></extra>")
+    return figure([line], frame("Cached vs uncached logits: max |difference| per prediction", 300,
+                                background=WHITE,
+                                xaxis=dict(title_text="prediction (0 = right after the prefill)"),
+                                yaxis=dict(type="log", title_text="max |logit difference|")))
+
+
+# -- heads that look like rules ------------------------------------------------------------------
+def matches_table(matches: RuleMatches) -> pd.DataFrame:
+    """One row per real head: the rule it looks most like, that rule's text and the score."""
+    return pd.DataFrame({
+        "head": [m.label for m in matches.heads],
+        "looks like": [matches.rules[m.best].name for m in matches.heads],
+        "rule": [matches.rules[m.best].rule for m in matches.heads],
+        "score": [round(m.score, 3) for m in matches.heads],
+    })
+
+
+def scores_figure(matches: RuleMatches, selected: str | None = None) -> go.Figure:
+    """Every head (rows) against every rule (columns), each head's best cell outlined in red and
+    the selected head's row in gold."""
+    layers, heads, rules = matches.scores.shape
+    rows = [m.label for m in matches.heads]
+    return heatmap(matches.scores.reshape(layers * heads, rules), [safe(r.name) for r in matches.rules], rows,
+                   "Each real head scored against each toy rule (1 = the same attention)",
+                   hover="head %{y}<br>rule %{x}<br>score %{z:.3f}",
+                   highlight_cells=[(i, m.best) for i, m in enumerate(matches.heads)],
+                   highlight_row=rows.index(selected) if selected in rows else None)
+
+
+def head_vs_rule_figure(attentions: torch.Tensor, matches: RuleMatches, layer: int, head: int,
+                        pieces: Sequence[str]) -> go.Figure:
+    """The real head's attention beside the attention of the rule it matches best."""
+    match = matches.head(layer, head)
+    rule = matches.rules[match.best]
+    names = labels(pieces)
+    n = len(names)
+    layout, refs = grid(1, 2, [f"real head L{layer}H{head}", f"toy rule '{safe(rule.name)}': {safe(rule.rule)}"],
+                        hspace=0.05, vspace=0.0)
+    data = [heatmap_trace(z, names, names, visible=_causal(n), annotate=False, ref=ref,
+                          hover="query %{y}<br>key %{x}<br>weight %{z:.3f}")
+            for z, ref in zip((attentions[layer, head], matches.patterns[match.best]), refs)]
+    for i, (xref, yref) in enumerate(refs):
+        layout[f"xaxis{xref[1:]}"].update(type="category", showticklabels=False)
+        layout[f"yaxis{yref[1:]}"].update(type="category", autorange="reversed",
+                                         showticklabels=i == 0 and n <= 24)
+    return figure(data, frame(f"Score {match.score:.3f}: the mean overlap of the two rows, queries 2 to {n}",
+                              max(320, 140 + 18 * n), top=80, **layout))

@@ -1,0 +1,491 @@
+"""A real trained transformer and its real KV cache: load, prefill, then decode one token at a time.
+
+1. **Load** the GPT-2-configured model that ships with kvlab (made by ``python -m viz.real.train``)
+   or any local Hugging Face causal-LM directory, always with ``local_files_only=True`` (nothing is
+   downloaded), safetensors weights only (a pickle could run code), no remote code, float32, and
+   eager attention so the attention weights can be returned.
+2. **Prefill**: the whole prompt in one pass into a transformers ``DynamicCache``; every layer's
+   attention weights and the next-token distribution are kept for the UI.
+3. **Decode**: one token per pass. :class:`CachedDecoder` feeds only the new token and lets the
+   model append its key and value to the cache; :class:`UncachedDecoder` runs the full sequence
+   again, as generation without a cache does. Both return the logits for the next token.
+4. **Inspect** the cache (:func:`snapshot`): per layer the K and V shapes
+   ``[batch, kv_heads, seq, head_dim]``, their bytes, each cached key's norm per head, and the
+   total against ``2 · layers · kv_heads · head_dim · seq · bytes``.
+5. **Compare** the two decoders in lockstep (:func:`compare_cache`): max |logit difference|,
+   whether they chose the same tokens, and each step's measured time both ways.
+6. **Step** as a person does (:class:`DecodeSession`): the prefill with attention, then one chosen
+   token at a time, with the cache size recorded after every step.
+
+What this module does not do: train (viz.real.train), match heads to rules (viz.real.rules_match),
+run the benchmark (viz.real.bench) or draw anything.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..device import pick_device
+from ..sampling import SampleResult, sample
+from ..scenario import MAX_TEMPERATURE, STRATEGIES, Sampling
+
+SHIPPED_DIR = Path(__file__).resolve().parent / "weights"
+SHIPPED_NAME = "kvlab-pydoc (shipped)"
+MAX_PROMPT_CHARS = 4_000
+MAX_SEQ_LEN = 512  # prompt + generated tokens, whatever longer context the model allows
+MAX_MODEL_BYTES = 2 * 1024**3  # safetensors on disk; larger models are refused, not loaded
+GREEDY = Sampling()
+VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
+
+
+class RealModelError(ValueError):
+    """Bad input for the real model (a path, a prompt, a setting): one line a person can act on."""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The sizes that decide what the KV cache holds, read from the model's configuration."""
+
+    layers: int  # transformer blocks, one K and one V tensor in the cache each
+    heads: int  # query heads per layer (one attention map each)
+    kv_heads: int  # key/value heads per layer: fewer than `heads` with grouped-query attention
+    head_dim: int  # length of one head's key and value vectors
+    vocab: int  # rows of the output layer
+    max_positions: int  # longest sequence this model accepts here (capped at MAX_SEQ_LEN)
+    parameters: int
+
+    def cache_bytes(self, seq: int, element_size: int, batch: int = 1) -> int:
+        """The formula: 2 (K and V) · layers · kv_heads · head_dim · seq · bytes per number."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * seq * element_size * batch
+
+    def formula(self, seq: int, element_size: int) -> str:
+        return (f"2 · {self.layers} layers · {self.kv_heads} kv heads · {self.head_dim} dims · "
+                f"{seq} tokens · {element_size} bytes")
+
+
+@dataclass(frozen=True)
+class RealModel:
+    """A loaded model with its tokenizer. The weights are read-only and may be shared."""
+
+    model: torch.nn.Module  # a transformers causal LM in eval mode
+    tokenizer: object  # the matching transformers tokenizer
+    name: str
+    path: Path
+    shape: ModelShape
+    device: torch.device
+
+    @property
+    def shipped(self) -> bool:
+        return self.path == SHIPPED_DIR
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt as the model sees it: token ids and each token's text."""
+
+    ids: tuple[int, ...]
+    pieces: tuple[str, ...]  # each token decoded alone, spaces and newlines made visible
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The next-token distribution after one pass."""
+
+    logits: torch.Tensor  # (vocab,) float32, on the CPU
+    probs: torch.Tensor  # (vocab,) softmax(logits), float64
+
+    def top_k(self, k: int) -> list[tuple[int, float]]:
+        """The k most likely next tokens as (id, probability), most likely first."""
+        values, ids = torch.topk(self.probs, min(k, self.probs.shape[0]))
+        return list(zip(ids.tolist(), values.tolist()))
+
+
+@dataclass(frozen=True)
+class PrefillResult:
+    """The whole prompt in one pass: every head's attention and the prediction after it."""
+
+    prompt: Prompt
+    attentions: torch.Tensor  # (layers, heads, n, n) softmax weights, causal, on the CPU
+    prediction: Prediction
+
+
+@dataclass(frozen=True)
+class LayerCache:
+    """One layer's entry in the KV cache."""
+
+    layer: int
+    key_shape: tuple[int, ...]  # (batch, kv_heads, seq, head_dim)
+    value_shape: tuple[int, ...]  # (batch, kv_heads, seq, head_dim)
+    nbytes: int  # keys + values
+    key_norms: torch.Tensor  # (kv_heads, seq) L2 norm of every cached key, on the CPU
+
+
+@dataclass(frozen=True)
+class CacheSnapshot:
+    """The whole KV cache at one moment, measured from its tensors, beside the formula."""
+
+    layers: list[LayerCache]
+    seq_len: int  # tokens held
+    element_size: int  # bytes per number (4 for float32)
+    total_bytes: int  # summed over the layers' actual tensors
+    formula_bytes: int  # ModelShape.cache_bytes(seq_len, element_size)
+    formula: str
+
+    @property
+    def matches_formula(self) -> bool:
+        return self.total_bytes == self.formula_bytes
+
+
+@dataclass(frozen=True)
+class CacheComparison:
+    """Cached and uncached decoding run side by side from the same prompt and settings."""
+
+    prompt_len: int
+    cached_ids: list[int]  # generated tokens, with the cache
+    uncached_ids: list[int]  # generated tokens, without it
+    max_abs_diff: list[float]  # per prediction while both sequences agree (entry 0: after prefill)
+    seq_lens: list[int]  # per decode step: tokens in the sequence the new query attends over
+    cached_seconds: list[float]  # per decode step: the cached pass
+    uncached_seconds: list[float]  # per decode step: the full pass
+
+    @property
+    def same_tokens(self) -> bool:
+        return self.cached_ids == self.uncached_ids
+
+    @property
+    def overall_max_abs_diff(self) -> float:
+        return max(self.max_abs_diff)
+
+    @property
+    def cached_tokens_per_s(self) -> float:
+        return len(self.cached_seconds) / sum(self.cached_seconds)
+
+    @property
+    def uncached_tokens_per_s(self) -> float:
+        return len(self.uncached_seconds) / sum(self.uncached_seconds)
+
+
+# -- loading ----------------------------------------------------------------------------------
+def load_model(path: str | Path | None = None, device: str | torch.device | None = None) -> RealModel:
+    """The shipped model (``path`` None or empty) or the causal LM in a local directory.
+
+    Raises :class:`RealModelError` with one line for a bad path or an unloadable model.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = _model_dir(path)
+    dev = pick_device(device)
+    kwargs = {"local_files_only": True, "trust_remote_code": False}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, use_safetensors=True,
+                                                     attn_implementation="eager", **kwargs)
+    except (OSError, ValueError, KeyError, TypeError, ImportError, RuntimeError) as err:
+        raise RealModelError(f"could not load a causal language model from '{folder.name}': "
+                             f"{_first_line(err)}") from None
+    model = model.to(dev).eval().requires_grad_(False)
+    name = SHIPPED_NAME if folder == SHIPPED_DIR else folder.name
+    return RealModel(model, tokenizer, name, folder, _shape(model), dev)
+
+
+def _model_dir(path: str | Path | None) -> Path:
+    if path is None or not str(path).strip():
+        return SHIPPED_DIR
+    text = str(path).strip()
+    if any(ord(ch) < 32 for ch in text):
+        raise RealModelError("the model path contains control characters")
+    folder = Path(text).expanduser()
+    if not folder.is_dir():
+        raise RealModelError(f"'{_clip(text)}' is not a directory on this machine")
+    folder = folder.resolve()
+    if not (folder / "config.json").is_file():
+        raise RealModelError(f"'{folder.name}' has no config.json; point at a Hugging Face model "
+                             "directory (config.json, *.safetensors, tokenizer files)")
+    weights = list(folder.glob("*.safetensors"))
+    if not weights:
+        raise RealModelError(f"'{folder.name}' has no .safetensors weights (kvlab loads only "
+                             "safetensors, which cannot run code)")
+    size = sum(f.stat().st_size for f in weights)
+    if size > MAX_MODEL_BYTES:
+        raise RealModelError(f"'{folder.name}' holds {size / 1024**3:.1f} GiB of weights; the limit "
+                             f"here is {MAX_MODEL_BYTES / 1024**3:.0f} GiB")
+    return folder
+
+
+def _shape(model: torch.nn.Module) -> ModelShape:
+    config = model.config.get_text_config(decoder=True)
+    heads = config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    positions = getattr(config, "max_position_embeddings", None) or MAX_SEQ_LEN
+    return ModelShape(layers=config.num_hidden_layers, heads=heads, kv_heads=kv_heads,
+                      head_dim=head_dim, vocab=model.get_output_embeddings().weight.shape[0],
+                      max_positions=min(positions, MAX_SEQ_LEN),
+                      parameters=sum(p.numel() for p in model.parameters()))
+
+
+def _first_line(err: BaseException) -> str:
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return _clip(lines[0] if lines else type(err).__name__, 160)
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- tokens -----------------------------------------------------------------------------------
+def visible(text: str) -> str:
+    """A token's text with spaces, newlines and tabs shown as ␣ ↵ ⇥."""
+    return "".join(VISIBLE.get(ch, ch) for ch in text)
+
+
+def piece(real: RealModel, token_id: int) -> str:
+    """One token decoded on its own, made visible."""
+    return visible(real.tokenizer.decode([token_id]))
+
+
+def encode(real: RealModel, text: str) -> Prompt:
+    """The prompt's token ids and pieces; RealModelError if empty or too long for the model."""
+    if not isinstance(text, str) or not text.strip():
+        raise RealModelError("the prompt is empty; type a few words")
+    if len(text) > MAX_PROMPT_CHARS:
+        raise RealModelError(f"the prompt has {len(text):,} characters; the limit is {MAX_PROMPT_CHARS:,}")
+    ids = tuple(real.tokenizer.encode(text, add_special_tokens=False))
+    if not ids:
+        raise RealModelError("the prompt gives no tokens")
+    room = real.shape.max_positions - 1
+    if len(ids) > room:
+        raise RealModelError(f"the prompt is {len(ids)} tokens; this model takes at most {room} "
+                             "so that at least one token can be generated")
+    return Prompt(ids, tuple(piece(real, i) for i in ids))
+
+
+def check_sampling(settings: Sampling) -> Sampling:
+    """The settings, or RealModelError naming the first one out of range."""
+    if settings.strategy not in STRATEGIES:
+        raise RealModelError(f"strategy must be one of {', '.join(STRATEGIES)}")
+    if not 0.0 <= settings.temperature <= MAX_TEMPERATURE:
+        raise RealModelError(f"temperature must be between 0 and {MAX_TEMPERATURE:g}")
+    if settings.top_k < 0:
+        raise RealModelError("top-k must be 0 (keep all) or more")
+    if not 0.0 < settings.top_p <= 1.0:
+        raise RealModelError("top-p must be above 0 and at most 1")
+    return settings
+
+
+def _prediction(logits: torch.Tensor) -> Prediction:
+    logits = logits.detach().float().cpu()  # (vocab,)
+    return Prediction(logits, torch.softmax(logits.double(), dim=-1))
+
+
+def sync_device(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+# -- decoding ---------------------------------------------------------------------------------
+class Decoder:
+    """Prefill once, then one token per ``decode_step``. Subclasses differ in what they feed in."""
+
+    def __init__(self, real: RealModel):
+        self.real = real
+        self.ids: list[int] = []
+
+    def _room_for(self, extra: int) -> None:
+        limit = self.real.shape.max_positions
+        if len(self.ids) + extra > limit:
+            raise RealModelError(f"the sequence would exceed {limit} tokens, the longest this "
+                                 "model takes here")
+
+    def _start(self) -> dict:
+        """Keyword arguments for the prompt pass."""
+        return {"use_cache": False}
+
+    @torch.inference_mode()
+    def _prompt_pass(self, ids: list[int] | tuple[int, ...], output_attentions: bool):
+        self.ids = []
+        self._room_for(len(ids))
+        self.ids = list(ids)
+        x = torch.tensor([self.ids], device=self.real.device)  # (1, n)
+        return self.real.model(input_ids=x, output_attentions=output_attentions, **self._start())
+
+    def prefill(self, ids: list[int] | tuple[int, ...]) -> torch.Tensor:
+        """Run the whole prompt in one pass; return the logits (vocab,) for the token after it."""
+        return self._prompt_pass(ids, False).logits[0, -1]
+
+    def prefill_with_attention(self, ids: list[int] | tuple[int, ...]) -> PrefillResult:
+        """The same pass, also keeping every layer's attention weights."""
+        out = self._prompt_pass(ids, True)
+        attentions = torch.stack([a[0] for a in out.attentions]).float().cpu()  # (layers, heads, n, n)
+        prompt = Prompt(tuple(self.ids), tuple(piece(self.real, i) for i in self.ids))
+        return PrefillResult(prompt, attentions, _prediction(out.logits[0, -1]))
+
+    def decode_step(self, token_id: int) -> torch.Tensor:
+        """Append one token; return the logits (vocab,) for the token after it."""
+        raise NotImplementedError
+
+
+class CachedDecoder(Decoder):
+    """The KV cache: each token's keys and values are computed once and appended to a DynamicCache."""
+
+    def __init__(self, real: RealModel):
+        super().__init__(real)
+        from transformers import DynamicCache
+
+        self._new_cache = DynamicCache
+        self.cache = DynamicCache()
+
+    def _start(self) -> dict:
+        self.cache = self._new_cache()  # a new prompt starts an empty cache; the model fills it in place
+        return {"use_cache": True, "past_key_values": self.cache}
+
+    @torch.inference_mode()
+    def decode_step(self, token_id: int) -> torch.Tensor:
+        self._room_for(1)
+        self.ids.append(token_id)
+        x = torch.tensor([[token_id]], device=self.real.device)  # (1, 1): only the new token
+        out = self.real.model(input_ids=x, past_key_values=self.cache, use_cache=True)
+        return out.logits[0, -1]  # (vocab,); every layer of self.cache is now one position longer
+
+
+class UncachedDecoder(Decoder):
+    """No cache: every step runs the full sequence through the model again."""
+
+    @torch.inference_mode()
+    def decode_step(self, token_id: int) -> torch.Tensor:
+        self._room_for(1)
+        self.ids.append(token_id)
+        x = torch.tensor([self.ids], device=self.real.device)  # (1, seq): every token again
+        return self.real.model(input_ids=x, use_cache=False).logits[0, -1]  # (vocab,)
+
+
+def snapshot(decoder: CachedDecoder) -> CacheSnapshot:
+    """Measure the decoder's cache now: shapes, bytes and key norms per layer, and the formula."""
+    layers = []
+    for index, layer in enumerate(decoder.cache.layers):
+        keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
+        if not isinstance(keys, torch.Tensor) or not isinstance(values, torch.Tensor):
+            raise RealModelError("this model's cache does not hold key and value tensors per layer")
+        norms = keys[0].float().norm(dim=-1).cpu()  # (kv_heads, seq)
+        layers.append(LayerCache(index, tuple(keys.shape), tuple(values.shape),
+                                 keys.numel() * keys.element_size() + values.numel() * values.element_size(),
+                                 norms))
+    if not layers:
+        raise RealModelError("the cache is empty; run the prefill first")
+    seq = layers[0].key_shape[2]
+    element_size = decoder.cache.layers[0].keys.element_size()
+    shape = decoder.real.shape
+    return CacheSnapshot(layers, seq, element_size, sum(layer.nbytes for layer in layers),
+                         shape.cache_bytes(seq, element_size), shape.formula(seq, element_size))
+
+
+class DecodeSession:
+    """Step-by-step decoding as a person drives it: the prefill (with attention), the cached decoder,
+    the tokens chosen so far, the prediction for the next one and the cache size after each step."""
+
+    def __init__(self, real: RealModel, prompt: Prompt, seed: int = 0):
+        self.real, self.prompt = real, prompt
+        self.decoder = CachedDecoder(real)
+        self.prefill = self.decoder.prefill_with_attention(prompt.ids)
+        self.prediction = self.prefill.prediction  # for the token after the last one so far
+        self.generated: list[int] = []
+        self.generator = torch.Generator().manual_seed(seed)
+        snap = snapshot(self.decoder)
+        self.history = [(snap.seq_len, snap.total_bytes, snap.formula_bytes)]  # (tokens, bytes, formula)
+
+    @property
+    def room(self) -> int:
+        """Tokens that can still be appended before the context is full."""
+        return self.real.shape.max_positions - len(self.decoder.ids)
+
+    @property
+    def pieces(self) -> list[str]:
+        return [piece(self.real, i) for i in self.decoder.ids]
+
+    @property
+    def text(self) -> tuple[str, str]:
+        """(the prompt, what was generated after it) as plain text."""
+        decode = self.real.tokenizer.decode
+        return decode(list(self.prompt.ids)), decode(self.generated)
+
+    def step(self, settings: Sampling = GREEDY) -> SampleResult:
+        """Choose the next token from the current prediction, append it to the cache, predict again."""
+        if self.room < 1:
+            raise RealModelError(f"the context is full ({self.real.shape.max_positions} tokens); reset to start over")
+        choice = sample(self.prediction.logits, check_sampling(settings), self.generator)
+        self.generated.append(choice.index)
+        self.prediction = _prediction(self.decoder.decode_step(choice.index))
+        snap = snapshot(self.decoder)
+        self.history.append((snap.seq_len, snap.total_bytes, snap.formula_bytes))
+        return choice
+
+    def snapshot(self) -> CacheSnapshot:
+        return snapshot(self.decoder)
+
+
+def training_report(real: RealModel) -> dict | None:
+    """The ``training.json`` written by viz.real.train next to the weights, if there is one."""
+    report = real.path / "training.json"
+    if not report.is_file():
+        return None
+    try:
+        data = json.loads(report.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def generate(real: RealModel, ids: list[int] | tuple[int, ...], steps: int,
+             settings: Sampling = GREEDY, cached: bool = True) -> list[int]:
+    """Prefill, then ``steps`` new tokens chosen by ``settings``; returns the new token ids."""
+    check_sampling(settings)
+    decoder = CachedDecoder(real) if cached else UncachedDecoder(real)
+    generator = torch.Generator().manual_seed(settings.seed)
+    logits = decoder.prefill(ids)
+    new: list[int] = []
+    for step in range(steps):
+        new.append(sample(logits, settings, generator).index)
+        if step + 1 < steps:
+            logits = decoder.decode_step(new[-1])
+    return new
+
+
+def compare_cache(real: RealModel, ids: list[int] | tuple[int, ...], steps: int,
+                  settings: Sampling = GREEDY) -> CacheComparison:
+    """Generate ``steps`` tokens with and without the cache in lockstep, each with its own seeded
+    generator, timing every decode pass; logits are compared while the two sequences agree."""
+    check_sampling(settings)
+    if steps < 2:
+        raise RealModelError("compare at least 2 generated tokens")
+    decoders = CachedDecoder(real), UncachedDecoder(real)
+    generators = [torch.Generator().manual_seed(settings.seed) for _ in decoders]
+    logits = [d.prefill(ids) for d in decoders]
+    chosen: tuple[list[int], list[int]] = ([], [])
+    diffs: list[float] = []
+    seconds: tuple[list[float], list[float]] = ([], [])
+    seq_lens: list[int] = []
+    for step in range(steps):
+        if chosen[0] == chosen[1]:  # the same prefix so far: the logits must agree
+            diffs.append(float((logits[0].float() - logits[1].float()).abs().max()))
+        for i, decoder in enumerate(decoders):
+            chosen[i].append(sample(logits[i], settings, generators[i]).index)
+        if step + 1 == steps:
+            break
+        seq_lens.append(len(decoders[0].ids) + 1)
+        for i, decoder in enumerate(decoders):
+            sync_device(real.device)
+            start = time.perf_counter()
+            logits[i] = decoder.decode_step(chosen[i][-1])
+            sync_device(real.device)
+            seconds[i].append(time.perf_counter() - start)
+    return CacheComparison(len(ids), chosen[0], chosen[1], diffs, seq_lens, seconds[0], seconds[1])
