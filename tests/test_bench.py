@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import types
+from dataclasses import replace
 
 import pytest
 import torch
 
-from viz import load_preset
-from viz import bench
+from viz import bench, load_preset
+from viz.__main__ import main
 from viz.bench import (DECODE_MODES, PEERS, QUICK, Bandwidth, CatCache, CostMeasurement, DecodePoint,
                        Finding, LiveConfig, PrefillPoint, Section, SectionResult, Table, Timing, TimingPlan,
-                       bench_peers, bench_real, live_cost, measure_decode, render_section, report_to_dict,
-                       run_bench, summarize_cost, time_calls, time_in_turn)
-from viz.__main__ import main
+                       bench_peers, bench_real, live_cost, measure_decode, render_goals, render_section,
+                       report_to_dict, run_bench, summarize_cost, time_calls, time_in_turn)
 from viz.device import pick_device
 from viz.engine import KVCache, ToyModel, WorkCounts, make_decoder
 
@@ -57,6 +58,7 @@ def test_quick_json_has_every_section_and_goal(quick):
         section = data["sections"][key]
         assert section["skipped"] is None and section["rows"] and section["title"], key
     assert all(section["error"] is None for section in data["sections"].values())
+    assert isinstance(data["busy"], bool) and all(load >= 0 for load in data["load_average"])
     assert len(data["goals"]) == 5
     assert all(goal["met"] in (True, False, None) and goal["detail"] for goal in data["goals"])
 
@@ -365,3 +367,13 @@ def test_cli_writes_the_json_then_exits_1_when_a_section_failed(monkeypatch, tmp
     assert main(["bench", "--quick", "--device", "cpu", "--out", str(out)]) == 1
     assert capsys.readouterr().err.splitlines() == ["error: broken failed (see above)"]
     assert json.loads(out.read_text())["sections"]["broken"]["error"] == "MemoryError: out of memory"
+
+
+def test_goals_warn_when_the_machine_was_busy():
+    """The goals end with a warning when other work kept more processes runnable than there are cores."""
+    report = run_bench(QUICK, "cpu", sections=(Section("last", "Last", _working),))
+    quiet = replace(report, load=(0.0, 0.0))
+    busy = replace(report, load=(0.0, 2.0 * (os.cpu_count() or 1) + 1))
+    assert not quiet.busy and "busy" not in render_goals(quiet)
+    assert busy.busy and "note: the machine was busy" in render_goals(busy).splitlines()[-1]
+    assert [line.split()[0] for line in render_goals(quiet).splitlines()[1:]] == ["n/a"] * 5

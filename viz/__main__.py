@@ -93,7 +93,7 @@ def _bench(quick: bool, device_name: str | None, out: str | None, threads: int |
     config = QUICK if quick else FULL
     print(f"kvlab bench ({config.name}) on {device}, {torch.get_num_threads()} CPU threads", flush=True)
     report = run_bench(config, device, lambda s: print(render_section(s) + "\n", flush=True), SECTIONS)
-    print(render_goals(report.goals))
+    print(render_goals(report))
     print(f"{report.seconds:.1f} s in all")
     if out is not None:
         with open(out, "w", encoding="utf-8") as handle:
