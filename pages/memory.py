@@ -40,11 +40,12 @@ with paged_tab:
                 "PagedAttention (vLLM) instead hands out fixed-size **blocks** as tokens arrive; each "
                 "sequence's **block table** maps its logical blocks to physical ones anywhere in the pool, "
                 "and prompts with a common prefix **share** its blocks, counted by reference.")
+    paged_scenario = scenario
     refusal = sharing_refusal(scenario)
     if refusal:
         st.info(refusal, icon=":material/info:")
         if st.toggle("Use the cache-safe form of those heads on this page", value=True, key=CACHE_SAFE):
-            scenario = scenario.cache_safe()
+            paged_scenario = scenario.cache_safe()
     cols = st.columns(4)
     block_size = cols[0].select_slider("Block size (tokens)", [b for b in (1, 2, 4, 8, 16, 32) if b <= MAX_BLOCK_SIZE],
                                        value=4, key=BLOCK_SIZE)
@@ -53,23 +54,23 @@ with paged_tab:
                              help="A contiguous cache must reserve room for the longest answer it allows.")
     share = cols[3].toggle("Share common prefixes", value=True, key=SHARE)
 
-    defaults = variants(scenario, steps)
+    defaults = variants(paged_scenario, steps)
     requests = [defaults[0]]
-    st.markdown(f"**A** (the scenario): {md_escape(' '.join(scenario.tokens))}")
+    st.markdown(f"**A** (the scenario): {md_escape(' '.join(paged_scenario.tokens))}")
     for default in defaults[1:]:
         text = st.text_input(f"Prompt {default.name}", value=" ".join(default.tokens),
                              key=state.widget_key(f"memory_prompt_{default.name}"),
                              help="Words it shares with an earlier prompt from the start can share blocks.")
         try:
-            variant = scenario.with_prompt(text)
+            variant = paged_scenario.with_prompt(text)
             requests.append(Request.of(default.name, variant, steps))
         except ScenarioError as err:
             st.error(f"Prompt {default.name}: {md_escape(err.message)} — using the default prompt.",
                      icon=":material/error:")
             requests.append(default)
 
-    run = decode_together(scenario, requests, block_size, share_prefix=share, max_new_tokens=reserve)
-    unshared = decode_together(scenario, requests, block_size, share_prefix=False, max_new_tokens=reserve)
+    run = decode_together(paged_scenario, requests, block_size, share_prefix=share, max_new_tokens=reserve)
+    unshared = decode_together(paged_scenario, requests, block_size, share_prefix=False, max_new_tokens=reserve)
     names = [s.name for s in run.sequences]
 
     if st.session_state.get(SNAPSHOT_COUNT) != len(run.snapshots):

@@ -111,9 +111,10 @@ def test_iteration_stepper_walks_the_snapshots(at):
 
 def test_eviction_window_changes_the_comparison(at):
     """The sliding window's numbers equal compare_with_full; a window covering everything changes nothing."""
-    scenario = load_preset("seed")
+    scenario = load_preset("seed")  # as it is: the Paged tab's cache-safe rewrite stays on that tab
     expected = compare_with_full(scenario, 6, CacheSpec(EvictionPolicy(window=3)))
     assert metric(at, "Largest context error") == f"{expected.max_context_error:.3g}"
+    assert frame(at, "logit error")["logit error"].tolist() == pytest.approx([s.logit_error for s in expected.steps])
     window = by_label(at.slider, "Window (recent tokens kept)")
     window.set_value(len(scenario.tokens) + 6)
     rerun(at)
