@@ -212,20 +212,29 @@ class DecodePoint:
 def measure_decode(model: ToyModel, mode: str, n: int, plan: TimingPlan, device: torch.device,
                    deadline: float | None = None) -> DecodePoint:
     """Fill a decoder with a prompt of n - warmup - 1 tokens, then time single decode steps."""
+    return measure_decodes(model, (mode,), n, plan, device, deadline)[0]
+
+
+def measure_decodes(model: ToyModel, modes: tuple[str, ...], n: int, plan: TimingPlan,
+                    device: torch.device, deadline: float | None = None) -> tuple[DecodePoint, ...]:
+    """One decoder per mode, each filled with the same prompt, timed in turn step by step."""
     prompt = n - plan.warmup - 1  # so the first timed step's query sees exactly n keys
     if prompt < 1:
         raise ValueError(f"n = {n} is too small for {plan.warmup} warm-up steps")
     tokens, values = sequence(model.scenario, n + plan.max_repeats)
-    decoder = make_bench_decoder(model, mode)
-    decoder.fill(tokens[:prompt], values[:prompt])
-    feed = zip(tokens[prompt:], values[prompt:])
 
-    def step() -> tuple[WorkCounts, int]:
-        result = decoder.decode_step(*next(feed))
-        return result.attention.counts, result.cache_nbytes  # small: big tensors are freed at once
+    def stepper(mode: str) -> Callable[[], tuple[WorkCounts, int]]:
+        decoder = make_bench_decoder(model, mode)
+        decoder.fill(tokens[:prompt], values[:prompt])
+        feed = zip(tokens[prompt:], values[prompt:])
 
-    timing, (work, nbytes) = time_calls(step, plan, device, deadline)
-    return DecodePoint(n, mode, timing, work, nbytes)
+        def step() -> tuple[WorkCounts, int]:
+            result = decoder.decode_step(*next(feed))
+            return result.attention.counts, result.cache_nbytes  # small: big tensors are freed at once
+        return step
+
+    timings = time_in_turn({mode: stepper(mode) for mode in modes}, plan, device, deadline)
+    return tuple(DecodePoint(n, mode, timings[mode][0], *timings[mode][1]) for mode in modes)
 
 
 @dataclass(frozen=True)
@@ -497,11 +506,10 @@ def bench_decode(config: BenchConfig, device: torch.device) -> SectionResult:
     model = _model(device)
     points = []
     for n in config.decode_sizes:
-        for mode in DECODE_MODES:
-            if mode == "recompute" and n > config.recompute_max:
-                continue
-            plan = config.slow_plan if mode == "recompute" and n >= 1024 else config.plan
-            points.append(measure_decode(model, mode, n, plan, device))
+        if n <= config.recompute_max:
+            plan = config.slow_plan if n >= 1024 else config.plan
+            points.append(measure_decode(model, "recompute", n, plan, device))
+        points += measure_decodes(model, ("kv", "cat"), n, config.plan, device)  # in turn: a fair ratio
     by = {(p.n, p.mode): p for p in points}
     cells, findings = [], []
     for n in config.decode_sizes:
@@ -520,7 +528,7 @@ def bench_decode(config: BenchConfig, device: torch.device) -> SectionResult:
     table = Table(("n", "recompute", "kv", "cat", "recompute/kv", "cat/kv", "MACs recompute",
                    "MACs kv", "cache MiB"), tuple(cells))
     notes = (f"recompute is measured up to n = {config.recompute_max}: its n × n pass needs "
-             "several n × n tensors at once.",
+             "several n × n tensors at once. kv and cat are timed in turn, step by step.",
              "MACs: multiply-adds of one step, counted by the engine from the shapes it multiplies.")
     return SectionResult(tuple(points), table, tuple(findings), notes)
 
