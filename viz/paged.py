@@ -324,7 +324,7 @@ def sharing_refusal(scenario: Scenario) -> str:
     names = ", ".join(f"'{name}'" for name in readers)
     return (f"Head {names} reads n, so a prompt key depends on how long the whole prompt is: the "
             "same prefix inside a longer prompt gets different keys, and sharing its blocks would "
-            "be wrong. Prefix sharing is off; the cache-safe form of the rule allows it.")
+            "be wrong. Sharing needs the cache-safe form of the rule.")
 
 
 class _Sequence:
