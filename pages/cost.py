@@ -12,6 +12,13 @@ RESULTS = "cost_results"  # {device kind: CostMeasurement}: this session's measu
 DEVICE = "cost_device"
 FAILURE = "cost_failure"  # why the last measurement failed, shown until the next one succeeds
 
+
+def counts(table) -> dict:
+    """Whole-number columns with thousands separators."""
+    return {column: st.column_config.NumberColumn(format="localized")
+            for column in table.columns if table[column].dtype.kind == "i"}
+
+
 header("Cost", "Decoding with and without the KV cache: the work the engine counts, next to the "
                "time it takes on this machine, measured live.")
 
@@ -35,9 +42,9 @@ with st.container(border=True):
         f"Times one decode step at n = {live.decode_sizes[0]} … {live.decode_sizes[-1]} keys "
         f"(recompute up to {live.recompute_max}) and a whole prompt of {live.prefill_sizes[0]} … "
         f"{live.prefill_sizes[-1]} tokens, with the {len(model.heads)} heads of the "
-        f"'{md_escape(model.title)}' preset (d_k = {model.d_k}), on {live.threads} CPU thread(s). Sizes stop "
-        f"growing once the next one would pass {live.budget_s:g} s in all, so one click never ties "
-        "up the server; the results stay for this session.")
+        f"'{md_escape(model.title)}' preset (d_k = {model.d_k}). Sizes stop growing once the next "
+        f"one would pass {live.budget_s:g} s in all, so one click never ties up the server; the "
+        "results stay for this session.")
 
 if measure:
     bar = st.progress(0.0, text="Starting…")
@@ -66,14 +73,16 @@ elif summary is None:
                "press Measure again.")
 else:
     left_out = ", ".join(measurement.left_out)
-    st.caption(f"Measured on {measurement.device} in {measurement.seconds:.1f} s."
+    st.caption(f"Measured on {measurement.device} ({measurement.threads} CPU thread"
+               f"{'s' if measurement.threads > 1 else ''}) in {measurement.seconds:.1f} s."
                + (f" Left out to stay within {measurement.budget_s:g} s: {left_out}." if left_out else ""))
     st.subheader("Decode: theory next to practice")
     plot(cost.decode_figure(measurement), key="cost_decode")
     for paragraph in cost.decode_reading(summary, device):
         st.markdown(paragraph)
     with st.expander("Every decode measurement"):
-        st.dataframe(cost.decode_table(measurement), hide_index=True, width="stretch")
+        table = cost.decode_table(measurement)
+        st.dataframe(table, hide_index=True, width="stretch", column_config=counts(table))
 
     st.subheader("Prefill: one pass, or one token at a time")
     if measurement.prefill:
@@ -81,7 +90,8 @@ else:
         for paragraph in cost.prefill_reading(summary):
             st.markdown(paragraph)
         with st.expander("Every prefill measurement"):
-            st.dataframe(cost.prefill_table(measurement), hide_index=True, width="stretch")
+            table = cost.prefill_table(measurement)
+            st.dataframe(table, hide_index=True, width="stretch", column_config=counts(table))
     else:
         st.caption("The time budget ran out before prefill; press Measure again.")
 

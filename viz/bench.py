@@ -890,13 +890,12 @@ class LiveConfig:
     copy_bytes: int  # tensor copied to measure bandwidth
     budget_s: float  # the whole sweep, decode and prefill together
     decode_share: float  # part of the budget for decode; prefill gets the rest
-    threads: int  # CPU threads while it runs: one keeps timings steady beside other work
 
 
 LIVE = LiveConfig(decode_sizes=(32, 64, 128, 256, 512, 1024, 2048, 4096), recompute_max=2048,
                   prefill_sizes=(16, 32, 64, 128, 256, 512),
                   plan=TimingPlan(warmup=1, min_repeats=3, max_repeats=7, target_s=0.02),
-                  copy_bytes=64 * 2**20, budget_s=3.0, decode_share=0.6, threads=1)
+                  copy_bytes=64 * 2**20, budget_s=3.0, decode_share=0.6)
 
 
 @dataclass(frozen=True)
@@ -966,26 +965,22 @@ def live_cost(device: str | torch.device | None = None, progress: Progress | Non
               config: LiveConfig = LIVE) -> CostMeasurement:
     """The Cost page's measurement: decode for every mode, then prefill, within the budget.
 
-    It runs on ``config.threads`` CPU threads, restored afterwards: several threads fighting other
-    sessions and processes for a small machine's cores made steps up to 50× slower and erratic,
-    and one thread means a click never takes more than one core from a shared server. Raises
+    It uses the process's torch threads as they are (the app sets one per script run). Raises
     :class:`MeasurementBusy` at once if another sweep is running in this process.
     """
     if not LIVE_LOCK.acquire(blocking=False):
         raise MeasurementBusy("another measurement is running on this server; try again in a few seconds")
-    threads = torch.get_num_threads()
     try:
-        torch.set_num_threads(config.threads)
         return _live_cost(pick_device(device), progress, config)
     finally:
-        torch.set_num_threads(threads)
         LIVE_LOCK.release()
 
 
 def _live_cost(device: torch.device, progress: Progress | None, config: LiveConfig) -> CostMeasurement:
     model = _model(device)
-    decode_tasks = [(mode, n) for n in config.decode_sizes for mode in DECODE_MODES
-                    if not (mode == "recompute" and n > config.recompute_max)]
+    # recompute alone; kv and cat in turn, so their ratio survives a change in the machine's load
+    decode_tasks = [(modes, n) for n in config.decode_sizes for modes in (("recompute",), ("kv", "cat"))
+                    if not (modes == ("recompute",) and n > config.recompute_max)]
     total = len(decode_tasks) + len(config.prefill_sizes)
     report = progress or (lambda fraction, text: None)
     start = time.perf_counter()
@@ -993,13 +988,13 @@ def _live_cost(device: torch.device, progress: Progress | None, config: LiveConf
     bandwidth = measure_bandwidth(config.copy_bytes, config.plan, device)
     decode_budget = _Budget(config.budget_s * config.decode_share - (time.perf_counter() - start))
     decode = []
-    for done, (mode, n) in enumerate(decode_tasks):
-        report(done / total, f"decode, {mode}, n = {n}")
-        point = decode_budget.run(  # a step costs O(n²) without a cache, O(n) with one
-            mode, n, 2 if mode == "recompute" else 1,
-            lambda deadline: measure_decode(model, mode, n, config.plan, device, deadline))
-        if point:
-            decode.append(point)
+    for done, (modes, n) in enumerate(decode_tasks):
+        series = " and ".join(modes)
+        report(done / total, f"decode, {series}, n = {n}")
+        points = decode_budget.run(  # a step costs O(n²) without a cache, O(n) with one
+            series, n, 2 if modes == ("recompute",) else 1,
+            lambda deadline: measure_decodes(model, modes, n, config.plan, device, deadline))
+        decode += points or ()
     prefill_budget = _Budget(config.budget_s - (time.perf_counter() - start))
     prefill = []
     for done, n in enumerate(config.prefill_sizes, start=len(decode_tasks)):
