@@ -978,8 +978,9 @@ def live_cost(device: str | torch.device | None = None, progress: Progress | Non
 
 def _live_cost(device: torch.device, progress: Progress | None, config: LiveConfig) -> CostMeasurement:
     model = _model(device)
-    # recompute alone; kv and cat in turn, so their ratio survives a change in the machine's load
-    decode_tasks = [(modes, n) for n in config.decode_sizes for modes in (("recompute",), ("kv", "cat"))
+    # kv and cat in turn (their ratio survives a change in the machine's load), then recompute: the
+    # cheap series first, so an expensive recompute cannot spend the budget they need
+    decode_tasks = [(modes, n) for n in config.decode_sizes for modes in (("kv", "cat"), ("recompute",))
                     if not (modes == ("recompute",) and n > config.recompute_max)]
     total = len(decode_tasks) + len(config.prefill_sizes)
     report = progress or (lambda fraction, text: None)
