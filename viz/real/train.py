@@ -29,6 +29,7 @@ import sys
 import sysconfig
 import time
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 import torch
@@ -59,8 +60,10 @@ class TrainConfig:
     sample_tokens: int = 40  # greedy tokens in the recorded sample
 
 
+@lru_cache(maxsize=1)
 def corpus() -> tuple[list[str], list[str], str]:
-    """(training documents, validation documents, SHA-256 of all of them), in a fixed order."""
+    """(training documents, validation documents, SHA-256 of all of them), in a fixed order.
+    Read once per process; callers must not modify the lists."""
     docs = pydoc_topics() + stdlib_docstrings()
     train = [doc for i, doc in enumerate(docs) if i % 16 != 15]
     val = [doc for i, doc in enumerate(docs) if i % 16 == 15]

@@ -1,0 +1,316 @@
+"""Tier 1 for the real model: the shipped weights, its real KV cache, cache vs no cache, the rule matcher."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+import torch
+
+from viz.real.bench import bench_real_model
+from viz.real.bench import main as bench_main
+from viz.real.model import (SHIPPED_DIR, CachedDecoder, RealModelError, UncachedDecoder, check_sampling,
+                            compare_cache, encode, generate, load_model, snapshot)
+from viz.real.rules_match import TOY_RULES, match_heads, overlap, rule_patterns
+from viz.real.train import TrainConfig, train
+from viz.real.train import main as train_main
+from viz.rules import RuleError
+from viz.scenario import Head, Sampling
+
+PROMPT = 'The "return" statement leaves the current function call'
+
+
+@pytest.fixture(scope="module")
+def real():
+    return load_model(None, "cpu")
+
+
+@pytest.fixture(scope="module")
+def prompt(real):
+    return encode(real, PROMPT)
+
+
+def hand_made(kind: str, n: int) -> torch.Tensor:
+    """A causal (n, n) attention pattern written out by hand, not by the toy engine."""
+    a = torch.zeros(n, n, dtype=torch.float64)
+    for i in range(n):
+        if kind == "self":
+            a[i, i] = 1
+        elif kind == "previous":
+            a[i, max(i - 1, 0)] = 1
+        elif kind == "first":
+            a[i, 0] = 1
+        elif kind == "uniform":
+            a[i, : i + 1] = 1 / (i + 1)
+    return a
+
+
+# -- the shipped model -------------------------------------------------------------------------
+def test_shipped_files_are_small_and_complete():
+    """The shipped directory holds safetensors weights ≤ 10 MB, the config, the tokenizer and the report."""
+    for name in ("model.safetensors", "config.json", "tokenizer.json", "tokenizer_config.json", "training.json"):
+        assert (SHIPPED_DIR / name).is_file(), name
+    assert (SHIPPED_DIR / "model.safetensors").stat().st_size <= 10 * 1024 * 1024
+    report = json.loads((SHIPPED_DIR / "training.json").read_text())
+    assert report["final_val_loss"] > 0 and report["sample"]["continuation"]
+    assert report["weights_bytes"] == (SHIPPED_DIR / "model.safetensors").stat().st_size
+
+
+def test_shipped_model_loads_as_gpt2_with_eager_attention(real):
+    """The shipped model is a GPT-2 causal LM in eval mode with eager attention and the trained sizes."""
+    config = json.loads((SHIPPED_DIR / "config.json").read_text())
+    assert real.model.config.model_type == "gpt2"
+    assert real.model.config._attn_implementation == "eager"
+    assert not real.model.training and real.shipped
+    s = real.shape
+    assert (s.layers, s.heads, s.kv_heads) == (config["n_layer"], config["n_head"], config["n_head"])
+    assert s.head_dim * s.heads == config["n_embd"]
+    assert s.max_positions == config["n_positions"]
+    assert s.vocab == config["vocab_size"] == len(real.tokenizer)
+
+
+def test_pieces_spell_the_prompt(real, prompt):
+    """Decoding the pieces one by one and joining them gives the prompt back; spaces show as ␣."""
+    joined = "".join(real.tokenizer.decode([i]) for i in prompt.ids)
+    assert joined == PROMPT
+    assert any(p.startswith("␣") for p in prompt.pieces)
+    assert len(prompt.pieces) == len(prompt.ids) == len(prompt)
+
+
+def test_prefill_attention_is_causal_and_normalised(real, prompt):
+    """Prefill returns (layers, heads, n, n) weights that sum to 1 per row and are 0 above the diagonal."""
+    result = CachedDecoder(real).prefill_with_attention(prompt.ids)
+    n = len(prompt)
+    assert result.attentions.shape == (real.shape.layers, real.shape.heads, n, n)
+    assert torch.allclose(result.attentions.sum(-1), torch.ones(real.shape.layers, real.shape.heads, n), atol=1e-5)
+    assert float(result.attentions.triu(1).abs().max()) == 0.0
+    assert abs(float(result.prediction.probs.sum()) - 1) < 1e-9
+    top = result.prediction.top_k(5)
+    assert len(top) == 5 and top[0][1] >= top[-1][1]
+
+
+# -- cache vs no cache -------------------------------------------------------------------------
+def test_cached_and_uncached_greedy_generation_agree_over_many_steps(real, prompt):
+    """Over 100 greedy steps the cached and uncached runs choose the same tokens with logits within 1e-4."""
+    result = compare_cache(real, prompt.ids, 100)
+    assert result.same_tokens
+    assert len(result.cached_ids) == 100 and len(result.max_abs_diff) == 100
+    assert result.overall_max_abs_diff < 1e-4
+    assert len(result.cached_seconds) == len(result.uncached_seconds) == 99
+    assert result.seq_lens == list(range(len(prompt) + 1, len(prompt) + 100))
+    assert all(s > 0 for s in result.cached_seconds + result.uncached_seconds)
+
+
+def test_cached_and_uncached_sampling_agree(real, prompt):
+    """With temperature sampling and the same seed both ways draw the same tokens."""
+    settings = Sampling(strategy="sample", temperature=0.9, top_k=50, top_p=0.95, seed=7)
+    result = compare_cache(real, prompt.ids, 40, settings)
+    assert result.same_tokens and result.overall_max_abs_diff < 1e-4
+    assert result.cached_ids == generate(real, prompt.ids, 40, settings, cached=False)
+
+
+def test_greedy_generation_matches_transformers_generate(real, prompt):
+    """Our stepping loop produces exactly the tokens of model.generate() with greedy decoding."""
+    x = torch.tensor([prompt.ids])
+    theirs = real.model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=30, min_new_tokens=30,
+                                 do_sample=False, pad_token_id=real.tokenizer.eos_token_id)
+    assert generate(real, prompt.ids, 30) == theirs[0, len(prompt):].tolist()
+
+
+# -- the real cache ----------------------------------------------------------------------------
+def test_cache_shapes_and_bytes_follow_the_formula(real, prompt):
+    """Each layer caches K and V of shape [1, kv_heads, seq, head_dim]; bytes add up to the formula."""
+    decoder = CachedDecoder(real)
+    logits = decoder.prefill(prompt.ids)
+    s = real.shape
+    for step in range(6):
+        snap = snapshot(decoder)
+        seq = len(prompt) + step
+        assert snap.seq_len == seq and len(snap.layers) == s.layers
+        for layer in snap.layers:
+            assert layer.key_shape == layer.value_shape == (1, s.kv_heads, seq, s.head_dim)
+            assert layer.nbytes == 2 * s.kv_heads * seq * s.head_dim * 4
+            assert layer.key_norms.shape == (s.kv_heads, seq) and bool((layer.key_norms > 0).all())
+        assert snap.element_size == 4
+        assert snap.total_bytes == snap.formula_bytes == 2 * s.layers * s.kv_heads * s.head_dim * seq * 4
+        assert snap.matches_formula and f"{seq} tokens" in snap.formula
+        logits = decoder.decode_step(int(logits.argmax()))
+
+
+def test_cache_keeps_old_keys_unchanged(real, prompt):
+    """Appending a token leaves every cached key of the earlier tokens exactly as it was."""
+    decoder = CachedDecoder(real)
+    decoder.prefill(prompt.ids)
+    before = [layer.keys.clone() for layer in decoder.cache.layers]
+    decoder.decode_step(5)
+    for old, layer in zip(before, decoder.cache.layers):
+        assert torch.equal(layer.keys[:, :, : old.shape[2]], old)
+
+
+def test_decoders_refuse_to_pass_the_context(real):
+    """Decoding past the model's context raises RealModelError instead of failing inside the model."""
+    limit = real.shape.max_positions
+    for kind in (CachedDecoder, UncachedDecoder):
+        decoder = kind(real)
+        decoder.prefill([5] * (limit - 1))
+        decoder.decode_step(5)
+        with pytest.raises(RealModelError, match="exceed"):
+            decoder.decode_step(5)
+    with pytest.raises(RealModelError):
+        CachedDecoder(real).prefill([5] * (limit + 1))
+
+
+def test_empty_cache_snapshot_is_refused(real):
+    """A snapshot before the prefill is a clear error, not an index error."""
+    with pytest.raises(RealModelError, match="prefill"):
+        snapshot(CachedDecoder(real))
+
+
+# -- bad input ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, message", [("", "empty"), ("   ", "empty"), ("x" * 5000, "characters"),
+                                           ("word " * 400, "tokens")])
+def test_bad_prompts_are_refused(real, text, message):
+    """Empty, overlong and too-many-token prompts raise RealModelError naming the problem."""
+    with pytest.raises(RealModelError, match=message):
+        encode(real, text)
+
+
+def test_bad_model_paths_are_refused(tmp_path):
+    """A missing path, a file, a folder without config.json or without safetensors: one clear line each."""
+    (tmp_path / "file.txt").write_text("x")
+    (tmp_path / "empty").mkdir()
+    no_weights = tmp_path / "no_weights"
+    no_weights.mkdir()
+    (no_weights / "config.json").write_text("{}")
+    cases = [(tmp_path / "missing", "not a directory"), (tmp_path / "file.txt", "not a directory"),
+             (tmp_path / "empty", "config.json"), (no_weights, "safetensors"), ("bad\npath", "control")]
+    for path, message in cases:
+        with pytest.raises(RealModelError, match=message) as err:
+            load_model(path, "cpu")
+        assert "\n" not in str(err.value)
+
+
+def test_broken_model_directory_is_a_clear_error(tmp_path):
+    """A directory whose config.json is not a causal LM raises RealModelError, not a transformers error."""
+    folder = tmp_path / "broken"
+    shutil.copytree(SHIPPED_DIR, folder)
+    (folder / "config.json").write_text(json.dumps({"model_type": "no-such-model"}))
+    with pytest.raises(RealModelError, match="could not load"):
+        load_model(folder, "cpu")
+
+
+def test_any_local_model_directory_loads(tmp_path, real, prompt):
+    """A copy of the model in another directory loads by path, named after it, and predicts the same."""
+    folder = tmp_path / "my-model"
+    shutil.copytree(SHIPPED_DIR, folder)
+    other = load_model(str(folder), "cpu")
+    assert other.name == "my-model" and not other.shipped
+    assert generate(other, prompt.ids, 10) == generate(real, prompt.ids, 10)
+
+
+def test_sampling_settings_are_checked():
+    """Out-of-range sampling settings raise RealModelError; valid ones pass through."""
+    assert check_sampling(Sampling()) == Sampling()
+    for bad in (Sampling(temperature=-1), Sampling(top_p=0), Sampling(top_k=-1), Sampling(strategy="beam")):
+        with pytest.raises(RealModelError):
+            check_sampling(bad)
+
+
+# -- heads that look like rules -----------------------------------------------------------------
+@pytest.mark.parametrize("kind, rule", [("self", "self"), ("previous", "previous token"),
+                                        ("first", "first token"), ("uniform", "everything")])
+def test_matcher_finds_a_head_built_to_match_a_rule(kind, rule):
+    """A head whose attention is written by hand to follow a rule is matched to that rule with score ≈ 1."""
+    n = 9
+    attentions = torch.stack([hand_made("uniform", n), hand_made(kind, n)])[None]  # (1, 2, n, n)
+    matches = match_heads(attentions, [f"t{i}" for i in range(n)])
+    found = matches.head(0, 1)
+    assert TOY_RULES[found.best].name == rule
+    assert found.score > 1 - 1e-5
+    assert all(0.0 <= s <= 1.0 for s in found.scores)
+    assert sorted(found.scores)[-2] < 0.9  # and no other rule comes close
+
+
+def test_matcher_scores_a_mixture_by_overlap():
+    """A head split 50/50 between self and previous token scores 0.5 against each of them."""
+    n = 6
+    mixed = (hand_made("self", n) + hand_made("previous", n)) / 2
+    scores = match_heads(mixed[None, None], ["a"] * n).head(0, 0).scores
+    names = [r.name for r in TOY_RULES]
+    assert abs(scores[names.index("self")] - 0.5) < 1e-5
+    assert abs(scores[names.index("previous token")] - 0.5) < 1e-5
+
+
+def test_rule_patterns_come_from_the_toy_engine():
+    """The toy's 'even positions' pattern spreads weight evenly over even keys and is causal."""
+    patterns = rule_patterns(["a", "b", "c", "d", "e"])
+    even = patterns[[r.name for r in TOY_RULES].index("even positions")]
+    assert torch.allclose(even[4], torch.tensor([0, 0.5, 0, 0.5, 0], dtype=torch.float64), atol=1e-6)
+    assert float(patterns.triu(1).abs().max()) == 0.0
+
+
+def test_matcher_accepts_token_rules_and_refuses_bad_ones():
+    """A rule reading k.token uses the real pieces; a rule outside the language raises RuleError."""
+    tokens = ["x", "the", "y", "the"]
+    pattern = rule_patterns(tokens, (Head("the", 'k.token == "the"'),))[0]
+    assert float(pattern[3, 1]) == pytest.approx(0.5, abs=1e-6) and float(pattern[3, 3]) == pytest.approx(0.5, abs=1e-6)
+    with pytest.raises(RuleError):
+        rule_patterns(tokens, (Head("bad", "__import__('os')"),))
+    with pytest.raises(ValueError):
+        overlap(torch.ones(1, 1), rule_patterns(["a"]))
+
+
+def test_shipped_model_has_rule_like_heads(real):
+    """On a prose prompt some head of the trained model matches a toy rule with score ≥ 0.9."""
+    prompt = encode(real, "If an expression list is present, it is evaluated, else None is substituted.")
+    result = CachedDecoder(real).prefill_with_attention(prompt.ids)
+    matches = match_heads(result.attentions, prompt.pieces)
+    assert matches.scores.shape == (real.shape.layers, real.shape.heads, len(TOY_RULES))
+    assert matches.best_head().score >= 0.9
+
+
+# -- training and benchmark commands ----------------------------------------------------------
+def test_training_is_deterministic_and_loadable(tmp_path):
+    """Two tiny training runs with the same seed write identical weights and a loadable model."""
+    cfg = replace(TrainConfig(), vocab_size=300, n_layer=1, n_head=2, n_embd=16, block_size=32,
+                  batch_size=2, steps=2, warmup=1, val_every=2, sample_tokens=3)
+    first = train(cfg, tmp_path / "a", log=lambda line: None)
+    train(cfg, tmp_path / "b", log=lambda line: None)
+    assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
+    assert (tmp_path / "a" / "tokenizer.json").read_text() == (tmp_path / "b" / "tokenizer.json").read_text()
+    assert first["final_train_loss"] > 0 and len(first["data"]["sha256"]) == 64
+    tiny = load_model(tmp_path / "a", "cpu")
+    assert tiny.shape.layers == 1 and tiny.shape.max_positions == 32
+
+
+def test_commands_exit_2_on_bad_input(capsys):
+    """The train and bench commands answer bad arguments with exit code 2 and one line on stderr."""
+    assert train_main(["--steps", "0"]) == 2
+    assert bench_main(["--model", "/no/such/model"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 1 and "not a directory" in err
+
+
+def test_bench_quick_reports_positive_measurements():
+    """The quick benchmark returns every documented field, each a positive measurement."""
+    result = bench_real_model(quick=True, device="cpu")
+    assert [row["length"] for row in result["per_token"]] == [16, 64, 256]
+    for row in result["per_token"]:
+        assert row["cached_ms"] > 0 and row["uncached_ms"] > 0 and row["speedup"] > 0
+    e = result["end_to_end"]
+    assert e["prompt_tokens"] + e["new_tokens"] == 64
+    assert min(e["cached_s"], e["uncached_s"], e["generate_s"]) > 0
+    assert e["same_tokens"] is True
+    assert set(result["goals"]) == {"ours_within_1.2x_of_generate", "cached_5x_uncached_at_256"}
+
+
+def test_real_core_imports_no_ui_library():
+    """viz.real and its figures' inputs import neither streamlit nor plotly."""
+    code = ("import sys, viz.real.model, viz.real.rules_match, viz.real.bench, viz.real.train; "
+            "print('streamlit' in sys.modules, 'plotly' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
