@@ -1,6 +1,244 @@
+"""Real model: a small trained transformer beside the toy, with its real attention and KV cache."""
+
 import streamlit as st
 
+from viz.figures import real as figs
+from viz.real.model import (MAX_PROMPT_CHARS, DecodeSession, RealModelError, check_sampling, compare_cache,
+                            encode, load_model, piece, training_report)
+from viz.real.rules_match import TOY_RULES, match_heads
+from viz.rules import RuleError
+from viz.scenario import STRATEGIES, Head, Sampling
 from viz.ui import state
+from viz.ui.common import header, md_escape, plot
 
 state.require_frame()
-st.info("This page is being built.")
+REAL_PATH = "real_path"  # the model-directory field
+REAL_GOOD_PATH = "real_good_path"  # the last directory that loaded
+REAL_PROMPT = "real_prompt"
+REAL_GOOD_PROMPT = "real_good_prompt"  # the last prompt that encoded
+REAL_SESSION = "real_session"  # this user's DecodeSession (prefill, cache, tokens so far)
+REAL_COMPARE = "real_compare"  # (settings key, CacheComparison) of the last cache-vs-no-cache run
+REAL_LAYERS = "real_layers"
+REAL_LAYER = "real_layer"
+REAL_HEAD = "real_head"
+REAL_TOP_K = "real_top_k"
+REAL_STRATEGY = "real_strategy"
+REAL_TEMPERATURE = "real_temperature"
+REAL_SAMPLE_TOP_K = "real_sample_top_k"
+REAL_TOP_P = "real_top_p"
+REAL_SEED = "real_seed"
+REAL_CACHE_LAYER = "real_cache_layer"
+REAL_COMPARE_STEPS = "real_compare_steps"
+REAL_RULE = "real_custom_rule"
+REAL_MATCH_HEAD = "real_match_head"
+REAL_ADDED = "real_added"  # the message to show after a rule was added to the toy
+DEFAULT_PROMPT = 'The "return" statement leaves the current function call with the expression list'
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=4)
+def shared_model(path: str):
+    """Weights are read-only: one copy per directory, shared by every session."""
+    return load_model(path or None)
+
+
+header("Real model", "A small transformer trained by kvlab on Python's own documentation: its real "
+                     "tokens, attention, KV cache and speed, and which of its heads behave like the "
+                     "toy's rules.")
+
+path = st.text_input("Model directory", key=REAL_PATH, placeholder="empty: the model shipped with kvlab",
+                     help="Any local Hugging Face causal-LM folder (config.json, *.safetensors, tokenizer "
+                          "files). Nothing is downloaded.").strip()
+try:
+    real = shared_model(path)
+    st.session_state[REAL_GOOD_PATH] = path
+except RealModelError as err:
+    st.error(md_escape(str(err)), icon=":material/error:")
+    real = shared_model(st.session_state.get(REAL_GOOD_PATH, ""))
+    st.caption(f"Still showing {md_escape(real.name)}.")
+
+s = real.shape
+report = training_report(real)
+facts = (f"**{md_escape(real.name)}** · {s.parameters:,} parameters · {s.layers} layers × {s.heads} heads "
+         f"({s.kv_heads} key/value heads) · head_dim {s.head_dim} · vocabulary {s.vocab:,} · context "
+         f"{s.max_positions} tokens · on {md_escape(str(real.device))}")
+st.markdown(facts)
+if report:
+    st.caption(f"Trained by `python -m viz.real.train` on {md_escape(report['data']['source'])} "
+               f"({report['data']['train_tokens']:,} tokens); final loss {report['final_train_loss']:.2f} "
+               f"(training) / {report['final_val_loss']:.2f} (held-out documents), with "
+               f"{report['cpu_seconds'] / 60:.0f} CPU-minutes.")
+
+text = st.text_area("Prompt", value=DEFAULT_PROMPT, key=REAL_PROMPT, max_chars=MAX_PROMPT_CHARS, height=80)
+try:
+    prompt = encode(real, text)
+    st.session_state[REAL_GOOD_PROMPT] = text
+except RealModelError as err:
+    st.error(md_escape(str(err)), icon=":material/error:")
+    prompt = encode(real, st.session_state.get(REAL_GOOD_PROMPT, DEFAULT_PROMPT))
+    st.caption("Still showing the last prompt that worked.")
+
+run_key = (str(real.path), prompt.ids)
+session = st.session_state.get(REAL_SESSION)
+if session is None or (str(session.real.path), session.prompt.ids) != run_key:
+    session = DecodeSession(real, prompt, st.session_state.get(REAL_SEED, 0))
+    st.session_state[REAL_SESSION] = session
+pre = session.prefill
+pieces = list(prompt.pieces)
+
+prefill_tab, decode_tab, compare_tab, rules_tab = st.tabs(
+    ["Prefill", "Decode with the KV cache", "Cache vs no cache", "Heads that look like rules"])
+
+with prefill_tab:
+    st.markdown(f"The prompt is **{len(prompt)} tokens**: subword pieces from a byte-level BPE "
+                "tokenizer (␣ marks a space, ↵ a new line). One pass over all of them fills the cache "
+                "and gives every head's attention.")
+    st.dataframe(figs.pieces_table(prompt), width="stretch")
+    layer_choices = list(range(s.layers))
+    shown = layer_choices
+    if s.layers > 6:
+        shown = st.multiselect("Layers in the grid", layer_choices, default=layer_choices[:4],
+                               key=REAL_LAYERS, format_func=lambda i: f"layer {i}") or layer_choices[:1]
+    left, right = st.columns(2)
+    layer = left.selectbox("Layer", layer_choices, key=REAL_LAYER, format_func=lambda i: f"layer {i}")
+    head = right.selectbox("Head", list(range(s.heads)), key=REAL_HEAD, format_func=lambda i: f"head {i}")
+    plot(figs.attention_grid(pre.attentions, shown, (layer, head)), key="real_grid")
+    plot(figs.attention_detail(pre.attentions, pieces, layer, head), key="real_detail")
+    k = st.slider("Top-k next tokens", 3, 25, 10, key=REAL_TOP_K)
+    top = pre.prediction.top_k(k)
+    plot(figs.top_k_figure([(piece(real, i), p) for i, p in top], pieces[-1]), key="real_topk")
+
+with decode_tab:
+    st.markdown("Each step feeds **only the new token**; the model appends its key and value to every "
+                "layer's cache (a transformers `DynamicCache`) and attends over everything cached.")
+    a, b, c, d, e = st.columns(5)
+    strategy = a.selectbox("Strategy", STRATEGIES, key=REAL_STRATEGY)
+    temperature = b.slider("Temperature", 0.1, 2.0, 1.0, 0.1, key=REAL_TEMPERATURE,
+                           disabled=strategy == "greedy")
+    sample_top_k = c.number_input("Top-k (0 = all)", 0, s.vocab, 50, key=REAL_SAMPLE_TOP_K,
+                                  disabled=strategy == "greedy")
+    top_p = d.slider("Top-p", 0.05, 1.0, 0.95, 0.05, key=REAL_TOP_P, disabled=strategy == "greedy")
+    seed = e.number_input("Seed", 0, 2**31 - 1, 0, key=REAL_SEED, help="Used from the next reset.")
+    settings = check_sampling(Sampling(strategy, temperature, int(sample_top_k), top_p, int(seed)))
+    back, one, ten, reset = st.columns(4)
+    steps = 0
+    if back.button("Back", icon=":material/undo:", disabled=not session.generated, width="stretch",
+                   help="Undo the last token: every layer's cache drops its last key and value."):
+        session.back()
+    if one.button("Next token", icon=":material/skip_next:", disabled=session.room < 1, width="stretch"):
+        steps = 1
+    if ten.button("10 tokens", icon=":material/fast_forward:", disabled=session.room < 1, width="stretch"):
+        steps = min(10, session.room)
+    if reset.button("Reset to the prompt", icon=":material/restart_alt:", width="stretch"):
+        session = DecodeSession(real, prompt, int(seed))
+        st.session_state[REAL_SESSION] = session
+    for _ in range(steps):
+        session.step(settings)
+    before, after = session.text
+    st.code(before + after, language=None, wrap_lines=True)
+    snap = session.snapshot()
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Tokens generated", len(session.generated))
+    m2.metric("Tokens in the cache", snap.seq_len)
+    m3.metric("Cache bytes (measured)", f"{snap.total_bytes:,}")
+    m4.metric("Formula", f"{snap.formula_bytes:,}", "equal" if snap.matches_formula else "different",
+              delta_color="off", delta_arrow="off")
+    st.caption(f"{snap.formula} = {snap.formula_bytes:,} bytes. Measured: the sum of every layer's K and V "
+               f"tensors{' — the same' if snap.matches_formula else ''}.")
+    left, right = st.columns([2, 3])
+    with left:
+        st.dataframe(figs.cache_table(snap), hide_index=True, width="stretch")
+        plot(figs.cache_growth_figure(session.history), key="real_growth")
+    with right:
+        cache_layer = st.selectbox("Layer to picture", layer_choices, key=REAL_CACHE_LAYER,
+                                   format_func=lambda i: f"layer {i}")
+        plot(figs.key_norms_figure(snap, cache_layer, session.pieces), key="real_norms")
+    nxt = session.prediction.top_k(10)
+    plot(figs.top_k_figure([(piece(real, i), p) for i, p in nxt], session.pieces[-1],
+                           chosen=0 if strategy == "greedy" else None), key="real_next")
+
+with compare_tab:
+    st.markdown("The same generation twice, in lockstep: **with the cache** (feed one token) and "
+                "**without** (feed the whole sequence every step). The logits must agree to rounding "
+                "error and the tokens must be the same; only the time differs.")
+    room = s.max_positions - len(prompt)
+    if room < 2:
+        st.info("The prompt fills the model's context; shorten it to compare.")
+    else:
+        n_steps = st.slider("Tokens to generate", 2, min(128, room), min(48, room), key=REAL_COMPARE_STEPS)
+        compare_key = (run_key, n_steps, settings)
+        if st.button("Run both ways", icon=":material/compare_arrows:", type="primary"):
+            with st.spinner("Generating with and without the cache…"):
+                result = compare_cache(real, prompt.ids, n_steps, settings, repeats=3)
+                st.session_state[REAL_COMPARE] = (compare_key, result)
+        stored = st.session_state.get(REAL_COMPARE)
+        if stored is None or stored[0] != compare_key:
+            st.caption("Press the button to measure on this machine.")
+        else:
+            result = stored[1]
+            c1, c2, c3, c4 = st.columns(4)
+            c1.metric("max |logit difference|", f"{result.overall_max_abs_diff:.1e}")
+            c2.metric("Same tokens", "yes" if result.same_tokens else "no")
+            c3.metric("With cache", f"{result.cached_tokens_per_s:,.0f} tok/s")
+            c4.metric("Without", f"{result.uncached_tokens_per_s:,.0f} tok/s",
+                      f"cache is {result.cached_tokens_per_s / result.uncached_tokens_per_s:.1f}× faster",
+                      delta_color="off", delta_arrow="off")
+            if not result.same_tokens:
+                st.warning("The two runs chose different tokens: two logits were within rounding error of "
+                           "each other. Logits are compared up to the first difference.")
+            plot(figs.speed_figure(result), key="real_speed")
+            plot(figs.diff_figure(result), key="real_diff")
+            st.caption("Each point is one decode step, the median of 3 timings. Without a cache the step "
+                       "re-runs the whole sequence, so it slows as the sequence grows; with the cache it only "
+                       "adds one token. On a model this small, fixed per-step overhead hides part of the gap.")
+
+with rules_tab:
+    st.markdown("Each real head's prefill attention is compared, row by row, with the attention the toy "
+                "engine computes for a rule over the same tokens. A row scores the overlap of the two "
+                "distributions (1 = identical); a head's score is the mean over rows 2…n. The toy's "
+                "rules are sharp; a small, briefly trained model like the shipped one mostly spreads its "
+                "attention, so 'everything' is often its closest rule and scores well below 1 are "
+                "common. Point the field at the top at a larger local model to compare.")
+    rules = TOY_RULES
+    custom = st.text_input("Also try your own rule (optional)", key=REAL_RULE,
+                           placeholder="e.g. q.pos - k.pos < 3", max_chars=200).strip()
+    if len(prompt) < 2:
+        st.info("Matching needs a prompt of at least 2 tokens.")
+    else:
+        matches = None
+        if custom:
+            try:
+                matches = match_heads(pre.attentions, pieces, rules + (Head("your rule", custom),))
+            except RuleError as err:
+                st.error(f"Your rule: {md_escape(str(err))}", icon=":material/error:")
+        matches = matches or match_heads(pre.attentions, pieces, rules)
+        labels = [m.label for m in matches.heads]
+        best = matches.best_head()
+        if st.session_state.get(REAL_MATCH_HEAD) not in labels:
+            st.session_state[REAL_MATCH_HEAD] = best.label
+        chosen = st.selectbox("Real head", labels, key=REAL_MATCH_HEAD,
+                              format_func=lambda label: f"{label} · looks like "
+                              f"'{matches.rules[matches.heads[labels.index(label)].best].name}' "
+                              f"({matches.heads[labels.index(label)].score:.2f})")
+        match = matches.heads[labels.index(chosen)]
+        rule = matches.rules[match.best]
+        left, right = st.columns(2)
+        with left:
+            plot(figs.head_vs_rule_figure(pre.attentions, matches, match.layer, match.head, pieces),
+                 key="real_vs_rule")
+            if st.button(f"Add '{md_escape(rule.name)}' ({md_escape(rule.rule)}) to the toy scenario",
+                         icon=":material/add:",
+                         type="primary"):
+                st.session_state[REAL_ADDED] = (f"Added a head '{rule.name}' with the rule {rule.rule} "
+                                                f"(like {match.label}) to the toy scenario.")
+                state.add_head(rule.name, rule.rule)
+                st.session_state.pop(REAL_ADDED, None)
+                st.error(md_escape(state.error("heads") or "The head could not be added."),
+                         icon=":material/error:")
+            added = st.session_state.pop(REAL_ADDED, None)
+            if added:
+                st.success(added, icon=":material/check:")
+                st.page_link("pages/prefill.py", label="See it in the toy's Prefill page",
+                             icon=":material/arrow_forward:")
+        with right:
+            plot(figs.scores_figure(matches, chosen), key="real_scores")
+        st.dataframe(figs.matches_table(matches), hide_index=True, width="stretch")

@@ -3,13 +3,14 @@
 Two measurements, each warmed up once and repeated, reporting the median (the device is
 synchronised around every timed region):
 
-1. **Per token at length n**: the time of the one decode pass that produces token n, with the
-   cache (one new token over n − 1 cached keys and values) and without it (a full forward over
-   all n tokens), for several n up to the model's context. The context tokens are seeded random ids:
-   their content does not change the work.
+1. **Per token at length n**: the time of the decode pass that feeds token n, with the cache (one
+   new token over n − 1 cached keys and values) and without it (a full forward over all n tokens),
+   for several n up to the model's context. Between repeats the decoder is rewound one token (the
+   cache cropped), so every repeat is a warm step at the same length, as inside a generation. The
+   context tokens are seeded random ids: their content does not change the work.
 2. **End to end**: greedy generation from a fixed prompt until the sequence holds 256 tokens (64
-   in quick mode; never past the model's context), by our stepping loop with the cache, by our loop without it, and by
-   transformers' ``model.generate()``; the same tokens are expected from all three.
+   in quick mode; never past the model's context), by our stepping loop with the cache, by our
+   loop without it, and by transformers' ``model.generate()``; the same tokens are expected from all three.
 
 ``python -m viz.real.bench [--quick] [--device cpu|cuda|mps] [--out FILE]`` prints the table and
 writes the JSON. The goals (ours within 1.2× of generate(), cached ≥ 5× uncached at 256 tokens)
@@ -56,16 +57,18 @@ def _median_seconds(device: torch.device, run: Callable[[], object], repeats: in
 
 def per_token_row(real: RealModel, length: int, repeats: int) -> dict:
     """Time of the decode pass that produces token ``length``, with and without the cache."""
-    ids = torch.randint(0, real.shape.vocab, (length,), generator=torch.Generator().manual_seed(length)).tolist()
+    seeded = torch.Generator().manual_seed(length)
+    ids = torch.randint(0, real.shape.vocab, (length,), generator=seeded).tolist()
     seconds = {}
     for name, kind in (("cached", CachedDecoder), ("uncached", UncachedDecoder)):
-        held: dict[str, Decoder] = {}
+        decoder = kind(real)
+        decoder.prefill(ids[:-1])
 
-        def setup(kind: type[Decoder] = kind) -> None:  # a fresh decoder holding the first n - 1 tokens
-            held["decoder"] = kind(real)
-            held["decoder"].prefill(ids[:-1])
+        def setup(decoder: Decoder = decoder) -> None:  # back to n - 1 tokens (the cache is cropped)
+            if len(decoder.ids) == length:
+                decoder.rewind(1)
 
-        seconds[name] = _median_seconds(real.device, lambda: held["decoder"].decode_step(ids[-1]),
+        seconds[name] = _median_seconds(real.device, lambda decoder=decoder: decoder.decode_step(ids[-1]),
                                         repeats, setup)
     return {"length": length, "cached_ms": seconds["cached"] * 1e3, "uncached_ms": seconds["uncached"] * 1e3,
             "cached_tokens_per_s": 1 / seconds["cached"], "uncached_tokens_per_s": 1 / seconds["uncached"],

@@ -24,6 +24,7 @@ run the benchmark (viz.real.bench) or draw anything.
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -334,6 +335,12 @@ class Decoder:
         """Append one token; return the logits (vocab,) for the token after it."""
         raise NotImplementedError
 
+    def rewind(self, tokens: int = 1) -> None:
+        """Forget the last ``tokens`` tokens, as if they had never been fed."""
+        if not 0 < tokens < len(self.ids):
+            raise RealModelError(f"cannot rewind {tokens} of {len(self.ids)} tokens (the first one stays)")
+        del self.ids[-tokens:]
+
 
 class CachedDecoder(Decoder):
     """The KV cache: each token's keys and values are computed once and appended to a DynamicCache."""
@@ -356,6 +363,10 @@ class CachedDecoder(Decoder):
         x = torch.tensor([[token_id]], device=self.real.device)  # (1, 1): only the new token
         out = self.real.model(input_ids=x, past_key_values=self.cache, use_cache=True)
         return out.logits[0, -1]  # (vocab,); every layer of self.cache is now one position longer
+
+    def rewind(self, tokens: int = 1) -> None:
+        super().rewind(tokens)
+        self.cache.crop(-tokens)  # every layer drops its last `tokens` keys and values
 
 
 class UncachedDecoder(Decoder):
@@ -421,13 +432,27 @@ class DecodeSession:
     def step(self, settings: Sampling = GREEDY) -> SampleResult:
         """Choose the next token from the current prediction, append it to the cache, predict again."""
         if self.room < 1:
-            raise RealModelError(f"the context is full ({self.real.shape.max_positions} tokens); reset to start over")
+            raise RealModelError(f"the context is full ({self.real.shape.max_positions} tokens); "
+                                 "reset to start over")
         choice = sample(self.prediction.logits, check_sampling(settings), self.generator)
         self.generated.append(choice.index)
         self.prediction = _prediction(self.decoder.decode_step(choice.index))
         snap = snapshot(self.decoder)
         self.history.append((snap.seq_len, snap.total_bytes, snap.formula_bytes))
         return choice
+
+    def back(self) -> None:
+        """Undo the last step: the cache is cropped and the prediction before it computed again."""
+        if not self.generated:
+            raise RealModelError("nothing to undo: no token has been generated")
+        self.generated.pop()
+        self.history.pop()
+        if not self.generated:
+            self.decoder.rewind(1)
+            self.prediction = self.prefill.prediction
+            return
+        self.decoder.rewind(2)  # then feed the new last token again to get its prediction back
+        self.prediction = _prediction(self.decoder.decode_step(self.generated[-1]))
 
     def snapshot(self) -> CacheSnapshot:
         return snapshot(self.decoder)
@@ -461,12 +486,13 @@ def generate(real: RealModel, ids: list[int] | tuple[int, ...], steps: int,
 
 
 def compare_cache(real: RealModel, ids: list[int] | tuple[int, ...], steps: int,
-                  settings: Sampling = GREEDY) -> CacheComparison:
+                  settings: Sampling = GREEDY, repeats: int = 1) -> CacheComparison:
     """Generate ``steps`` tokens with and without the cache in lockstep, each with its own seeded
-    generator, timing every decode pass; logits are compared while the two sequences agree."""
+    generator; logits are compared while the two sequences agree. Every decode pass is timed
+    ``repeats`` times (rewinding one token in between) and the median kept."""
     check_sampling(settings)
-    if steps < 2:
-        raise RealModelError("compare at least 2 generated tokens")
+    if steps < 2 or repeats < 1:
+        raise RealModelError("compare at least 2 generated tokens, timing each step at least once")
     decoders = CachedDecoder(real), UncachedDecoder(real)
     generators = [torch.Generator().manual_seed(settings.seed) for _ in decoders]
     logits = [d.prefill(ids) for d in decoders]
@@ -483,9 +509,14 @@ def compare_cache(real: RealModel, ids: list[int] | tuple[int, ...], steps: int,
             break
         seq_lens.append(len(decoders[0].ids) + 1)
         for i, decoder in enumerate(decoders):
-            sync_device(real.device)
-            start = time.perf_counter()
-            logits[i] = decoder.decode_step(chosen[i][-1])
-            sync_device(real.device)
-            seconds[i].append(time.perf_counter() - start)
+            times = []
+            for repeat in range(repeats):
+                if repeat:
+                    decoder.rewind(1)
+                sync_device(real.device)
+                start = time.perf_counter()
+                logits[i] = decoder.decode_step(chosen[i][-1])
+                sync_device(real.device)
+                times.append(time.perf_counter() - start)
+            seconds[i].append(statistics.median(times))
     return CacheComparison(len(ids), chosen[0], chosen[1], diffs, seq_lens, seconds[0], seconds[1])

@@ -1,0 +1,55 @@
+"""Tier 3 (browser): the Real model page in Chromium: prefill, a decode step on the real cache,
+cache vs no cache, and a matched rule loaded into the toy; a screenshot of each."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+
+def metric(app, label: str):
+    """The value element of the metric labelled ``label``."""
+    return app.main.get_by_test_id("stMetric").filter(has_text=label).first.get_by_test_id("stMetricValue")
+
+
+def open_tab(app, name: str) -> None:
+    """Show a tab (switching tabs does not rerun the script)."""
+    app.page.get_by_role("tab", name=name).click()
+    expect(app.page.get_by_role("tab", name=name)).to_have_attribute("aria-selected", "true")
+
+
+def test_real_model_page_end_to_end(app, new_app):
+    """Every tab renders without an exception, and its main control does what it says."""
+    new_app().open("/")  # a cold server shows "Page not found" over a first deep link (app frame)
+    app.open("/real-model")
+    app.assert_no_exception()
+    expect(app.page.get_by_role("dialog")).to_have_count(0)
+    expect(app.main.get_by_text("kvlab-pydoc (shipped)")).to_be_visible()
+    expect(app.main.get_by_text("Attention of every head")).to_be_visible()
+    app.screenshot("real-model-prefill")
+
+    open_tab(app, "Decode with the KV cache")
+    cached = int(metric(app, "Tokens in the cache").inner_text())
+    app.click_button("Next token")
+    app.assert_no_exception()
+    expect(metric(app, "Tokens generated")).to_have_text("1")
+    expect(metric(app, "Tokens in the cache")).to_have_text(str(cached + 1))
+    expect(metric(app, "Formula")).to_have_text(metric(app, "Cache bytes (measured)").inner_text())
+    app.screenshot("real-model-decode")
+
+    open_tab(app, "Cache vs no cache")
+    app.click_button("Run both ways")
+    app.assert_no_exception()
+    expect(metric(app, "Same tokens")).to_have_text("yes")
+    assert float(metric(app, "max |logit difference|").inner_text()) < 1e-4
+    expect(app.main.get_by_text("Measured speed of each decode step")).to_be_visible()
+    app.screenshot("real-model-compare")
+
+    open_tab(app, "Heads that look like rules")
+    expect(app.main.get_by_text("Every head against every rule")).to_be_visible()
+    app.screenshot("real-model-rules")
+    with app.rerun():
+        app.main.get_by_role("button", name="Add '").click()
+    app.assert_no_exception()
+    open_tab(app, "Heads that look like rules")
+    expect(app.main.get_by_text("to the toy scenario.", exact=False).first).to_be_visible()
+    app.screenshot("real-model-rule-added")

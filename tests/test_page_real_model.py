@@ -1,0 +1,168 @@
+"""Tier 2 (AppTest): the Real model page loads the shipped model, steps its real cache, compares cache
+and no cache, matches heads to rules and loads a rule into the toy."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from apptest_helpers import array, by_label, errors, figure, figures, scenario
+from viz.real.model import SHIPPED_DIR, SHIPPED_NAME, encode, load_model
+
+PAGE = "pages/real_model.py"
+
+
+@pytest.fixture
+def page(app):
+    app.switch_page(PAGE).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def _button(at, label_start: str):
+    return next(b for b in at.button if b.label.startswith(label_start))
+
+
+def _metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def _markdown(at) -> str:
+    """All markdown on the page with the escaping backslashes removed, as a reader sees it."""
+    return "\n".join(m.value.replace("\\", "") for m in at.markdown)
+
+
+def _pieces(at):
+    return next(df.value for df in at.dataframe if list(df.value.index) == ["piece", "token id"])
+
+
+def test_page_shows_the_shipped_model_with_every_section(page):
+    """The page names the shipped model and draws the grid, the detail view and the top-k bars."""
+    assert not errors(page)
+    assert SHIPPED_NAME in _markdown(page)
+    figure(page, "Attention of every head")
+    figure(page, "Layer 0, head 0")
+    figure(page, "most likely next tokens")
+    figure(page, "cached keys")
+    figure(page, "Every head against every rule")
+
+
+def test_prompt_sets_the_pieces_and_heatmap_size(page):
+    """A new prompt is tokenized by the real tokenizer; the pieces and the detail heatmap follow it."""
+    by_label(page.text_area, "Prompt").input("def f(x): return x").run()
+    assert not page.exception
+    expected = encode(load_model(None), "def f(x): return x")
+    table = _pieces(page)
+    assert list(table.loc["piece"]) == list(expected.pieces)
+    assert list(table.loc["token id"]) == [str(i) for i in expected.ids]
+    detail = figure(page, "Layer 0, head 0")
+    assert len(array(detail["data"][0]["z"])) == len(expected)
+
+
+def test_empty_prompt_is_refused_and_the_last_one_kept(page):
+    """An empty prompt shows a message; the page keeps drawing the last prompt that worked."""
+    before = list(_pieces(page).loc["piece"])
+    by_label(page.text_area, "Prompt").input("   ").run()
+    assert not page.exception
+    assert any("empty" in e for e in errors(page))
+    assert list(_pieces(page).loc["piece"]) == before
+
+
+def test_bad_model_directory_keeps_the_shipped_model(page):
+    """A path that is not a model shows one clear error and the page goes on with the last model."""
+    by_label(page.text_input, "Model directory").input("/no/such/model").run()
+    assert not page.exception
+    assert any("not a directory" in e for e in errors(page))
+    assert SHIPPED_NAME in _markdown(page)
+
+
+def test_local_model_directory_loads_by_path(page, tmp_path):
+    """A local model directory typed into the field is loaded and named after its folder."""
+    folder = tmp_path / "copied-model"
+    shutil.copytree(SHIPPED_DIR, folder)
+    by_label(page.text_input, "Model directory").input(str(folder)).run()
+    assert not page.exception and not errors(page)
+    assert "copied-model" in _markdown(page) and SHIPPED_NAME not in _markdown(page)
+
+
+def test_layer_and_head_pick_the_detail_view(page):
+    """Choosing layer 2 and head 1 redraws the detail view for that head and outlines it in the grid."""
+    by_label(page.selectbox, "Layer").set_value(2).run()
+    by_label(page.selectbox, "Head").set_value(1).run()
+    assert not page.exception
+    figure(page, "Layer 2, head 1")
+    grid = figure(page, "Attention of every head")
+    assert len(grid["layout"]["shapes"]) == 1
+
+
+def test_decode_steps_grow_the_real_cache(page):
+    """Next token adds one entry to every layer's cache, 10 tokens ten more, Back takes one off, Reset all;
+    the bytes equal the formula."""
+    prompt_len = int(_metric(page, "Tokens in the cache"))
+    _button(page, "Next token").click().run()
+    assert _metric(page, "Tokens generated") == "1"
+    assert int(_metric(page, "Tokens in the cache")) == prompt_len + 1
+    _button(page, "10 tokens").click().run()
+    assert int(_metric(page, "Tokens in the cache")) == prompt_len + 11
+    assert _metric(page, "Cache bytes (measured)") == _metric(page, "Formula")
+    table = next(df.value for df in page.dataframe if "K shape" in df.value.columns)
+    assert all(shape.endswith(f", {prompt_len + 11}, 32]") for shape in table["K shape"])
+    _button(page, "Back").click().run()
+    assert int(_metric(page, "Tokens in the cache")) == prompt_len + 10
+    assert _metric(page, "Tokens generated") == "10"
+    _button(page, "Reset to the prompt").click().run()
+    assert _metric(page, "Tokens generated") == "0"
+
+
+def test_sampling_settings_drive_the_steps(page):
+    """With sampling chosen the step still appends one token, drawn with the seeded generator."""
+    by_label(page.selectbox, "Strategy").set_value("sample").run()
+    _button(page, "Next token").click().run()
+    assert not page.exception
+    assert _metric(page, "Tokens generated") == "1"
+
+
+def test_cache_vs_no_cache_agree_and_are_timed(page):
+    """Running both ways shows identical tokens, a tiny logit difference and a speed plot."""
+    by_label(page.slider, "Tokens to generate").set_value(12).run()
+    _button(page, "Run both ways").click().run()
+    assert not page.exception
+    assert _metric(page, "Same tokens") == "yes"
+    assert float(_metric(page, "max |logit difference|")) < 1e-4
+    speed = figure(page, "Measured speed of each decode step")
+    assert len(speed["data"]) == 2 and len(array(speed["data"][0]["y"])) == 11
+
+
+def test_one_click_loads_the_matched_rule_into_the_toy(page):
+    """The add button appends the matched rule as a new toy head and says so."""
+    before = scenario(page)
+    assert by_label(page.selectbox, "Real head").value is not None
+    add = _button(page, "Add '")
+    add.click().run()
+    assert not page.exception
+    after = scenario(page)
+    assert len(after.heads) == len(before.heads) + 1
+    assert after.heads[-1].rule in add.label.replace("\\", "")
+    assert page.success and "to the toy scenario" in page.success[0].value
+
+
+def test_your_own_rule_is_scored_or_refused(page):
+    """A valid rule of your own becomes a column of the scores; an invalid one shows the rule error."""
+    field = by_label(page.text_input, "Also try your own rule (optional)")
+    field.input("q.pos - k.pos < 3").run()
+    scores = figure(page, "Every head against every rule")
+    assert "your<br>rule" in scores["data"][0]["x"]
+    by_label(page.text_input, "Also try your own rule (optional)").input("__import__('os')").run()
+    assert not page.exception
+    assert any(e.startswith("Your rule:") and "not allowed" in e for e in errors(page))
+
+
+def test_token_text_is_shown_not_interpreted(page):
+    """A prompt with HTML reaches the figures escaped."""
+    by_label(page.text_area, "Prompt").input("<b>bold</b> text").run()
+    assert not page.exception
+    detail = figure(page, "Layer 0, head 0")
+    labels = detail["data"][0]["x"]
+    assert any("&lt;" in label for label in labels) and not any("<b>" in label for label in labels)
+    assert all("<b>" not in str(spec) for spec in figures(page))
