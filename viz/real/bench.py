@@ -1,7 +1,7 @@
 """Measure the real model's decoding speed with and without its KV cache, and against generate().
 
-Two measurements, each warmed up once and repeated, reporting the median (the device is
-synchronised around every timed region):
+Two measurements, each warmed up once and repeated in rounds that time every variant in turn,
+reporting the median (the device is synchronised around every timed region):
 
 1. **Per token at length n**: the time of the decode pass that feeds token n, with the cache (one
    new token over n − 1 cached keys and values) and without it (a full forward over all n tokens),
@@ -40,26 +40,30 @@ END_TO_END_LENGTH = 256
 QUICK_END_TO_END_LENGTH = 64
 
 
-def _median_seconds(device: torch.device, run: Callable[[], object], repeats: int,
-                    setup: Callable[[], object] = lambda: None) -> float:
-    """Median wall time of ``run`` over ``repeats`` after one warm-up; ``setup`` is not timed."""
-    times = []
-    for i in range(repeats + 1):
-        setup()
-        sync_device(device)
-        start = time.perf_counter()
-        run()
-        sync_device(device)
-        if i:
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
+Timed = tuple[Callable[[], object], Callable[[], object]]  # (untimed setup, timed run)
+
+
+def _medians(device: torch.device, runs: dict[str, Timed], repeats: int) -> dict[str, float]:
+    """Median wall time of each run over ``repeats`` rounds after one warm-up round. Each round
+    times every run once, in turn, so a change in the machine's load hits them all alike."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for round_ in range(repeats + 1):
+        for name, (setup, run) in runs.items():
+            setup()
+            sync_device(device)
+            start = time.perf_counter()
+            run()
+            sync_device(device)
+            if round_:
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def per_token_row(real: RealModel, length: int, repeats: int) -> dict:
     """Time of the decode pass that produces token ``length``, with and without the cache."""
     seeded = torch.Generator().manual_seed(length)
     ids = torch.randint(0, real.shape.vocab, (length,), generator=seeded).tolist()
-    seconds = {}
+    runs: dict[str, Timed] = {}
     for name, kind in (("cached", CachedDecoder), ("uncached", UncachedDecoder)):
         decoder = kind(real)
         decoder.prefill(ids[:-1])
@@ -68,8 +72,8 @@ def per_token_row(real: RealModel, length: int, repeats: int) -> dict:
             if len(decoder.ids) == length:
                 decoder.rewind(1)
 
-        seconds[name] = _median_seconds(real.device, lambda decoder=decoder: decoder.decode_step(ids[-1]),
-                                        repeats, setup)
+        runs[name] = (setup, lambda decoder=decoder: decoder.decode_step(ids[-1]))
+    seconds = _medians(real.device, runs, repeats)
     return {"length": length, "cached_ms": seconds["cached"] * 1e3, "uncached_ms": seconds["uncached"] * 1e3,
             "cached_tokens_per_s": 1 / seconds["cached"], "uncached_tokens_per_s": 1 / seconds["uncached"],
             "speedup": seconds["uncached"] / seconds["cached"]}
@@ -92,9 +96,12 @@ def end_to_end(real: RealModel, length: int, repeats: int) -> dict:
                                      min_new_tokens=new_tokens, do_sample=False, pad_token_id=eos)
         out["generate"] = result[0, len(prompt):].tolist()
 
-    seconds = {"cached": _median_seconds(real.device, lambda: ours(True), repeats),
-               "uncached": _median_seconds(real.device, lambda: ours(False), repeats),
-               "generate": _median_seconds(real.device, theirs, repeats)}
+    def nothing() -> None:
+        return None
+
+    seconds = _medians(real.device, {"cached": (nothing, lambda: ours(True)),
+                                     "uncached": (nothing, lambda: ours(False)),
+                                     "generate": (nothing, theirs)}, repeats)
     return {"prompt_tokens": len(prompt), "new_tokens": new_tokens,
             **{f"{name}_s": s for name, s in seconds.items()},
             **{f"{name}_tokens_per_s": new_tokens / s for name, s in seconds.items()},
@@ -107,10 +114,10 @@ def bench_real_model(quick: bool, device: str | torch.device | None = None,
                      path: str | Path | None = None) -> dict:
     """Measure the shipped model (or the one at ``path``) on ``device``; see the module docstring."""
     real = load_model(path, device)
-    repeats = 3 if quick else 7
+    repeats = 5 if quick else 9
     lengths = [n for n in (QUICK_LENGTHS if quick else LENGTHS) if n <= real.shape.max_positions]
     rows = [per_token_row(real, n, repeats) for n in lengths]
-    whole = end_to_end(real, QUICK_END_TO_END_LENGTH if quick else END_TO_END_LENGTH, 1 if quick else 3)
+    whole = end_to_end(real, QUICK_END_TO_END_LENGTH if quick else END_TO_END_LENGTH, 3 if quick else 5)
     at_256 = next((row for row in rows if row["length"] == 256), None)
     s = real.shape
     return {
