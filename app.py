@@ -18,13 +18,15 @@ torch.set_num_threads(int(os.environ.get("KVLAB_TORCH_THREADS", "1")))
 st.set_page_config(page_title="kvlab", page_icon=":material/memory:", layout="wide")
 state.init()
 
+# Each url_path is its file's name: until some session has called st.navigation, Streamlit's legacy
+# pages/ discovery answers a first visit by file name, and any other path shows "Page not found".
 PAGES = [
     st.Page("pages/prefill.py", title="Prefill", icon=":material/grid_on:", default=True),  # served at /
     st.Page("pages/decode.py", title="Decode", icon=":material/playlist_add:", url_path="decode"),
     st.Page("pages/tour.py", title="Guided tour", icon=":material/school:", url_path="tour"),
     st.Page("pages/cost.py", title="Cost", icon=":material/speed:", url_path="cost"),
-    st.Page("pages/real_model.py", title="Real model", icon=":material/neurology:", url_path="real-model"),
-    st.Page("pages/at_scale.py", title="At scale", icon=":material/calculate:", url_path="at-scale"),
+    st.Page("pages/real_model.py", title="Real model", icon=":material/neurology:", url_path="real_model"),
+    st.Page("pages/at_scale.py", title="At scale", icon=":material/calculate:", url_path="at_scale"),
     st.Page("pages/memory.py", title="Memory", icon=":material/view_module:", url_path="memory"),
 ]
 page = st.navigation(PAGES)

@@ -22,7 +22,7 @@ def open_warm(app, new_app, path: str) -> None:
 
 def test_at_scale_page_switches_model(app, new_app):
     """At scale shows Llama-2-7B's 2 GiB per sequence; choosing Llama-3-8B shows its 1 GiB at 8192 tokens."""
-    open_warm(app, new_app, "/at-scale")
+    open_warm(app, new_app, "/at_scale")
     app.assert_no_exception()
     expect(app.page.get_by_role("dialog")).to_have_count(0)
     expect(metric(app, "Per sequence")).to_have_text("2 GiB")

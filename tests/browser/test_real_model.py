@@ -20,7 +20,7 @@ def open_tab(app, name: str) -> None:
 def test_real_model_page_end_to_end(app, new_app):
     """Every tab renders without an exception, and its main control does what it says."""
     new_app().open("/")  # a cold server shows "Page not found" over a first deep link (app frame)
-    app.open("/real-model")
+    app.open("/real_model")
     app.assert_no_exception()
     expect(app.page.get_by_role("dialog")).to_have_count(0)
     expect(app.main.get_by_text("kvlab-pydoc (shipped)")).to_be_visible()

@@ -24,8 +24,9 @@ MASKED = "#e6e6e6"
 
 
 def safe(text: str) -> str:
-    """User text for plotly labels: escaped, so it is shown and never interpreted."""
-    return html.escape(str(text), quote=True)
+    """User text for plotly labels: &, < and > escaped, so no tag can form and it shows as typed.
+    (Quotes stay: outside a tag they are plain text, and plotly would show &quot; literally.)"""
+    return html.escape(str(text), quote=False)
 
 
 def labels(tokens: Sequence[str], start: int = 1) -> list[str]:

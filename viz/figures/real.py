@@ -21,15 +21,6 @@ from .base import BLUE, GOLD, RED, figure, frame, grid, heatmap, heatmap_trace, 
 WHITE = "white"
 
 
-def _text(text: str) -> str:
-    """:func:`safe`, with '"' as the numeric entity: plotly decodes &#34; but shows &quot; as typed."""
-    return safe(text).replace("&quot;", "&#34;")
-
-
-def _labels(pieces: Sequence[str]) -> list[str]:
-    return [label.replace("&quot;", "&#34;") for label in labels(pieces)]
-
-
 def _causal(n: int) -> torch.Tensor:
     return torch.ones(n, n, dtype=torch.bool).tril()  # (n, n) key at or before the query
 
@@ -69,7 +60,7 @@ def attention_grid(attentions: torch.Tensor, layers: Sequence[int],
 
 def attention_detail(attentions: torch.Tensor, pieces: Sequence[str], layer: int, head: int) -> go.Figure:
     """One head's attention with the token pieces on both axes."""
-    names = _labels(pieces)
+    names = labels(pieces)
     return heatmap(attentions[layer, head], names, names,
                    f"Layer {layer}, head {head}: how much each query (row) attends to each key (column)",
                    visible=_causal(len(names)), hover="query %{y}<br>key %{x}<br>weight %{z:.4f}")
@@ -78,13 +69,13 @@ def attention_detail(attentions: torch.Tensor, pieces: Sequence[str], layer: int
 def top_k_figure(candidates: Sequence[tuple[str, float]], after: str, chosen: int | None = None) -> go.Figure:
     """Next-token probabilities as horizontal bars, most likely on top, for the token after the piece
     ``after``; ``chosen`` (an index into candidates) in gold."""
-    names = _labels([piece for piece, _ in candidates])
+    names = labels([piece for piece, _ in candidates])
     probs = [p for _, p in candidates]
     bar = go.Bar(x=probs, y=names, orientation="h", marker_color=[GOLD if i == chosen else BLUE
                                                                   for i in range(len(names))],
                  text=[f"{p:.3f}" for p in probs], textposition="outside", cliponaxis=False,
                  hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>")
-    title = f"After “{_text(after)}”: the {len(names)} most likely next tokens"
+    title = f"After “{safe(after)}”: the {len(names)} most likely next tokens"
     return figure([bar], frame(title, 90 + 26 * len(names), background=WHITE,
                                xaxis=dict(range=[0, max(probs + [1e-9]) * 1.25], title_text="probability"),
                                yaxis=dict(type="category", autorange="reversed")))
@@ -106,7 +97,7 @@ def key_norms_figure(snap: CacheSnapshot, layer: int, pieces: Sequence[str]) -> 
     key vector's length ‖k‖. The newest row (the token just appended) is outlined."""
     norms = snap.layers[layer].key_norms.T  # (seq, kv_heads)
     seq, kv_heads = norms.shape
-    return heatmap(norms, [f"head {h}" for h in range(kv_heads)], _labels(pieces[:seq]),
+    return heatmap(norms, [f"head {h}" for h in range(kv_heads)], labels(pieces[:seq]),
                    f"Layer {layer}: {seq} cached keys, ‖k‖ per head (newest row outlined)",
                    kind="values", hover="token %{y}<br>%{x}<br>‖k‖ = %{z:.3f}", highlight_row=seq - 1,
                    annotate=seq * kv_heads <= 160)
@@ -172,7 +163,7 @@ def scores_figure(matches: RuleMatches, selected: str | None = None) -> go.Figur
     the selected head's row in gold."""
     layers, heads, rules = matches.scores.shape
     rows = [m.label for m in matches.heads]
-    columns = [_text(r.name).replace(" ", "<br>") for r in matches.rules]  # one word per line
+    columns = [safe(r.name).replace(" ", "<br>") for r in matches.rules]  # one word per line
     return heatmap(matches.scores.reshape(layers * heads, rules), columns, rows,
                    "Every head against every rule (1 = the same attention)",
                    hover="head %{y}<br>rule %{x}<br>score %{z:.3f}",
@@ -185,9 +176,9 @@ def head_vs_rule_figure(attentions: torch.Tensor, matches: RuleMatches, layer: i
     """The real head's attention beside the attention of the rule it matches best."""
     match = matches.head(layer, head)
     rule = matches.rules[match.best]
-    names = _labels(pieces)
+    names = labels(pieces)
     n = len(names)
-    titles = [f"real head L{layer}H{head}", f"toy rule '{_text(rule.name)}': {_text(rule.rule)}"]
+    titles = [f"real head L{layer}H{head}", f"toy rule '{safe(rule.name)}': {safe(rule.rule)}"]
     layout, refs = grid(1, 2, titles, hspace=0.05, vspace=0.0)
     data = [heatmap_trace(z, names, names, visible=_causal(n), annotate=False, ref=ref,
                           hover="query %{y}<br>key %{x}<br>weight %{z:.3f}")

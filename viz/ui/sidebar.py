@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-import pandas as pd
 import streamlit as st
 import torch
 
