@@ -45,9 +45,12 @@ header("Real model", "A small transformer trained by kvlab on Python's own docum
                      "tokens, attention, KV cache and speed, and which of its heads behave like the "
                      "toy's rules.")
 
-path = st.text_input("Model directory", key=REAL_PATH, placeholder="empty: the model shipped with kvlab",
-                     help="Any local Hugging Face causal-LM folder (config.json, *.safetensors, tokenizer "
-                          "files). Nothing is downloaded.").strip()
+if state.public_host():  # a public server never lets visitors name folders on its disk
+    path = ""
+else:
+    path = st.text_input("Model directory", key=REAL_PATH, placeholder="empty: the model shipped with kvlab",
+                         help="Any local Hugging Face causal-LM folder (config.json, *.safetensors, tokenizer "
+                              "files). Nothing is downloaded.").strip()
 try:
     real = shared_model(path)
     st.session_state[REAL_GOOD_PATH] = path

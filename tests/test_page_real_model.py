@@ -166,3 +166,12 @@ def test_token_text_is_shown_not_interpreted(page):
     labels = detail["data"][0]["x"]
     assert any("&lt;" in label for label in labels) and not any("<b>" in label for label in labels)
     assert all("<b>" not in str(spec) for spec in figures(page))
+
+
+def test_public_host_offers_no_model_directory(app, monkeypatch):
+    """With KVLAB_PUBLIC=1 visitors cannot name folders on the server: only the shipped model."""
+    monkeypatch.setenv("KVLAB_PUBLIC", "1")
+    app.switch_page(PAGE).run()
+    assert not app.exception
+    assert all(w.label != "Model directory" for w in app.text_input)
+    assert SHIPPED_NAME in _markdown(app)

@@ -12,6 +12,7 @@ Rules the pages rely on:
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Callable
 
@@ -33,6 +34,12 @@ PRESENTER = "kv_presenter"
 NOTICES = "kv_notices"
 LINK = "kv_link"  # the query parameters last written, to avoid rewriting the URL needlessly
 READY = "kv_ready"
+
+
+def public_host() -> bool:
+    """KVLAB_PUBLIC=1 marks a shared, public deployment: nothing a visitor types may name a file or
+    folder on the server (the Real model page then offers only the shipped model)."""
+    return os.environ.get("KVLAB_PUBLIC", "").strip().lower() in ("1", "true", "yes")
 
 
 def require_frame() -> None:
