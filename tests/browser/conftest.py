@@ -19,11 +19,13 @@ What this file provides:
 
 How to write a browser test here
 --------------------------------
-Add ``tests/browser/test_<area>.py``; the fixtures need no import::
+Add ``tests/browser/test_<area>.py``; the fixtures need no import (``expect`` does)::
+
+    from playwright.sync_api import expect
 
     def test_step_adds_a_token(app):
         \"\"\"Clicking Step on Decode appends one generated token.\"\"\"
-        app.open("/decode", step=0)            # url path as registered in app.py, query params
+        app.open("/decode", step=0)            # url path as in app.py (``app_pages``), query params
         app.click_button("Step")               # waits until the rerun it causes has finished
         expect(app.main.get_by_text("Timeline (tokens generated)")).to_be_visible()
         app.assert_no_exception()
