@@ -11,11 +11,12 @@ import streamlit as st
 import torch
 
 from viz.ui import sidebar, state
+from viz.ui.common import favicon
 
 # Many small requests at once: one torch thread per script run keeps sessions from fighting over
 # the cores. KVLAB_TORCH_THREADS raises it (the Cost page's timings use whatever is set here).
 torch.set_num_threads(int(os.environ.get("KVLAB_TORCH_THREADS", "1")))
-st.set_page_config(page_title="kvlab", page_icon=":material/memory:", layout="wide")
+st.set_page_config(page_title="kvlab", page_icon=favicon(), layout="wide")
 state.init()
 
 # Each url_path is its file's name: until some session has called st.navigation, Streamlit's legacy
@@ -31,6 +32,7 @@ PAGES = [
 ]
 page = st.navigation(PAGES)
 sidebar.render()
+st.html("<style>section[data-testid='stSidebar'] { min-width: 25rem; }</style>")  # room for the editors
 if state.presenter():
     st.html("<style>html { font-size: 21px; } .block-container { max-width: 100%; }</style>")
 page.run()

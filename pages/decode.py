@@ -61,7 +61,7 @@ st.info(narrate_step(shown, step), icon=":material/record_voice_over:")
 
 st.subheader("The text so far")
 prompt_text = " ".join(shown.tokens[: len(scenario.tokens)])
-generated = shown.tokens[len(scenario.tokens):]
+generated = shown.tokens[len(scenario.tokens): len(scenario.tokens) + step]  # the last token is only chosen
 st.markdown(f"{md_escape(prompt_text)} " + " ".join(f"**:blue-background[{md_escape(t)}]**" for t in generated)
             + f" → next: **:orange-background[{md_escape(shown.steps[step].token)}]**")
 mode = st.segmented_control("Show the run", list(MODES), format_func=lambda m: toy.MODE_NAMES[m],

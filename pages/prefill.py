@@ -3,6 +3,7 @@
 import streamlit as st
 
 from viz import generate
+from viz.presets import matching_preset
 from viz.explain import explain_position, fmt
 from viz.figures import toy
 from viz.ui import state
@@ -20,14 +21,17 @@ heads = scenario.head_names
 
 header("Prefill", "The whole prompt goes through attention in one batched pass: every query row at "
                   "once, with the causal mask hiding the future.")
-if scenario.title and not state.presenter():
-    st.markdown(f"**{md_escape(scenario.title)}** · {md_escape(scenario.description)}")
+if not state.presenter():
+    if matching_preset(scenario):
+        st.markdown(f"**{md_escape(scenario.title)}** · {md_escape(scenario.description)}")
+    else:
+        st.caption("A custom scenario: edited in the sidebar, opened from a file or a link.")
 
 left, right = st.columns([2, 3])
 with left:
     st.subheader("Tokens and values")
     st.dataframe({"position": list(range(1, n + 1)), "token": pre.tokens,
-                  "value V": [float(v) for v in pre.v]}, hide_index=True, width="stretch")
+                  "value V": list(scenario.values)}, hide_index=True, width="stretch")
     st.caption(f"{n} tokens · d_k = {scenario.d_k} · scores are ±√d_k = ±{fmt(scenario.d_k ** 0.5)}")
 with right:
     plot(toy.causal_mask_figure(trace), key="mask")

@@ -44,7 +44,7 @@ def ask(index: int, question: Question) -> None:
 def step_prompt() -> None:
     st.markdown("The prompt is split into tokens, and each token gets one number, its **value**: the "
                 "information it carries. 'Today' and 'weather' carry more than 'is' and 'so'.")
-    st.dataframe({"token": prefill.prefill.tokens, "value": [float(v) for v in prefill.prefill.v]},
+    st.dataframe({"token": prefill.prefill.tokens, "value": list(seed.values)},
                  hide_index=True)
     st.markdown("Four attention heads each follow one rule. Real heads learn their patterns; these are "
                 "written by hand so every number can be checked.")

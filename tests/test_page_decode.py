@@ -109,3 +109,11 @@ def test_figures_for_every_head_count():
         assert len(toy.cache_figure(traces["kv"]).data) == 2
         assert len(toy.work_figure(traces).data) == 2 * len(MODES)
         assert len(toy.small_multiples(traces["kv"], 2).data) == heads
+
+
+def test_text_so_far_has_one_generated_token_per_step(decode):
+    """At step k the text shows exactly k generated tokens, then the next one apart."""
+    for k in (1, 2):
+        _button(decode, "Step").click().run()
+        text = next(m.value for m in decode.markdown if "→ next:" in m.value)
+        assert text.count(":blue-background[") == k

@@ -71,3 +71,11 @@ def test_html_tokens_are_shown_as_text(app):
     spec = figure(app, "Contexts")
     assert all("<img" not in label for label in spec["data"][0]["x"])
     assert any("&lt;img" in label for label in spec["data"][0]["x"])
+
+
+def test_description_only_for_an_unedited_preset(app):
+    """A preset's description is shown until the scenario is edited; then it is called custom."""
+    assert "The worked example from the article" in _markdown(app).replace("\\", "")
+    edit_table(app, "tokens", edited_rows={0: {"value": 11.0}})
+    assert "The worked example" not in _markdown(app)
+    assert any("A custom scenario" in c.value for c in app.caption)

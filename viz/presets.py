@@ -143,6 +143,11 @@ def preset_names() -> list[str]:
     return list(_PRESETS)
 
 
+def matching_preset(scenario: Scenario) -> str | None:
+    """The name of the preset this scenario is, unedited, or None."""
+    return next((name for name in _PRESETS if load_preset(name) == scenario), None)
+
+
 def load_preset(name: str) -> Scenario:
     """A preset by name; ``KeyError`` with the known names if there is none."""
     if name not in _PRESETS:

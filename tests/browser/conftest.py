@@ -12,10 +12,6 @@ What this file provides:
 * ``start_server()``: a private server for a test that needs a cold one (costs a few seconds).
 * Every test that takes a ``registered_page`` argument runs once per ``st.Page`` in app.py;
   ``app_pages`` is the whole list (title, script, url path).
-* The first fixtures of this tier stay for the tests written against them: ``server`` (the base
-  URL), ``context`` (a fresh context with a ``dialogs`` list) and ``open_page(path, params)``
-  (a Playwright page, opened with the same run-aware wait), used with ``browser_helpers.py``.
-  New tests should use ``app``: its waits follow the websocket instead of polling.
 
 How to write a browser test here
 --------------------------------
@@ -73,13 +69,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pytest
 from google.protobuf.message import DecodeError
-from playwright.sync_api import (Browser, BrowserContext, Dialog, Error as PlaywrightError, Locator, Page,
+from playwright.sync_api import (Browser, BrowserContext, Dialog, Error as PlaywrightError, Locator,
                                  WebSocket, expect, sync_playwright)
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.source_util import page_icon_and_name
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # older tests import browser_helpers
 ARTIFACTS = ROOT / "artifacts"
 SCREENSHOTS = ARTIFACTS / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -488,12 +483,6 @@ def app_server() -> Iterator[AppServer]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
-def server(app_server: AppServer) -> str:
-    """The shared server's base URL (``http://127.0.0.1:PORT``)."""
-    return app_server.url
-
-
 @pytest.fixture
 def start_server(tmp_path: Path) -> Iterator[Callable[[], AppServer]]:
     """Start a private, cold server (e.g. to test what its very first visitor sees)."""
@@ -546,24 +535,3 @@ def new_app(browser: Browser, app_server: AppServer) -> Iterator[Callable[..., A
 def app(new_app: Callable[..., App]) -> App:
     """The test's first visitor (a fresh browser context); call ``app.open(path)`` first."""
     return new_app()
-
-
-@pytest.fixture
-def context(browser: Browser) -> Iterator[BrowserContext]:
-    """A fresh browser context whose ``dialogs`` list records every JavaScript dialog."""
-    fresh = _new_context(browser)
-    try:
-        yield fresh
-    finally:
-        fresh.close()
-
-
-@pytest.fixture
-def open_page(app_server: AppServer, context: BrowserContext) -> Callable[..., Page]:
-    """Open ``path`` ("" or "decode") with query parameters in ``context``; the page, once run."""
-
-    def open_(path: str = "", params: dict | None = None, **kwargs: object) -> Page:
-        visitor = App(context, app_server)
-        return visitor.open("/" + path.lstrip("/"), **{**(params or {}), **kwargs}).page
-
-    return open_

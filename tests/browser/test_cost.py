@@ -2,27 +2,24 @@
 
 from __future__ import annotations
 
-from browser_helpers import assert_clean, screenshot, wait_idle
+from playwright.sync_api import expect
 
 
-def test_cost_page_measures_on_a_click(open_page):
+def test_cost_page_measures_on_a_click(app):
     """Before a click the page explains and plots nothing; a click measures and draws both plots."""
-    page = open_page("cost")
-    assert_clean(page)
-    assert page.get_by_text("to time decoding on this machine").count() == 1
-    assert page.locator(".js-plotly-plot").count() == 0
-    screenshot(page, "cost-before")
+    app.open("/cost")
+    app.assert_no_exception()
+    expect(app.main.get_by_text("to time decoding on this machine")).to_have_count(1)
+    expect(app.main.locator(".js-plotly-plot")).to_have_count(0)
+    app.screenshot("cost-before")
 
-    page.get_by_role("button", name="Measure").click()
-    wait_idle(page)
-    assert_clean(page)
-    assert page.locator(".js-plotly-plot").count() == 2
-    assert page.get_by_text("Where the cache wins.").count() == 1
-    assert page.get_by_role("button", name="Measure again").count() == 1
-    screenshot(page, "cost-measured")
+    app.click_button("Measure")
+    app.assert_no_exception()
+    expect(app.main.locator(".js-plotly-plot")).to_have_count(2)
+    expect(app.main.get_by_text("Where the cache wins.")).to_have_count(1)
+    expect(app.main.get_by_role("button", name="Measure again")).to_have_count(1)
+    app.screenshot("cost-measured")
 
-    page.get_by_text("Every decode measurement").click()
-    wait_idle(page)
-    table = page.locator('[data-testid="stDataFrame"]').first
-    assert table.is_visible()
-    screenshot(page, "cost-decode-table")
+    app.main.get_by_text("Every decode measurement").click()
+    expect(app.main.get_by_test_id("stDataFrame").first).to_be_visible()
+    app.screenshot("cost-decode-table")

@@ -12,17 +12,9 @@ def metric(app, label: str):
     return app.main.get_by_test_id("stMetric").filter(has_text=label).first.get_by_test_id("stMetricValue")
 
 
-def open_warm(app, new_app, path: str) -> None:
-    """Open a page once another visitor has opened the root: on a server that has never served the
-    root, Streamlit shows 'Page not found' over a page opened directly (an app-frame issue reported
-    to its owner, not this page's), and whether this test runs first must not decide its result."""
-    new_app().open("/")
-    app.open(path)
-
-
-def test_at_scale_page_switches_model(app, new_app):
+def test_at_scale_page_switches_model(app):
     """At scale shows Llama-2-7B's 2 GiB per sequence; choosing Llama-3-8B shows its 1 GiB at 8192 tokens."""
-    open_warm(app, new_app, "/at_scale")
+    app.open("/at_scale")
     app.assert_no_exception()
     expect(app.page.get_by_role("dialog")).to_have_count(0)
     expect(metric(app, "Per sequence")).to_have_text("2 GiB")
@@ -37,9 +29,9 @@ def test_at_scale_page_switches_model(app, new_app):
     app.screenshot("at-scale-llama3-8b")
 
 
-def test_memory_page_paged_blocks_and_eviction(app, new_app):
+def test_memory_page_paged_blocks_and_eviction(app):
     """Memory draws the pool and its waste; quantisation and sinks show their comparison without errors."""
-    open_warm(app, new_app, "/memory")
+    app.open("/memory")
     app.assert_no_exception()
     expect(app.page.get_by_role("dialog")).to_have_count(0)
     expect(app.main.get_by_text("Physical blocks after decode 3")).to_be_visible()

@@ -17,9 +17,8 @@ def open_tab(app, name: str) -> None:
     expect(app.page.get_by_role("tab", name=name)).to_have_attribute("aria-selected", "true")
 
 
-def test_real_model_page_end_to_end(app, new_app):
+def test_real_model_page_end_to_end(app):
     """Every tab renders without an exception, and its main control does what it says."""
-    new_app().open("/")  # a cold server shows "Page not found" over a first deep link (app frame)
     app.open("/real_model")
     app.assert_no_exception()
     expect(app.page.get_by_role("dialog")).to_have_count(0)

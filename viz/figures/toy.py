@@ -122,10 +122,15 @@ def small_multiples(trace: Trace, position: int | None = None) -> go.Figure:
 
 
 # -- from context to the next word -------------------------------------------------------------
+def _shown(tensor: torch.Tensor) -> list[float]:
+    """Values at float32 precision (7 significant digits): 5, not 5.000001430511475."""
+    return [float(f"{float(v):.7g}") for v in tensor.reshape(-1)]
+
+
 def vocab_table(trace: Trace, step: int = 0) -> pd.DataFrame:
     """W_vocab with the context it multiplies: one row per head, one column per word."""
     s = trace.steps[step]
-    data = {"head": trace.scenario.head_names, "context": [float(c) for c in s.context]}
+    data = {"head": trace.scenario.head_names, "context": _shown(s.context)}
     for word in trace.scenario.vocab:
         data[word.token] = [float(w) for w in word.weights]
     return pd.DataFrame(data)
@@ -138,7 +143,7 @@ def prediction_figure(trace: Trace, step: int = 0) -> go.Figure:
     kept = s.sample.kept.tolist()
     colors = [GOLD if i == s.sample.index else (BLUE if kept[i] else "#b8c4d6") for i in range(len(words))]
     logits = s.logits.double().numpy()
-    layout, refs = grid(1, 2, ("Logits", "Probabilities"), hspace=0.1)
+    layout, refs = grid(1, 2, ("Logits", "Probabilities"), hspace=0.16)
     data = [
         go.Bar(x=words, y=logits, marker=dict(color=colors), text=[fmt(float(v)) for v in logits],
                textposition="outside", hovertemplate="%{x}<br>logit %{y:.4g}<extra></extra>",
@@ -152,7 +157,7 @@ def prediction_figure(trace: Trace, step: int = 0) -> go.Figure:
     layout["yaxis"].update(range=[low * 1.15, high * 1.18])
     layout["yaxis2"].update(range=[0, 1.15])
     for suffix in ("", "2"):
-        layout[f"xaxis{suffix}"].update(type="category")
+        layout[f"xaxis{suffix}"].update(type="category", tickangle=-30 if len(words) > 2 else 0)
     return figure(data, frame(f"Next word: '{safe(s.token)}'", 330, background="white", showlegend=False,
                               **layout))
 
@@ -237,9 +242,9 @@ def comparison_table(kv: Trace, full: Trace, step: int) -> pd.DataFrame:
         "head": kv.scenario.head_names,
         "rule": [h.rule for h in kv.scenario.heads],
         "cacheable": kv.cacheable,
-        "KV cache": a.tolist(),
-        "recompute": b.tolist(),
-        "|difference|": (a - b).abs().tolist(),
+        "KV cache": _shown(a),
+        "recompute": _shown(b),
+        "|difference|": _shown((a - b).abs()),
     })
 
 

@@ -13,11 +13,12 @@ import streamlit as st
 import torch
 
 from ..device import describe_device, pick_device
-from ..presets import load_preset, preset_names
+from ..presets import load_preset, matching_preset, preset_names
 from ..rules import RULE_LIBRARY
 from ..scenario import MAX_D_K, Scenario
 from ..share import encode_view
 from . import state, tables
+from .common import md_escape
 
 UPLOAD_SEEN = "kv_upload_seen"  # file id of the last applied upload, so it is applied once
 
@@ -30,13 +31,12 @@ def _device_label() -> str:
 def _show_error(field: str) -> None:
     message = state.error(field)
     if message:
-        st.error(message, icon=":material/error:")
+        st.error(md_escape(message), icon=":material/error:")
 
 
 def _preset_picker() -> None:
-    current = state.scenario()
     names = preset_names()
-    match = next((name for name in names if load_preset(name) == current), None)
+    match = matching_preset(state.scenario())
     choice = st.selectbox(
         "Scenario", names, index=names.index(match) if match else None,
         format_func=lambda name: f"{name} · {load_preset(name).title}",
