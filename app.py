@@ -32,7 +32,7 @@ PAGES = [
 ]
 page = st.navigation(PAGES)
 sidebar.render()
-st.html("<style>section[data-testid='stSidebar'] { min-width: 25rem; }</style>")  # room for the editors
+st.html("<style>section[data-testid='stSidebar'] { width: 25rem !important; }</style>")  # room for the editors
 if state.presenter():
     st.html("<style>html { font-size: 21px; } .block-container { max-width: 100%; }</style>")
 page.run()
