@@ -1,0 +1,18 @@
+"""Tier 3: a small version of the classroom load test (python -m viz.ui.loadtest): several browser
+sessions use the real server at once; none sees an error, and the server's memory is measured."""
+
+from __future__ import annotations
+
+import math
+
+from viz.ui.loadtest import run_load
+
+
+def test_three_sessions_at_once_without_errors():
+    """Three concurrent students step, scrub, switch modes and pages and type prompts without an error."""
+    result = run_load(sessions=3, seconds=20, settle_s=3)
+    assert result.errors == []
+    assert result.reruns >= 6 and len(result.run_times_s) >= 6
+    assert all(t > 0 for t in result.latencies_s + result.run_times_s)
+    assert result.rss_baseline_mb > 0 and result.rss_peak_mb >= result.rss_baseline_mb
+    assert not math.isnan(result.rss_after_mb)
