@@ -26,7 +26,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -219,12 +221,91 @@ async def _student(browser, base: str, seconds: float, seed: int, latencies: lis
                 else:
                     action = page.get_by_role("button", name="Step").click
                 await _act(page, watch, action, latencies, timeout_s)
-            await asyncio.sleep(rng.uniform(0.2, 1.0))  # a student reads before the next click
+            await asyncio.sleep(rng.uniform(1.0, 4.0))  # a student reads before the next click
     except Exception as err:  # every failure of a session is a reported error, not a crash
         errors.append(f"session {seed}: {type(err).__name__}: {str(err).splitlines()[0][:160]}")
     finally:
         run_times.extend(watch.run_times)
         await context.close()
+
+
+class SocketStudent:
+    """A session that speaks Streamlit's websocket protocol directly (no browser): it sends the
+    same messages a browser sends for a click or a page change and reads the server's replies.
+    It measures the server alone, which a browser on the same small machine would swamp."""
+
+    def __init__(self, base: str, seed: int, timeout_s: float):
+        self.url = base.replace("http://", "ws://") + "/_stcore/stream"
+        self.origin = base
+        self.rng = random.Random(seed)
+        self.timeout_s = timeout_s
+        self.buttons: dict[str, str] = {}  # label -> widget id, from the last run's deltas
+        self.pages: dict[str, str] = {}  # url path -> page script hash
+        self.page_hash = ""
+
+    async def _run(self, socket, widgets: list[WidgetState], page_hash: str | None = None) -> float:
+        """Ask for a rerun; seconds until the server finished a complete run (reruns followed)."""
+        message = BackMsg()
+        state = message.rerun_script
+        state.query_string = ""
+        state.page_script_hash = page_hash if page_hash is not None else self.page_hash
+        state.widget_states.widgets.extend(widgets)
+        start = time.monotonic()
+        await socket.send(message.SerializeToString())
+        self.buttons = {}
+        while True:
+            raw = await asyncio.wait_for(socket.recv(), self.timeout_s)
+            reply = ForwardMsg()
+            reply.ParseFromString(raw)
+            kind = reply.WhichOneof("type")
+            if kind == "delta" and reply.delta.WhichOneof("type") == "new_element":
+                element = reply.delta.new_element
+                if element.WhichOneof("type") == "button":
+                    self.buttons[element.button.label] = element.button.id
+                elif element.WhichOneof("type") == "exception":
+                    raise RuntimeError(f"the app raised: {element.exception.message[:120]}")
+            elif kind == "navigation":
+                self.pages = {page.url_pathname: page.page_script_hash for page in reply.navigation.app_pages}
+                self.page_hash = reply.navigation.page_script_hash
+            elif kind == "script_finished" and \
+                    reply.script_finished == ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY:
+                return time.monotonic() - start
+
+    def _click(self, label: str) -> list[WidgetState]:
+        widget = WidgetState(id=self.buttons[label], trigger_value=True)
+        return [widget]
+
+    async def run(self, seconds: float, latencies: list[float], errors: list[str]) -> None:
+        import websockets
+        try:
+            async with websockets.connect(self.url, subprotocols=["streamlit"], origin=self.origin,
+                                          max_size=None) as socket:
+                await self._run(socket, [], "")
+                await self._run(socket, [], self.pages["decode"])  # open the Decode page
+                deadline = time.monotonic() + seconds
+                while time.monotonic() < deadline:
+                    choice = self.rng.random()
+                    on_decode = self.page_hash == self.pages["decode"]
+                    if choice < 0.15:  # switch between Prefill and Decode
+                        target = self.pages[""] if on_decode else self.pages["decode"]
+                        latencies.append(await self._run(socket, [], target))
+                    elif on_decode and "Step" in self.buttons:
+                        label = "Back" if choice < 0.3 and "Back" in self.buttons else "Step"
+                        latencies.append(await self._run(socket, self._click(label)))
+                    else:
+                        latencies.append(await self._run(socket, []))
+                    await asyncio.sleep(self.rng.uniform(1.0, 4.0))  # a student reads
+        except Exception as err:  # every failure of a session is a reported error, not a crash
+            errors.append(f"socket session: {type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}")
+
+
+async def _drive_sockets(base: str, sessions: int, seconds: float,
+                         timeout_s: float) -> tuple[list[float], list[float], list[str]]:
+    latencies: list[float] = []
+    errors: list[str] = []
+    await asyncio.gather(*(SocketStudent(base, i, timeout_s).run(seconds, latencies, errors)
+                           for i in range(sessions)))
+    return latencies, list(latencies), errors  # here the click-to-rerun time is the server's
 
 
 async def _drive(base: str, sessions: int, seconds: float,
@@ -244,8 +325,11 @@ async def _drive(base: str, sessions: int, seconds: float,
 
 
 def run_load(sessions: int, seconds: float, url: str | None = None, timeout_s: float = 120.0,
-             settle_s: float = 15.0) -> LoadResult:
-    """Start (or use) a server, warm it with one visit, then run the sessions and measure."""
+             settle_s: float = 15.0, client: str = "browser") -> LoadResult:
+    """Start (or use) a server, warm it with one visit, then run the sessions and measure.
+
+    client: "browser" (Chromium pages, what people see) or "socket" (protocol-level sessions,
+    the server alone)."""
     if not 1 <= sessions <= MAX_SESSIONS or not 0 < seconds <= MAX_SECONDS:
         raise ValueError(f"sessions must be 1..{MAX_SESSIONS} and seconds 1..{MAX_SECONDS}")
     process, base = (None, url) if url else start_server()
@@ -268,7 +352,8 @@ def run_load(sessions: int, seconds: float, url: str | None = None, timeout_s: f
         if sampler:
             sampler.start()
         start = time.monotonic()
-        latencies, run_times, errors = asyncio.run(_drive(base, sessions, seconds, timeout_s))
+        drive = _drive if client == "browser" else _drive_sockets
+        latencies, run_times, errors = asyncio.run(drive(base, sessions, seconds, timeout_s))
         elapsed = time.monotonic() - start
         done = True
         time.sleep(settle_s)  # closed sessions are dropped once their websockets are gone
@@ -286,10 +371,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=30)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--url", help="use a running server instead of starting one (no memory figures)")
+    parser.add_argument("--client", choices=("browser", "socket"), default="browser",
+                        help="Chromium pages (default) or protocol-level websocket sessions")
     parser.add_argument("--out", help="write the summary and every latency as JSON")
     args = parser.parse_args(argv)
     try:
-        result = run_load(args.sessions, args.seconds, args.url)
+        result = run_load(args.sessions, args.seconds, args.url, client=args.client)
     except (ValueError, RuntimeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
