@@ -10,9 +10,16 @@ from viz.ui.loadtest import run_load
 
 def test_three_sessions_at_once_without_errors():
     """Three concurrent students step, scrub, switch modes and pages and type prompts without an error."""
-    result = run_load(sessions=3, seconds=20, settle_s=3)
+    result = run_load(sessions=3, seconds=20, settle_s=3, after_s=3)
     assert result.errors == []
     assert result.reruns >= 6 and len(result.run_times_s) >= 6
     assert all(t > 0 for t in result.latencies_s + result.run_times_s)
     assert result.rss_baseline_mb > 0 and result.rss_peak_mb >= result.rss_baseline_mb
     assert not math.isnan(result.rss_after_mb)
+
+
+def test_thirty_socket_sessions_without_errors():
+    """Thirty protocol-level sessions at once (the server alone, no browsers) see no error."""
+    result = run_load(sessions=30, seconds=15, client="socket", settle_s=3, after_s=3)
+    assert result.errors == []
+    assert result.reruns >= 30 and all(t > 0 for t in result.run_times_s)

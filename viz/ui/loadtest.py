@@ -325,11 +325,15 @@ async def _drive(base: str, sessions: int, seconds: float,
 
 
 def run_load(sessions: int, seconds: float, url: str | None = None, timeout_s: float = 120.0,
-             settle_s: float = 15.0, client: str = "browser") -> LoadResult:
+             settle_s: float = 15.0, client: str = "browser", after_s: float | None = None) -> LoadResult:
     """Start (or use) a server, warm it with one visit, then run the sessions and measure.
 
     client: "browser" (Chromium pages, what people see) or "socket" (protocol-level sessions,
-    the server alone)."""
+    the server alone). The memory 'after' is read ``after_s`` seconds after the sessions closed:
+    by default once Streamlit's disconnected-session TTL has passed, when it may free them."""
+    if after_s is None:
+        from streamlit import config
+        after_s = float(config.get_option("server.disconnectedSessionTTL")) + 10
     if not 1 <= sessions <= MAX_SESSIONS or not 0 < seconds <= MAX_SECONDS:
         raise ValueError(f"sessions must be 1..{MAX_SESSIONS} and seconds 1..{MAX_SECONDS}")
     process, base = (None, url) if url else start_server()
@@ -356,7 +360,7 @@ def run_load(sessions: int, seconds: float, url: str | None = None, timeout_s: f
         latencies, run_times, errors = asyncio.run(drive(base, sessions, seconds, timeout_s))
         elapsed = time.monotonic() - start
         done = True
-        time.sleep(settle_s)  # closed sessions are dropped once their websockets are gone
+        time.sleep(after_s)
         gc.collect()
         after = rss_mb(pid) if pid else float("nan")
         return LoadResult(sessions, elapsed, len(latencies), latencies, run_times, errors, baseline, peak, after)
