@@ -36,35 +36,41 @@ with left:
 with right:
     plot(toy.causal_mask_figure(trace), key="mask")
 
-st.subheader("Walk the prompt row by row")
-position = stepper(POSITION, n, "Query position", format_label=lambda i: f"{i} · {pre.tokens[i - 1]}") - 1
-st.markdown(f"**{md_escape(pre.tokens[position])}** (position {position + 1}) sees "
-            f"{md_escape(', '.join(pre.tokens[: position + 1]))}:")
-for row in explain_position(trace, position):
-    st.markdown(f"- {md_escape(row.text)}")
-plot(toy.small_multiples(trace, position), key="multiples")
+@st.fragment
+def walk_and_stages() -> None:
+    """The stepper and the head picker rerun only this part of the page (not the sidebar)."""
+    st.subheader("Walk the prompt row by row")
+    position = stepper(POSITION, n, "Query position", format_label=lambda i: f"{i} · {pre.tokens[i - 1]}") - 1
+    st.markdown(f"**{md_escape(pre.tokens[position])}** (position {position + 1}) sees "
+                f"{md_escape(', '.join(pre.tokens[: position + 1]))}:")
+    for row in explain_position(trace, position):
+        st.markdown(f"- {md_escape(row.text)}")
+    plot(toy.small_multiples(trace, position), key="multiples")
 
-st.subheader("One head, stage by stage")
-if st.session_state.get(HEAD) not in heads:
-    st.session_state[HEAD] = heads[0]
-head_name = st.segmented_control("Head", heads, key=HEAD, required=True)
-head = heads.index(head_name)
-rule = trace.scenario.heads[head].rule
-cacheable = trace.cacheable[head]
-st.markdown(f"Rule: `{rule.replace('`', '')}` · "
-            + ("keys can be cached" if cacheable else "**reads n: its keys change as the sequence grows, "
-                                                      "so they cannot be cached**"))
-if pre.q[head].abs().sum() > 0:
-    plot(toy.qk_figure(trace, head), key="qk")
-else:
-    st.info("This rule compares the query with the key (it reads q), so there is no single K row per "
-            "key: each score is +√d_k where the rule holds for that (query, key) pair and −√d_k "
-            "where it does not.", icon=":material/compare_arrows:")
-cols = st.columns(2)
-for i, stage in enumerate(toy.STAGES):
-    with cols[i % 2]:
-        plot(toy.stage_figure(trace, head, stage, position), key=f"stage_{stage}")
-plot(toy.contexts_figure(trace, position), key="contexts")
+    st.subheader("One head, stage by stage")
+    if st.session_state.get(HEAD) not in heads:
+        st.session_state[HEAD] = heads[0]
+    head_name = st.segmented_control("Head", heads, key=HEAD, required=True)
+    head = heads.index(head_name)
+    rule = trace.scenario.heads[head].rule
+    cacheable = trace.cacheable[head]
+    st.markdown(f"Rule: `{rule.replace('`', '')}` · "
+                + ("keys can be cached" if cacheable else "**reads n: its keys change as the sequence grows, "
+                                                          "so they cannot be cached**"))
+    if pre.q[head].abs().sum() > 0:
+        plot(toy.qk_figure(trace, head), key="qk")
+    else:
+        st.info("This rule compares the query with the key (it reads q), so there is no single K row per "
+                "key: each score is +√d_k where the rule holds for that (query, key) pair and −√d_k "
+                "where it does not.", icon=":material/compare_arrows:")
+    cols = st.columns(2)
+    for i, stage in enumerate(toy.STAGES):
+        with cols[i % 2]:
+            plot(toy.stage_figure(trace, head, stage, position), key=f"stage_{stage}")
+    plot(toy.contexts_figure(trace, position), key="contexts")
+
+
+walk_and_stages()
 
 no_match = pre.attention.no_match  # (heads, n)
 if bool(no_match.any()):
