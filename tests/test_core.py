@@ -12,8 +12,10 @@ from viz import pick_device
 
 
 def test_core_imports_no_streamlit_and_no_plotly():
-    """Importing the core (and running it) loads neither streamlit nor plotly."""
-    code = ("import sys, viz, viz.trace, viz.__main__; viz.generate(viz.load_preset('seed'), 3); "
+    """Importing every core module (and running the engine) loads neither streamlit nor plotly."""
+    code = ("import sys, viz, viz.trace, viz.__main__, viz.explain, viz.share, viz.tour, viz.bench, "
+            "viz.memory, viz.paged, viz.compress, viz.real.model, viz.real.rules_match; "
+            "viz.generate(viz.load_preset('seed'), 3); "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('streamlit', 'plotly')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

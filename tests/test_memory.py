@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 
@@ -177,15 +175,6 @@ def test_toy_cache_memory_comes_from_the_engine():
 def test_format_bytes(n, text):
     """Sizes print in binary units with three significant figures."""
     assert format_bytes(n) == text
-
-
-def test_memory_paged_and_compress_import_no_ui():
-    """viz.memory, viz.paged and viz.compress load neither streamlit nor plotly."""
-    code = ("import sys, viz.memory, viz.paged, viz.compress; "
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('streamlit', 'plotly')]; "
-            "sys.exit(1 if bad else 0)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_by_dtype_and_fits_by_gpu_cover_every_choice():
