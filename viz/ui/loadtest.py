@@ -20,6 +20,7 @@ import random
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
@@ -114,11 +115,18 @@ def start_server() -> tuple[subprocess.Popen, str]:
     raise RuntimeError("the server did not answer /_stcore/health within 180 s")
 
 
+# A run that finished: the whole script, or a fragment alone (the Prefill stepper reruns only its
+# fragment). Runs cut short by a rerun request or an error do not count.
+COMPLETE = (ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY,
+            ForwardMsg.ScriptFinishedStatus.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
+
+
 class RunWatch:
     """Follows one page's websocket: every script run the server finished, with its arrival time.
 
     A run that ends early because the script asked for a rerun (st.rerun after an edit) does not
-    count; only complete runs do. Nothing depends on how fast the browser draws.
+    count; only complete runs (of the whole script or of one fragment) do. Nothing depends on how
+    fast the browser draws.
     """
 
     def __init__(self, page) -> None:
@@ -141,8 +149,7 @@ class RunWatch:
         kind = message.WhichOneof("type")
         if kind == "new_session" and self._started is None:
             self._started = time.monotonic()  # a chain of reruns counts from its first run
-        elif kind == "script_finished" and \
-                message.script_finished == ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY:
+        elif kind == "script_finished" and message.script_finished in COMPLETE:
             now = time.monotonic()
             self.finished.append(now)
             if self._started is not None:
@@ -267,8 +274,7 @@ class SocketStudent:
             elif kind == "navigation":
                 self.pages = {page.url_pathname: page.page_script_hash for page in reply.navigation.app_pages}
                 self.page_hash = reply.navigation.page_script_hash
-            elif kind == "script_finished" and \
-                    reply.script_finished == ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY:
+            elif kind == "script_finished" and reply.script_finished in COMPLETE:
                 return time.monotonic() - start
 
     def _click(self, label: str) -> list[WidgetState]:
@@ -324,6 +330,25 @@ async def _drive(base: str, sessions: int, seconds: float,
     return latencies, run_times, errors
 
 
+def _run_async(coroutine):
+    """Run a coroutine to completion in its own event loop on its own thread, so that run_load
+    also works where the calling thread already runs a loop (a sync Playwright session, Jupyter)."""
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["result"] = asyncio.run(coroutine)
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="kvlab-load")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
 def run_load(sessions: int, seconds: float, url: str | None = None, timeout_s: float = 120.0,
              settle_s: float = 15.0, client: str = "browser", after_s: float | None = None) -> LoadResult:
     """Start (or use) a server, warm it with one visit, then run the sessions and measure.
@@ -339,7 +364,7 @@ def run_load(sessions: int, seconds: float, url: str | None = None, timeout_s: f
     process, base = (None, url) if url else start_server()
     pid = process.pid if process else None
     try:
-        asyncio.run(_drive(base, 1, 1.0, timeout_s))  # imports, caches and the first page build
+        _run_async(_drive(base, 1, 1.0, timeout_s))  # imports, caches and the first page build
         time.sleep(settle_s)
         baseline = rss_mb(pid) if pid else float("nan")
         peak = baseline
@@ -351,13 +376,12 @@ def run_load(sessions: int, seconds: float, url: str | None = None, timeout_s: f
                 peak = max(peak, rss_mb(pid))
                 time.sleep(0.5)
 
-        import threading
         sampler = threading.Thread(target=sample, daemon=True) if pid else None
         if sampler:
             sampler.start()
         start = time.monotonic()
         drive = _drive if client == "browser" else _drive_sockets
-        latencies, run_times, errors = asyncio.run(drive(base, sessions, seconds, timeout_s))
+        latencies, run_times, errors = _run_async(drive(base, sessions, seconds, timeout_s))
         elapsed = time.monotonic() - start
         done = True
         time.sleep(after_s)
