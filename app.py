@@ -32,8 +32,11 @@ PAGES = [
 ]
 page = st.navigation(PAGES)
 sidebar.render()
-st.html("<style>section[data-testid='stSidebar'] { width: 25rem !important; }</style>")  # room for the editors
+# Room for the editors; in pixels, so that presenter mode's larger type does not widen it too.
+st.html("<style>section[data-testid='stSidebar'] { width: 400px !important; }</style>")
 if state.presenter():
-    st.html("<style>html { font-size: 21px; } .block-container { max-width: 100%; }</style>")
+    # Large type for the back row; the sidebar (editors folded away) and the margins give it room.
+    st.html("<style>html { font-size: 21px; } .block-container { max-width: 100%; padding-left: 2rem;"
+            " padding-right: 2rem; } section[data-testid='stSidebar'] { width: 300px !important; }</style>")
 page.run()
 state.sync_url()

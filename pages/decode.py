@@ -42,17 +42,17 @@ shown = traces[state.mode()]
 header("Decode", "One new token at a time: its query attends to every key so far. With a KV cache "
                  "only the new token's key and value are computed; without one, everything is redone.")
 
-controls = st.columns([1, 1, 1, 2, 1], vertical_alignment="bottom")
-controls[0].button("Reset", icon=":material/restart_alt:", on_click=reset, width="stretch",
-                   disabled=step == 0 and st.session_state[HORIZON] == 0)
-controls[1].button("Back", icon=":material/arrow_back:", on_click=go_to, args=(step - 1,), shortcut="left",
-                   disabled=step == 0, width="stretch", help="One step back (←)")
-controls[2].button("Step", icon=":material/arrow_forward:", on_click=go_to, args=(step + 1,), shortcut="right",
-                   type="primary", disabled=step >= MAX_DECODE_STEPS, width="stretch",
-                   help="Generate one more token (→)")
-run_n = controls[3].number_input("Tokens to run", 1, MAX_DECODE_STEPS, 8, key=RUN_N)
-controls[4].button("Run", icon=":material/fast_forward:", on_click=go_to, args=(step + run_n,),
-                   disabled=step >= MAX_DECODE_STEPS, width="stretch", help=f"Generate {run_n} more tokens")
+# One row that wraps instead of cutting labels short (presenter mode's large type, narrow screens).
+with st.container(horizontal=True, vertical_alignment="bottom"):
+    st.button("Reset", icon=":material/restart_alt:", on_click=reset,
+              disabled=step == 0 and st.session_state[HORIZON] == 0)
+    st.button("Back", icon=":material/arrow_back:", on_click=go_to, args=(step - 1,), shortcut="left",
+              disabled=step == 0, help="One step back (←)")
+    st.button("Step", icon=":material/arrow_forward:", on_click=go_to, args=(step + 1,), shortcut="right",
+              type="primary", disabled=step >= MAX_DECODE_STEPS, help="Generate one more token (→)")
+    run_n = st.number_input("Tokens to run", 1, MAX_DECODE_STEPS, 8, key=RUN_N, width=170)
+    st.button("Run", icon=":material/fast_forward:", on_click=go_to, args=(step + run_n,),
+              disabled=step >= MAX_DECODE_STEPS, help=f"Generate {run_n} more tokens")
 if st.session_state[HORIZON] > 0:
     st.session_state[TIMELINE] = step
     st.slider("Timeline (tokens generated)", 0, st.session_state[HORIZON], key=TIMELINE, on_change=on_timeline)

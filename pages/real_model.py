@@ -122,18 +122,18 @@ with decode_tab:
     top_p = d.slider("Top-p", 0.05, 1.0, 0.95, 0.05, key=REAL_TOP_P, disabled=strategy == "greedy")
     seed = e.number_input("Seed", 0, 2**31 - 1, 0, key=REAL_SEED, help="Used from the next reset.")
     settings = check_sampling(Sampling(strategy, temperature, int(sample_top_k), top_p, int(seed)))
-    back, one, ten, reset = st.columns(4)
     steps = 0
-    if back.button("Back", icon=":material/undo:", disabled=not session.generated, width="stretch",
-                   help="Undo the last token: every layer's cache drops its last key and value."):
-        session.back()
-    if one.button("Next token", icon=":material/skip_next:", disabled=session.room < 1, width="stretch"):
-        steps = 1
-    if ten.button("10 tokens", icon=":material/fast_forward:", disabled=session.room < 1, width="stretch"):
-        steps = min(10, session.room)
-    if reset.button("Reset to the prompt", icon=":material/restart_alt:", width="stretch"):
-        session = DecodeSession(real, prompt, int(seed))
-        st.session_state[REAL_SESSION] = session
+    with st.container(horizontal=True):  # wraps instead of cutting labels short
+        if st.button("Back", icon=":material/undo:", disabled=not session.generated,
+                     help="Undo the last token: every layer's cache drops its last key and value."):
+            session.back()
+        if st.button("Next token", icon=":material/skip_next:", disabled=session.room < 1):
+            steps = 1
+        if st.button("10 tokens", icon=":material/fast_forward:", disabled=session.room < 1):
+            steps = min(10, session.room)
+        if st.button("Reset to the prompt", icon=":material/restart_alt:"):
+            session = DecodeSession(real, prompt, int(seed))
+            st.session_state[REAL_SESSION] = session
     for _ in range(steps):
         session.step(settings)
     before, after = session.text

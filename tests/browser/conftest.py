@@ -437,6 +437,12 @@ class App:
         for marker in TRACEBACK_MARKERS:
             assert marker not in text, f"the page shows {marker!r}\n{self.server.log_tail()}"
 
+    def clipped(self, locator: Locator) -> bool:
+        """Whether the first element a locator finds, or anything inside it, cuts its content short
+        (an ellipsis or hidden overflow): its content is wider than its box."""
+        return bool(locator.first.evaluate(
+            "e => [e, ...e.querySelectorAll('*')].some(x => x.clientWidth > 0 && x.scrollWidth > x.clientWidth + 1)"))
+
     def font_size_px(self, locator: Locator) -> float:
         """The computed font size of the first element a locator finds."""
         return float(locator.first.evaluate("e => parseFloat(getComputedStyle(e).fontSize)"))

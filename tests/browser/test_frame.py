@@ -110,6 +110,8 @@ def test_presenter_mode_folds_editors_and_enlarges_type(app):
     assert app.font_size_px(root) >= 1.25 * root_px
     assert app.font_size_px(text) >= 1.25 * text_px
     assert app.query.get("present") == "1"
+    for label in ("Reset", "Back", "Step", "Run"):  # large type must not cut the step controls short
+        assert not app.clipped(app.main.get_by_role("button", name=label)), label
     app.main.locator("h1").first.click()  # focus off the toggle: shortcuts skip focused widgets
     with app.rerun():
         app.page.keyboard.press("ArrowRight")
