@@ -32,11 +32,13 @@ PAGES = [
 ]
 page = st.navigation(PAGES)
 sidebar.render()
-# Room for the editors; in pixels, so that presenter mode's larger type does not widen it too.
-st.html("<style>section[data-testid='stSidebar'] { width: 400px !important; }</style>")
-if state.presenter():
-    # Large type for the back row; the sidebar (editors folded away) and the margins give it room.
-    st.html("<style>html { font-size: 21px; } .block-container { max-width: 100%; padding-left: 2rem;"
-            " padding-right: 2rem; } section[data-testid='stSidebar'] { width: 300px !important; }</style>")
+# The sidebar's width is in pixels, so presenter mode's large type does not widen it; presenter
+# mode (editors folded away) gives the room to the main area.
+presenter = state.presenter()
+style = f"section[data-testid='stSidebar'] {{ width: {300 if presenter else 400}px !important; }}"
+if presenter:
+    style += (" html { font-size: 21px; }"
+              " .block-container { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }")
+st.html(f"<style>{style}</style>")
 page.run()
 state.sync_url()

@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -331,22 +332,10 @@ async def _drive(base: str, sessions: int, seconds: float,
 
 
 def _run_async(coroutine):
-    """Run a coroutine to completion in its own event loop on its own thread, so that run_load
-    also works where the calling thread already runs a loop (a sync Playwright session, Jupyter)."""
-    box: dict = {}
-
-    def target() -> None:
-        try:
-            box["result"] = asyncio.run(coroutine)
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="kvlab-load")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box.get("result")
+    """Run a coroutine in its own event loop on its own thread, so that run_load also works where
+    the calling thread already runs a loop (a sync Playwright session, Jupyter)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvlab-load") as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def run_load(sessions: int, seconds: float, url: str | None = None, timeout_s: float = 120.0,
