@@ -4,7 +4,7 @@ import streamlit as st
 
 from viz import generate
 from viz.figures import memory as figures
-from viz.memory import (ATTENTION_KINDS, ATTENTION_LABELS, DEFAULT_MODEL, DEFAULT_USABLE, DTYPE_BITS, GPUS, KIB,
+from viz.core.memory import (ATTENTION_KINDS, ATTENTION_LABELS, DEFAULT_MODEL, DEFAULT_USABLE, DTYPE_BITS, GPUS, KIB,
                         MAX_BATCH, MAX_GPUS, MAX_TOKENS, PRESETS, MemoryConfigError, beyond_context, by_dtype,
                         cache_memory, curve_span, custom_config, fits_by_gpu, format_bytes, gpu_fit, memory_curve,
                         per_token_ratio, toy_cache_memory)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from viz import bench
+from viz.tools import bench
 from viz.figures import cost
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot

@@ -3,10 +3,10 @@
 import streamlit as st
 
 from viz import generate
-from viz.engine import MODE_LABELS, MODES
-from viz.explain import cache_differences, narrate_step
+from viz.core.engine import MODE_LABELS, MODES
+from viz.core.explain import cache_differences, narrate_step
 from viz.figures import toy
-from viz.scenario import MAX_DECODE_STEPS
+from viz.core.scenario import MAX_DECODE_STEPS
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot
 

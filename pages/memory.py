@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from viz.compress import QMAX, SCALE_MODES, CacheSpec, EvictionPolicy, compare_with_full
+from viz.core.compress import QMAX, SCALE_MODES, CacheSpec, EvictionPolicy, compare_with_full
 from viz.figures import memory as figures
-from viz.memory import format_bytes
-from viz.paged import MAX_BLOCK_SIZE, Request, decode_together, same_outputs, sharing_refusal, variants
-from viz.scenario import MAX_DECODE_STEPS, ScenarioError
+from viz.core.memory import format_bytes
+from viz.core.paged import MAX_BLOCK_SIZE, Request, decode_together, same_outputs, sharing_refusal, variants
+from viz.core.scenario import MAX_DECODE_STEPS, ScenarioError
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot, stepper
 

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from viz import generate
-from viz.presets import matching_preset
-from viz.explain import explain_position, fmt
+from viz.core.presets import matching_preset
+from viz.core.explain import explain_position, fmt
 from viz.figures import toy
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot, stepper

@@ -3,11 +3,11 @@
 import streamlit as st
 
 from viz.figures import real as figs
-from viz.real.model import (MAX_PROMPT_CHARS, DecodeSession, RealModelError, check_sampling, compare_cache,
+from viz.core.real.model import (MAX_PROMPT_CHARS, DecodeSession, RealModelError, check_sampling, compare_cache,
                             encode, load_model, piece, training_report)
-from viz.real.rules_match import TOY_RULES, match_heads
-from viz.rules import RuleError
-from viz.scenario import STRATEGIES, Head, Sampling
+from viz.core.real.rules_match import TOY_RULES, match_heads
+from viz.core.rules import RuleError
+from viz.core.scenario import STRATEGIES, Head, Sampling
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot
 
@@ -66,7 +66,7 @@ facts = (f"**{md_escape(real.name)}** · {s.parameters:,} parameters · {s.layer
          f"{s.max_positions} tokens · on {md_escape(str(real.device))}")
 st.markdown(facts)
 if report:
-    st.caption(f"Trained by `python -m viz.real.train` on {md_escape(report['data']['source'])} "
+    st.caption(f"Trained by `python -m viz.tools.train` on {md_escape(report['data']['source'])} "
                f"({report['data']['train_tokens']:,} tokens); final loss {report['final_train_loss']:.2f} "
                f"(training) / {report['final_val_loss']:.2f} (held-out documents), with "
                f"{report['cpu_seconds'] / 60:.0f} CPU-minutes.")

@@ -3,10 +3,10 @@
 import streamlit as st
 
 from viz import generate, load_preset
-from viz.engine import MODES
-from viz.explain import explain_position
+from viz.core.engine import MODES
+from viz.core.explain import explain_position
 from viz.figures import toy
-from viz.tour import (Question, question_even, question_keys, question_mask, question_no_match,
+from viz.core.tour import (Question, question_even, question_keys, question_mask, question_no_match,
                       question_stale, question_winner)
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot, stepper

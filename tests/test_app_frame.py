@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from viz import load_preset
-from viz.share import View, encode_view
+from viz.core.share import View, encode_view
 from viz.ui import state
 
 from apptest_helpers import by_label, edit_table, errors, scenario
@@ -109,7 +109,7 @@ def test_url_always_encodes_the_view(app):
     """After an edit, the query parameters decode to the same scenario."""
     by_label(app.text_input, "Prompt").input("a b c").run()
     params = {k: (v[0] if isinstance(v, list) else v) for k, v in app.query_params.items()}
-    from viz.share import decode_view
+    from viz.core.share import decode_view
     view, problems = decode_view(params, load_preset("seed"))
     assert not problems and view.scenario == scenario(app)
 

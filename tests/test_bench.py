@@ -12,14 +12,15 @@ from dataclasses import replace
 import pytest
 import torch
 
-from viz import bench, load_preset
+from viz import load_preset
+from viz.tools import bench
 from viz.__main__ import main
-from viz.bench import (DECODE_MODES, PEERS, QUICK, Bandwidth, CatCache, CostMeasurement, DecodePoint,
+from viz.tools.bench import (DECODE_MODES, PEERS, QUICK, Bandwidth, CatCache, CostMeasurement, DecodePoint,
                        Finding, LiveConfig, PrefillPoint, Section, SectionResult, Table, Timing, TimingPlan,
                        bench_peers, bench_real, live_cost, measure_decode, render_goals, render_section,
                        report_to_dict, run_bench, summarize_cost, time_calls, time_in_turn)
-from viz.device import pick_device
-from viz.engine import KVCache, ToyModel, WorkCounts, make_decoder
+from viz.core.device import pick_device
+from viz.core.engine import KVCache, ToyModel, WorkCounts, make_decoder
 
 SECTION_KEYS = ["prefill", "decode", "peers", "floor", "latency", "real_model"]
 
@@ -242,13 +243,13 @@ def test_peers_are_skipped_with_a_note_without_transformers(monkeypatch):
 
 def test_real_model_section_is_optional(monkeypatch):
     """The real-model section is skipped with a note when its module is missing or fails."""
-    monkeypatch.setitem(sys.modules, "viz.real.bench", None)
-    assert "viz.real.bench is not available" in bench_real(QUICK, torch.device("cpu")).skipped
+    monkeypatch.setitem(sys.modules, "viz.tools.real_bench", None)
+    assert "viz.tools.real_bench is not available" in bench_real(QUICK, torch.device("cpu")).skipped
 
     def broken(quick, device):
         raise RuntimeError("no weights\nsecond line")
 
-    monkeypatch.setitem(sys.modules, "viz.real.bench", types.SimpleNamespace(bench_real_model=broken))
+    monkeypatch.setitem(sys.modules, "viz.tools.real_bench", types.SimpleNamespace(bench_real_model=broken))
     assert bench_real(QUICK, torch.device("cpu")).skipped == \
         "the real-model benchmark failed: RuntimeError: no weights"
 
@@ -263,12 +264,12 @@ def test_real_model_section_keeps_its_dict_and_prints_its_table(monkeypatch):
 
     module = types.SimpleNamespace(bench_real_model=fake,
                                    format_table=lambda result: f"table of {result['model']}")
-    monkeypatch.setitem(sys.modules, "viz.real.bench", module)
+    monkeypatch.setitem(sys.modules, "viz.tools.real_bench", module)
     section = bench_real(QUICK, torch.device("cpu"))
     assert seen == [(True, torch.device("cpu"))]
     assert section.skipped is None and section.extra["per_token"] == [{"length": 16, "cached_ms": 1.5}]
     assert section.text == "table of toy-gpt" and "table of toy-gpt" in render_section(section)
-    monkeypatch.setitem(sys.modules, "viz.real.bench", types.SimpleNamespace(bench_real_model=fake))
+    monkeypatch.setitem(sys.modules, "viz.tools.real_bench", types.SimpleNamespace(bench_real_model=fake))
     assert bench_real(QUICK, torch.device("cpu")).text == "model: toy-gpt"
 
 
@@ -332,8 +333,8 @@ def test_section_renders_title_table_findings_and_notes():
 
 
 def test_bench_core_imports_neither_streamlit_nor_plotly():
-    """viz.bench is core: importing it pulls in torch, not streamlit or plotly."""
-    code = "import sys, viz.bench; print('streamlit' in sys.modules, 'plotly' in sys.modules)"
+    """viz.tools.bench is core: importing it pulls in torch, not streamlit or plotly."""
+    code = "import sys, viz.tools.bench; print('streamlit' in sys.modules, 'plotly' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.stdout.split() == ["False", "False"]
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from viz import load_preset
-from viz.presets import preset_names
+from viz.core.presets import preset_names
 
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

@@ -13,8 +13,8 @@ from viz import pick_device
 
 def test_core_imports_no_streamlit_and_no_plotly():
     """Importing every core module (and running the engine) loads neither streamlit nor plotly."""
-    code = ("import sys, viz, viz.trace, viz.__main__, viz.explain, viz.share, viz.tour, viz.bench, "
-            "viz.memory, viz.paged, viz.compress, viz.real.model, viz.real.rules_match; "
+    code = ("import sys, viz, viz.core.trace, viz.__main__, viz.core.explain, viz.core.share, viz.core.tour, viz.tools.bench, "
+            "viz.core.memory, viz.core.paged, viz.core.compress, viz.core.real.model, viz.core.real.rules_match; "
             "viz.generate(viz.load_preset('seed'), 3); "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('streamlit', 'plotly')]; "
             "print(bad); sys.exit(1 if bad else 0)")

@@ -21,10 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from viz import load_preset
-from viz.engine import Side
-from viz.rules import RuleError, compile_rule
-from viz.scenario import ScenarioError
-from viz.share import decode_scenario, decode_view, encode_view, View
+from viz.core.engine import Side
+from viz.core.rules import RuleError, compile_rule
+from viz.core.scenario import ScenarioError
+from viz.core.share import decode_scenario, decode_view, encode_view, View
 
 PIECES = ["k", "q", "n", ".", "pos", "token", "value", "__class__", "__globals__", "(", ")", "[", "]",
           "{", "}", "lambda", ":", "**", "*", "//", "/", "%", "-", "+", "9", "0", "1.5", "'a'", '"so"',

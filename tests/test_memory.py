@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from viz import generate, load_preset
-from viz.memory import (DTYPE_BITS, GIB, GPUS, KIB, PRESETS, MemoryConfigError, ModelConfig, beyond_context,
+from viz.core.memory import (DTYPE_BITS, GIB, GPUS, KIB, PRESETS, MemoryConfigError, ModelConfig, beyond_context,
                         by_dtype, cache_memory, curve_span, custom_config, fits_by_gpu, format_bytes, gpu_fit,
                         memory_curve, toy_cache_memory, validate)
 

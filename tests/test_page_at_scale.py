@@ -6,7 +6,7 @@ import pytest
 from apptest_helpers import by_label, errors, figure
 
 from viz import generate, load_preset
-from viz.memory import PRESETS, cache_memory, format_bytes, gpu_fit, toy_cache_memory
+from viz.core.memory import PRESETS, cache_memory, format_bytes, gpu_fit, toy_cache_memory
 
 PAGE = "pages/at_scale.py"
 

@@ -7,10 +7,10 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from viz import bench
-from viz.bench import (Bandwidth, CostMeasurement, DecodePoint, LiveConfig, PrefillPoint, Timing, TimingPlan,
+from viz.tools import bench
+from viz.tools.bench import (Bandwidth, CostMeasurement, DecodePoint, LiveConfig, PrefillPoint, Timing, TimingPlan,
                        summarize_cost)
-from viz.engine import WorkCounts
+from viz.core.engine import WorkCounts
 from viz.figures import cost
 
 PAGE = "pages/cost.py"

@@ -6,9 +6,9 @@ import pytest
 from apptest_helpers import by_label, errors, figure
 
 from viz import load_preset
-from viz.compress import CacheSpec, EvictionPolicy, compare_with_full
-from viz.memory import format_bytes
-from viz.paged import decode_together, variants
+from viz.core.compress import CacheSpec, EvictionPolicy, compare_with_full
+from viz.core.memory import format_bytes
+from viz.core.paged import decode_together, variants
 from viz.ui import state
 
 PAGE = "pages/memory.py"

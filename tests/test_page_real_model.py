@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from apptest_helpers import array, by_label, errors, figure, figures, scenario
-from viz.real.model import SHIPPED_DIR, SHIPPED_NAME, encode, load_model
+from viz.core.real.model import SHIPPED_DIR, SHIPPED_NAME, encode, load_model
 
 PAGE = "pages/real_model.py"
 

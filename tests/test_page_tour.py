@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from viz import generate, load_preset
-from viz.tour import question_even
+from viz.core.tour import question_even
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from viz import generate, load_preset, preset_names
-from viz.engine import TokenInfo
-from viz.paged import (BlockPool, OutOfBlocks, PagedKVCache, Request, decode_together, same_outputs,
+from viz.core.engine import TokenInfo
+from viz.core.paged import (BlockPool, OutOfBlocks, PagedKVCache, Request, decode_together, same_outputs,
                        sharing_refusal, variants)
 
 

@@ -11,15 +11,15 @@ from dataclasses import replace
 import pytest
 import torch
 
-from viz.real.bench import bench_real_model
-from viz.real.bench import main as bench_main
-from viz.real.model import (SHIPPED_DIR, CachedDecoder, DecodeSession, RealModelError, UncachedDecoder,
+from viz.tools.real_bench import bench_real_model
+from viz.tools.real_bench import main as bench_main
+from viz.core.real.model import (SHIPPED_DIR, CachedDecoder, DecodeSession, RealModelError, UncachedDecoder,
                             check_sampling, compare_cache, encode, generate, load_model, snapshot)
-from viz.real.rules_match import TOY_RULES, match_heads, overlap, rule_patterns
-from viz.real.train import TrainConfig, train
-from viz.real.train import main as train_main
-from viz.rules import RuleError
-from viz.scenario import Head, Sampling
+from viz.core.real.rules_match import TOY_RULES, match_heads, overlap, rule_patterns
+from viz.tools.train import TrainConfig, train
+from viz.tools.train import main as train_main
+from viz.core.rules import RuleError
+from viz.core.scenario import Head, Sampling
 
 PROMPT = 'The "return" statement leaves the current function call'
 
@@ -350,8 +350,8 @@ def test_bench_quick_reports_positive_measurements():
 
 
 def test_real_core_imports_no_ui_library():
-    """viz.real and its figures' inputs import neither streamlit nor plotly."""
-    code = ("import sys, viz.real.model, viz.real.rules_match, viz.real.bench, viz.real.train; "
+    """viz.core.real and its figures' inputs import neither streamlit nor plotly."""
+    code = ("import sys, viz.core.real.model, viz.core.real.rules_match, viz.tools.real_bench, viz.tools.train; "
             "print('streamlit' in sys.modules, 'plotly' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

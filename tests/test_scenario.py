@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from viz import Scenario, ScenarioError, load_preset, preset_names, tokenize
-from viz.scenario import MAX_HEADS, MAX_JSON_BYTES, MAX_TOKENS
+from viz.core.scenario import MAX_HEADS, MAX_JSON_BYTES, MAX_TOKENS
 
 
 def seed_dict() -> dict:

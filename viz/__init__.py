@@ -4,14 +4,14 @@ The core imports torch and the standard library only; figures live in ``viz.figu
 Streamlit pages in ``pages/``.
 """
 
-from .device import describe_device, pick_device
-from .engine import (MODES, KVCache, KVDecoder, PrefillResult, RecomputeDecoder, ReencodeDecoder,
+from .core.device import describe_device, pick_device
+from .core.engine import (MODES, KVCache, KVDecoder, PrefillResult, RecomputeDecoder, ReencodeDecoder,
                      Step, ToyModel, Trace, WorkCounts, generate, make_decoder)
-from .presets import DEFAULT_PRESET, load_preset, preset_names
-from .rules import Rule, RuleError, compile_rule
-from .sampling import SampleResult, sample
-from .scenario import Head, Sampling, Scenario, ScenarioError, VocabWord
-from .tokenizer import tokenize
+from .core.presets import DEFAULT_PRESET, load_preset, preset_names
+from .core.rules import Rule, RuleError, compile_rule
+from .core.sampling import SampleResult, sample
+from .core.scenario import Head, Sampling, Scenario, ScenarioError, VocabWord
+from .core.tokenizer import tokenize
 
 __all__ = [
     "MODES", "KVCache", "KVDecoder", "PrefillResult", "RecomputeDecoder", "ReencodeDecoder", "Step",

@@ -9,10 +9,10 @@ import sys
 
 import torch
 
-from .device import DEVICE_KINDS, pick_device
-from .engine import MODES, generate
-from .presets import load_preset, preset_names
-from .scenario import MAX_DECODE_STEPS, MAX_JSON_BYTES, Scenario, ScenarioError
+from .core.device import DEVICE_KINDS, pick_device
+from .core.engine import MODES, generate
+from .core.presets import load_preset, preset_names
+from .core.scenario import MAX_DECODE_STEPS, MAX_JSON_BYTES, Scenario, ScenarioError
 
 
 class UsageError(Exception):
@@ -78,7 +78,7 @@ def _bench(quick: bool, device_name: str | None, out: str | None, threads: int |
 
     Exit code 1 (after the JSON is written) if a section failed.
     """
-    from .bench import FULL, QUICK, SECTIONS, render_goals, render_section, report_to_dict, run_bench
+    from .tools.bench import FULL, QUICK, SECTIONS, render_goals, render_section, report_to_dict, run_bench
 
     try:
         device = pick_device(device_name)
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             except KeyError as err:
                 raise UsageError(err.args[0]) from None
         elif args.command == "trace":
-            from .trace import trace_to_dict
+            from .core.trace import trace_to_dict
 
             scenario = _read_scenario(args.scenario)
             try:

@@ -11,9 +11,9 @@ import re
 from playwright.sync_api import expect
 
 from viz import Scenario, generate, load_preset
-from viz.explain import fmt, narrate_step
-from viz.scenario import Head
-from viz.share import View, decode_scenario, encode_view
+from viz.core.explain import fmt, narrate_step
+from viz.core.scenario import Head
+from viz.core.share import View, decode_scenario, encode_view
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 

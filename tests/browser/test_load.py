@@ -1,11 +1,11 @@
-"""Tier 3: a small version of the classroom load test (python -m viz.ui.loadtest): several browser
+"""Tier 3: a small version of the classroom load test (python -m viz.tools.loadtest): several browser
 sessions use the real server at once; none sees an error, and the server's memory is measured."""
 
 from __future__ import annotations
 
 import math
 
-from viz.ui.loadtest import run_load
+from viz.tools.loadtest import run_load
 
 
 def test_three_sessions_at_once_without_errors():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from viz.memory import PRESETS, cache_memory, format_bytes
+from viz.core.memory import PRESETS, cache_memory, format_bytes
 
 
 def metric(app, label: str):

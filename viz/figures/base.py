@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from ..explain import fmt
+from ..core.explain import fmt
 
 BLUE = "#1f5fa8"
 GOLD = "#e0a100"

@@ -1,6 +1,6 @@
 """Figures for cache memory: the calculator at scale, the paged pool, eviction and quantisation.
 
-Pure functions from the core's results (:mod:`viz.memory`, :mod:`viz.paged`, :mod:`viz.compress`)
+Pure functions from the core's results (:mod:`viz.core.memory`, :mod:`viz.core.paged`, :mod:`viz.core.compress`)
 to plotly figures or pandas tables; no arithmetic beyond unit conversion and labelling. User text
 (tokens, head names, words) is HTML-escaped before it reaches plotly.
 """
@@ -13,9 +13,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from ..compress import CacheComparison, StepComparison
-from ..memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurve, ToyCacheMemory, format_bytes
-from ..paged import PagedRun, PoolSnapshot, WasteReport
+from ..core.compress import CacheComparison, StepComparison
+from ..core.memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurve, ToyCacheMemory, format_bytes
+from ..core.paged import PagedRun, PoolSnapshot, WasteReport
 from .toy import BLUE, GOLD, MASKED, RED, safe
 
 GREEN = "#2e8b57"

@@ -1,7 +1,7 @@
 """Figures for the real model: its tokens, attention heatmaps, next-token bars, the KV cache per
 layer, cache vs no cache, and heads scored against the toy's rules.
 
-Pure functions from :mod:`viz.real` results to plotly figures or pandas tables (no streamlit),
+Pure functions from :mod:`viz.core.real` results to plotly figures or pandas tables (no streamlit),
 built in one pass with the shared helpers of :mod:`viz.figures.base`. Token pieces come from a
 tokenizer and a prompt a person typed, so every label goes through :func:`~viz.figures.base.safe`.
 """
@@ -14,8 +14,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from ..real.model import CacheComparison, CacheSnapshot, Prompt
-from ..real.rules_match import RuleMatches
+from ..core.real.model import CacheComparison, CacheSnapshot, Prompt
+from ..core.real.rules_match import RuleMatches
 from .base import BLUE, GOLD, RED, figure, frame, grid, heatmap, heatmap_trace, labels, rect, safe
 
 WHITE = "white"

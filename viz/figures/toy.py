@@ -1,7 +1,7 @@
 """Figures for the toy model: annotated heatmaps of every attention stage, the growing decode
 matrix, the KV cache, logits and probabilities, and work counts.
 
-Pure functions from engine results (:class:`viz.engine.Trace`) to plotly figures or pandas tables,
+Pure functions from engine results (:class:`viz.core.engine.Trace`) to plotly figures or pandas tables,
 built with the helpers in :mod:`viz.figures.base` (one validation pass per figure, escaped labels).
 """
 
@@ -14,9 +14,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from ..engine import Trace
-from ..explain import fmt
-from ..rules import compile_rule
+from ..core.engine import Trace
+from ..core.explain import fmt
+from ..core.rules import compile_rule
 from .base import (BLUE, GOLD, MASKED, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
                    matrix_axes, rect, safe)
 

@@ -12,11 +12,11 @@ from urllib.parse import urlencode
 import streamlit as st
 import torch
 
-from ..device import describe_device, pick_device
-from ..presets import load_preset, matching_preset, preset_names
-from ..rules import RULE_LIBRARY
-from ..scenario import MAX_D_K, Scenario
-from ..share import encode_view
+from ..core.device import describe_device, pick_device
+from ..core.presets import load_preset, matching_preset, preset_names
+from ..core.rules import RULE_LIBRARY
+from ..core.scenario import MAX_D_K, Scenario
+from ..core.share import encode_view
 from . import state, tables
 from .common import md_escape
 

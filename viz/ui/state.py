@@ -19,10 +19,10 @@ from typing import Callable
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from ..engine import MODES
-from ..presets import DEFAULT_PRESET, load_preset
-from ..scenario import MAX_DECODE_STEPS, Scenario, ScenarioError
-from ..share import View, decode_view, encode_view
+from ..core.engine import MODES
+from ..core.presets import DEFAULT_PRESET, load_preset
+from ..core.scenario import MAX_DECODE_STEPS, Scenario, ScenarioError
+from ..core.share import View, decode_view, encode_view
 
 # Session-state keys (the only place they are spelled out).
 SCENARIO = "kv_scenario"

@@ -2,7 +2,7 @@
 
 A scenario travels as ``1.`` + base64url(zlib(compact JSON)). Decoding checks the version, caps
 the decompressed size (a small link cannot expand into a huge one) and validates the scenario
-like any other input: bad links raise :class:`viz.scenario.ScenarioError`, never anything else.
+like any other input: bad links raise :class:`viz.core.scenario.ScenarioError`, never anything else.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Which of a real model's heads behave like the toy's hand-written rules.
 
 For a prompt of n tokens, each rule's attention pattern is what the toy engine itself produces:
-a :class:`viz.engine.ToyModel` with one head per rule, run over the same n tokens (the real pieces,
+a :class:`viz.core.engine.ToyModel` with one head per rule, run over the same n tokens (the real pieces,
 so rules that read ``k.token`` work too), gives the exact softmax weights of every rule (n, n).
 A real head's measured attention (n, n) is compared with each pattern row by row: a row's
 agreement is the overlap of the two distributions, Σ_j min(real_ij, rule_ij) = 1 − total
@@ -9,8 +9,8 @@ variation distance, which is 1 when they are equal and 0 when they share no key.
 mean over rows 2..n (row 1 sees one key, so every rule agrees there). The best match per head is
 the rule with the highest score, the earlier rule on a tie.
 
-What this module does not do: parse or evaluate rules (viz.rules, viz.engine do), run the real
-model (viz.real.model) or draw.
+What this module does not do: parse or evaluate rules (viz.core.rules, viz.core.engine do), run the real
+model (viz.core.real.model) or draw.
 """
 
 from __future__ import annotations

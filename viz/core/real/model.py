@@ -1,6 +1,6 @@
 """A real trained transformer and its real KV cache: load, prefill, then decode one token at a time.
 
-1. **Load** the GPT-2-configured model that ships with kvlab (made by ``python -m viz.real.train``)
+1. **Load** the GPT-2-configured model that ships with kvlab (made by ``python -m viz.tools.train``)
    or any local Hugging Face causal-LM directory, always with ``local_files_only=True`` (nothing is
    downloaded), safetensors weights only (a pickle could run code), no remote code, float32, and
    eager attention so the attention weights can be returned.
@@ -17,8 +17,8 @@
 6. **Step** as a person does (:class:`DecodeSession`): the prefill with attention, then one chosen
    token at a time, with the cache size recorded after every step.
 
-What this module does not do: train (viz.real.train), match heads to rules (viz.real.rules_match),
-run the benchmark (viz.real.bench) or draw anything.
+What this module does not do: train (viz.tools.train), match heads to rules (viz.core.real.rules_match),
+run the benchmark (viz.tools.real_bench) or draw anything.
 """
 
 from __future__ import annotations
@@ -459,7 +459,7 @@ class DecodeSession:
 
 
 def training_report(real: RealModel) -> dict | None:
-    """The ``training.json`` written by viz.real.train next to the weights, if there is one."""
+    """The ``training.json`` written by viz.tools.train next to the weights, if there is one."""
     report = real.path / "training.json"
     if not report.is_file():
         return None

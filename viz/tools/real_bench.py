@@ -12,7 +12,7 @@ reporting the median (the device is synchronised around every timed region):
    in quick mode; never past the model's context), by our stepping loop with the cache, by our
    loop without it, and by transformers' ``model.generate()``; the same tokens are expected from all three.
 
-``python -m viz.real.bench [--quick] [--device cpu|cuda|mps] [--out FILE]`` prints the table and
+``python -m viz.tools.real_bench [--quick] [--device cpu|cuda|mps] [--out FILE]`` prints the table and
 writes the JSON. The goals (ours within 1.2× of generate(), cached ≥ 5× uncached at 256 tokens)
 are reported as measured, never asserted. This module does not load anything but the model given.
 """
@@ -29,8 +29,8 @@ from typing import Callable
 
 import torch
 
-from ..device import describe_device
-from .model import (CachedDecoder, Decoder, RealModel, RealModelError, UncachedDecoder, encode, generate,
+from ..core.device import describe_device
+from ..core.real.model import (CachedDecoder, Decoder, RealModel, RealModelError, UncachedDecoder, encode, generate,
                     load_model, sync_device)
 
 PROMPT = 'The "return" statement'
@@ -149,7 +149,7 @@ def format_table(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m viz.real.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m viz.tools.real_bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer lengths and repeats")
     parser.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best available)")
     parser.add_argument("--model", default=None, help="a local Hugging Face causal-LM directory")

@@ -10,7 +10,7 @@ rule cannot run code, read files or reach Python objects. Length, node count and
 bounded before any recursion happens, so no rule can hang or crash the process.
 
 What this module does not do: build Q and K, apply the causal mask or the softmax (see
-:mod:`viz.engine`).
+:mod:`viz.core.engine`).
 """
 
 from __future__ import annotations

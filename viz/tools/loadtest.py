@@ -1,6 +1,6 @@
 """A classroom load test: many browser sessions using the real app at once.
 
-``python -m viz.ui.loadtest [--sessions 30] [--seconds 60]`` starts ``streamlit run app.py`` on a
+``python -m viz.tools.loadtest [--sessions 30] [--seconds 60]`` starts ``streamlit run app.py`` on a
 free loopback port (or uses ``--url``), opens that many independent browser sessions in Debian's
 Chromium, and lets each one behave like a student for the given time: open the Decode page, step,
 scrub back, switch the decode mode, visit Prefill, type a prompt. It reports the rerun latency each
@@ -384,7 +384,7 @@ def run_load(sessions: int, seconds: float, url: str | None = None, timeout_s: f
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m viz.ui.loadtest", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m viz.tools.loadtest", description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=30)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--url", help="use a running server instead of starting one (no memory figures)")

@@ -6,7 +6,7 @@ decoding together on one pool of blocks.
    from a free list and carry a reference count.
 2. **Block tables**: a :class:`PagedKVCache` is one sequence's view: a table mapping its logical
    blocks (tokens 1…B, B+1…2B, …) to physical blocks anywhere in the pool. It has
-   :class:`~viz.engine.KVCache`'s interface, so ``generate(..., make_cache=...)`` and the engine's
+   :class:`~viz.core.engine.KVCache`'s interface, so ``generate(..., make_cache=...)`` and the engine's
    kv decoder use it unchanged; ``keys()`` gathers the blocks in table order.
 3. **Sharing**: :meth:`PagedKVCache.fork` gives a new sequence the blocks of a common prefix
    (reference count + 1). Writing into a block that someone else also holds copies it first
@@ -118,7 +118,7 @@ def _slice(info: TokenInfo, start: int, end: int) -> TokenInfo:
 class PagedKVCache:
     """One sequence's KV cache as a block table into a shared :class:`BlockPool`.
 
-    Same interface as :class:`~viz.engine.KVCache` (``append``, ``keys``, ``values``, ``info``,
+    Same interface as :class:`~viz.core.engine.KVCache` (``append``, ``keys``, ``values``, ``info``,
     ``len``, ``nbytes``). Appending positions the cache already holds (a prompt whose prefix was
     shared by :meth:`fork`) checks that they match what the shared blocks hold and writes only the rest.
     """

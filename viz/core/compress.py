@@ -1,7 +1,7 @@
 """Smaller KV caches for the toy: eviction (sliding window, attention sinks, by hand) and
 quantisation (int8 / int4 with per-token or per-channel scales), and what they change.
 
-Both are caches with :class:`~viz.engine.KVCache`'s interface, so the engine's kv decoder uses
+Both are caches with :class:`~viz.core.engine.KVCache`'s interface, so the engine's kv decoder uses
 them through ``generate(..., make_cache=...)`` unchanged:
 
 1. :class:`EvictingCache` drops keys after each append, following an :class:`EvictionPolicy`. The

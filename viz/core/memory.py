@@ -17,7 +17,7 @@ with the source noted next to each. Sizes are binary: 1 KiB = 1024 bytes, 1 GiB 
 
 What this module does not do: count activations, the CUDA context or the allocator's slack (a
 ``usable`` fraction of GPU memory stands in for them), count the scales a quantised cache also
-stores (the toy's quantised cache in ``viz.compress`` does count them), or run anything on a GPU.
+stores (the toy's quantised cache in ``viz.core.compress`` does count them), or run anything on a GPU.
 It is plain arithmetic; the toy's own bytes come from the engine (:func:`toy_cache_memory`).
 """
 

@@ -5,7 +5,7 @@
 (:func:`report_to_dict` is the one place the JSON is made). The Cost page calls :func:`live_cost`,
 a small sweep bounded by a time budget that reports its progress.
 
-What is timed is the engine itself: :class:`~viz.engine.ToyModel`, :class:`~viz.engine.KVCache`
+What is timed is the engine itself: :class:`~viz.core.engine.ToyModel`, :class:`~viz.core.engine.KVCache`
 and the decoders. The naive ``torch.cat`` cache (:class:`CatCache`) and transformers' caches take
 the KV cache's place behind the same calls, so only the cache differs between them. Every timing
 is the median of several repeats after warm-up, with the device synchronised before and after each
@@ -32,10 +32,10 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 import torch
 
-from .device import DEVICE_KINDS, describe_device, pick_device
-from .engine import MODES, Decoder, KVCache, ToyModel, TokenInfo, WorkCounts, generate, make_decoder
-from .presets import load_preset
-from .scenario import Scenario
+from ..core.device import DEVICE_KINDS, describe_device, pick_device
+from ..core.engine import MODES, Decoder, KVCache, ToyModel, TokenInfo, WorkCounts, generate, make_decoder
+from ..core.presets import load_preset
+from ..core.scenario import Scenario
 
 BENCH_VERSION = 1
 DECODE_MODES = ("recompute", "kv", "cat")  # no cache, our KVCache, the naive torch.cat cache
@@ -153,7 +153,7 @@ def sequence(scenario: Scenario, n: int) -> tuple[list[str], list[float]]:
 class CatCache:
     """The naive KV cache: every append concatenates a whole new copy of the cache (``torch.cat``).
 
-    It answers the same calls as :class:`viz.engine.KVCache`, so :class:`viz.engine.KVDecoder`
+    It answers the same calls as :class:`viz.core.engine.KVCache`, so :class:`viz.core.engine.KVDecoder`
     runs on it unchanged. Appending one token copies all n cached ones: O(n) bytes moved per token
     where ``KVCache`` writes O(1), which is the difference the benchmark shows.
     """
@@ -614,7 +614,7 @@ def _page_engine(page: str, scenario: Scenario, steps: int, device: torch.device
 
 def _page_figures(page: str, traces: dict[str, Any]) -> dict[str, Callable[[], Any]]:
     """The figures and tables that page builds from its traces, by name (as pages/*.py do)."""
-    from .figures import toy  # imports plotly: only when this section runs
+    from ..figures import toy  # imports plotly: only when this section runs
 
     kv = traces["kv"]
     last, head, step = len(kv.prefill.tokens) - 1, 0, len(kv.steps) - 1
@@ -680,15 +680,15 @@ def first_line(err: Exception) -> str:
 
 
 def bench_real(config: BenchConfig, device: torch.device) -> SectionResult:
-    """6. A real model, when ``viz.real.bench`` provides ``bench_real_model(quick, device) -> dict``.
+    """6. A real model, when ``viz.tools.real_bench`` provides ``bench_real_model(quick, device) -> dict``.
 
     The dict goes into the JSON as it is; the terminal shows ``format_table(dict)`` if the module
     has one, else the dict's plain values. A missing module or a failing run skips the section.
     """
     try:
-        real = importlib.import_module(".real.bench", __package__)
+        real = importlib.import_module(".real_bench", __package__)
     except ImportError as err:
-        return SectionResult(skipped=f"viz.real.bench is not available ({err})")
+        return SectionResult(skipped=f"viz.tools.real_bench is not available ({err})")
     try:
         data = dict(real.bench_real_model(config.quick, device))
         text = real.format_table(data) if hasattr(real, "format_table") else None

@@ -1,6 +1,6 @@
 """Click-to-rerun latency of the real app, measured server-side with Streamlit's AppTest.
 
-``python -m viz.ui.latency [--repeats N]`` opens app.py headless, clicks the Decode page's Step and
+``python -m viz.tools.latency [--repeats N]`` opens app.py headless, clicks the Decode page's Step and
 Back buttons and the Prefill page's position stepper, and reports the median wall time of each whole
 script run (frame + page: engine, figures, serialisation), which is the server compute between a
 click and the finished rerun. Browser rendering and network time are not included.
@@ -17,9 +17,9 @@ from pathlib import Path
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
-from ..presets import load_preset
-from ..scenario import Scenario
-from ..share import View, encode_view
+from ..core.presets import load_preset
+from ..core.scenario import Scenario
+from ..core.share import View, encode_view
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 
@@ -66,11 +66,11 @@ def measure(scenario: Scenario, step: int, repeats: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m viz.ui.latency", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m viz.tools.latency", description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
     args = parser.parse_args(argv)
     _explicit_navigation()
-    from ..bench import latency_scenario
+    from .bench import latency_scenario
 
     cases = [("seed, step 1", load_preset("seed"), 1), ("64 tokens, 8 heads, step 32", latency_scenario(), 32)]
     print(f"{'scenario':32} {'Decode: Step click':>20} {'Prefill: stepper click':>24}")

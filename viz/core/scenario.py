@@ -55,7 +55,7 @@ class ScenarioError(ValueError):
 @dataclass(frozen=True)
 class Head:
     name: str  # shown in every figure; unique within a scenario
-    rule: str  # rule-language text, see viz.rules
+    rule: str  # rule-language text, see viz.core.rules
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ class Scenario:
         return self.with_heads([*self.heads, Head(unique, rule)], [*range(len(self.heads)), None])
 
     def cache_safe(self) -> "Scenario":
-        """Every head that reads ``n`` rewritten with ``q.pos`` (see viz.rules.cache_safe_rule)."""
+        """Every head that reads ``n`` rewritten with ``q.pos`` (see viz.core.rules.cache_safe_rule)."""
         heads = tuple(replace(h, rule=cache_safe_rule(h.rule)) for h in self.heads)
         return _validated(replace(self, heads=heads))
 

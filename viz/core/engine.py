@@ -12,12 +12,12 @@ One attention layer with rule-based heads (see DESIGN.md for the exact semantics
    ``reencode`` (the seed's decode code: re-encode every key, but query only the new token), and
    ``kv`` (encode only the new key and value, append them to a :class:`KVCache`, query the new token).
 4. **Logits** = context of the last position @ W_vocab; the next word is chosen by
-   :func:`viz.sampling.sample`.
+   :func:`viz.core.sampling.sample`.
 
 Every pass counts its own work (queries, keys and values encoded, scores, multiply-adds) from the
 shapes of the tensors it actually multiplies, so cost plots use real counts.
 
-What this module does not do: parse rules (viz.rules), validate input (viz.scenario) or draw.
+What this module does not do: parse rules (viz.core.rules), validate input (viz.core.scenario) or draw.
 """
 
 from __future__ import annotations
@@ -474,7 +474,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Trace:
-    """A whole run: the prefill and N predictions. Serialised by :func:`viz.trace.trace_to_dict`."""
+    """A whole run: the prefill and N predictions. Serialised by :func:`viz.core.trace.trace_to_dict`."""
 
     scenario: Scenario
     mode: str

@@ -1,4 +1,4 @@
-"""Train the small real model that ships with kvlab: ``python -m viz.real.train``.
+"""Train the small real model that ships with kvlab: ``python -m viz.tools.train``.
 
 1. **Data**: documentation that ships with Python itself, read from the running interpreter: the
    language-reference topics behind ``help()`` (``pydoc_data.topics``) and the docstrings of the
@@ -10,7 +10,7 @@
    trained with AdamW on random windows of the token stream, seeded, on a fixed number of CPU threads.
 4. **Save** ``model.safetensors``, ``config.json``, ``generation_config.json``, the tokenizer files
    and ``training.json`` (command, data fingerprint, losses, times, a greedy sample) to the output
-   directory, by default ``viz/real/weights/``.
+   directory, by default ``viz/core/real/weights/``.
 
 The same command on the same Python (the documentation differs between Python versions;
 ``training.json`` records the data's SHA-256) and the same number of threads reproduces the
@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 EOT = "<|endoftext|>"
-DEFAULT_OUT = Path(__file__).resolve().parent / "weights"
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "core" / "real" / "weights"
 SAMPLE_PROMPT = 'The "return" statement'
 SKIP_DIRS = {"site-packages", "idlelib", "tkinter", "turtledemo", "lib2to3", "ensurepip", "pydoc_data"}
 
@@ -234,13 +234,13 @@ def reproduce_command(cfg: TrainConfig) -> str:
              if getattr(cfg, name) != getattr(defaults, name)]
     rest = [name for name in asdict(cfg) if name not in ("steps", "threads", "seed")
             and getattr(cfg, name) != getattr(defaults, name)]
-    return " ".join(["python -m viz.real.train", *flags]) + (f" (and TrainConfig changes: {', '.join(rest)})"
+    return " ".join(["python -m viz.tools.train", *flags]) + (f" (and TrainConfig changes: {', '.join(rest)})"
                                                                if rest else "")
 
 
 def greedy_sample(folder: Path, prompt: str, tokens: int) -> dict:
     """Reload the saved model the way the app does and continue ``prompt`` greedily."""
-    from .model import encode, generate, load_model
+    from ..core.real.model import encode, generate, load_model
 
     real = load_model(folder, "cpu")
     new = generate(real, encode(real, prompt).ids, tokens)
@@ -249,7 +249,7 @@ def greedy_sample(folder: Path, prompt: str, tokens: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     defaults = TrainConfig()
-    parser = argparse.ArgumentParser(prog="python -m viz.real.train", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m viz.tools.train", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory")
     parser.add_argument("--steps", type=int, default=defaults.steps, help="optimizer steps")
     parser.add_argument("--threads", type=int, default=defaults.threads, help="torch CPU threads")
