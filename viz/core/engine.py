@@ -104,12 +104,13 @@ class Attention:
     weights: torch.Tensor  # (heads, m, len) softmax over visible keys
     contexts: torch.Tensor  # (heads, m) Σ_j weights · v_j
     counts: WorkCounts
+    undefined: torch.Tensor  # (heads, m, len) bool: a division by zero made the rule false there
 
     def last_row(self) -> "Attention":
         """The stages of the last query only: (heads, 1, len)."""
         return Attention(self.raw_scores[:, -1:], self.scaled_scores[:, -1:], self.visible[-1:],
                          self.masked_scores[:, -1:], self.matches[:, -1:], self.weights[:, -1:],
-                         self.contexts[:, -1:], self.counts)
+                         self.contexts[:, -1:], self.counts, self.undefined[:, -1:])
 
     @property
     def no_match(self) -> torch.Tensor:
@@ -292,11 +293,14 @@ class ToyModel(nn.Module):
         raw = q @ k.transpose(1, 2)  # (heads, m, len): Q·K
         matches = raw > 0  # key-only heads: +d_k where the rule holds
         q_side, k_side = queries.as_queries(), keys.as_keys()
+        undefined = torch.zeros_like(matches)  # (heads, m, len): divided by zero, so the rule is false
         for h, rule in enumerate(self.rules):
             if not rule.key_only:  # the rule compares query and key: score it directly
-                match = rule.evaluate(q_side, k_side, keys.n[None, :], self.intern).expand(m, length)
-                matches[h] = match
-                raw[h] = torch.where(match, float(self.d_k), -float(self.d_k)).to(self.dtype)
+                match, undefined_h = rule.evaluate_total(q_side, k_side, keys.n[None, :], self.intern)
+                matches[h], undefined[h] = match.expand(m, length), undefined_h.expand(m, length)
+                raw[h] = torch.where(matches[h], float(self.d_k), -float(self.d_k)).to(self.dtype)
+            elif rule.can_be_undefined:  # its K rows hold -1 there; find where, so a page can say so
+                undefined[h] = rule.evaluate_total(None, k_side, keys.n[None, :], self.intern)[1].expand(m, length)
         scaled = raw / math.sqrt(self.d_k)  # (heads, m, len): ±√d_k
         visible = keys.pos[None, :] <= queries.pos[:, None]  # (m, len) causal mask
         masked = scaled.masked_fill(~visible, -torch.inf)
@@ -305,7 +309,7 @@ class ToyModel(nn.Module):
         h = self.num_heads
         counts = WorkCounts(queries=h * m, scores=h * m * length,
                             multiply_adds=h * m * length * self.d_k + h * m * length)
-        return Attention(raw, scaled, visible, masked, matches, weights, contexts, counts)
+        return Attention(raw, scaled, visible, masked, matches, weights, contexts, counts, undefined)
 
     def logits(self, context: torch.Tensor) -> torch.Tensor:
         """context (heads,) @ W_vocab (heads, vocab) -> (vocab,)."""
