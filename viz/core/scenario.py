@@ -133,8 +133,8 @@ class Scenario:
             try:
                 text = bytes(text).decode("utf-8-sig")
             except UnicodeDecodeError as err:
-                raise ScenarioError("", f"is not UTF-8 text (byte {err.start + 1} cannot be read); "
-                                        "save the file as UTF-8") from None
+                raise ScenarioError("", f"the scenario is not UTF-8 text (byte {err.start + 1} cannot be "
+                                        "read); save it as UTF-8") from None
         try:
             data = json.loads(text)
         except (ValueError, RecursionError) as err:
