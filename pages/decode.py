@@ -57,7 +57,7 @@ if st.session_state[HORIZON] > 0:
     st.session_state[TIMELINE] = step
     st.slider("Timeline (tokens generated)", 0, st.session_state[HORIZON], key=TIMELINE, on_change=on_timeline)
 
-st.info(narrate_step(shown, step), icon=":material/record_voice_over:")
+st.info(md_escape(narrate_step(shown, step)), icon=":material/record_voice_over:")
 
 st.subheader("The text so far")
 prompt_text = " ".join(shown.tokens[: len(scenario.tokens)])
@@ -76,7 +76,7 @@ with left:
     heads = scenario.head_names
     if st.session_state.get(HEAD) not in heads:
         st.session_state[HEAD] = heads[0]
-    head = heads.index(st.segmented_control("Head", heads, key=HEAD, required=True))
+    head = heads.index(st.segmented_control("Head", heads, key=HEAD, required=True, format_func=md_escape))
     plot(toy.growing_attention_figure(shown, head), key="growing")
     st.caption("Each decode step adds one query row. Gold outline: the newest query. "
                + ("Red cell: the key written to the cache this step; the rest of that row is read from "
@@ -109,7 +109,7 @@ st.dataframe(table, hide_index=True, width="stretch")
 differences = cache_differences(kv, full, step)
 if differences:
     for difference in differences:
-        st.warning(difference.text, icon=":material/warning:")
+        st.warning(md_escape(difference.text), icon=":material/warning:")
     st.button("Fix: make every head cache-safe (n → q.pos)", icon=":material/build:",
               on_click=lambda: state.set_scenario(scenario.cache_safe()))
 elif not all(kv.cacheable):

@@ -6,7 +6,7 @@ from viz import generate
 from viz.core.presets import matching_preset
 from viz.core.explain import explain_position, fmt
 from viz.figures import toy
-from viz.ui import state
+from viz.ui import guard, state
 from viz.ui.common import header, md_escape, plot, stepper
 
 state.require_frame()
@@ -36,7 +36,7 @@ with left:
 with right:
     plot(toy.causal_mask_figure(trace), key="mask")
 
-@st.fragment
+@guard.fragment
 def walk_and_stages() -> None:
     """The stepper and the head picker rerun only this part of the page (not the sidebar)."""
     st.subheader("Walk the prompt row by row")
@@ -50,11 +50,11 @@ def walk_and_stages() -> None:
     st.subheader("One head, stage by stage")
     if st.session_state.get(HEAD) not in heads:
         st.session_state[HEAD] = heads[0]
-    head_name = st.segmented_control("Head", heads, key=HEAD, required=True)
+    head_name = st.segmented_control("Head", heads, key=HEAD, required=True, format_func=md_escape)
     head = heads.index(head_name)
     rule = trace.scenario.heads[head].rule
     cacheable = trace.cacheable[head]
-    st.markdown(f"Rule: `{rule.replace('`', '')}` · "
+    st.markdown(f"Rule: {md_escape(rule)} · "
                 + ("keys can be cached" if cacheable else "**reads n: its keys change as the sequence grows, "
                                                           "so they cannot be cached**"))
     if pre.q[head].abs().sum() > 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import plotly.graph_objects as go
@@ -19,12 +20,27 @@ def plot(fig: go.Figure, key: str | None = None) -> None:
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key=key)
 
 
-_MARKDOWN_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$:&=\"'")
+# Every character CommonMark lets a backslash escape, but for , and ; which no construct uses.
+_ASCII_PUNCTUATION = re.compile(r"[!-+\-./:<-@\[-`{-~]")
+_LINE_BREAKS = re.compile(r"\r\n|[\n\r\t\v\f\x85\u2028\u2029]")
 
 
-def md_escape(text: str) -> str:
-    """User text for st.markdown: every markdown/HTML character escaped, so it shows as typed."""
-    return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in str(text))
+def md_escape(text: object) -> str:
+    """Visitor text for anything Streamlit renders as Markdown: it shows exactly as typed.
+
+    The one way visitor text (tokens, head names, rules, words, prompts, titles, messages that
+    quote any of them) reaches ``st.markdown``, captions, alerts, widget labels, ``help=``,
+    Markdown-rendering options (radio, segmented control, select slider), column help, metric
+    and tab labels. Every ASCII punctuation character (but , and ;) gets a backslash, which
+    CommonMark turns back into that literal character, so nothing can open a link or image (``[…](…)``, autolinks,
+    ``www.``), HTML (``<…>``), emphasis, code, a table, KaTeX (``$…$``), a Streamlit directive
+    (``:blue[…]``), a ``:material/…:`` icon or an emoji shortcode; line breaks become spaces
+    (no headings, lists or code blocks) and leading spaces no-break spaces (no indented code).
+    """
+    text = _LINE_BREAKS.sub(" ", str(text))
+    stripped = text.lstrip(" ")
+    text = "\u00a0" * (len(text) - len(stripped)) + stripped
+    return _ASCII_PUNCTUATION.sub(lambda match: "\\" + match.group(), text)
 
 
 @st.cache_resource
@@ -49,7 +65,9 @@ def header(title: str, caption: str) -> None:
 
 def stepper(key: str, count: int, label: str, *, first: int = 1,
             format_label: Callable[[int], str] = str, help: str | None = None) -> int:
-    """A slider between ← and → buttons (also the arrow keys); returns the chosen value."""
+    """A slider between ← and → buttons (also the arrow keys); returns the chosen value.
+
+    ``format_label`` returns plain text (it may quote visitor text); the stepper escapes it."""
     current = min(max(int(st.session_state.get(key, first)), first), count)
     st.session_state[key] = current
 
@@ -62,9 +80,9 @@ def stepper(key: str, count: int, label: str, *, first: int = 1,
     forward.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
                    shortcut="right", disabled=current >= count, help="Forward (→)")
     with middle:
-        if count > first:
+        if count > first:  # its options render Markdown, and labels may quote visitor text
             st.select_slider(label, options=list(range(first, count + 1)), key=key,
-                             format_func=format_label, help=help)
+                             format_func=lambda value: md_escape(format_label(value)), help=help)
         else:
             st.markdown(f"{label}: {md_escape(format_label(current))}")
     return st.session_state[key]
