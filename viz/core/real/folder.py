@@ -62,11 +62,12 @@ def check_folder(typed: str | Path) -> Path:
         raise FolderError("the model path contains control characters or characters that are not text")
     try:
         folder = Path(text).expanduser()
-        if not folder.is_dir():
-            raise FolderError(f"{quoted} is not a directory on this machine")
-        folder = folder.resolve(strict=True)
+        found = folder.is_dir()
+        folder = folder.resolve(strict=True) if found else folder
     except (OSError, RuntimeError, ValueError):
         raise FolderError(f"{quoted} is not a directory this server can read") from None
+    if not found:
+        raise FolderError(f"{quoted} is not a directory on this machine")
     try:
         _check_contents(folder)
     except FolderError as err:
