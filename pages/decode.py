@@ -8,7 +8,8 @@ from viz.core.explain import cache_differences, narrate_step
 from viz.figures import toy
 from viz.core.scenario import MAX_DECODE_STEPS
 from viz.ui import state
-from viz.ui.common import header, md_escape, plot
+from viz.core.division import divisions_by_zero
+from viz.ui.common import division_notices, header, md_escape, plot
 
 state.require_frame()
 HORIZON = "decode_horizon"  # the furthest step reached, so the timeline can scrub back and forth
@@ -58,6 +59,7 @@ if st.session_state[HORIZON] > 0:
     st.slider("Timeline (tokens generated)", 0, st.session_state[HORIZON], key=TIMELINE, on_change=on_timeline)
 
 st.info(md_escape(narrate_step(shown, step)), icon=":material/record_voice_over:")
+division_notices(divisions_by_zero(shown, step))
 
 st.subheader("The text so far")
 prompt_text = " ".join(shown.tokens[: len(scenario.tokens)])

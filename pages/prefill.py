@@ -7,7 +7,8 @@ from viz.core.presets import matching_preset
 from viz.core.explain import explain_position, fmt
 from viz.figures import toy
 from viz.ui import guard, state
-from viz.ui.common import header, md_escape, plot, stepper
+from viz.core.division import divisions_by_zero
+from viz.ui.common import division_notices, header, md_escape, plot, stepper
 
 state.require_frame()
 HEAD = "prefill_head"
@@ -26,6 +27,7 @@ if not state.presenter():
         st.markdown(f"**{md_escape(scenario.title)}** · {md_escape(scenario.description)}")
     else:
         st.caption("A custom scenario: edited in the sidebar, opened from a file or a link.")
+division_notices(divisions_by_zero(trace))
 
 left, right = st.columns([2, 3])
 with left:

@@ -58,6 +58,9 @@ def test_no_page_renders_visitor_text(hostile_app, page):
     if page in ("pages/prefill.py", "pages/decode.py", "pages/memory.py"):  # the test does see user text
         joined = "\n".join(text for _, text in texts)
         assert md_escape(HTML_IMAGE) in joined and md_escape(LINK) in joined, page
+    if page == "pages/prefill.py":  # its fourth head divides by zero at query 3: the page says where
+        assert any("divides by zero in k\\.pos \\/\\/ \\(q\\.pos \\- 3\\)" in w.value and "query 3" in w.value
+                   for w in hostile_app.warning)
 
 
 def test_messages_that_quote_visitor_text_are_escaped(app):

@@ -181,3 +181,20 @@ def test_reproductions_that_run_report_where_they_divided_by_zero():
     for rule in ("k.pos % -0 == 1", "k.pos * 1000000000000000 * 1000000000000000 > 0"):
         with pytest.raises(ScenarioError):
             seed.with_heads([Head("x", rule), *seed.heads[1:]], [0, 1, 2, 3])
+
+
+def test_divisions_by_zero_are_told_by_head_and_position():
+    """The page's sentence names the head, the division and the visible pairs, for prefill and a step."""
+    from viz.core.division import divisions_by_zero
+
+    seed = load_preset("seed")
+    scenario = seed.with_heads([Head("x", "k.pos // (q.pos - 3) == 0"), Head("y", "k.value // (k.value - 20) == 0"),
+                                *seed.heads[2:]], [0, 1, 2, 3])
+    trace = generate(scenario, 3, "kv")
+    x, y = divisions_by_zero(trace)
+    assert (x.head, x.divisions, x.queries, x.keys, x.pairs) == ("x", ("k.pos // (q.pos - 3)",), (3,), (1, 2, 3), 3)
+    assert "query 3 · is; keys 1 · Today, 2 · weather, 3 · is" in x.text and "during prefill" in x.text
+    assert (y.queries, y.keys, y.pairs) == ((2, 3, 4), (2,), 3)  # key 2 is visible from query 2 on
+    (step,) = divisions_by_zero(trace, 2)
+    assert step.head == "y" and step.queries == (6,) and step.keys == (2,) and "at decode step 2" in step.text
+    assert divisions_by_zero(generate(seed, 3), 1) == []

@@ -8,6 +8,7 @@ from typing import Callable
 import plotly.graph_objects as go
 import streamlit as st
 
+from ..core.division import DivisionByZero
 from . import state
 
 PLOT_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
@@ -55,6 +56,12 @@ def favicon():
             color = (31, 95, 168, 255) if j <= i else (214, 222, 235, 255)
             draw.rectangle([j * 16 + 1, i * 16 + 1, j * 16 + 14, i * 16 + 14], fill=color)
     return image
+
+
+def division_notices(found: list[DivisionByZero]) -> None:
+    """Say where a head's rule divided by zero (so the rule counted as false there)."""
+    for item in found:
+        st.warning(md_escape(item.text), icon=":material/calculate:")
 
 
 def header(title: str, caption: str) -> None:
