@@ -1,4 +1,4 @@
-"""Tier 2 (AppTest): visitor text is never rendered. A scenario whose every string is a Markdown
+"""Tier 2 (AppTest): visitor text is never rendered, and uploads are checked like links. A scenario whose every string is a Markdown
 link, an image, HTML, LaTeX or a Streamlit directive goes through every page (from a share link,
 at a decode step past the prompt); every Markdown-rendering field of every element (bodies,
 labels, help, options, metric and tab labels, column help) must carry it escaped, and every
@@ -13,10 +13,11 @@ from streamlit.testing.v1 import AppTest
 
 from hostile_text import (HOSTILE, HTML_IMAGE, LINK, SCENARIO, element_protos, link_for, markdown_strings,
                           problems_in)
+from viz import load_preset
 from viz.core.share import View, encode_view
 from viz.ui.common import md_escape
 
-from apptest_helpers import by_label, edit_table, errors, scenario
+from apptest_helpers import by_label, edit_table, errors, scenario, shown
 
 PAGES = ["pages/prefill.py", "pages/decode.py", "pages/tour.py", "pages/cost.py", "pages/real_model.py",
          "pages/at_scale.py", "pages/memory.py"]
@@ -88,3 +89,24 @@ def test_messages_that_quote_visitor_text_are_escaped(app):
     box = next(t for t in app.text_input if t.label.startswith("Prompt "))
     box.input(f"{LINK} {HTML_IMAGE} " + "x" * 30_000).run()
     assert_nothing_rendered(app, "memory prompt")
+
+
+@pytest.mark.parametrize("payload, message", [
+    (b'{"tokens": ["\\ud800"], "heads": [{"rule": "True"}], "vocab": [{"token": "a", "weights": [1]}]}',
+     "tokens, row 1: character 1 is U+D800, a lone surrogate"),
+    (b'{"prompt": "a\\uffffb", "heads": [{"rule": "True"}], "vocab": [{"token": "a", "weights": [1]}]}',
+     "prompt: character 2 is U+FFFF, a Unicode non-character"),
+    ('{"prompt": "café"}'.encode("latin-1"), "not UTF-8 text"),
+    (b"\xef\xbb\xbf" + SCENARIO.to_json().encode("utf-8"), None),  # a byte-order mark is fine
+])
+def test_uploads_with_characters_that_are_not_text_are_refused(app, payload, message):
+    """An uploaded file with a lone surrogate, a non-character or bytes that are not UTF-8 is refused
+    with the field named; the scenario stays as it was. A valid file with a BOM loads."""
+    app.get("file_uploader")[0].upload("s.json", payload, "application/json").run()
+    assert not app.exception
+    if message is None:
+        assert scenario(app) == SCENARIO
+        assert_nothing_rendered(app, "after upload")
+    else:
+        assert any(message in shown(e) for e in errors(app)), errors(app)
+        assert scenario(app) == load_preset("seed")
