@@ -23,6 +23,10 @@ def plot(fig: go.Figure, key: str | None = None) -> None:
 
 # Every character CommonMark lets a backslash escape, but for , and ; which no construct uses.
 _ASCII_PUNCTUATION = re.compile(r"[!-+\-./:<-@\[-`{-~]")
+# GFM turns www.…, http(s)://… and e-mail addresses into links after escapes are resolved, so a
+# backslash cannot stop it; an invisible word joiner inside the pattern does.
+WORD_JOINER = "\u2060"
+_AUTOLINK = re.compile(r"(?i)(?<=www)(?=\.)|(?<=http)(?=s?://)|(?=@)")
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\t\v\f\x85\u2028\u2029]")
 
 
@@ -37,10 +41,13 @@ def md_escape(text: object) -> str:
     ``www.``), HTML (``<…>``), emphasis, code, a table, KaTeX (``$…$``), a Streamlit directive
     (``:blue[…]``), a ``:material/…:`` icon or an emoji shortcode; line breaks become spaces
     (no headings, lists or code blocks) and leading spaces no-break spaces (no indented code).
+    GitHub's autolinks (``www.``, ``https://``, ``a@b.org``) are found after escapes are resolved,
+    so an invisible word joiner (U+2060) goes inside each of those patterns instead.
     """
     text = _LINE_BREAKS.sub(" ", str(text))
     stripped = text.lstrip(" ")
     text = "\u00a0" * (len(text) - len(stripped)) + stripped
+    text = _AUTOLINK.sub(WORD_JOINER, text)
     return _ASCII_PUNCTUATION.sub(lambda match: "\\" + match.group(), text)
 
 
