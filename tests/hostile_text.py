@@ -122,3 +122,16 @@ def link_for(payload: str | bytes) -> str:
 
     raw = payload.encode("utf-8", "surrogatepass") if isinstance(payload, str) else payload
     return "1." + base64.urlsafe_b64encode(zlib.compress(raw)).decode().rstrip("=")
+
+
+# -- the counts in the README's "Hostile input" table ---------------------------------------------
+OUTCOMES = ("refused", "ran", "traceback", "state lost")
+TALLY: dict[str, dict[str, int]] = {}
+
+
+def record(category: str, outcome: str) -> None:
+    """Count one hostile case (tests/hostile_tally.py prints the table): ``refused`` with a message,
+    ``ran`` (accepted and run), or what must never happen: a ``traceback``, ``state lost``."""
+    assert outcome in OUTCOMES, outcome
+    counts = TALLY.setdefault(category, dict.fromkeys(OUTCOMES, 0))
+    counts[outcome] += 1

@@ -8,8 +8,12 @@ import sys
 
 import pytest
 
+from hostile_text import record
 from viz import load_preset
 from viz.core.presets import preset_names
+
+
+CLI = "Command line: odd files, devices, bytes, arguments"
 
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -79,6 +83,7 @@ def test_bad_input_exits_2_with_one_line(args, stdin, message):
     assert result.returncode == 2
     assert result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
+    record(CLI, "refused")
 
 
 def test_unavailable_device_exits_2(seed_file):
@@ -91,9 +96,12 @@ def test_unavailable_device_exits_2(seed_file):
 
 
 def _one_line_refusal(result: subprocess.CompletedProcess, message: str) -> None:
+    if "Traceback" in result.stderr:
+        record(CLI, "traceback")
     assert result.returncode == 2, result.stderr
     assert result.stdout == "" and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
+    record(CLI, "refused")
 
 
 @pytest.fixture(scope="module")
@@ -131,10 +139,12 @@ def test_standard_input_that_is_not_utf8_or_endless():
     result = subprocess.run([sys.executable, "-m", "viz", "trace", "-"], input=b"\xff\xfe{}", capture_output=True,
                             timeout=120)
     assert result.returncode == 2 and b"not UTF-8" in result.stderr and b"Traceback" not in result.stderr
+    record(CLI, "refused")
     with open("/dev/zero", "rb") as zero:
         result = subprocess.run([sys.executable, "-m", "viz", "trace", "-"], stdin=zero, capture_output=True,
                                 timeout=120)
     assert result.returncode == 2 and b"too large" in result.stderr
+    record(CLI, "refused")
 
 
 @pytest.mark.parametrize("device", ["hpu", "cuda:0", "meta", "xla", "", "cpu;rm"])
@@ -148,9 +158,11 @@ def test_undecodable_arguments_and_a_closed_pipe_give_no_traceback(seed_file):
     result = subprocess.run([sys.executable.encode(), b"-m", b"viz", b"preset", b"\xff"], capture_output=True,
                             timeout=120)
     assert result.returncode == 2 and b"unknown preset" in result.stderr and b"Traceback" not in result.stderr
+    record(CLI, "refused")
     process = subprocess.Popen([sys.executable, "-m", "viz", "trace", str(seed_file), "--steps", "200"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     process.stdout.read(10)
     process.stdout.close()  # like `| head -c 10`
     _, err = process.communicate(timeout=120)
     assert b"Traceback" not in err and b"Exception ignored" not in err
+    record(CLI, "ran")

@@ -14,6 +14,9 @@ from viz import load_preset
 from viz.ui import guard, state
 
 from apptest_helpers import by_label, errors, scenario
+from hostile_text import record
+
+GUARD = "A page, the sidebar or a fragment made to fail on purpose (guard)"
 
 
 @pytest.fixture
@@ -43,11 +46,12 @@ def test_a_failing_edit_brings_the_last_good_scenario_back(app, fails_on, caplog
     assert not app.exception
     assert scenario(app) == load_preset("seed")
     assert guard.RESTORED in _warnings(app)
-    record = next(r for r in caplog.records if r.name == "kvlab.app")
-    assert "Prefill failed" in record.getMessage() and record.exc_info[0] is RuntimeError
+    logged = next(r for r in caplog.records if r.name == "kvlab.app")
+    assert "Prefill failed" in logged.getMessage() and logged.exc_info[0] is RuntimeError
     assert "a failure made on purpose" not in " ".join(errors(app) + _warnings(app))  # details stay in the log
     app.run()  # the notice is shown once
     assert guard.RESTORED not in _warnings(app) and not app.exception
+    record(GUARD, "refused")
 
 
 def test_a_fault_that_is_not_the_visitors_does_not_loop(fails_on):
@@ -61,6 +65,7 @@ def test_a_fault_that_is_not_the_visitors_does_not_loop(fails_on):
     assert guard.FAILED in errors(at)
     assert by_label(at.text_input, "Prompt").value == "Today's weather is so …"  # the sidebar drew
     assert state.LAST_GOOD not in at.session_state  # a failed run is never remembered as good
+    record(GUARD, "refused")
 
 
 def test_a_share_link_that_fails_falls_back_to_the_seed(fails_on):
@@ -77,6 +82,7 @@ def test_a_share_link_that_fails_falls_back_to_the_seed(fails_on):
     assert not at.exception
     assert scenario(at) == load_preset("seed") and at.session_state[state.STEP] == 0
     assert guard.RESTORED in _warnings(at)
+    record(GUARD, "refused")
 
 
 def test_a_failing_fragment_keeps_the_rest_of_the_page(app, monkeypatch):
@@ -89,6 +95,7 @@ def test_a_failing_fragment_keeps_the_rest_of_the_page(app, monkeypatch):
     assert guard.FAILED in errors(app)
     assert any(s.value == "From the last context to the next word" for s in app.subheader)
     assert app.session_state[state.RUN_FAILED]  # so this run is not remembered as good
+    record(GUARD, "refused")
 
 
 def test_streamlit_control_flow_passes_through(app, monkeypatch):
@@ -97,3 +104,4 @@ def test_streamlit_control_flow_passes_through(app, monkeypatch):
     app.run()
     assert not app.exception
     assert guard.FAILED not in errors(app) and guard.RESTORED not in _warnings(app)
+    record(GUARD, "ran")

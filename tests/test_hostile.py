@@ -20,7 +20,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hostile_text import link_for
+from hostile_text import link_for, record
 from viz import load_preset
 from viz.core.engine import Side
 from viz.core.rules import RuleError, compile_rule
@@ -74,9 +74,11 @@ def test_rule_language_fuzz(text):
             rule = compile_rule(text)
         except RuleError as err:
             assert err.message  # refused, with a reason
+            record("Rules: random text and code fragments", "refused")
             return
         out = _evaluate(rule)
     assert out.dtype == torch.bool
+    record("Rules: random text and code fragments", "ran")
 
 
 @settings(max_examples=1500, deadline=None)
@@ -88,6 +90,7 @@ def test_url_decoder_fuzz(params):
     view, problems = decode_view(params, load_preset("seed"))
     assert view.step >= 0 and view.mode in ("recompute", "reencode", "kv")
     assert all(isinstance(p, str) and p for p in problems)
+    record("Share links: any query parameters (decoder)", "refused" if problems else "ran")
 
 
 @settings(max_examples=800, deadline=None)
@@ -100,8 +103,11 @@ def test_link_payload_fuzz(payload):
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     try:
         decode_scenario(link_for(raw))
-    except ScenarioError:
-        pass
+    except ScenarioError as err:
+        assert err.message
+        record("Share links: any payload (decoder)", "refused")
+        return
+    record("Share links: any payload (decoder)", "ran")
 
 
 def test_link_round_trip_and_zip_bomb():
@@ -151,4 +157,5 @@ def test_no_text_field_takes_a_character_that_is_not_text(field, char, at, throu
     named = {"tokens.1": "tokens[1]", "heads.0.name": "heads[0].name", "heads.2.rule": "heads[2].rule",
              "vocab.1.token": "vocab[1].token"}.get(field, field)
     assert err.value.path == named and f"U+{ord(char):04X}" in err.value.message
+    record("Characters that are not text, in every field (JSON, links)", "refused")
     err.value.message.encode("utf-8")  # the message itself can always be sent to a browser

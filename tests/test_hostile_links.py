@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from hostile_text import HOSTILE, SCENARIO, element_protos, link_for, markdown_strings, problems_in
+from hostile_text import HOSTILE, SCENARIO, element_protos, link_for, markdown_strings, problems_in, record
 from rule_grammar import ACCEPTED_RULES
 from viz import MODES, load_preset
 from viz.core.scenario import MAX_DECODE_STEPS, MAX_HEADS, MAX_TOKEN_CHARS, MAX_VOCAB, Scenario
@@ -144,9 +144,14 @@ def visit_every_page(params: dict[str, str]) -> None:
     for key, value in params.items():
         at.query_params[key] = value
     at.run()
+    category = "Share links opened in a fresh session, on all 7 pages (AppTest)"
     for page in PAGES:
         if page != PAGES[0]:
             at.switch_page(page).run()
+        if at.exception or guard.FAILED in errors(at) or at.session_state[state.RUN_FAILED]:
+            record(category, "traceback")
+        if scenario(at) != expected.scenario:
+            record(category, "state lost")
         assert not at.exception, (page, params, [e.value for e in at.exception])
         assert guard.FAILED not in errors(at), (page, params)
         assert guard.RESTORED not in [w.value for w in at.warning], (page, params)
@@ -161,6 +166,7 @@ def visit_every_page(params: dict[str, str]) -> None:
         assert not bad, (page, bad)
     if problems:  # a refused part of the link is said, in the sidebar
         assert len([w for w in at.warning if w.value.startswith("Share link")]) == len(problems)
+    record(category, "refused" if problems else "ran")
 
 
 @pytest.mark.parametrize("name", FIXED_LINKS)

@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from hostile_text import (HOSTILE, HTML_IMAGE, LINK, SCENARIO, element_protos, link_for, markdown_strings,
-                          problems_in)
+                          problems_in, record)
 from viz import load_preset
 from viz.core.share import View, encode_view
 from viz.ui.common import md_escape
@@ -28,9 +28,13 @@ def rendered(at) -> list[tuple[str, str]]:
     return [item for proto in element_protos(at) for item in markdown_strings(proto)]
 
 
-def assert_nothing_rendered(at, page: str) -> list[tuple[str, str]]:
+def assert_nothing_rendered(at, page: str, outcome: str = "ran") -> list[tuple[str, str]]:
     """No exception; no Markdown field and no figure turns visitor text into markup."""
+    category = "Visitor text as Markdown, HTML, LaTeX, directives: every page, messages (AppTest)"
+    if at.exception:
+        record(category, "traceback")
     assert not at.exception, (page, [e.value for e in at.exception])
+    record(category, outcome)
     texts = rendered(at)
     bad = [(where, problem, text[:120]) for where, text in texts for problem in problems_in(text)]
     assert not bad, (page, bad)
@@ -70,26 +74,26 @@ def test_messages_that_quote_visitor_text_are_escaped(app):
     carry it escaped."""
     edit_table(app, "heads", edited_rows={0: {"rule": f"{LINK} == {HTML_IMAGE}"}})
     edit_table(app, "heads", edited_rows={0: {"rule": "k.token == [win](https://example.org)"}})
-    assert errors(app) and assert_nothing_rendered(app, "sidebar")
+    assert errors(app) and assert_nothing_rendered(app, "sidebar", "refused")
     link = AppTest.from_file("../app.py", default_timeout=180)
     data = SCENARIO.to_dict()
     data[f"{LINK} {HTML_IMAGE}"] = 1
     link.query_params["s"] = link_for(json.dumps(data))
     link.run()
     assert any("unknown field" in w.value for w in link.warning)
-    assert_nothing_rendered(link, "share-link notice")
+    assert_nothing_rendered(link, "share-link notice", "refused")
 
     app.switch_page("pages/real_model.py").run()
     by_label(app.text_input, "Model directory").input(f"{LINK} {HTML_IMAGE}").run()
     by_label(app.text_area, "Prompt").input(" ".join(HOSTILE)).run()
     by_label(app.text_input, "Also try your own rule (optional)").input(f"k.token == '{LINK}' or {HTML_IMAGE}").run()
     assert len(errors(app)) >= 2
-    assert_nothing_rendered(app, "real model")
+    assert_nothing_rendered(app, "real model", "refused")
 
     app.switch_page("pages/memory.py").run()
     box = next(t for t in app.text_input if t.label.startswith("Prompt "))
     box.input(f"{LINK} {HTML_IMAGE} " + "x" * 30_000).run()
-    assert_nothing_rendered(app, "memory prompt")
+    assert_nothing_rendered(app, "memory prompt", "refused")
 
 
 @pytest.mark.parametrize("payload, message", [
@@ -108,6 +112,10 @@ def test_uploads_with_characters_that_are_not_text_are_refused(app, payload, mes
     if message is None:
         assert scenario(app) == SCENARIO
         assert_nothing_rendered(app, "after upload")
+        record("Uploaded scenario files with bad bytes or characters (AppTest)", "ran")
     else:
         assert any(message in shown(e) for e in errors(app)), errors(app)
+        if scenario(app) != load_preset("seed"):
+            record("Uploaded scenario files with bad bytes or characters (AppTest)", "state lost")
         assert scenario(app) == load_preset("seed")
+        record("Uploaded scenario files with bad bytes or characters (AppTest)", "refused")

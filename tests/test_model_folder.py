@@ -13,8 +13,12 @@ import struct
 
 import pytest
 
+from hostile_text import record
 from viz.core.real.folder import FolderError, check_folder, display_name, scrub
 from viz.core.real.model import SHIPPED_DIR, RealModelError, load_model
+
+
+FOLDERS = "Model folders and paths (Real model page, not public)"
 
 
 @pytest.fixture
@@ -98,6 +102,7 @@ def test_bad_model_folders_are_refused_before_loading(model_copy, case, monkeypa
     text = str(err.value)
     assert message in text and "\n" not in text and text.startswith(f"'{typed}'")
     assert str(model_copy.parent.parent) not in text  # only what was typed, never the resolved path
+    record(FOLDERS, "refused")
 
 
 @pytest.mark.parametrize("typed, message", [
@@ -112,6 +117,7 @@ def test_bad_paths_are_refused_with_one_line(typed, message):
     with pytest.raises(FolderError) as err:
         check_folder(typed)
     assert message in str(err.value) and len(str(err.value)) < 200 and "\n" not in str(err.value)
+    record(FOLDERS, "refused")
 
 
 def test_a_good_copy_passes_and_is_named_as_typed(model_copy, monkeypatch):
@@ -121,6 +127,7 @@ def test_a_good_copy_passes_and_is_named_as_typed(model_copy, monkeypatch):
     assert display_name(".") == "." and display_name("~/models/gpt2/") == "gpt2"
     real = load_model(".", "cpu")
     assert real.name == "." and "server-secret" not in real.name
+    record(FOLDERS, "ran")
 
 
 def test_library_messages_lose_server_paths(model_copy):
@@ -134,3 +141,4 @@ def test_a_sharded_model_with_a_clean_index_passes(model_copy):
     index = _shard(model_copy)
     (model_copy / "model.safetensors.index.json").write_text(json.dumps(index))
     assert check_folder(str(model_copy)) == model_copy.resolve()
+    record(FOLDERS, "ran")

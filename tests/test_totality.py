@@ -12,10 +12,11 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rule_grammar import ACCEPTED_RULES, WORDS, scenarios
+from hostile_text import record
+from rule_grammar import RULES, WORDS, scenarios
 from viz import MODES, generate, load_preset
 from viz.core.engine import Side
-from viz.core.rules import compile_rule
+from viz.core.rules import RuleError, compile_rule
 from viz.core.scenario import Head, ScenarioError
 
 FAST = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -99,11 +100,19 @@ def oracle(rule: str, tokens: list[str], values: list[float], n: int) -> tuple[l
 
 
 @settings(max_examples=ORACLE_EXAMPLES, **FAST)
-@given(ACCEPTED_RULES, st.lists(st.tuples(st.sampled_from(WORDS), st.integers(-25, 25)), min_size=1, max_size=6),
+@given(RULES, st.lists(st.tuples(st.sampled_from(WORDS), st.integers(-25, 25)), min_size=1, max_size=6),
        st.integers(1, 8))
 def test_accepted_rules_agree_with_python_pair_by_pair(rule, items, n):
     """Every (query, key) pair: the same truth value as Python, and undefined exactly where Python
-    raises ZeroDivisionError (evaluating left to right, `and`/`or` short-circuiting)."""
+    raises ZeroDivisionError (evaluating left to right, `and`/`or` short-circuiting). A rule the
+    compiler refuses (a divisor always 0, whole numbers past 64 bits) is refused with a message."""
+    category = "Rules from the grammar (zero divisors, big products, chains, in) vs Python, pair by pair"
+    try:
+        compiled = compile_rule(rule)
+    except RuleError as err:
+        assert err.message and ("always 0" in err.message or "64-bit" in err.message), err
+        record(category, "refused")
+        return
     tokens = [t for t, _ in items]
     values = [float(v) for _, v in items]
     ids = {t: i for i, t in enumerate(dict.fromkeys(tokens + list(WORDS)))}
@@ -111,7 +120,6 @@ def test_accepted_rules_agree_with_python_pair_by_pair(rule, items, n):
     token = torch.tensor([ids[t] for t in tokens])
     value = torch.tensor(values, dtype=torch.float64)
     q, k = Side(pos[:, None], token[:, None], value[:, None]), Side(pos[None, :], token[None, :], value[None, :])
-    compiled = compile_rule(rule)
     match, undefined = compiled.evaluate_total(q, k, torch.tensor(n), lambda text: ids.setdefault(text, len(ids)))
     shape = (len(tokens), len(tokens))
     expected_match, expected_undefined = oracle(rule, tokens, values, n)
@@ -119,6 +127,7 @@ def test_accepted_rules_agree_with_python_pair_by_pair(rule, items, n):
     assert undefined.expand(shape).tolist() == expected_undefined, rule
     if not compiled.can_be_undefined:
         assert not any(map(any, expected_undefined))
+    record(category, "ran")
 
 
 @settings(max_examples=SCENARIO_EXAMPLES, **FAST)
@@ -141,6 +150,7 @@ def test_accepted_scenarios_run_in_every_mode(scenario, steps):
         for a, b in zip(traces["kv"].steps, traces["recompute"].steps):
             assert torch.equal(a.attention.undefined, b.attention.undefined)
             assert torch.allclose(a.context, b.context, atol=1e-5)
+    record("Random accepted scenarios: prefill and up to 7 decode steps in all 3 modes", "ran")
 
 
 REPRODUCTIONS = [  # issue 10: each crashed a page before; now each runs, or is refused with a message
@@ -161,10 +171,12 @@ def test_issue_reproductions_run_or_are_refused(rule):
         scenario = seed.with_heads([Head("x", rule), *seed.heads[1:]], [0, 1, 2, 3])
     except ScenarioError as err:
         assert "heads[0].rule" in str(err) and err.message
+        record("The issue's rule reproductions (each through 12 decode steps, 3 modes)", "refused")
         return
     for mode in MODES:
         trace = generate(scenario, 12, mode)
         assert len(trace.steps) == 12
+    record("The issue's rule reproductions (each through 12 decode steps, 3 modes)", "ran")
 
 
 def test_reproductions_that_run_report_where_they_divided_by_zero():

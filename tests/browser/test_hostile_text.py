@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from hostile_text import HTML_IMAGE, ICON, LINK, SCENARIO
+from hostile_text import HTML_IMAGE, ICON, LINK, SCENARIO, record
 from viz.core.share import View, encode_view
 
 # Anything in the DOM built from the hostile strings, if Markdown, HTML or LaTeX had been rendered.
@@ -35,3 +35,4 @@ def test_hostile_text_stays_text_on_every_page(app, registered_page):
         expect(app.main).to_contain_text(ICON)  # the head name, not a house icon
         expect(app.main.get_by_text("divides by zero", exact=False).first).to_be_visible()
     app.screenshot(f"hostile-{registered_page.name}")
+    record("Visitor text in Chromium, every page (DOM: no anchor, image, KaTeX, emoji, dialog)", "ran")
