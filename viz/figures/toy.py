@@ -22,7 +22,7 @@ from .base import (BLUE, GOLD, MASKED, RED, figure, frame, grid, heatmap, heatma
 
 __all__ = ["BLUE", "GOLD", "MASKED", "RED", "MODE_COLORS", "MODE_NAMES", "STAGES", "safe", "labels",
            "heatmap", "causal_mask_figure", "stage_figure", "qk_figure", "contexts_figure",
-           "small_multiples", "vocab_table", "prediction_figure", "decode_rows",
+           "small_multiples", "vocab_table", "prediction_figure",
            "growing_attention_figure", "cache_figure", "generated_table", "comparison_table", "work_figure"]
 
 MODE_COLORS = {"recompute": RED, "reencode": "#8e44ad", "kv": BLUE}
@@ -163,29 +163,14 @@ def prediction_figure(trace: Trace, step: int = 0) -> go.Figure:
 
 
 # -- decode ------------------------------------------------------------------------------------
-def decode_rows(trace: Trace) -> tuple[torch.Tensor, list[str]]:
-    """The attention matrix as it grew: prefill rows, then one row per decode step (heads, rows, keys).
-
-    Row for step k is the newest query's weights at that step; keys it could not see are -inf.
-    """
-    pre = trace.prefill.attention.weights  # (heads, P, P)
-    heads, prompt = pre.shape[0], pre.shape[1]
-    total = prompt + len(trace.steps) - 1
-    rows = torch.full((heads, total, total), -torch.inf, dtype=torch.float64)
-    rows[:, :prompt, :prompt] = torch.where(trace.prefill.attention.visible, pre.double(), -torch.inf)
-    for s in trace.steps[1:]:
-        rows[:, s.seq_len - 1, : s.seq_len] = s.attention.weights[:, 0].double()
-    return rows, trace.tokens[:total]
-
-
 def growing_attention_figure(trace: Trace, head: int) -> go.Figure:
     """The decode heatmap for one head: one row per step, the newest row outlined."""
-    rows, tokens = decode_rows(trace)
-    names = labels(tokens)
-    newest = len(tokens) - 1
+    rows = trace.grown_attention(head)  # (rows, rows)
+    names = labels(trace.tokens[: rows.shape[0]])
+    newest = rows.shape[0] - 1
     decoded = len(trace.steps) > 1
     values = trace.prefill.v.tolist() + [s.value for s in trace.steps[:-1]]
-    return heatmap(rows[head], names, names, f"Attention as it grew · head '{_head(trace, head)}'",
+    return heatmap(rows, names, names, f"Attention as it grew · head '{_head(trace, head)}'",
                    kind="weights", hover="query %{y}<br>key %{x} (value %{customdata})<br>weight %{z:.4g}",
                    key_values=values, highlight_row=newest if decoded else None,
                    highlight_cells=[(newest, newest)] if decoded and trace.mode == "kv" else ())
