@@ -3,7 +3,7 @@
 import streamlit as st
 
 from viz.core.engine import MODE_LABELS, MODES
-from viz.core.explain import cache_differences, narrate_step
+from viz.core.explain import check_cache, narrate_step
 from viz.figures import toy
 from viz.core.scenario import MAX_DECODE_STEPS
 from viz.ui import state
@@ -106,16 +106,14 @@ st.subheader("KV cache against recomputation")
 compared = min(len(kv.steps), len(full.steps)) - 1  # the latest step both runs reached
 if compared < step:
     st.caption(f"Compared at step {compared}, the latest step the recomputed run reached.")
-table = toy.comparison_table(kv, full, compared)
-gap = float(table["|difference|"].max())
+check = check_cache(kv, full, compared)
 a, b = st.columns(2)
-a.metric("Largest |difference| in the context", f"{gap:.3g}")
-b.metric("Same next word?", "yes" if kv.steps[compared].token == full.steps[compared].token else "no")
-st.dataframe(table, hide_index=True, width="stretch")
-differences = cache_differences(kv, full, compared)
-if differences:
-    for difference in differences:
-        st.warning(difference.text, icon=":material/warning:")
+a.metric("Largest |difference| in the context", f"{check.max_gap:.3g}")
+b.metric("Same next word?", "yes" if check.same_token else "no")
+st.dataframe(toy.comparison_table(check), hide_index=True, width="stretch")
+if check.differing:
+    for head in check.differing:
+        st.warning(head.text, icon=":material/warning:")
     st.button("Fix: make every head cache-safe (n → q.pos)", icon=":material/build:",
               on_click=lambda: state.set_scenario(scenario.cache_safe()))
 elif not all(kv.cacheable):

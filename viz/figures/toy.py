@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import torch
 
 from ..core.engine import Trace
-from ..core.explain import fmt
+from ..core.explain import CacheCheck, fmt
 from ..core.rules import compile_rule
 from .base import (BLUE, GOLD, MASKED, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
                    matrix_axes, rect, safe)
@@ -122,9 +122,10 @@ def small_multiples(trace: Trace, position: int | None = None) -> go.Figure:
 
 
 # -- from context to the next word -------------------------------------------------------------
-def _shown(tensor: torch.Tensor) -> list[float]:
+def _shown(values) -> list[float]:
     """Values at float32 precision (7 significant digits): 5, not 5.000001430511475."""
-    return [float(f"{float(v):.7g}") for v in tensor.reshape(-1)]
+    flat = values.reshape(-1).tolist() if isinstance(values, torch.Tensor) else list(values)
+    return [float(f"{float(v):.7g}") for v in flat]
 
 
 def vocab_table(trace: Trace, step: int = 0) -> pd.DataFrame:
@@ -220,16 +221,15 @@ def generated_table(trace: Trace) -> pd.DataFrame:
     })
 
 
-def comparison_table(kv: Trace, full: Trace, step: int) -> pd.DataFrame:
-    """Per head: the context with the KV cache and with recomputation at ``step``, and the gap."""
-    a, b = kv.steps[step].context.double(), full.steps[step].context.double()
+def comparison_table(check: CacheCheck) -> pd.DataFrame:
+    """Per head: the context with the KV cache and with recomputation at one step, and the gap."""
     return pd.DataFrame({
-        "head": kv.scenario.head_names,
-        "rule": [h.rule for h in kv.scenario.heads],
-        "cacheable": kv.cacheable,
-        "KV cache": _shown(a),
-        "recompute": _shown(b),
-        "|difference|": _shown((a - b).abs()),
+        "head": [h.head for h in check.heads],
+        "rule": [h.rule for h in check.heads],
+        "cacheable": [h.cacheable for h in check.heads],
+        "KV cache": _shown(h.kv_context for h in check.heads),
+        "recompute": _shown(h.full_context for h in check.heads),
+        "|difference|": _shown(h.gap for h in check.heads),
     })
 
 
