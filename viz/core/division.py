@@ -52,6 +52,8 @@ def divisions_by_zero(trace: Trace, step: int | None = None) -> list[DivisionByZ
         attention = trace.steps[step].attention
         first_query = trace.steps[step].seq_len  # the one row is the newest token
         when = f"at decode step {step}"
+    if attention.undefined is None:  # no head's rule can divide by zero
+        return []
     tokens = trace.tokens
     found = []
     for h, head in enumerate(trace.scenario.heads):

@@ -1,4 +1,5 @@
-"""Characters no text field accepts, checked in one place for every door user text comes through.
+"""Texts from visitors and errors: the characters no text field accepts, checked in one place for
+every door user text comes through, and short one-line forms for messages.
 
 A lone surrogate (``"\\ud800"``, half of a UTF-16 pair, which JSON can spell in plain ASCII) is not
 a character: it cannot be encoded as UTF-8, so it breaks every later step that sends or stores the
@@ -8,7 +9,8 @@ use and never belong in interchanged text. Control characters are refused too; t
 breaks only where a field may hold several lines (the prompt, the description).
 
 :func:`problem` says what is wrong in words that name the character and where it is;
-:func:`shown` makes any text safe to quote in a message (such characters become ``\\uXXXX``).
+:func:`shown` makes any text safe to quote in a message (clipped, such characters as ``\\uXXXX``);
+:func:`first_line` and :func:`clip` shorten error messages.
 """
 
 from __future__ import annotations
@@ -48,9 +50,17 @@ def problem(text: str, *, multiline: bool = False) -> str | None:
     return f"character {index + 1} is U+{ord(ch):04X}, {_kind(ch)}; remove it"
 
 
+def first_line(err: BaseException) -> str:
+    """An error's message in one line (torch's can run to many), or its type if it has none."""
+    return (str(err).splitlines() or [type(err).__name__])[0]
+
+
+def clip(text: object, limit: int = 60) -> str:
+    """At most ``limit`` characters, an ellipsis marking a cut."""
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def shown(text: object, limit: int = 60) -> str:
     """Text to quote in a message: clipped to ``limit`` characters, unusable characters as \\uXXXX."""
-    text = str(text)
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return _UNUSABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _UNUSABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", clip(text, limit))
