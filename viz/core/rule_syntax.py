@@ -1,4 +1,5 @@
-"""Plain words for a rule Python cannot parse: what is wrong, where, and how to write it instead.
+"""Plain words for rules: the names of refused constructs and operators, and for a rule Python
+cannot parse, what is wrong, where, and how to write it instead.
 
 ``k.pos ==`` gets "after `==` write a value, e.g. `k.pos == 1`" rather than Python's "invalid
 syntax". Python's own message decides the broad case (an unclosed bracket, an unclosed quote, a
@@ -9,8 +10,47 @@ What this module does not do: check or compile rules (viz.core.rules).
 
 from __future__ import annotations
 
+import ast
 import io
 import tokenize
+
+# Friendly names for the syntax the language refuses.
+CONSTRUCT_NAMES = {
+    ast.Lambda: "lambda",
+    ast.ListComp: "list comprehension",
+    ast.SetComp: "set comprehension",
+    ast.DictComp: "dict comprehension",
+    ast.GeneratorExp: "generator expression",
+    ast.Subscript: "indexing or slicing",
+    ast.Slice: "slicing",
+    ast.IfExp: "conditional expression (x if c else y)",
+    ast.NamedExpr: "assignment expression (:=)",
+    ast.JoinedStr: "f-string",
+    ast.FormattedValue: "f-string",
+    ast.Dict: "dict literal",
+    ast.Set: "set literal",
+    ast.Starred: "starred expression",
+    ast.Await: "await",
+    ast.Yield: "yield",
+    ast.YieldFrom: "yield",
+}
+OPERATORS = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Div: "/", ast.Pow: "**", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>",
+    ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.Invert: "~",
+    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+    ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not",
+    ast.USub: "-", ast.UAdd: "+", ast.Not: "not",
+}
+OPERATOR_HINTS = {
+    ast.Div: " (use // for whole-number division)",
+    ast.Pow: " (write the product out, e.g. k.pos * k.pos)",
+    ast.BitAnd: " (use 'and')",
+    ast.BitOr: " (use 'or')",
+    ast.Invert: " (use 'not')",
+    ast.Is: " (use ==)",
+    ast.IsNot: " (use !=)",
+}
 
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 _NEEDS_VALUE_AFTER = {

@@ -39,7 +39,7 @@ from typing import Callable, NamedTuple, Protocol
 import torch
 
 from . import text as text_check
-from .rule_syntax import syntax_message
+from .rule_syntax import CONSTRUCT_NAMES, OPERATOR_HINTS, OPERATORS, syntax_message
 from .limits import (INT64_MAX, MAX_INT_LITERAL, MAX_LITERAL_CHARS, MAX_POSITION, MAX_RULE_CHARS,
                      MAX_RULE_DEPTH, MAX_RULE_NODES)
 
@@ -76,45 +76,8 @@ RULE_LIBRARY = {
 ATTRIBUTES = {"pos": "int", "token": "str", "value": "float"}
 _NUMBER = ("int", "float")
 
-# Friendly names for the syntax the language refuses.
-_CONSTRUCT_NAMES = {
-    ast.Lambda: "lambda",
-    ast.ListComp: "list comprehension",
-    ast.SetComp: "set comprehension",
-    ast.DictComp: "dict comprehension",
-    ast.GeneratorExp: "generator expression",
-    ast.Subscript: "indexing or slicing",
-    ast.Slice: "slicing",
-    ast.IfExp: "conditional expression (x if c else y)",
-    ast.NamedExpr: "assignment expression (:=)",
-    ast.JoinedStr: "f-string",
-    ast.FormattedValue: "f-string",
-    ast.Dict: "dict literal",
-    ast.Set: "set literal",
-    ast.Starred: "starred expression",
-    ast.Await: "await",
-    ast.Yield: "yield",
-    ast.YieldFrom: "yield",
-}
-_OPERATORS = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%",
-    ast.Div: "/", ast.Pow: "**", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>",
-    ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.Invert: "~",
-    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
-    ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not",
-    ast.USub: "-", ast.UAdd: "+", ast.Not: "not",
-}
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
 _ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
-_OPERATOR_HINTS = {
-    ast.Div: " (use // for whole-number division)",
-    ast.Pow: " (write the product out, e.g. k.pos * k.pos)",
-    ast.BitAnd: " (use 'and')",
-    ast.BitOr: " (use 'or')",
-    ast.Invert: " (use 'not')",
-    ast.Is: " (use ==)",
-    ast.IsNot: " (use !=)",
-}
 
 
 class RuleError(ValueError):
@@ -354,7 +317,7 @@ class _Compiler:
     def node(self, node: ast.AST) -> _Node:
         method = getattr(self, "_" + type(node).__name__, None)
         if method is None:
-            name = _CONSTRUCT_NAMES.get(type(node))
+            name = CONSTRUCT_NAMES.get(type(node))
             if name is None:
                 name = f"'{_shown(node)}'" if isinstance(node, ast.expr) else type(node).__name__
             raise _refuse(node, f"{name} is not allowed")
@@ -428,10 +391,10 @@ class _Compiler:
     def _BinOp(self, node: ast.BinOp) -> _Node:
         op = type(node.op)
         if op not in _ARITHMETIC:
-            hint = _OPERATOR_HINTS.get(op, "")
-            raise _refuse(node, f"operator '{_OPERATORS.get(op, op.__name__)}' is not allowed{hint}")
+            hint = OPERATOR_HINTS.get(op, "")
+            raise _refuse(node, f"operator '{OPERATORS.get(op, op.__name__)}' is not allowed{hint}")
         a, b = self.node(node.left), self.node(node.right)
-        symbol = _OPERATORS[op]
+        symbol = OPERATORS[op]
         for side in (a, b):
             if side.kind not in _NUMBER:
                 raise _refuse(node, f"'{symbol}' needs numbers on both sides, not {_KIND_WORDS[side.kind]}")
@@ -480,7 +443,7 @@ class _Compiler:
             return _Node("bool", negate)
         if op in (ast.USub, ast.UAdd):
             if inner.kind not in _NUMBER:
-                raise _refuse(node, f"'{_OPERATORS[op]}' needs a number, not {_KIND_WORDS[inner.kind]}")
+                raise _refuse(node, f"'{OPERATORS[op]}' needs a number, not {_KIND_WORDS[inner.kind]}")
             if op is ast.UAdd:
                 return inner
 
@@ -489,8 +452,8 @@ class _Compiler:
                 return _Result(torch.neg(x.value), x.undefined)
 
             return self._whole(node, inner.kind, minus, -inner.high, -inner.low)
-        raise _refuse(node, f"operator '{_OPERATORS.get(op, op.__name__)}' is not allowed"
-                            f"{_OPERATOR_HINTS.get(op, '')}")
+        raise _refuse(node, f"operator '{OPERATORS.get(op, op.__name__)}' is not allowed"
+                            f"{OPERATOR_HINTS.get(op, '')}")
 
     def _BoolOp(self, node: ast.BoolOp) -> _Node:
         word = "and" if isinstance(node.op, ast.And) else "or"
@@ -507,7 +470,7 @@ class _Compiler:
         left = self.node(node.left)
         for op, right_node in zip(node.ops, node.comparators):
             op_type = type(op)
-            symbol = _OPERATORS.get(op_type, op_type.__name__)
+            symbol = OPERATORS.get(op_type, op_type.__name__)
             if op_type in (ast.In, ast.NotIn):
                 pairs.append(self._membership(node, left, right_node, negate=op_type is ast.NotIn))
                 left = None  # a chain continuing after `in` is refused below
@@ -515,7 +478,7 @@ class _Compiler:
             if left is None:
                 raise _refuse(node, f"'{symbol}' cannot follow an 'in' test; use 'and'")
             if op_type not in (ast.Eq, ast.NotEq) + _ORDER:
-                raise _refuse(node, f"comparison '{symbol}' is not allowed{_OPERATOR_HINTS.get(op_type, '')}")
+                raise _refuse(node, f"comparison '{symbol}' is not allowed{OPERATOR_HINTS.get(op_type, '')}")
             right = self.node(right_node)
             numbers = left.kind in _NUMBER and right.kind in _NUMBER
             if not numbers and left.kind != right.kind:
