@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from viz.figures import cost
-from viz.tools.bench import Bandwidth, CostMeasurement, DecodePoint, PrefillPoint, Timing, WorkCounts, summarize_cost
+from viz.core.cost import Bandwidth, CostMeasurement, DecodePoint, PrefillPoint, summarize_cost
+from viz.core.engine import WorkCounts
+from viz.core.timing import Timing
 
 
 def _timing(seconds: float) -> Timing:

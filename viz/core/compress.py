@@ -219,12 +219,15 @@ class QuantizedCache:
         return TokenInfo.cat(self._info) if self._info else TokenInfo.empty(self.device)
 
     def truncate(self, length: int) -> None:
-        """Forget the tokens after the first ``length``: whole appends are dropped, and an append cut
-        in the middle is quantised again from its dequantised kept part (its scales may shrink)."""
+        """Forget the tokens after the first ``length`` by replaying the kept appends from their
+        dequantised numbers: whole appends fall into the same groups and get the same codes again
+        (a group's largest number comes back exactly); an append cut in the middle is quantised
+        again from its kept part (its scales may shrink)."""
         _check_truncate(length, self.length)
         keys, values, info = self.keys(), self.values(), self.info()
         lengths = [len(i) for i in self._info]
         self._keys, self._values, self._info, self.length = [], [], [], 0
+        self._key_window, self._value_window = keys[:, :0], values[:0]
         start = 0
         for m in lengths:
             end = min(start + m, length)
