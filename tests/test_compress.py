@@ -258,3 +258,19 @@ def test_an_empty_quantised_cache_has_the_kv_cache_shapes():
     cache = QuantizedCache(3, 5, "int4", "KIVI")
     assert cache.keys().shape == (3, 0, 5) and cache.values().shape == (0,) and len(cache) == 0
     assert cache.info().value.dtype == torch.float64 and cache.nbytes == 0
+
+
+def test_kivi_truncate_keeps_the_kept_tokens_and_the_window():
+    """Truncating a KIVI cache fed one token at a time gives exactly the cache fed only the kept tokens:
+    the same groups, codes, full-precision window and bytes."""
+    full = generate(load_preset("seed"), 12, "kv", device="cpu").cache  # 15 tokens
+    cut = _one_by_one(QuantizedCache(4, 64, "int4", "KIVI", group=2, residual=3), full)
+    cut.truncate(9)
+    fresh = QuantizedCache(4, 64, "int4", "KIVI", group=2, residual=3)
+    info = full.info()
+    for i in range(9):
+        fresh.append(full.keys()[:, i:i + 1], full.values()[i:i + 1],
+                     TokenInfo(*(getattr(info, f)[i:i + 1] for f in ("pos", "token", "value", "n"))))
+    assert len(cut) == 9 and cut.full_precision_tokens == fresh.full_precision_tokens
+    assert cut.nbytes == fresh.nbytes and torch.equal(cut.keys(), fresh.keys())
+    assert torch.equal(cut.values(), fresh.values()) and cut.info().pos.tolist() == list(range(1, 10))
