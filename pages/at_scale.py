@@ -36,6 +36,7 @@ CONFIG_FILE = "scale_config_file"
 LAST_GOOD = "scale_last_good_config"  # the last config.json that worked, as a ModelConfig
 LAST_PRESET = "scale_last_preset"  # the preset the config.json editor starts from
 PREFILL = "scale_prefill_tokens"
+TAB = "scale_tab"  # the open tab: transformers' count is laid out only while its tab is open
 OWN = "Your config.json"
 
 
@@ -109,7 +110,7 @@ st.markdown(f"**{md_escape(config.name)}** · {figures.config_summary(memory)}")
 st.caption(f"{ATTENTION_LABELS[config.attention]}. Source: {md_escape(config.source or 'your config.json')}")
 
 cache_tab, library_tab, gpu_tab, roof_tab = st.tabs(
-    ["Cache memory", "transformers' own count", "On GPUs", "What limits a decode step"])
+    ["Cache memory", "transformers' own count", "On GPUs", "What limits a decode step"], key=TAB, on_change="rerun")
 
 with gpu_tab:
     st.markdown(
@@ -201,7 +202,9 @@ with library_tab:
                 "PyTorch's meta device (shapes, no memory), gives it `DynamicCache(config=...)`, which chooses "
                 "a full or a sliding-window layer per layer as `generate()` does, and runs the prompt and one "
                 "decode step. Then it reads what the cache's tensors hold.")
-    if tokens < 2:
+    if not library_tab.open:
+        pass  # seconds of work for a large model: only when someone looks
+    elif tokens < 2:
         st.info("Choose a context of at least 2 tokens (a prompt and one decode step).", icon=":material/info:")
     else:
         try:

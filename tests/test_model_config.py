@@ -87,7 +87,7 @@ def test_head_counts_however_the_config_spells_them(raw, expected):
     ('{"hidden_size": 8}', "model_type"),
     ('{"model_type": "no-such-thing"}', "does not know"),
     ('{"model_type": "vit"}', "decoder language model"),
-    ('{"model_type": "llama", "num_hidden_layers": 1000000000}', "layers up to 256"),
+    ('{"model_type": "llama", "num_hidden_layers": 1000000000}', "layers up to 128"),
     ('{"model_type": "llama", "num_hidden_layers": "32"}', "whole number"),
     ('{"model_type": "llama", "hidden_size": NaN}', "not valid JSON"),
     ('{"model_type": "llama", "vocab_size": 99999999999999}', "vocabulary"),

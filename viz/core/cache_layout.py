@@ -30,6 +30,7 @@ from functools import lru_cache
 import torch
 
 from .model_config import ConfigError, ModelConfig, meta_model
+from .text import clip, first_line
 
 LIBRARY_DTYPES = {"fp32": torch.float32, "fp16/bf16": torch.bfloat16}  # what a DynamicCache stores as-is
 MAX_LAYOUT_TOKENS = 100_000_000
@@ -141,8 +142,8 @@ def _run(canonical: str, tokens: int, dtype: str) -> tuple[tuple[str, tuple, tup
                 ids = torch.zeros(1, chunk, dtype=torch.long, device="meta")  # (batch, chunk)
                 model.base_model(input_ids=ids, past_key_values=cache, use_cache=True)
     except Exception as err:  # the model's own forward pass, on shapes only
-        text = str(err).splitlines()[0][:160] if str(err).strip() else type(err).__name__
-        raise ConfigError(f"transformers could not run this model on the meta device: {text}") from None
+        raise ConfigError("transformers could not run this model on the meta device: "
+                          f"{clip(first_line(err), 160)}") from None
     out = []
     for layer in cache.layers:
         keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)

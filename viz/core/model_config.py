@@ -31,13 +31,15 @@ from pathlib import Path
 
 import torch
 
+from .text import clip, first_line
+
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 MAX_CONFIG_BYTES = 64 * 1024
 MAX_LIST = 4_096  # entries in any list (layer_types and the like)
 MAX_INT = 2**40  # any whole number anywhere in the file
 # caps on the sizes transformers builds from, checked on the raw file and again after defaults
 SIZE_CAPS = {
-    "layers": (256, ("num_hidden_layers", "n_layer", "num_layers", "n_layers")),
+    "layers": (128, ("num_hidden_layers", "n_layer", "num_layers", "n_layers")),  # Llama-3.1-405B has 126
     "hidden size": (65_536, ("hidden_size", "n_embd", "d_model", "word_embed_proj_dim")),
     "attention heads": (1_024, ("num_attention_heads", "n_head", "num_heads", "num_key_value_heads",
                                 "num_kv_heads", "n_head_kv")),
@@ -247,7 +249,7 @@ def _check_sizes(node: object, where: str, depth: int = 0) -> None:
 
 def _check_size(field: str, value: object, cap: int, label: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{field} must be a whole number, got {_clip(repr(value))}")
+        raise ConfigError(f"{field} must be a whole number, got {clip(repr(value))}")
     if not 0 <= value <= cap:
         raise ConfigError(f"{field} is {value:,}; kvlab takes {label} up to {cap:,}")
 
@@ -259,7 +261,7 @@ def hf_config(raw: dict):
 
     kind = raw["model_type"]
     if kind not in CONFIG_MAPPING:
-        raise ConfigError(f"transformers does not know the model_type '{_clip(kind)}' (kvlab runs no "
+        raise ConfigError(f"transformers does not know the model_type '{clip(kind)}' (kvlab runs no "
                           "model code from the Hub)")
     fields = {key: value for key, value in raw.items() if key not in ("model_type", "quantization_config")}
     try:
@@ -267,7 +269,7 @@ def hf_config(raw: dict):
     except Exception as err:  # a config class validates its fields in its own ways
         raise ConfigError(f"transformers refused this {kind} config: {_first_line(err)}") from None
     if config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        raise ConfigError(f"'{_clip(kind)}' is not a decoder language model transformers can build")
+        raise ConfigError(f"'{clip(kind)}' is not a decoder language model transformers can build")
     for label, (cap, keys) in SIZE_CAPS.items():  # again, now with the class's defaults filled in
         for key in keys:
             value = getattr(config, key, None)
@@ -324,7 +326,7 @@ def _formula_fields(config) -> dict:
 def _positive(config, field: str) -> int:
     value = getattr(config, field, None)
     if not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{field} must be 1 or more, got {_clip(repr(value))}")
+        raise ConfigError(f"{field} must be 1 or more, got {clip(repr(value))}")
     return value
 
 
@@ -412,14 +414,9 @@ def preset_text(name: str) -> str:
 def preset(name: str) -> ModelConfig:
     """A preset's configuration (built on first use, then kept)."""
     if name not in PRESET_FILES:
-        raise ConfigError(f"no preset called '{_clip(name)}'")
+        raise ConfigError(f"no preset called '{clip(name)}'")
     return model_config(read_config(preset_text(name)), name, PRESET_FILES[name][1])
 
 
 def _first_line(err: BaseException) -> str:
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return _clip(lines[0] if lines else type(err).__name__, 160)
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(first_line(err).strip(), 160)
