@@ -55,10 +55,9 @@ class Gpu:
 
 
 def compute_dtype(gpu: Gpu, weights_dtype: str) -> str:
-    """The tensor-core format products run in: fp8 weights on fp8 units, fp32 weights as tf32
-    (PyTorch's default for matmuls on these cards is full fp32 unless tf32 is allowed; serving
-    engines load fp32 checkpoints as fp16/bf16 anyway), and everything else, including int8/int4
-    weight-only quantisation, dequantised to fp16/bf16."""
+    """The tensor-core format products run in: fp8 weights on fp8 units where the GPU has them,
+    fp32 weights on tf32 units (the fastest fp32-input path), and everything else, including
+    int8/int4 weight-only quantisation, dequantised to fp16/bf16."""
     if weights_dtype == "fp8" and gpu.fp8:
         return "fp8"
     if weights_dtype == "fp32" and gpu.tf32:
