@@ -22,22 +22,18 @@ import re
 import struct
 from pathlib import Path, PurePath
 
+from ..model_config import MAX_CONFIG_BYTES, SIZE_CAPS, ConfigError, read_config
 from ..text import first_unusable, shown
 
 MAX_PATH_CHARS = 1024  # a typed path longer than this is refused before touching the disk
 MAX_MODEL_BYTES = 2 * 1024**3  # safetensors on disk; larger models are refused, not loaded
-MAX_JSON_FILE_BYTES = 1_000_000  # config.json, the index, training.json, tokenizer_config.json
+MAX_JSON_FILE_BYTES = 1_000_000  # the index, training.json, tokenizer_config.json
 MAX_HEADER_BYTES = 100_000_000  # a safetensors header (the format's own limit)
 INDEX = "model.safetensors.index.json"
 WEIGHTS = "model.safetensors"
 TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"), ("tokenizer.model",), ("vocab.txt",))
 DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2,
                "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
-# config.json sizes (any of the names a Hugging Face config uses) and their largest sensible value
-SIZES = {"n_layer": 1024, "num_hidden_layers": 1024, "n_head": 1024, "num_attention_heads": 1024,
-         "num_key_value_heads": 1024, "n_embd": 1 << 20, "hidden_size": 1 << 20, "head_dim": 1 << 16,
-         "n_inner": 1 << 22, "intermediate_size": 1 << 22, "vocab_size": 10_000_000,
-         "n_positions": 10_000_000, "n_ctx": 10_000_000, "max_position_embeddings": 10_000_000}
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?[/\\][^\s'\"`,;)]+")
 
 
@@ -86,13 +82,13 @@ def scrub(message: str, folder: Path, typed: str) -> str:
 
 # -- what is inside ---------------------------------------------------------------------------
 def _check_contents(folder: Path) -> None:
-    config = _json_file(folder, "config.json", required=True)
-    _check_config(config)
+    config = _inside(folder, "config.json", required=True)
     weights = _weight_files(folder)
     total = sum(_check_safetensors(folder, name) for name in weights)
     if total > MAX_MODEL_BYTES:
         raise FolderError(f"holds {total / 1024**3:.1f} GiB of weights; the limit here is "
                           f"{MAX_MODEL_BYTES / 1024**3:.0f} GiB")
+    _check_config(config)
     if not any(all(_inside(folder, name, required=False) for name in group) for group in TOKENIZER_FILES):
         raise FolderError("has no tokenizer files (tokenizer.json, or vocab.json with merges.txt, "
                           "tokenizer.model or vocab.txt)")
@@ -131,23 +127,22 @@ def _json_file(folder: Path, name: str, *, required: bool):
         raise FolderError(f"has a {name} that is not valid JSON") from None
 
 
-def _whole(value, name: str, limit: int) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise FolderError(f"has a config.json whose {name} is not a whole number")
-    if not 1 <= value <= limit:
-        raise FolderError(f"has a config.json whose {name} is {value:,}; it must be from 1 to {limit:,}")
-
-
-def _check_config(config) -> None:
-    if not isinstance(config, dict):
-        raise FolderError("has a config.json that is not a JSON object")
+def _check_config(path: Path) -> None:
+    """config.json read as the At scale page reads one (size caps on every field, viz.core.model_config),
+    then the sizes the loader divides by: at least 1, heads that split the width and the K/V heads."""
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_CONFIG_BYTES + 1)
+    try:
+        config = read_config(data)
+    except ConfigError as err:
+        raise FolderError(f"has a config.json kvlab cannot use: {err}") from None
     for part in (config, config.get("text_config")):
         if not isinstance(part, dict):
             continue
-        for name, limit in SIZES.items():
-            _whole(part.get(name), name, limit)
+        for _, names in SIZE_CAPS.values():
+            for name in names:
+                if part.get(name) == 0:
+                    raise FolderError(f"has a config.json whose {name} is 0; it must be at least 1")
         heads = part.get("num_attention_heads") or part.get("n_head")
         width = part.get("hidden_size") or part.get("n_embd")
         kv_heads = part.get("num_key_value_heads")
