@@ -110,6 +110,7 @@ class RunLog:
         self.page_hash = ""  # the page the last run showed
         self.pages: dict[str, str] = {}  # url path ("" for the default page) -> page script hash
         self.buttons: dict[str, str] = {}  # label -> widget id, from the runs so far
+        self.query_string = ""  # the address bar's query, as the app last set it
         self._current: Run | None = None
         self._chain_start: float | None = None
 
@@ -128,6 +129,8 @@ class RunLog:
             self.runs.append(self._current)
             self.session_id = message.new_session.initialize.session_id or self.session_id
             self.page_hash = message.new_session.page_script_hash
+        elif what == "page_info_changed":
+            self.query_string = message.page_info_changed.query_string
         elif what == "navigation":
             self.pages = {page.url_pathname: page.page_script_hash for page in message.navigation.app_pages}
             self.page_hash = message.navigation.page_script_hash or self.page_hash
@@ -204,7 +207,7 @@ class ProtocolSession:
         """Ask for a rerun (of ``page_hash``, else the current page) and return the run it caused
         once it has finished. Raises RuntimeError if that run did not succeed."""
         message = BackMsg()
-        message.rerun_script.query_string = ""
+        message.rerun_script.query_string = self.log.query_string  # a browser sends its address bar
         message.rerun_script.page_script_hash = self.log.page_hash if page_hash is None else page_hash
         message.rerun_script.widget_states.widgets.extend(widgets)
         before = len(self.log.finished)
