@@ -49,11 +49,11 @@ def test_visitors_stay_on_their_process_across_a_reconnect(cluster):
             first_server, first_id = session.server, session.log.session_id
             assert session.cookies[COOKIE] == first_server
             for _ in range(2):
-                await session.rerun(session.click("Step"))
+                await session.click("Step")
             before = step_of(session)
             await session.close()
             await session.connect(resume=True)  # Streamlit's client reconnects with its session id
-            await session.rerun(session.click("Step"))
+            await session.click("Step")
             seen.append((first_server, session.server, first_id, session.log.session_id, before,
                          step_of(session)))
             await session.close()

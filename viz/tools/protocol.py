@@ -63,6 +63,15 @@ def kind(message: ForwardMsg) -> str:
     return "block" if delta.WhichOneof("type") == "add_block" else delta.WhichOneof("type") or "delta"
 
 
+@dataclass(frozen=True)
+class Button:
+    """A button as the last run drew it: what a click must send back."""
+
+    id: str
+    fragment_id: str  # the fragment it was drawn in ("" if none): a click reruns only that fragment
+    disabled: bool
+
+
 @dataclass
 class Run:
     """One script run (or fragment run) as its websocket showed it; times are arrival times."""
@@ -109,7 +118,7 @@ class RunLog:
         self.session_id = ""  # Streamlit's id for this session, from the first new_session
         self.page_hash = ""  # the page the last run showed
         self.pages: dict[str, str] = {}  # url path ("" for the default page) -> page script hash
-        self.buttons: dict[str, str] = {}  # label -> widget id, from the runs so far
+        self.buttons: dict[str, Button] = {}  # by label and by key ("prefill_position_forward")
         self.query_string = ""  # the address bar's query, as the app last set it
         self._current: Run | None = None
         self._chain_start: float | None = None
@@ -141,7 +150,9 @@ class RunLog:
             run.bytes_by_kind[name] = run.bytes_by_kind.get(name, 0) + len(payload)
             element = message.delta.new_element if what == "delta" else None
             if element is not None and name == "button":
-                self.buttons[element.button.label] = element.button.id
+                button = Button(element.button.id, message.delta.fragment_id, element.button.disabled)
+                key = button.id.split("-", 2)[-1]  # Streamlit's ids end with the widget's key
+                self.buttons.update({element.button.label: button, key: button})
             elif element is not None and name == "exception":
                 run.exceptions.append(element.exception.message[:200])
         if what == "script_finished" and run is not None:
@@ -203,12 +214,14 @@ class ProtocolSession:
             await self._socket.close()
             self._socket = None
 
-    async def rerun(self, widgets: Iterable[WidgetState] = (), page_hash: str | None = None) -> Run:
-        """Ask for a rerun (of ``page_hash``, else the current page) and return the run it caused
-        once it has finished. Raises RuntimeError if that run did not succeed."""
+    async def rerun(self, widgets: Iterable[WidgetState] = (), page_hash: str | None = None,
+                    fragment_id: str = "") -> Run:
+        """Ask for a rerun (of ``page_hash``, else the current page; of one fragment if given) and
+        return the run it caused once it has finished. Raises RuntimeError if it did not succeed."""
         message = BackMsg()
         message.rerun_script.query_string = self.log.query_string  # a browser sends its address bar
         message.rerun_script.page_script_hash = self.log.page_hash if page_hash is None else page_hash
+        message.rerun_script.fragment_id = fragment_id
         message.rerun_script.widget_states.widgets.extend(widgets)
         before = len(self.log.finished)
         await self._socket.send(message.SerializeToString())
@@ -219,9 +232,14 @@ class ProtocolSession:
             raise RuntimeError(f"the run did not succeed: status {run.status}, exceptions {run.exceptions}")
         return run
 
-    def click(self, label: str) -> list[WidgetState]:
-        """The widget state a click on the button labelled ``label`` sends."""
-        return [WidgetState(id=self.log.buttons[label], trigger_value=True)]
+    def can_click(self, name: str) -> bool:
+        """Whether the last run drew an enabled button with this label or key."""
+        return name in self.log.buttons and not self.log.buttons[name].disabled
+
+    async def click(self, name: str) -> Run:
+        """Click the button with this label or key, as a browser does; the run it caused."""
+        button = self.log.buttons[name]
+        return await self.rerun([WidgetState(id=button.id, trigger_value=True)], fragment_id=button.fragment_id)
 
     async def open(self, path: str = "") -> Run:
         """Load the page, connect and run ``path``'s page ("" for the default), as a first visit does."""
