@@ -79,6 +79,15 @@ def app_pages() -> list[RegisteredPage]:
     return registered_pages()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``-n 2 --dist loadgroup``) every browser test runs on one worker, so
+    the run starts one app server and one Chromium, not one per worker."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group("browser"))
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test with a ``registered_page`` argument runs once per page in app.py."""
     if "registered_page" in metafunc.fixturenames:

@@ -82,6 +82,7 @@ class Run:
     chain_started_s: float  # the first run since the previous finished one started (st.rerun chains)
     finished_s: float | None = None
     status: int | None = None
+    end_frame: int = 0  # how many frames the websocket had delivered when its script_finished came
     bytes_by_kind: dict[str, int] = field(default_factory=dict)  # serialised size per element type
     messages: int = 0
     exceptions: list[str] = field(default_factory=list)
@@ -120,11 +121,13 @@ class RunLog:
         self.pages: dict[str, str] = {}  # url path ("" for the default page) -> page script hash
         self.buttons: dict[str, Button] = {}  # by label and by key ("prefill_position_forward")
         self.query_string = ""  # the address bar's query, as the app last set it
+        self.frames = 0  # frames fed so far
         self._current: Run | None = None
         self._chain_start: float | None = None
 
     def feed(self, payload: bytes | str, at: float | None = None) -> ForwardMsg | None:
         """Take one frame that arrived at ``at`` (seconds, any clock; now if None)."""
+        self.frames += 1
         message = parse(payload)
         if message is None:
             return None
@@ -156,7 +159,7 @@ class RunLog:
             elif element is not None and name == "exception":
                 run.exceptions.append(element.exception.message[:200])
         if what == "script_finished" and run is not None:
-            run.status, run.finished_s = message.script_finished, at
+            run.status, run.finished_s, run.end_frame = message.script_finished, at, self.frames
             if ends_run(message):
                 self.finished.append(run)
                 self._chain_start = None
