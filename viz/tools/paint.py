@@ -8,16 +8,19 @@ or down), a page change (Decode → Prefill → Decode) and Prefill's position s
 the first view of a new visitor (warm server, fresh browser context, ``/decode``). For each it
 reports the median (and the spread) of:
 
-* **total**: the input event (or the navigation's start) to *figures painted*, the first settled
-  frame after the message that finished the run (``viz.tools.timeline``);
-* **browser → send**: the input to the app's websocket message;
-* **server run**: the script run(s) the action caused (the probe; runs cut short by ``st.rerun``
-  included), split into engine, figure building, Plotly JSON and Arrow encoding, and the rest
-  (Streamlit's commands and page code); **protobuf**: serialising the run's messages;
-* **wire + wait**: from the message sent to the last message received, less the server run:
-  queueing, waiting for the interpreter lock, transfer and the browser's dispatch;
-* **last message → painted**, and the renderer main thread's busy time over the whole action by
-  DevTools category (scripting, style, layout, paint, GC) from Chromium's trace, with long tasks;
+* **input → painted**: the input event (or the navigation's start) to *figures painted*, the
+  first settled frame after the message that finished the run (``viz.tools.timeline``);
+* **browser → send**: the input to the app's websocket message (the page's clock);
+* **send → server run**: to the start of the script run (loopback, Streamlit's event loop);
+* **server run**: the script run(s) the action caused (the probe; a run cut short by
+  ``st.rerun`` included), of which engine, figure building, Plotly JSON and Arrow encoding (the
+  rest is Streamlit's commands and page code); **protobuf**: serialising the run's messages;
+* **run end → socket**: to the run's last message serialised for the websocket;
+* **socket → page**: to the page's websocket receiving it (DevTools' timestamp): loopback, and
+  the time the page's main thread was still busy drawing earlier messages;
+* **last message → painted**; and, from traced repeats (Chromium's trace costs time, so their
+  totals are shown apart), the renderer main thread's busy time by DevTools category (scripting,
+  style, layout, paint, GC, other) and its long tasks;
 * the run's **message bytes** by element type.
 
 Scenarios: ``seed`` (the article's four heads at step 1) and ``large`` (64 tokens × 8 heads after
@@ -56,7 +59,7 @@ RUN_TOKENS = 8  # Decode's "Tokens to run" default
 ELEMENT_GROUPS = {"plotly_chart": "plotly", "arrow_data_frame": "tables", "dataframe": "tables",
                   "arrow_table": "tables", "markdown": "text", "heading": "text", "alert": "text",
                   "metric": "text", "text": "text", "new_session": "session", "navigation": "session",
-                  "block": "layout", "html": "layout"}
+                  "block": "layout", "html": "layout", "ref_hash": "sent by reference (browser's cache)"}
 
 
 def scenarios() -> dict[str, tuple[object, int]]:
@@ -82,8 +85,8 @@ class Sample:
     plotly_json: float
     arrow: float
     protobuf: float  # serialising the run's messages (inside the next stage)
-    to_browser: float  # server run ends -> the finishing message arrives at the browser (network level)
-    main_thread_wait: float  # -> the page's script gets that message (the main thread was busy)
+    to_socket: float  # server run ends -> its last message serialised for the socket (flush, protobuf)
+    to_page: float  # -> the page's script receives it (loopback, and the page's busy main thread)
     last_message_to_painted: float  # -> figures painted
     main_thread: dict[str, float] = field(default_factory=dict)
     long_tasks: list[float] = field(default_factory=list)
@@ -143,17 +146,6 @@ class Visitor:
         if event["requestId"] == self._net_socket:
             frames.append(event["timestamp"])
 
-    def page_to_monotonic_ms(self) -> float:
-        """What to add to the page's performance.now() to get time.monotonic() in ms: the reading
-        with the shortest round trip of five, at its midpoint."""
-        readings = []
-        for _ in range(5):
-            ask = time.monotonic()
-            now = self.page.evaluate("performance.now()")
-            answer = time.monotonic()
-            readings.append((answer - ask, (ask + answer) / 2 * 1000 - now))
-        return min(readings)[1]
-
     def _attach(self, socket) -> None:
         if socket.url.endswith("/_stcore/stream"):
             self.log = RunLog()
@@ -173,9 +165,9 @@ class Visitor:
                 trace: bool = False) -> Sample:
         """Do ``act`` (a click, or a navigation when ``navigation``) and measure it to figures painted.
 
-        Three clocks meet here, all Linux's CLOCK_MONOTONIC underneath: the probe's
-        ``time.monotonic()``, Chromium's network timestamps, and the page's ``performance.now()``
-        (mapped by reading it between two ``time.monotonic()`` calls once the page is idle)."""
+        Stages inside the page use the page's clock (``performance.now()``); the others use the
+        probe's ``time.monotonic()`` and DevTools' websocket timestamps, both Linux's
+        CLOCK_MONOTONIC, so server and browser times compare directly."""
         since = 0.0 if navigation else self.page.evaluate("performance.now()")
         before, runs_before = len(self.log.finished), len(self.log.runs)
         sent_before = 0 if navigation else len(self.net_sent)
@@ -189,7 +181,6 @@ class Visitor:
             run = self.log.finished[0 if navigation else before]
             self.page.wait_for_function(PAINTED_JS, arg=[run.end_frame, since], polling="raf")
             page = self.page.evaluate(READ_JS, since)
-            to_mono_ms = self.page_to_monotonic_ms()
         finally:
             if trace:
                 events = load_trace(self.browser.stop_tracing())
@@ -203,7 +194,8 @@ class Visitor:
         first_start = min(r["start"] for r in runs) * 1000  # monotonic ms from here on
         last_end = max(r["end"] for r in runs) * 1000
         sent_net = self.net_sent[sent_before] * 1000
-        arrived = self.net_received[run.end_frame - 1] * 1000
+        written = max(r["end"] for r in records if r["kind"] == "send") * 1000
+        arrived = self.net_received[run.end_frame - 1] * 1000  # DevTools: when the page's socket got it
 
         def probe_sum(key: str) -> float:
             return sum(r.get(key, 0.0) for r in runs) * 1000
@@ -216,7 +208,7 @@ class Visitor:
                       probe_sum("end") - probe_sum("start"), probe_sum("cpu"), probe_sum("engine"),
                       probe_sum("figures"), probe_sum("plotly_json"), probe_sum("arrow"),
                       sum(r["seconds"] for r in records if r["kind"] == "send") * 1000,
-                      arrived - last_end, last + to_mono_ms - arrived, painted - last,
+                      written - last_end, arrived - written, painted - last,
                       main.busy_ms if main else {}, main.long_tasks_ms if main else [], _group_bytes(chain))
 
     # -- the actions
@@ -293,7 +285,7 @@ def measure_first_view(browser, server: StreamlitServer, probe: ProbeLog, name: 
 COLUMNS = (("total", "input → painted"), ("browser_to_send", "browser → send"),
            ("send_to_server", "send → server run"), ("server_run", "server run"), ("engine", "engine"),
            ("figures", "figures"), ("plotly_json", "Plotly JSON"), ("arrow", "Arrow"), ("protobuf", "protobuf"),
-           ("to_browser", "run end → browser"), ("main_thread_wait", "wait for main thread"),
+           ("to_socket", "run end → socket"), ("to_page", "socket → page"),
            ("last_message_to_painted", "last message → painted"))
 MAIN_GROUPS = ("scripting", "style", "layout", "paint", "gc", "other")
 
