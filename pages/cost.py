@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from viz.tools import bench
+from viz.core import cost as sweep
+from viz.core.text import first_line
 from viz.figures import cost
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot
@@ -23,9 +24,9 @@ header("Cost", "Decoding with and without the KV cache: the work the engine coun
                "time it takes on this machine, measured live.")
 
 results = st.session_state.setdefault(RESULTS, {})
-devices = bench.available_devices()
-live = bench.LIVE
-model = bench.bench_scenario()
+devices = sweep.available_devices()
+live = sweep.LIVE
+model = sweep.bench_scenario()
 
 with st.container(border=True):
     left, right = st.columns([3, 1], vertical_alignment="bottom")
@@ -49,20 +50,20 @@ with st.container(border=True):
 if measure:
     bar = st.progress(0.0, text="Starting…")
     try:
-        results[device] = bench.live_cost(
+        results[device] = sweep.live_cost(
             device, lambda done, text: bar.progress(done, text=f"Measuring {text}"), live)
         st.session_state[FAILURE] = None
         st.rerun()  # draw the page again around the new results
-    except bench.MeasurementBusy as err:
+    except sweep.MeasurementBusy as err:
         st.session_state[FAILURE] = str(err)
     except (RuntimeError, ValueError) as err:
-        st.session_state[FAILURE] = f"The measurement failed: {bench.first_line(err)}"
+        st.session_state[FAILURE] = f"The measurement failed: {first_line(err)}"
     bar.empty()
 if st.session_state.get(FAILURE):
     st.warning(st.session_state[FAILURE], icon=":material/hourglass_top:")
 
 measurement = results.get(device)
-summary = bench.summarize_cost(measurement) if measurement else None
+summary = sweep.summarize_cost(measurement) if measurement else None
 if measurement is None:
     st.info("Press **Measure** to time decoding on this machine. Until then, the plain version: "
             "without a cache every new token redoes the whole n × n attention, O(n²) work per token; "

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from viz import generate, load_preset, preset_names
-from viz.core.engine import TokenInfo
+from viz.core.cache import TokenInfo
 from viz.core.compress import (QMAX, CacheSpec, EvictingCache, EvictionPolicy, QuantizedCache, _pack_int4,
                           _unpack_int4, compare_with_full, dequantize, quantize)
 

@@ -7,9 +7,9 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from viz.tools import bench
-from viz.tools.bench import (Bandwidth, CostMeasurement, DecodePoint, LiveConfig, PrefillPoint, Timing, TimingPlan,
-                       summarize_cost)
+from viz.core import cost as sweep
+from viz.core.cost import Bandwidth, CostMeasurement, DecodePoint, LiveConfig, PrefillPoint, summarize_cost
+from viz.core.timing import Timing, TimingPlan
 from viz.core.engine import WorkCounts
 from viz.figures import cost
 
@@ -32,7 +32,7 @@ def at() -> AppTest:
 @pytest.fixture
 def tiny(monkeypatch):
     """A small sweep instead of the page's real one, for tests about wiring rather than sizes."""
-    monkeypatch.setattr(bench, "LIVE", TINY)
+    monkeypatch.setattr(sweep, "LIVE", TINY)
 
 
 def rerun(at: AppTest) -> AppTest:
@@ -63,7 +63,7 @@ def markdown(at: AppTest) -> str:
 
 
 def measured(at: AppTest) -> CostMeasurement:
-    return at.session_state[RESULTS][bench.available_devices()[0]]
+    return at.session_state[RESULTS][sweep.available_devices()[0]]
 
 
 def test_page_before_measuring_explains_and_offers_the_button(at):
@@ -71,7 +71,7 @@ def test_page_before_measuring_explains_and_offers_the_button(at):
     assert measure_button(at).label == "Measure"
     assert not at.get("plotly_chart")
     assert any("Press **Measure**" in info.value for info in at.info)
-    live = bench.LIVE
+    live = sweep.LIVE
     assert any(f"n = {live.decode_sizes[0]} … {live.decode_sizes[-1]} keys" in c.value for c in at.caption)
     assert "python -m viz bench --out results.json" in at.code[0].value
 
@@ -83,7 +83,7 @@ def test_measure_draws_the_measured_numbers(at):
     assert result.decode and result.prefill and result.seconds > 0
     spec = figure(at, "Decode: O(n²)")
     times = {t["name"]: t for t in spec["data"] if t["xaxis"] == "x2"}
-    for mode in bench.DECODE_MODES:
+    for mode in sweep.DECODE_MODES:
         points = sorted((p for p in result.decode if p.mode == mode), key=lambda p: p.n)
         assert times[cost.NAMES[mode]]["x"] == [p.n for p in points]
         assert times[cost.NAMES[mode]]["y"] == [p.per_token.median_s for p in points]
@@ -113,14 +113,14 @@ def test_tables_list_every_measurement(at, tiny):
     decode, prefill = at.dataframe[0].value, at.dataframe[1].value
     assert list(decode["n"]) == sorted(p.n for p in result.decode)
     assert list(decode["multiply-adds"]) == [p.work.multiply_adds for p in sorted(
-        result.decode, key=lambda p: (p.n, bench.DECODE_MODES.index(p.mode)))]
+        result.decode, key=lambda p: (p.n, sweep.DECODE_MODES.index(p.mode)))]
     assert list(prefill["n"]) == [8, 16]
     assert all(diff < 1e-4 for diff in prefill["largest |difference|"])
 
 
 def test_a_busy_server_says_so_and_measures_nothing(at):
     """While another session measures, a click shows a message instead of a second sweep."""
-    with bench.LIVE_LOCK:
+    with sweep.LIVE_LOCK:
         click_measure(at)
     assert any("another measurement is running" in w.value for w in at.warning)
     assert at.session_state[RESULTS] == {}
@@ -135,7 +135,7 @@ def test_a_failed_measurement_keeps_the_last_results(at, tiny, monkeypatch):
     def fail(*args, **kwargs):
         raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore detail")
 
-    monkeypatch.setattr(bench, "live_cost", fail)
+    monkeypatch.setattr(sweep, "live_cost", fail)
     click_measure(at)
     assert [w.value for w in at.warning] == ["The measurement failed: CUDA out of memory. Tried to "
                                              "allocate 2.00 GiB"]
@@ -175,7 +175,7 @@ def test_decode_figure_plots_counts_left_and_times_right():
     right = [t for t in fig.data if t.xaxis == "x2"]
     assert [t.name for t in left] == [cost.NAMES["recompute"], cost.NAMES["kv"]]
     assert list(left[0].y) == [6500, 104000] and list(left[1].y) == [650, 2600]
-    assert [t.name for t in right] == [cost.NAMES[m] for m in bench.DECODE_MODES]
+    assert [t.name for t in right] == [cost.NAMES[m] for m in sweep.DECODE_MODES]
     assert list(right[0].y) == pytest.approx([0.002, 0.03])
     assert list(right[0].error_y.array) == pytest.approx([0.0004, 0.006])
     assert fig.layout.xaxis.type == fig.layout.yaxis2.type == "log"

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from viz import generate, load_preset, preset_names
-from viz.core.engine import TokenInfo
+from viz.core.cache import TokenInfo
 from viz.core.paged import (BlockPool, OutOfBlocks, PagedKVCache, Request, decode_together, same_outputs,
                        sharing_refusal, variants)
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from dataclasses import replace
 
 import pytest
@@ -348,10 +346,3 @@ def test_bench_quick_reports_positive_measurements():
     assert e["same_tokens"] is True
     assert set(result["goals"]) == {"ours_within_1.2x_of_generate", "cached_5x_uncached_at_256"}
 
-
-def test_real_core_imports_no_ui_library():
-    """viz.core.real and its figures' inputs import neither streamlit nor plotly."""
-    code = ("import sys, viz.core.real.model, viz.core.real.rules_match, viz.tools.real_bench, viz.tools.train; "
-            "print('streamlit' in sys.modules, 'plotly' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["False", "False"]

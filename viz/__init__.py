@@ -1,21 +1,24 @@
-"""kvlab's core: scenarios, the rule language and the torch engine for prefill, decode and the KV cache.
+"""kvlab as a library: build a scenario, run prefill and decode on the toy engine, draw the figures.
 
-The core imports torch and the standard library only; figures live in ``viz.figures`` and the
-Streamlit pages in ``pages/``.
+``viz.core`` is the engine (torch only), ``viz.figures`` turns its results into plotly figures and
+pandas tables, ``viz.ui`` is the Streamlit layer the app's pages use, ``viz.tools`` the developer
+commands. This package re-exports the core's everyday names; see docs/design.md for the layers.
 """
 
+from .core.cache import Cache, CatCache, KVCache, TokenInfo
 from .core.device import describe_device, pick_device
-from .core.engine import (MODES, KVCache, KVDecoder, PrefillResult, RecomputeDecoder, ReencodeDecoder,
-                     Step, ToyModel, Trace, WorkCounts, generate, make_decoder)
+from .core.engine import (MODES, Generation, KVDecoder, PrefillResult, RecomputeDecoder, ReencodeDecoder,
+                          Step, ToyModel, Trace, WorkCounts, generate, make_decoder)
 from .core.presets import DEFAULT_PRESET, load_preset, preset_names
 from .core.rules import Rule, RuleError, compile_rule
-from .core.sampling import SampleResult, sample
+from .core.sampling import SampleResult, Sampler, sample
 from .core.scenario import Head, Sampling, Scenario, ScenarioError, VocabWord
 from .core.tokenizer import tokenize
 
 __all__ = [
-    "MODES", "KVCache", "KVDecoder", "PrefillResult", "RecomputeDecoder", "ReencodeDecoder", "Step",
-    "ToyModel", "Trace", "WorkCounts", "generate", "make_decoder", "describe_device", "pick_device",
-    "DEFAULT_PRESET", "load_preset", "preset_names", "Rule", "RuleError", "compile_rule",
-    "SampleResult", "sample", "Head", "Sampling", "Scenario", "ScenarioError", "VocabWord", "tokenize",
+    "Cache", "CatCache", "KVCache", "TokenInfo", "MODES", "Generation", "KVDecoder", "PrefillResult",
+    "RecomputeDecoder", "ReencodeDecoder", "Step", "ToyModel", "Trace", "WorkCounts", "generate",
+    "make_decoder", "describe_device", "pick_device", "DEFAULT_PRESET", "load_preset", "preset_names",
+    "Rule", "RuleError", "compile_rule", "SampleResult", "Sampler", "sample", "Head", "Sampling",
+    "Scenario", "ScenarioError", "VocabWord", "tokenize",
 ]

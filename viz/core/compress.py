@@ -1,7 +1,7 @@
 """Smaller KV caches for the toy: eviction (sliding window, attention sinks, by hand) and
 quantisation (int8 / int4 with per-token or per-channel scales), and what they change.
 
-Both are caches with :class:`~viz.core.engine.KVCache`'s interface, so the engine's kv decoder uses
+Both keep the :class:`~viz.core.cache.Cache` interface, so the engine's kv decoder uses
 them through ``generate(..., make_cache=...)`` unchanged:
 
 1. :class:`EvictingCache` drops keys after each append, following an :class:`EvictionPolicy`. The
@@ -31,8 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import torch
 
-from .engine import KVCache, TokenInfo, ToyModel, generate, make_decoder
-from .sampling import sample
+from .cache import KVCache, TokenInfo, _check_truncate
+from .engine import Generation, ToyModel, generate
 from .scenario import MAX_DECODE_STEPS, Scenario
 
 QMAX = {"int8": 127, "int4": 7}
@@ -190,11 +190,21 @@ class QuantizedCache:
         return torch.cat([dequantize(q)[0] for q in self._values])  # (len,)
 
     def info(self) -> TokenInfo:
-        if not self._info:
-            empty = torch.zeros(0, dtype=torch.int64, device=self.device)
-            return TokenInfo(empty, empty, empty.double(), empty)
-        return TokenInfo(*(torch.cat([getattr(i, name) for i in self._info])
-                           for name in ("pos", "token", "value", "n")))
+        return TokenInfo.cat(self._info) if self._info else TokenInfo.empty(self.device)
+
+    def truncate(self, length: int) -> None:
+        """Forget the tokens after the first ``length``: whole appends are dropped, and an append cut
+        in the middle is quantised again from its dequantised kept part (its scales may shrink)."""
+        _check_truncate(length, self.length)
+        keys, values, info = self.keys(), self.values(), self.info()
+        lengths = [len(i) for i in self._info]
+        self._keys, self._values, self._info, self.length = [], [], [], 0
+        start = 0
+        for m in lengths:
+            end = min(start + m, length)
+            if end > start:
+                self.append(keys[:, start:end], values[start:end], info.slice(start, end))
+            start += m
 
     def __len__(self) -> int:
         return self.length
@@ -317,30 +327,25 @@ def compare_with_full(scenario: Scenario, steps: int, spec: CacheSpec,
         raise ValueError(f"steps must be between 1 and {MAX_DECODE_STEPS}")
     full = generate(scenario, steps, "kv", device=device)
     model = ToyModel(scenario, device=device)
-    decoder = make_decoder("kv", model, spec.make_cache(model))
-    prefill = decoder.prefill(list(scenario.tokens), list(scenario.values))
-    generator = torch.Generator().manual_seed(scenario.sampling.seed)
-    attention = prefill.attention.last_row()
+    run = Generation(scenario, "kv", model=model, cache=spec.make_cache(model))
+    run.prefill()
     out: list[StepComparison] = []
     for k, step in enumerate(full.steps):
         if k > 0:
             previous = full.steps[k - 1]
-            attention = decoder.decode_step(previous.token, previous.value).attention
+            run.step(forced=(previous.token, previous.value))  # the full run's word, not its own
+        mine = run.steps[k]
         positions = torch.arange(1, step.seq_len + 1)  # (len,) what the full cache holds
-        held = decoder.cache.info().pos.cpu() if k > 0 else positions  # prefill reads the whole prompt
+        held = run.decoder.cache.info().pos.cpu() if k > 0 else positions  # prefill reads the whole prompt
         kept = torch.isin(positions, held)
         weights = torch.zeros(model.num_heads, step.seq_len, dtype=step.attention.weights.dtype)
-        weights[:, kept] = attention.weights[:, -1].cpu().to(weights.dtype)  # (heads, kept) spread out
-        context = attention.contexts[:, -1]  # (heads,)
-        logits = model.logits(context)
-        choice = sample(logits, scenario.sampling, generator)
+        weights[:, kept] = mine.attention.weights[:, -1].to(weights.dtype)  # (heads, kept) spread out
         out.append(StepComparison(
             index=k, positions=positions, kept=kept, weights_full=step.attention.weights[:, -1],
-            weights_compressed=weights, context_full=step.context, context_compressed=context.cpu(),
-            logits_full=step.logits, logits_compressed=logits.cpu(), token_full=step.token,
-            token_compressed=scenario.vocab[choice.index].token, nbytes_full=step.cache_nbytes,
-            nbytes_compressed=decoder.cache.nbytes))
+            weights_compressed=weights, context_full=step.context, context_compressed=mine.context,
+            logits_full=step.logits, logits_compressed=mine.logits, token_full=step.token,
+            token_compressed=mine.token, nbytes_full=step.cache_nbytes, nbytes_compressed=mine.cache_nbytes))
     free = generate(scenario, steps, "kv", device=device, make_cache=spec.make_cache)
-    evicted = list(getattr(decoder.cache, "evicted", []))
+    evicted = list(getattr(run.decoder.cache, "evicted", []))
     return CacheComparison(spec, full.tokens, out, free.tokens, evicted)
 

@@ -1,37 +1,43 @@
 """The toy transformer: prefill, decode and the KV cache, as torch tensor code.
 
-One attention layer with rule-based heads (see DESIGN.md for the exact semantics):
+One attention layer with rule-based heads (docs/design.md gives the exact semantics):
 
 1. **Encode** each token into a query, a key per head and a value. For a rule that only reads the
    key, Q is a row of ones and K is a row of ±1 (+1 where the rule holds), so Q·K / √d_k is ±√d_k
    literally. A rule that also reads the query is scored directly as ±√d_k from the rule.
 2. **Prefill**: all prompt positions in one batched pass over heads: raw scores, scaled scores,
    causal mask, softmax weights, contexts. Every stage is kept for the UI.
-3. **Decode**: one new token at a time, in one of three ways with the same API:
-   ``recompute`` (full forward over the whole sequence each step, as naive generation does),
-   ``reencode`` (the seed's decode code: re-encode every key, but query only the new token), and
-   ``kv`` (encode only the new key and value, append them to a :class:`KVCache`, query the new token).
-4. **Logits** = context of the last position @ W_vocab; the next word is chosen by
-   :func:`viz.core.sampling.sample`.
+3. **Decode**: :meth:`Decoder.extend` appends m ≥ 1 tokens and computes their query rows; it is the
+   one decode step every decoder, cache, page and benchmark calls (``decode_step`` is extend with
+   one token; chunked prefill and speculative verification extend by several). Three decoders
+   differ only in what they redo: ``recompute`` (a full forward over the whole sequence, as naive
+   generation does), ``reencode`` (the seed's decode code: re-encode every key, query only the new
+   tokens) and ``kv`` (encode only the new keys and values, append them to a :class:`~.cache.Cache`).
+4. **Logits** = context of the last position @ W_vocab; :class:`Generation` is the one loop
+   (prefill → logits → sample → append) that ``generate``, the paged and compressed caches and the
+   serving scheduler all run.
 
 Every pass counts its own work (queries, keys and values encoded, scores, multiply-adds) from the
-shapes of the tensors it actually multiplies, so cost plots use real counts.
+shapes of the tensors it actually multiplies, so cost plots use real counts. Per-step results are
+copies of the rows kept, never views of the n × n tensors a pass allocates, so those are freed.
 
-What this module does not do: parse rules (viz.core.rules), validate input (viz.core.scenario) or draw.
+What this module does not do: parse rules (viz.core.rules), validate input (viz.core.scenario),
+decide how much work a request may cost (viz.core.budget) or draw.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import torch
 from torch import nn
 
+from .cache import Cache, KVCache, Side, TokenInfo
 from .device import pick_device
 from .rules import compile_rule
-from .sampling import SampleResult, sample
+from .sampling import SampleResult, Sampler
 from .scenario import Scenario
 
 MODES = ("recompute", "reencode", "kv")
@@ -40,33 +46,6 @@ MODE_LABELS = {
     "reencode": "no cache: re-encode every key, query only the new token",
     "kv": "KV cache: encode only the new token's key and value",
 }
-
-
-class Side(NamedTuple):
-    """The query or key side of a rule, shaped to broadcast: (m, 1) for queries, (1, len) for keys."""
-
-    pos: torch.Tensor
-    token: torch.Tensor
-    value: torch.Tensor
-
-
-@dataclass(frozen=True)
-class TokenInfo:
-    """What a rule can read about a run of tokens: the record each key is encoded from."""
-
-    pos: torch.Tensor  # (m,) int64, 1-based position
-    token: torch.Tensor  # (m,) int64 token id (see ToyModel.intern)
-    value: torch.Tensor  # (m,) float64, the value exactly as the scenario gives it
-    n: torch.Tensor  # (m,) int64, sequence length at the moment this key was encoded
-
-    def __len__(self) -> int:
-        return self.pos.shape[0]
-
-    def as_queries(self) -> Side:
-        return Side(self.pos[:, None], self.token[:, None], self.value[:, None])
-
-    def as_keys(self) -> Side:
-        return Side(self.pos[None, :], self.token[None, :], self.value[None, :])
 
 
 @dataclass
@@ -105,11 +84,22 @@ class Attention:
     contexts: torch.Tensor  # (heads, m) Σ_j weights · v_j
     counts: WorkCounts
 
+    def rows(self, start: int) -> "Attention":
+        """Copies of the stages of queries start… (negative: from the end), on the CPU: small
+        tensors that do not keep the whole pass's (heads, m, len) tensors alive."""
+        def keep(t: torch.Tensor, dim: int) -> torch.Tensor:
+            part = t[start:] if dim == 0 else t[:, start:]
+            return part.to("cpu", copy=True) if part.device.type != "meta" else part.clone()
+        return Attention(keep(self.raw_scores, 1), keep(self.scaled_scores, 1), keep(self.visible, 0),
+                         keep(self.masked_scores, 1), keep(self.matches, 1), keep(self.weights, 1),
+                         keep(self.contexts, 1), self.counts)
+
     def last_row(self) -> "Attention":
-        """The stages of the last query only: (heads, 1, len)."""
-        return Attention(self.raw_scores[:, -1:], self.scaled_scores[:, -1:], self.visible[-1:],
-                         self.masked_scores[:, -1:], self.matches[:, -1:], self.weights[:, -1:],
-                         self.contexts[:, -1:], self.counts)
+        """The stages of the last query only: (heads, 1, len), copied."""
+        return self.rows(-1)
+
+    def with_counts(self, counts: WorkCounts) -> "Attention":
+        return replace(self, counts=counts)
 
     @property
     def no_match(self) -> torch.Tensor:
@@ -119,7 +109,7 @@ class Attention:
 
 @dataclass(frozen=True)
 class PrefillResult:
-    """The whole prompt in one pass: Q, K, V and every attention stage, on the CPU."""
+    """The whole prompt in one pass: Q, K, V and every attention stage."""
 
     tokens: list[str]
     info: TokenInfo  # the records the keys were encoded from
@@ -136,99 +126,20 @@ class PrefillResult:
     def weights(self) -> torch.Tensor:
         return self.attention.weights  # (heads, n, n)
 
+    def cpu(self) -> "PrefillResult":
+        return PrefillResult(self.tokens, self.info.to("cpu"), self.q.cpu(), self.k.cpu(), self.v.cpu(),
+                             self.attention.rows(0))
+
 
 @dataclass(frozen=True)
 class DecodeResult:
-    """One decode pass: the new token's attention row and context."""
+    """One pass of :meth:`Decoder.extend`: the new tokens' attention rows and the cache after it."""
 
-    attention: Attention  # m = 1 row over every key the new query sees
-    cache_length: int  # keys in the KV cache after this step (0 without a cache)
+    attention: Attention  # m rows, each over every key its query sees (copied to the CPU)
+    cache_length: int  # keys in the KV cache after this pass (0 without a cache)
     cache_nbytes: int
-
-
-class KVCache:
-    """The KV cache: per-head keys and shared values for every token encoded so far.
-
-    Buffers are preallocated and written in place; when they are full they grow by doubling, so
-    appending a token costs O(1) amortised and the cache is reallocated only O(log n) times
-    (``growth_events``). Alongside K and V it keeps each key's record (position, token, value, the
-    sequence length when it was encoded), which rules that compare query and key read.
-    """
-
-    def __init__(self, num_heads: int, d_k: int, capacity: int = 16, *,
-                 device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32):
-        self.num_heads, self.d_k, self.dtype = num_heads, d_k, dtype
-        self.device = torch.device(device)
-        self.length = 0
-        self.growth_events = 0
-        self._k = torch.zeros(num_heads, capacity, d_k, device=self.device, dtype=dtype)  # (heads, cap, d_k)
-        self._v = torch.zeros(capacity, device=self.device, dtype=dtype)  # (cap,)
-        self._pos = torch.zeros(capacity, device=self.device, dtype=torch.int64)
-        self._token = torch.zeros(capacity, device=self.device, dtype=torch.int64)
-        self._value = torch.zeros(capacity, device=self.device, dtype=torch.float64)
-        self._n = torch.zeros(capacity, device=self.device, dtype=torch.int64)
-
-    @property
-    def capacity(self) -> int:
-        return self._v.shape[0]
-
-    def _grow(self, needed: int) -> None:
-        capacity = self.capacity
-        while capacity < needed:
-            capacity *= 2
-        for name in ("_k", "_v", "_pos", "_token", "_value", "_n"):
-            old = getattr(self, name)
-            new = old.new_zeros(*old.shape[:-2], capacity, old.shape[-1]) if old.dim() == 3 \
-                else old.new_zeros(capacity)
-            if old.dim() == 3:
-                new[:, : self.length] = old[:, : self.length]
-            else:
-                new[: self.length] = old[: self.length]
-            setattr(self, name, new)
-        self.growth_events += 1
-
-    def append(self, keys: torch.Tensor, values: torch.Tensor, info: TokenInfo) -> None:
-        """Write m new tokens: keys (heads, m, d_k), values (m,), their records."""
-        m = values.shape[0]
-        assert keys.shape == (self.num_heads, m, self.d_k), keys.shape
-        assert len(info) == m
-        if self.length + m > self.capacity:
-            self._grow(self.length + m)
-        end = self.length + m
-        self._k[:, self.length:end] = keys
-        self._v[self.length:end] = values
-        self._pos[self.length:end] = info.pos
-        self._token[self.length:end] = info.token
-        self._value[self.length:end] = info.value
-        self._n[self.length:end] = info.n
-        self.length = end
-
-    def keys(self) -> torch.Tensor:
-        return self._k[:, : self.length]  # (heads, len, d_k), a view
-
-    def values(self) -> torch.Tensor:
-        return self._v[: self.length]  # (len,), a view
-
-    def info(self) -> TokenInfo:
-        end = self.length
-        return TokenInfo(self._pos[:end], self._token[:end], self._value[:end], self._n[:end])
-
-    def __len__(self) -> int:
-        return self.length
-
-    @property
-    def element_size(self) -> int:
-        return self._k.element_size()
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the K and V held: len · (heads · d_k + 1) · element size."""
-        return self.length * (self.num_heads * self.d_k + 1) * self.element_size
-
-    @property
-    def allocated_nbytes(self) -> int:
-        """Bytes of the K and V buffers reserved, including room not filled yet."""
-        return self.capacity * (self.num_heads * self.d_k + 1) * self.element_size
+    cache_reserved: int = 0  # bytes the cache's buffers hold room for (its allocation)
+    cache_growths: int = 0  # times the cache's buffers were reallocated so far
 
 
 class ToyModel(nn.Module):
@@ -318,24 +229,13 @@ class ToyModel(nn.Module):
         q, k, v = self.encode_queries(n), self.encode_keys(info), self.encode_values(info)
         attention = self.attend(info, q, info, k, v)
         counts = attention.counts + WorkCounts(keys_encoded=self.num_heads * n, values_encoded=n)
-        attention = _with_counts(attention, counts)
-        return PrefillResult(list(tokens), info, q, k, v, attention)
+        return PrefillResult(list(tokens), info, q, k, v, attention.with_counts(counts))
 
     prefill = forward
 
 
-def _with_counts(attention: Attention, counts: WorkCounts) -> Attention:
-    return Attention(**{**attention.__dict__, "counts": counts})
-
-
-def _to_cpu(attention: Attention) -> Attention:
-    fields = {name: (value.cpu() if isinstance(value, torch.Tensor) else value)
-              for name, value in attention.__dict__.items()}
-    return Attention(**fields)
-
-
 class Decoder:
-    """Prefill once, then decode one token at a time. Subclasses differ only in what they redo."""
+    """Prefill once, then extend by new tokens. Subclasses differ only in what they redo."""
 
     mode = ""
 
@@ -344,22 +244,42 @@ class Decoder:
         self.tokens: list[str] = []
         self.values: list[float] = []
 
-    def prefill(self, tokens: list[str], values: list[float]) -> PrefillResult:
+    @property
+    def cache(self) -> Cache | None:
+        return None
+
+    def prefill(self, tokens: list[str], values: list[float], done: PrefillResult | None = None) -> PrefillResult:
+        """The whole prompt in one batched pass, every stage kept. ``done``: the same pass already
+        computed by another decoder of the same model (the passes are identical in every mode; the
+        model must be the same object, since token ids come from its ``intern``)."""
         self.tokens, self.values = list(tokens), list(values)
-        return self.model.prefill(self.tokens, self.values)
+        return done if done is not None else self.model.prefill(self.tokens, self.values)
 
     def fill(self, tokens: list[str], values: list[float]) -> None:
         """Take a prompt without computing its attention: the state prefill leaves behind, at O(n)
         cost, for long prompts (benchmarks) whose n × n weights nobody looks at."""
         self.tokens, self.values = list(tokens), list(values)
 
-    def decode_step(self, token: str, value: float) -> DecodeResult:
-        """Append one token and compute its attention row and context."""
-        raise NotImplementedError
+    def extend(self, tokens: list[str], values: list[float]) -> DecodeResult:
+        """Append m ≥ 1 tokens and compute their query rows over every key so far."""
+        if not tokens or len(tokens) != len(values):
+            raise ValueError("extend needs one value per token, and at least one token")
+        self.tokens += tokens
+        self.values += values
+        attention = self._attend_new(len(tokens))
+        cache = self.cache
+        if cache is None:
+            return DecodeResult(attention, 0, 0)
+        return DecodeResult(attention, len(cache), cache.nbytes, getattr(cache, "allocated_nbytes", cache.nbytes),
+                            getattr(cache, "growth_events", 0))
 
-    @property
-    def cache(self) -> KVCache | None:
-        return None
+    def decode_step(self, token: str, value: float) -> DecodeResult:
+        """Append one token and compute its attention row and context: extend by one."""
+        return self.extend([token], [value])
+
+    def _attend_new(self, m: int) -> Attention:
+        """The last m tokens' rows (copied), with the work this mode does for them."""
+        raise NotImplementedError
 
 
 class RecomputeDecoder(Decoder):
@@ -367,28 +287,23 @@ class RecomputeDecoder(Decoder):
 
     mode = "recompute"
 
-    def decode_step(self, token: str, value: float) -> DecodeResult:
-        self.tokens.append(token)
-        self.values.append(value)
+    def _attend_new(self, m: int) -> Attention:
         full = self.model.forward(self.tokens, self.values).attention
-        return DecodeResult(full.last_row(), cache_length=0, cache_nbytes=0)
+        return full.rows(-m)  # copies: the n × n stages are freed on return
 
 
 class ReencodeDecoder(Decoder):
-    """No cache, but only the new token's query: every key and value is encoded again."""
+    """No cache, but only the new tokens' queries: every key and value is encoded again."""
 
     mode = "reencode"
 
-    def decode_step(self, token: str, value: float) -> DecodeResult:
-        self.tokens.append(token)
-        self.values.append(value)
+    def _attend_new(self, m: int) -> Attention:
         model, n = self.model, len(self.tokens)
         info = model.token_info(self.tokens, self.values, 1, n)
         k, v = model.encode_keys(info), model.encode_values(info)
-        query = _last(info)
-        attention = model.attend(query, model.encode_queries(1), info, k, v)
+        attention = model.attend(info.slice(-m), model.encode_queries(m), info, k, v)
         counts = attention.counts + WorkCounts(keys_encoded=model.num_heads * n, values_encoded=n)
-        return DecodeResult(_with_counts(attention, counts), cache_length=0, cache_nbytes=0)
+        return attention.with_counts(counts).rows(0)
 
 
 class KVDecoder(Decoder):
@@ -396,19 +311,19 @@ class KVDecoder(Decoder):
 
     mode = "kv"
 
-    def __init__(self, model: ToyModel, cache: KVCache | None = None):
+    def __init__(self, model: ToyModel, cache: Cache | None = None):
         super().__init__(model)
-        # any object with KVCache's append / keys / values / info / __len__ / nbytes can stand in
-        self._cache = cache if cache is not None else KVCache(
+        self._cache: Cache = cache if cache is not None else KVCache(
             model.num_heads, model.d_k, device=model.device, dtype=model.dtype)
 
     @property
-    def cache(self) -> KVCache:
+    def cache(self) -> Cache:
         return self._cache
 
-    def prefill(self, tokens: list[str], values: list[float]) -> PrefillResult:
-        result = super().prefill(tokens, values)
-        self._cache.append(result.k, result.v, result.info)  # prefill warms up the cache
+    def prefill(self, tokens: list[str], values: list[float], done: PrefillResult | None = None) -> PrefillResult:
+        result = super().prefill(tokens, values, done)
+        device = self.model.device
+        self._cache.append(result.k.to(device), result.v.to(device), result.info.to(device))  # prefill warms up the cache
         return result
 
     def fill(self, tokens: list[str], values: list[float]) -> None:
@@ -417,31 +332,30 @@ class KVDecoder(Decoder):
         info = model.token_info(self.tokens, self.values, 1, len(self.tokens))  # encoded as prefill does
         self._cache.append(model.encode_keys(info), model.encode_values(info), info)
 
-    def decode_step(self, token: str, value: float) -> DecodeResult:
-        self.tokens.append(token)
-        self.values.append(value)
+    def _attend_new(self, m: int) -> Attention:
         model, cache, n = self.model, self._cache, len(self.tokens)
-        info = model.token_info([token], [value], n, n)  # only the new token is encoded
+        # only the new tokens are encoded, at the length they make the sequence
+        info = model.token_info(self.tokens[-m:], self.values[-m:], n - m + 1, n)
         read = len(cache)
         cache.append(model.encode_keys(info), model.encode_values(info), info)
-        attention = model.attend(info, model.encode_queries(1), cache.info(), cache.keys(), cache.values())
-        counts = attention.counts + WorkCounts(keys_encoded=model.num_heads, values_encoded=1,
+        attention = model.attend(info, model.encode_queries(m), cache.info(), cache.keys(), cache.values())
+        counts = attention.counts + WorkCounts(keys_encoded=model.num_heads * m, values_encoded=m,
                                                keys_read=model.num_heads * read)
-        return DecodeResult(_with_counts(attention, counts), cache_length=len(cache),
-                            cache_nbytes=cache.nbytes)
-
-
-def _last(info: TokenInfo) -> TokenInfo:
-    return TokenInfo(info.pos[-1:], info.token[-1:], info.value[-1:], info.n[-1:])
+        return attention.with_counts(counts).rows(0)
 
 
 DECODERS = {cls.mode: cls for cls in (RecomputeDecoder, ReencodeDecoder, KVDecoder)}
 
 
-def make_decoder(mode: str, model: ToyModel, cache: KVCache | None = None) -> Decoder:
-    """A decoder for ``mode``; ``cache`` replaces the default KVCache in kv mode."""
+def check_mode(mode: str) -> str:
     if mode not in DECODERS:
         raise ValueError(f"unknown mode '{mode}' (use one of {', '.join(MODES)})")
+    return mode
+
+
+def make_decoder(mode: str, model: ToyModel, cache: Cache | None = None) -> Decoder:
+    """A decoder for ``mode``; ``cache`` replaces the default KVCache in kv mode."""
+    check_mode(mode)
     if mode == "kv":
         return KVDecoder(model, cache)
     if cache is not None:
@@ -449,7 +363,7 @@ def make_decoder(mode: str, model: ToyModel, cache: KVCache | None = None) -> De
     return DECODERS[mode](model)
 
 
-# -- generation: prefill, then N predictions -------------------------------------------------
+# -- generation: prefill, then one prediction per step ---------------------------------------
 @dataclass(frozen=True)
 class Step:
     """Prediction k: the context and distribution used to choose generated token k+1."""
@@ -457,7 +371,7 @@ class Step:
     index: int
     query_token: str  # the token whose query produced this context (last of the sequence)
     seq_len: int  # keys the query saw
-    attention: Attention  # the query's row: (heads, 1, seq_len) stages
+    attention: Attention  # the query's row: (heads, 1, seq_len) stages, on the CPU
     context: torch.Tensor  # (heads,)
     logits: torch.Tensor  # (vocab,)
     sample: SampleResult
@@ -466,10 +380,54 @@ class Step:
     counts: WorkCounts  # the pass that produced `context`, plus the logits
     cache_length: int  # KV-cache entries after that pass (0 without a cache)
     cache_nbytes: int
+    cache_reserved: int = 0  # bytes the cache's buffers had room for
+    cache_growths: int = 0  # times the cache had grown by then
 
     @property
     def probs(self) -> torch.Tensor:
         return self.sample.probs
+
+
+@dataclass(frozen=True)
+class CacheAt:
+    """A growing KVCache as it stood after some step: its first ``length`` entries (read lazily)."""
+
+    cache: KVCache
+    length: int
+    reserved: int  # bytes of the buffers then
+    growths: int  # reallocations then
+
+    def keys(self) -> torch.Tensor:
+        return self.cache.keys()[:, : self.length]  # (heads, len, d_k)
+
+    def values(self) -> torch.Tensor:
+        return self.cache.values()[: self.length]
+
+    def info(self) -> TokenInfo:
+        return self.cache.info().slice(0, self.length)
+
+    def __len__(self) -> int:
+        return self.length
+
+    @property
+    def element_size(self) -> int:
+        return self.cache.element_size
+
+    @property
+    def nbytes(self) -> int:
+        return self.length * (self.cache.num_heads * self.cache.d_k + 1) * self.element_size
+
+    @property
+    def allocated_nbytes(self) -> int:
+        return self.reserved
+
+    @property
+    def capacity(self) -> int:
+        return self.reserved // ((self.cache.num_heads * self.cache.d_k + 1) * self.element_size)
+
+    @property
+    def growth_events(self) -> int:
+        return self.growths
 
 
 @dataclass(frozen=True)
@@ -481,7 +439,7 @@ class Trace:
     device: torch.device
     prefill: PrefillResult
     steps: list[Step]
-    cache: KVCache | None = field(default=None, repr=False)  # final cache (kv mode), on the device
+    cache: Cache | CacheAt | None = field(default=None, repr=False)  # the cache after the last step (kv mode)
 
     @property
     def tokens(self) -> list[str]:
@@ -492,42 +450,118 @@ class Trace:
     def cacheable(self) -> list[bool]:
         return [compile_rule(head.rule).cacheable for head in self.scenario.heads]
 
+    def grown_attention(self, head: int) -> torch.Tensor:
+        """One head's attention matrix as it grew: the prefill rows, then one row per decode step.
+
+        (rows, rows) float64, rows = prompt + decode steps fed back; -inf where a query could not
+        see the key. Row for step k is the newest query's weights at that step.
+        """
+        pre = self.prefill.attention
+        prompt = pre.weights.shape[1]
+        total = prompt + max(len(self.steps) - 1, 0)
+        rows = torch.full((total, total), -torch.inf, dtype=torch.float64)
+        rows[:prompt, :prompt] = torch.where(pre.visible, pre.weights[head].double(), -torch.inf)
+        for step in self.steps[1:]:
+            rows[step.seq_len - 1, : step.seq_len] = step.attention.weights[head, 0].double()
+        return rows
+
+
+class Generation:
+    """One sequence decoded in one mode: prefill, then one prediction per :meth:`step`.
+
+    This is the loop every toy decoder runs (``generate``, the Decode page, paged and compressed
+    caches, the serving scheduler): feed the last chosen word (or a forced one) through
+    :meth:`Decoder.extend`, take the newest context, logits = context @ W_vocab, sample. Steps are
+    kept on the CPU as small copies; the run can be extended later (a page keeps it across reruns).
+    """
+
+    def __init__(self, scenario: Scenario, mode: str = "kv", *, model: ToyModel | None = None,
+                 cache: Cache | None = None, device: str | torch.device | None = None,
+                 dtype: torch.dtype = torch.float32, seed: int | None = None):
+        self.scenario = scenario
+        self.model = model if model is not None else ToyModel(scenario, device=device, dtype=dtype)
+        self.decoder = make_decoder(check_mode(mode), self.model, cache)
+        self.sampler = Sampler(scenario.sampling, scenario.sampling.seed if seed is None else seed)
+        self.prefill_result: PrefillResult | None = None
+        self.steps: list[Step] = []
+        self._logit_work = WorkCounts(multiply_adds=self.model.num_heads * len(scenario.vocab))
+
+    @property
+    def mode(self) -> str:
+        return self.decoder.mode
+
+    def prefill(self, tokens: list[str] | None = None, values: list[float] | None = None, *,
+                predict: bool = True, done: PrefillResult | None = None) -> PrefillResult:
+        """Run the prompt (the scenario's unless given); with ``predict`` make prediction 0.
+        ``done``: the same prompt's prefill from another run on the same model, reused."""
+        tokens = list(self.scenario.tokens if tokens is None else tokens)
+        values = list(self.scenario.values if values is None else values)
+        self.prefill_result = self.decoder.prefill(tokens, values, done)
+        if predict:
+            cache = self.decoder.cache
+            self._predict(DecodeResult(
+                self.prefill_result.attention.last_row(), len(cache) if cache is not None else 0,
+                cache.nbytes if cache is not None else 0,
+                getattr(cache, "allocated_nbytes", 0) if cache is not None else 0,
+                getattr(cache, "growth_events", 0) if cache is not None else 0))
+        return self.prefill_result
+
+    def step(self, forced: tuple[str, float] | None = None) -> Step:
+        """Feed the last chosen word (or ``forced``: a (token, value) to feed instead) and predict."""
+        if self.prefill_result is None or not self.steps:
+            raise RuntimeError("prefill with predict=True first")
+        token, value = forced if forced is not None else (self.steps[-1].token, self.steps[-1].value)
+        return self._predict(self.decoder.decode_step(token, value))
+
+    def _predict(self, result: DecodeResult) -> Step:
+        context = result.attention.contexts[:, -1]  # (heads,)
+        logits = self.model.logits(context.to(self.model.device))
+        choice = self.sampler(logits)
+        word = self.scenario.vocab[choice.index]
+        step = Step(
+            index=len(self.steps), query_token=self.decoder.tokens[-1], seq_len=len(self.decoder.tokens),
+            attention=result.attention, context=context.cpu(), logits=logits.cpu(), sample=choice,
+            token=word.token, value=word.value, counts=result.attention.counts + self._logit_work,
+            cache_length=result.cache_length, cache_nbytes=result.cache_nbytes,
+            cache_reserved=result.cache_reserved, cache_growths=result.cache_growths)
+        self.steps.append(step)
+        return step
+
+    def trace(self, predictions: int | None = None) -> Trace:
+        """The run as a :class:`Trace` of its first ``predictions`` steps (default: all so far).
+
+        The cache is the live one when every step is included, else the growing cache as it stood.
+        """
+        if self.prefill_result is None:
+            raise RuntimeError("nothing to trace before the prefill")
+        count = len(self.steps) if predictions is None else predictions
+        if not 0 <= count <= len(self.steps):
+            raise ValueError(f"this run has {len(self.steps)} predictions, not {count}")
+        cache = self.decoder.cache
+        if cache is not None and count and count < len(self.steps) and isinstance(cache, KVCache):
+            last = self.steps[count - 1]
+            cache = CacheAt(cache, last.cache_length, last.cache_reserved, last.cache_growths)
+        return Trace(self.scenario, self.mode, self.model.device, self._prefill_cpu(), self.steps[:count], cache)
+
+    def _prefill_cpu(self) -> PrefillResult:
+        if self.prefill_result.q.device.type != "cpu":
+            self.prefill_result = self.prefill_result.cpu()
+        return self.prefill_result
+
 
 def generate(scenario: Scenario, steps: int, mode: str = "kv",
              device: str | torch.device | None = None, dtype: torch.dtype = torch.float32,
-             make_cache: Callable[[ToyModel], KVCache] | None = None) -> Trace:
+             make_cache: Callable[[ToyModel], Cache] | None = None) -> Trace:
     """Prefill the prompt, then make ``steps`` predictions (the last one is not fed back).
 
     ``make_cache(model)`` builds the cache for kv mode (a paged, evicting or quantised one, say).
     """
-    if mode not in MODES:
-        raise ValueError(f"unknown mode '{mode}' (use one of {', '.join(MODES)})")
+    check_mode(mode)
     if steps < 0:
         raise ValueError("steps must be 0 or more")
     model = ToyModel(scenario, device=device, dtype=dtype)
-    decoder = make_decoder(mode, model, make_cache(model) if make_cache else None)
-    prefill = decoder.prefill(list(scenario.tokens), list(scenario.values))
-    generator = torch.Generator().manual_seed(scenario.sampling.seed)
-    vocab = scenario.vocab
-    logit_work = WorkCounts(multiply_adds=model.num_heads * len(vocab))
-    cache = decoder.cache
-    result = DecodeResult(prefill.attention.last_row(), len(cache) if cache else 0,
-                          cache.nbytes if cache else 0)
-    out: list[Step] = []
-    for k in range(steps):
-        if k > 0:
-            result = decoder.decode_step(out[-1].token, out[-1].value)
-        context = result.attention.contexts[:, 0]  # (heads,)
-        logits = model.logits(context)
-        choice = sample(logits, scenario.sampling, generator)
-        word = vocab[choice.index]
-        out.append(Step(
-            index=k, query_token=decoder.tokens[-1], seq_len=len(decoder.tokens),
-            attention=_to_cpu(result.attention), context=context.cpu(), logits=logits.cpu(),
-            sample=choice, token=word.token, value=word.value,
-            counts=result.attention.counts + logit_work,
-            cache_length=result.cache_length, cache_nbytes=result.cache_nbytes,
-        ))
-    prefill_cpu = PrefillResult(prefill.tokens, TokenInfo(*(t.cpu() for t in prefill.info.__dict__.values())),
-                                prefill.q.cpu(), prefill.k.cpu(), prefill.v.cpu(), _to_cpu(prefill.attention))
-    return Trace(scenario, mode, model.device, prefill_cpu, out, cache)
+    run = Generation(scenario, mode, model=model, cache=make_cache(model) if make_cache else None)
+    run.prefill(predict=steps > 0)
+    for _ in range(steps - 1):
+        run.step()
+    return run.trace()

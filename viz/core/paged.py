@@ -6,8 +6,8 @@ decoding together on one pool of blocks.
    from a free list and carry a reference count.
 2. **Block tables**: a :class:`PagedKVCache` is one sequence's view: a table mapping its logical
    blocks (tokens 1…B, B+1…2B, …) to physical blocks anywhere in the pool. It has
-   :class:`~viz.core.engine.KVCache`'s interface, so ``generate(..., make_cache=...)`` and the engine's
-   kv decoder use it unchanged; ``keys()`` gathers the blocks in table order.
+   the :class:`~viz.core.cache.Cache` interface, so ``generate(..., make_cache=...)`` and the
+   engine's kv decoder use it unchanged; ``keys()`` gathers the blocks in table order.
 3. **Sharing**: :meth:`PagedKVCache.fork` gives a new sequence the blocks of a common prefix
    (reference count + 1). Writing into a block that someone else also holds copies it first
    (copy-on-write), so no sequence ever sees another's tokens.
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .engine import TokenInfo, ToyModel, make_decoder
+from .cache import TokenInfo, _check_truncate
+from .engine import Generation, ToyModel
 from .rules import compile_rule
-from .sampling import sample
 from .scenario import MAX_DECODE_STEPS, Scenario
 
 MAX_BLOCK_SIZE = 64
@@ -111,10 +111,6 @@ class BlockPool:
             getattr(self, name)[block, start:end] = getattr(info, name)
 
 
-def _slice(info: TokenInfo, start: int, end: int) -> TokenInfo:
-    return TokenInfo(*(getattr(info, name)[start:end] for name in _RECORDS))
-
-
 class PagedKVCache:
     """One sequence's KV cache as a block table into a shared :class:`BlockPool`.
 
@@ -151,7 +147,7 @@ class PagedKVCache:
         if held > 0:
             if first != 1 or held > m:
                 raise ValueError(f"positions {first}… overlap the cache in a way a shared prefix cannot")
-            self._check_prefix(keys[:, :held], values[:held], _slice(info, 0, held))
+            self._check_prefix(keys[:, :held], values[:held], info.slice(0, held))
         i = held
         size = self.pool.block_size
         while i < m:  # fill the last block, then a fresh one, a block's worth of tokens at a time
@@ -162,7 +158,7 @@ class PagedKVCache:
                 self.table[-1] = self.pool.copy_on_write(self.table[-1])
             take = min(size - slot, m - i)
             self.pool.write(self.table[-1], slot, keys[:, i:i + take], values[i:i + take],
-                            _slice(info, i, i + take))
+                            info.slice(i, i + take))
             self.length += take
             i += take
 
@@ -188,6 +184,15 @@ class PagedKVCache:
 
     def info(self) -> TokenInfo:
         return TokenInfo(*(self._gather(getattr(self.pool, name)) for name in _RECORDS))
+
+    def truncate(self, length: int) -> None:
+        """Forget the tokens after the first ``length``; blocks left empty go back to the pool."""
+        _check_truncate(length, self.length)
+        keep = math.ceil(length / self.pool.block_size)
+        for block in self.table[keep:]:
+            self.pool.release(block)
+        del self.table[keep:]
+        self.length = length
 
     def __len__(self) -> int:
         return self.length
@@ -328,38 +333,30 @@ def sharing_refusal(scenario: Scenario) -> str:
 
 
 class _Sequence:
-    """A request in flight: its decoder over a paged cache, and its predictions so far."""
+    """A request in flight: the engine's one decode loop over a paged cache."""
 
     def __init__(self, index: int, request: Request, model: ToyModel, cache: PagedKVCache,
                  shared: int, shared_with: str | None, seed: int):
-        self.index, self.request, self.model = index, request, model
-        self.decoder = make_decoder("kv", model, cache)
+        self.index, self.request = index, request
+        self.run = Generation(model.scenario, "kv", model=model, cache=cache, seed=seed)
         self.shared, self.shared_with = shared, shared_with
-        self.generator = torch.Generator().manual_seed(seed)
-        self.contexts: list[torch.Tensor] = []
-        self.logits: list[torch.Tensor] = []
-        self.chosen: list[tuple[str, float]] = []
+
+    @property
+    def decoder(self):
+        return self.run.decoder
 
     @property
     def pending(self) -> bool:
-        return len(self.chosen) < self.request.steps
+        return len(self.run.steps) < self.request.steps
 
-    def predict(self, context: torch.Tensor) -> None:
-        """Context (heads,) -> logits -> the next word, exactly as ``generate`` chooses it."""
-        logits = self.model.logits(context)
-        word = self.model.scenario.vocab[sample(logits, self.model.scenario.sampling, self.generator).index]
-        self.contexts.append(context.cpu())
-        self.logits.append(logits.cpu())
-        self.chosen.append((word.token, word.value))
-
-    def run(self) -> SequenceRun:
-        heads, vocab = self.model.num_heads, len(self.model.scenario.vocab)
+    def result(self) -> SequenceRun:
+        model, steps = self.run.model, self.run.steps
         return SequenceRun(
             self.request.name, tuple(self.decoder.tokens), len(self.request.tokens), self.shared,
             self.shared_with,
-            torch.stack(self.contexts) if self.contexts else torch.zeros(0, heads),
-            torch.stack(self.logits) if self.logits else torch.zeros(0, vocab),
-            tuple(token for token, _ in self.chosen), tuple(self.decoder.cache.table))
+            torch.stack([s.context for s in steps]) if steps else torch.zeros(0, model.num_heads),
+            torch.stack([s.logits for s in steps]) if steps else torch.zeros(0, len(model.scenario.vocab)),
+            tuple(s.token for s in steps), tuple(self.decoder.cache.table))
 
 
 def _common_prefix(a: Request, b_tokens: list[str], b_values: list[float]) -> int:
@@ -438,9 +435,7 @@ def decode_together(scenario: Scenario, requests: list[Request], block_size: int
         # prefill appends the whole prompt; the paged cache checks and skips the shared part
         seq = _Sequence(index, request, model, cache, shared, parent.request.name if parent else None,
                         scenario.sampling.seed)
-        prefill = seq.decoder.prefill(list(request.tokens), list(request.values))
-        if seq.pending:
-            seq.predict(prefill.attention.contexts[:, -1])
+        seq.run.prefill(list(request.tokens), list(request.values), predict=seq.pending)
         seqs.append(seq)
         snapshots.append(_snapshot(f"prefill {request.name}", pool, seqs))
     iteration = 0
@@ -449,8 +444,7 @@ def decode_together(scenario: Scenario, requests: list[Request], block_size: int
         iteration += 1
         for seq in seqs:
             if seq.pending:
-                token, value = seq.chosen[-1]
-                seq.predict(seq.decoder.decode_step(token, value).attention.contexts[:, 0])
+                seq.run.step()
         snapshots.append(_snapshot(f"decode {iteration}", pool, seqs))
-    return PagedRun(block_size, num_blocks, max_new_tokens, [seq.run() for seq in seqs], snapshots,
+    return PagedRun(block_size, num_blocks, max_new_tokens, [seq.result() for seq in seqs], snapshots,
                     _waste(pool, seqs, max_new_tokens), sharing, note)

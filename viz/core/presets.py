@@ -153,3 +153,23 @@ def load_preset(name: str) -> Scenario:
     if name not in _PRESETS:
         raise KeyError(f"unknown preset '{name}' (known: {', '.join(_PRESETS)})")
     return Scenario.from_dict(_PRESETS[name])
+
+
+def sequence(scenario: Scenario, n: int) -> tuple[list[str], list[float]]:
+    """n tokens and values: the scenario's prompt repeated (long inputs for measurements)."""
+    m = len(scenario.tokens)
+    return [scenario.tokens[i % m] for i in range(n)], [scenario.values[i % m] for i in range(n)]
+
+
+def busy_scenario() -> Scenario:
+    """A busier classroom demo for latency measurements: 64 tokens, 8 heads, d_k = 64."""
+    seed = load_preset("seed")
+    rules = ("k.pos % 2 == 0", "k.pos == q.pos", "k.pos == 1", "True", "k.pos == q.pos - 1",
+             "q.pos - k.pos < 3", 'k.token in ("weather", "so")', "k.value > 5")
+    tokens, values = sequence(seed, 64)
+    return Scenario.from_dict({
+        "title": "64 tokens, 8 heads", "tokens": tokens, "values": values, "d_k": 64,
+        "heads": [{"name": f"h{i + 1}", "rule": rule} for i, rule in enumerate(rules)],
+        "vocab": [{"token": w.token, "value": w.value, "weights": list(w.weights) * 2}
+                  for w in seed.vocab],
+    })

@@ -4,6 +4,7 @@ Order of operations, as in common inference libraries: divide the logits by the 
 softmax, keep the top-k words, renormalise, keep the smallest top-p set, renormalise, then take
 the first index of the maximum (greedy) or draw one index with the seeded generator (sample).
 Work happens on the CPU in float64 so the same seed gives the same words on every device.
+:class:`Sampler` binds the settings to one sequence's seeded generator; every decode loop uses it.
 """
 
 from __future__ import annotations
@@ -62,3 +63,15 @@ def sample(logits: torch.Tensor, settings: Sampling,
     else:
         index = int(torch.multinomial(probs, 1, generator=generator))
     return SampleResult(index=index, base_probs=base, probs=probs, kept=kept)
+
+
+class Sampler:
+    """The choice half of every decode step, for one sequence: its settings and its own seeded
+    generator, so interleaved sequences (a batch, a scheduler) draw exactly what each would alone."""
+
+    def __init__(self, settings: Sampling, seed: int | None = None):
+        self.settings = settings
+        self.generator = torch.Generator().manual_seed(settings.seed if seed is None else seed)
+
+    def __call__(self, logits: torch.Tensor) -> SampleResult:
+        return sample(logits, self.settings, self.generator)

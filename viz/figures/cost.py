@@ -1,9 +1,9 @@
 """Figures for the Cost page: theory (the engine's work counts) next to practice (measured time).
 
-Pure functions from a :class:`viz.tools.bench.CostMeasurement` to plotly figures, pandas tables and the
+Pure functions from a :class:`viz.core.cost.CostMeasurement` to plotly figures, pandas tables and the
 plain-language reading of the plots. Both axes are logarithmic, so O(n) shows as a line of slope 1
 and O(n²) as a line of slope 2. Nothing here measures or computes a ratio of its own: the numbers
-come from :func:`viz.tools.bench.live_cost` and :func:`viz.tools.bench.summarize_cost`.
+come from :func:`viz.core.cost.live_cost` and :func:`viz.core.cost.summarize_cost`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..tools.bench import DECODE_MODES, CostMeasurement, CostSummary, DecodePoint, Timing, format_seconds
+from ..core.cost import DECODE_MODES, CostMeasurement, CostSummary, DecodePoint
+from ..core.timing import Timing, format_seconds
 from .toy import BLUE, MODE_COLORS, RED
 
 COLORS = {"recompute": MODE_COLORS["recompute"], "kv": MODE_COLORS["kv"], "cat": "#e67e22",

@@ -29,11 +29,14 @@ APP = Path(__file__).resolve().parents[2] / "app.py"
 def _explicit_navigation() -> None:
     """AppTest resets Streamlit's pages/ discovery before each run; app.py registers every page."""
     original = PagesManager.__init__
+    if getattr(original, "kvlab_explicit", False):
+        return
 
     def init(self, *args, **kwargs):
         original(self, *args, **kwargs)
         PagesManager.uses_pages_directory = False
 
+    init.kvlab_explicit = True
     PagesManager.__init__ = init
 
 
@@ -56,6 +59,7 @@ class ClickLatency:
 
 def measure(scenario: Scenario, step: int, repeats: int) -> ClickLatency:
     """Median seconds per rerun for a Decode step click and a Prefill stepper click."""
+    _explicit_navigation()
     at = AppTest.from_file(str(APP), default_timeout=300)
     for key, value in encode_view(View(scenario, step=step)).items():
         at.query_params[key] = value
@@ -85,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         from . import paint
         return paint.main(["--repeats", str(min(args.repeats, 50))])
     _explicit_navigation()
-    from .bench import latency_scenario
+    from ..core.presets import busy_scenario as latency_scenario
 
     cases = [("seed, step 1", load_preset("seed"), 1), ("64 tokens, 8 heads, step 32", latency_scenario(), 32)]
     print(f"{'scenario':32} {'Decode: Step click':>20} {'Prefill: stepper click':>24}")

@@ -24,7 +24,7 @@ reports the median (and the spread) of:
 * the run's **message bytes** by element type.
 
 Scenarios: ``seed`` (the article's four heads at step 1) and ``large`` (64 tokens × 8 heads after
-decode step 32, ``viz.tools.bench.latency_scenario``). ``--profile`` samples the server with
+decode step 32, ``viz.core.presets.busy_scenario``). ``--profile`` samples the server with
 py-spy over the clicks and prints what dominates (``pip install -e ".[profile]"``).
 """
 
@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import urlencode
 
-from ..core.presets import load_preset
+from ..core.presets import busy_scenario, load_preset
 from ..core.share import View, encode_view
 from .chromium import CHROMIUM, MISSING, launch_options
 from .protocol import RunLog
@@ -64,8 +64,7 @@ ELEMENT_GROUPS = {"plotly_chart": "plotly", "arrow_data_frame": "tables", "dataf
 
 def scenarios() -> dict[str, tuple[object, int]]:
     """Name -> (scenario, decode step) as the README's tables name them."""
-    from .bench import latency_scenario
-    return {"seed": (load_preset("seed"), 1), "large": (latency_scenario(), 32)}
+    return {"seed": (load_preset("seed"), 1), "large": (busy_scenario(), 32)}
 
 
 @dataclass

@@ -3,7 +3,8 @@
 The app is not changed: ``viz/tools/probe_site/sitecustomize.py`` calls :func:`install` at start-up
 in a process started with that folder on ``PYTHONPATH`` and ``KVLAB_PROBE_LOG`` set, and nowhere
 else. It wraps, by attribute, what a script run spends its time on and appends one JSON line per
-script run (``kind: run``: wall and CPU seconds; inside it the engine's ``viz.generate`` calls,
+script run (``kind: run``: wall and CPU seconds; inside it the engine (``viz.generate``, and
+``viz.ui.runs.decode_traces``, which extends the decode runs kept in the session),
 building figures and tables in ``viz.figures``, Plotly's JSON encoding of each chart and the
 Arrow encoding of each table, the two ways an element is serialised before it is queued) and one
 per run's messages written to the websocket (``kind: send``: protobuf serialisation seconds and
@@ -72,6 +73,7 @@ def install(path: str) -> None:
 
     import viz
     from viz.figures import base, cost, memory, real, toy
+    from viz.ui import runs
 
     original_run = script_runner.ScriptRunner._run_script
 
@@ -89,7 +91,8 @@ def install(path: str) -> None:
     plotly.io.to_json = _timed("plotly_json", plotly.io.to_json)
     for name in ("convert_anything_to_arrow_bytes", "convert_pandas_df_to_arrow_bytes"):
         setattr(dataframe_util, name, _timed("arrow", getattr(dataframe_util, name)))
-    viz.generate = _timed("engine", viz.generate)
+    viz.generate = _timed("engine", viz.generate)  # Prefill's run
+    runs.decode_traces = _timed("engine", runs.decode_traces)  # Decode's runs, kept across reruns
     for module in (toy, base, cost, memory, real):
         _wrap_module(module, "figures")
 
