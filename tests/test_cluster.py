@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import subprocess
 from urllib.parse import parse_qs
 
 import pytest
@@ -18,20 +19,29 @@ def step_of(session: ProtocolSession) -> int:
     return int(parse_qs(session.log.query_string).get("step", ["0"])[0])
 
 
+def require_haproxy() -> None:
+    if shutil.which("haproxy") is None:
+        pytest.fail("haproxy is missing: run `apt-get install -y haproxy` (.ci/run does)", pytrace=False)
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory) -> Cluster:
     """Two processes and HAProxy on free loopback ports, stopped after the module."""
-    if shutil.which("haproxy") is None:
-        pytest.fail("haproxy is missing: run `apt-get install -y haproxy` (.ci/run does)", pytrace=False)
+    require_haproxy()
     with Cluster(2, workdir=tmp_path_factory.mktemp("cluster")) as started:
         yield started
 
 
 def test_config_routes_by_cookie_and_checks_health(tmp_path):
     """The generated configuration inserts the affinity cookie, checks /_stcore/health, and haproxy accepts it."""
+    require_haproxy()
     text = haproxy_config(8501, [("p1", 9001), ("p2", 9002)], tmp_path / "s.sock")
     assert f"cookie {COOKIE} insert" in text and "option httpchk GET /_stcore/health" in text
     assert "server p1 127.0.0.1:9001 cookie p1" in text and "timeout tunnel" in text
+    config = tmp_path / "haproxy.cfg"
+    config.write_text(text)
+    check = subprocess.run(["haproxy", "-c", "-f", str(config)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 def test_visitors_stay_on_their_process_across_a_reconnect(cluster):
