@@ -24,14 +24,16 @@ reports the median (and the spread) of:
 * the run's **message bytes** by element type.
 
 Scenarios: ``seed`` (the article's four heads at step 1) and ``large`` (64 tokens × 8 heads after
-decode step 32, ``viz.core.presets.busy_scenario``). ``--profile`` samples the server with
-py-spy over the clicks and prints what dominates (``pip install -e ".[profile]"``).
+decode step 32, ``viz.core.presets.busy_scenario``). ``--profile`` then clicks through once more
+while py-spy samples the server (a round of its own, so the sampler does not touch the timings) and
+prints what dominates (``pip install -e ".[profile]"``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import statistics
@@ -331,8 +333,8 @@ def render(rows: list[dict]) -> str:
 
 def run_paint(repeats: int = 5, names: tuple[str, ...] = ("seed", "large"), profile: Path | None = None,
               log_dir: Path = ROOT / "artifacts") -> list[Sample]:
-    """Start a probed server and Chromium, warm the server, measure every action; optionally
-    sample the server with py-spy into ``profile`` (raw collapsed stacks) while doing so."""
+    """Start a probed server and Chromium, warm the server, measure every action; with
+    ``profile``, one more round while py-spy writes the server's samples (raw stacks) there."""
     from playwright.sync_api import sync_playwright
 
     if not CHROMIUM.exists():
@@ -340,7 +342,9 @@ def run_paint(repeats: int = 5, names: tuple[str, ...] = ("seed", "large"), prof
     log_dir.mkdir(parents=True, exist_ok=True)
     probe_path = Path(tempfile.mkdtemp(prefix="kvlab-probe-")) / "probe.jsonl"
     server = StreamlitServer(log_dir / "paint-server.log",
-                             env={"PYTHONPATH": str(PROBE_SITE), "KVLAB_PROBE_LOG": str(probe_path)})
+                             env={"PYTHONPATH": os.pathsep.join(filter(None, [str(PROBE_SITE),
+                                                                              os.environ.get("PYTHONPATH")])),
+                                  "KVLAB_PROBE_LOG": str(probe_path)})
     chosen = {name: value for name, value in scenarios().items() if name in names}
     samples: list[Sample] = []
     with server, sync_playwright() as playwright:
@@ -350,13 +354,15 @@ def run_paint(repeats: int = 5, names: tuple[str, ...] = ("seed", "large"), prof
             for name, (scenario, step) in chosen.items():  # warm: imports, caches, first page builds
                 measure_first_view(browser, server, probe, name, scenario, step, 1)
                 measure_clicks(browser, server, probe, name, scenario, step, 1)
-            spy = _start_py_spy(server.pid, profile) if profile else None
-            try:
-                for name, (scenario, step) in chosen.items():
-                    samples += measure_clicks(browser, server, probe, name, scenario, step, repeats)
-                    samples += measure_first_view(browser, server, probe, name, scenario, step, repeats)
-            finally:
-                if spy is not None:
+            for name, (scenario, step) in chosen.items():
+                samples += measure_clicks(browser, server, probe, name, scenario, step, repeats)
+                samples += measure_first_view(browser, server, probe, name, scenario, step, repeats)
+            if profile:  # a round of its own, so the sampler's cost does not touch the timings above
+                spy = _start_py_spy(server.pid, profile)
+                try:
+                    for name, (scenario, step) in chosen.items():
+                        measure_clicks(browser, server, probe, name, scenario, step, max(1, repeats // 2))
+                finally:
                     spy.send_signal(signal.SIGINT)
                     spy.wait(timeout=60)
         finally:
@@ -368,8 +374,8 @@ def _start_py_spy(pid: int, output: Path) -> subprocess.Popen:
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(spy).exists():
         raise RuntimeError('py-spy is missing: pip install -e ".[profile]"')
-    return subprocess.Popen([spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "200",
-                             "--output", str(output)],
+    return subprocess.Popen([spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "100",
+                             "--output", str(output), "--nonblocking"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
