@@ -12,6 +12,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
+# py-spy names a page script by its file alone: "<module> (decode.py:38)".
+PAGE_SCRIPT = r"^<module> \(\w+\.py:\d+\)$"
+PROJECT = re.compile(r"\((?:[^()]*/)?(?:viz|pages)/[^()]*:\d+\)$|" + PAGE_SCRIPT)
 KINDS = (  # (kind, pattern on "function (file:line)"), tried in this order on each frame
     ("Plotly JSON encoding", re.compile(r"plotly/io/_json\.py")),
     ("Arrow encoding (tables)", re.compile(r"pyarrow/|dataframe_util\.py")),
@@ -19,7 +22,7 @@ KINDS = (  # (kind, pattern on "function (file:line)"), tried in this order on e
     ("engine (viz/core, torch)", re.compile(r"viz/core/|torch/")),
     ("figure building (viz/figures, plotly)", re.compile(r"viz/figures/|plotly/")),
     ("pandas", re.compile(r"pandas/")),
-    ("page and frame code (pages/, app.py, viz/ui)", re.compile(r"pages/|app\.py|viz/ui/")),
+    ("page and frame code (pages/, app.py, viz/ui)", re.compile(r"pages/|app\.py|viz/ui/|" + PAGE_SCRIPT)),
     ("Streamlit (commands, runtime, server)", re.compile(r"streamlit/|starlette/|uvicorn/|websockets/")),
 )
 # Leaf frames of a thread that waits (py-spy cannot always tell, e.g. a sleep in a container).
@@ -67,7 +70,7 @@ def summarise(samples: list[tuple[list[str], int]], top: int = 12) -> dict:
         kinds[kind_of(frames)] += count
         own[_short(frames[-1])] += count
         for frame in set(frames):
-            if re.search(r"/viz/|/pages/|app\.py", frame) and "viz/tools/" not in frame:
+            if PROJECT.search(frame) and "viz/tools/" not in frame:
                 project[_short(frame)] += count
     return {"samples": total, "idle": idle, "kinds": [(k, c / total) for k, c in kinds.most_common()],
             "own": [(f, c / total) for f, c in own.most_common(top)],
