@@ -385,7 +385,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", nargs="+", choices=("seed", "large"), default=["seed", "large"])
     parser.add_argument("--profile", help="also sample the server with py-spy; raw stacks to this file")
     parser.add_argument("--out", help="write every sample as JSON")
+    parser.add_argument("--show", help="only print the tables of samples saved earlier with --out")
     args = parser.parse_args(argv)
+    if args.show:
+        try:
+            samples = [Sample(**sample) for sample in json.loads(Path(args.show).read_text())]
+        except (OSError, ValueError, TypeError) as err:
+            print(f"error: cannot read {args.show}: {err}", file=sys.stderr)
+            return 2
+        print(render(summarise(samples)))
+        return 0
     if not 1 <= args.repeats <= 50:
         print("error: --repeats must be 1..50", file=sys.stderr)
         return 2
