@@ -54,6 +54,7 @@ defaults
     timeout tunnel 1h            # an open websocket, idle while a student reads
     timeout client-fin 5s
     timeout http-request 10s
+    timeout check 5s             # a busy process answers its health check late, not never
     option redispatch            # a visitor whose process is down goes to another (new session)
     retries 2
 

@@ -24,7 +24,6 @@ import random
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -32,7 +31,7 @@ from urllib.parse import urlparse
 
 from .chromium import launch_options
 from .cluster import Cluster
-from .protocol import ProtocolSession, RunLog
+from .protocol import ProtocolSession, RunLog, run_in_thread
 from .server import ROOT, StreamlitServer
 
 MAX_SESSIONS = 60
@@ -246,13 +245,6 @@ async def _drive(base: str, sessions: int, seconds: float, timeout_s: float,
     return latencies, run_times, errors
 
 
-def _run_async(coroutine):
-    """Run a coroutine in its own event loop on its own thread, so that run_load also works where
-    the calling thread already runs a loop (a sync Playwright session, Jupyter)."""
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvlab-load") as pool:
-        return pool.submit(asyncio.run, coroutine).result()
-
-
 @contextlib.contextmanager
 def serving(url: str | None, processes: int | None) -> Iterator[tuple[str, list[int], list[str]]]:
     """The address to load, the server pids (for memory) and each process's own address (for
@@ -301,9 +293,9 @@ def run_load(sessions: int, seconds: float, url: str | None = None, timeout_s: f
 
     with serving(url, processes) as (base, pids, backends):
         for backend in backends:
-            _run_async(_warm(backend, timeout_s))
+            run_in_thread(_warm(backend, timeout_s))
         if client == "browser":
-            _run_async(_drive(base, 1, 1.0, timeout_s))  # the browser's first page load
+            run_in_thread(_drive(base, 1, 1.0, timeout_s))  # the browser's first page load
         time.sleep(settle_s)
         baseline = memory()
         peak = baseline
@@ -319,7 +311,7 @@ def run_load(sessions: int, seconds: float, url: str | None = None, timeout_s: f
         start = time.monotonic()
         drive = _drive if client == "browser" else _drive_sockets
         try:
-            latencies, run_times, errors = _run_async(drive(base, sessions, seconds, timeout_s, min_actions))
+            latencies, run_times, errors = run_in_thread(drive(base, sessions, seconds, timeout_s, min_actions))
         finally:
             elapsed = time.monotonic() - start
             done.set()

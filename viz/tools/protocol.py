@@ -20,8 +20,9 @@ import asyncio
 import http.cookiejar
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Coroutine, Iterable
 
 from google.protobuf.message import DecodeError
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -165,6 +166,13 @@ class RunLog:
                 self._chain_start = None
             self._current = None
         return message
+
+
+def run_in_thread(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine in its own event loop on its own thread and return its result, so that
+    it also works where the calling thread already runs a loop (sync Playwright, Jupyter)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvlab-protocol") as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def _cookie_opener() -> tuple[urllib.request.OpenerDirector, http.cookiejar.CookieJar]:
