@@ -2,7 +2,9 @@
 
 Restores the view from the URL, draws the shared sidebar (scenario editors, presets, presenter
 mode, device badge), runs the selected page, then writes the view back into the URL so the address
-bar is always a share link.
+bar is always a share link. The sidebar and the page run inside the guard (viz.ui.guard): whatever
+they raise becomes a short message, the last view that rendered comes back, the traceback goes to
+the server log.
 """
 
 import os
@@ -10,7 +12,7 @@ import os
 import streamlit as st
 import torch
 
-from viz.ui import sidebar, state
+from viz.ui import guard, sidebar, state
 from viz.ui.common import favicon
 
 # Many small requests at once: one torch thread per script run keeps sessions from fighting over
@@ -31,7 +33,9 @@ PAGES = [
     st.Page("pages/memory.py", title="Memory", icon=":material/view_module:", url_path="memory"),
 ]
 page = st.navigation(PAGES)
-sidebar.render()
+guard.begin()
+with guard.frame("the sidebar", st.sidebar):
+    sidebar.render()
 # The sidebar's width is in pixels, so presenter mode's large type does not widen it; presenter
 # mode (editors folded away) gives the room to the main area.
 presenter = state.presenter()
@@ -40,5 +44,8 @@ if presenter:
     style += (" html { font-size: 21px; }"
               " .block-container { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }")
 st.html(f"<style>{style}</style>")
-page.run()
+top = st.container()  # the guard's message goes above whatever the page drew before it failed
+with guard.frame(f"the page {page.title}", top):
+    page.run()
+guard.remember()
 state.sync_url()

@@ -7,8 +7,9 @@ from viz.core.explain import check_cache, narrate_step
 from viz.figures import toy
 from viz.core.scenario import MAX_DECODE_STEPS
 from viz.ui import state
+from viz.core.division import divisions_by_zero
 from viz.ui.runs import decode_traces
-from viz.ui.common import header, md_escape, plot
+from viz.ui.common import division_notices, header, md_escape, plot
 
 state.require_frame()
 HORIZON = "decode_horizon"  # the furthest step reached, so the timeline can scrub back and forth
@@ -60,7 +61,8 @@ if st.session_state[HORIZON] > 0:
 
 for note in dict.fromkeys(g.note for g in grants.values() if g.note):
     st.warning(note, icon=":material/hourglass_top:")
-st.info(narrate_step(shown, shown_step), icon=":material/record_voice_over:")
+st.info(md_escape(narrate_step(shown, shown_step)), icon=":material/record_voice_over:")
+division_notices(divisions_by_zero(shown, shown_step))
 
 st.subheader("The text so far")
 prompt_text = " ".join(shown.tokens[: len(scenario.tokens)])
@@ -79,7 +81,7 @@ with left:
     heads = scenario.head_names
     if st.session_state.get(HEAD) not in heads:
         st.session_state[HEAD] = heads[0]
-    head = heads.index(st.segmented_control("Head", heads, key=HEAD, required=True))
+    head = heads.index(st.segmented_control("Head", heads, key=HEAD, required=True, format_func=md_escape))
     plot(toy.growing_attention_figure(shown, head), key="growing")
     st.caption("Each decode step adds one query row. Gold outline: the newest query. "
                + ("Red cell: the key written to the cache this step; the rest of that row is read from "
@@ -113,7 +115,7 @@ b.metric("Same next word?", "yes" if check.same_token else "no")
 st.dataframe(toy.comparison_table(check), hide_index=True, width="stretch")
 if check.differing:
     for head in check.differing:
-        st.warning(head.text, icon=":material/warning:")
+        st.warning(md_escape(head.text), icon=":material/warning:")
     st.button("Fix: make every head cache-safe (n → q.pos)", icon=":material/build:",
               on_click=lambda: state.set_scenario(scenario.cache_safe()))
 elif not all(kv.cacheable):

@@ -45,7 +45,7 @@ with paged_tab:
     paged_scenario = scenario
     refusal = sharing_refusal(scenario)
     if refusal:
-        st.info(refusal, icon=":material/info:")
+        st.info(md_escape(refusal), icon=":material/info:")
         if st.toggle("Use the cache-safe form of those heads on this page", value=True, key=CACHE_SAFE):
             paged_scenario = scenario.cache_safe()
     cols = st.columns(4)
@@ -140,7 +140,7 @@ with compress_tab:
             spec = CacheSpec(EvictionPolicy(window=window, sinks=sinks))
         comparison = compare_with_full(scenario, evict_steps, spec)
     except ValueError as err:
-        st.error(str(err), icon=":material/error:")
+        st.error(md_escape(str(err)), icon=":material/error:")
         st.stop()
 
     cols = st.columns(4)

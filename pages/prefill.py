@@ -6,8 +6,9 @@ from viz import generate
 from viz.core.presets import matching_preset
 from viz.core.explain import explain_position, fmt, no_match_rows
 from viz.figures import toy
-from viz.ui import state
-from viz.ui.common import header, md_escape, plot, stepper
+from viz.ui import guard, state
+from viz.core.division import divisions_by_zero
+from viz.ui.common import division_notices, header, md_escape, plot, stepper
 
 state.require_frame()
 HEAD = "prefill_head"
@@ -26,6 +27,7 @@ if not state.presenter():
         st.markdown(f"**{md_escape(scenario.title)}** · {md_escape(scenario.description)}")
     else:
         st.caption("A custom scenario: edited in the sidebar, opened from a file or a link.")
+division_notices(divisions_by_zero(trace))
 
 left, right = st.columns([2, 3])
 with left:
@@ -36,7 +38,7 @@ with left:
 with right:
     plot(toy.causal_mask_figure(trace), key="mask")
 
-@st.fragment
+@guard.fragment
 def walk_and_stages() -> None:
     """The stepper and the head picker rerun only this part of the page (not the sidebar)."""
     st.subheader("Walk the prompt row by row")
@@ -50,11 +52,11 @@ def walk_and_stages() -> None:
     st.subheader("One head, stage by stage")
     if st.session_state.get(HEAD) not in heads:
         st.session_state[HEAD] = heads[0]
-    head_name = st.segmented_control("Head", heads, key=HEAD, required=True)
+    head_name = st.segmented_control("Head", heads, key=HEAD, required=True, format_func=md_escape)
     head = heads.index(head_name)
     rule = trace.scenario.heads[head].rule
     cacheable = trace.cacheable[head]
-    st.markdown(f"Rule: `{rule.replace('`', '')}` · "
+    st.markdown(f"Rule: {md_escape(rule)} · "
                 + ("keys can be cached" if cacheable else "**reads n: its keys change as the sequence grows, "
                                                           "so they cannot be cached**"))
     if pre.q[head].abs().sum() > 0:

@@ -282,7 +282,7 @@ with rules_tab:
                          icon=":material/error:")
             added = st.session_state.pop(REAL_ADDED, None)
             if added:
-                st.success(added, icon=":material/check:")
+                st.success(md_escape(added), icon=":material/check:")
                 st.page_link("pages/prefill.py", label="See it in the toy's Prefill page",
                              icon=":material/arrow_forward:")
         with right:

@@ -55,3 +55,9 @@ def array(value):
         shape = tuple(int(n) for n in str(value.get("shape", len(data))).split(","))
         return data.reshape(shape).tolist()
     return value
+
+
+def shown(markdown: str) -> str:
+    """What a visitor reads in a Markdown body: backslash escapes (viz.ui.common.md_escape) removed."""
+    import re
+    return re.sub(r"\\(.)", r"\1", markdown)

@@ -8,8 +8,12 @@ import sys
 
 import pytest
 
+from hostile_text import record
 from viz import load_preset
 from viz.core.presets import preset_names
+
+
+CLI = "Command line: odd files, devices, bytes, arguments"
 
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -79,6 +83,7 @@ def test_bad_input_exits_2_with_one_line(args, stdin, message):
     assert result.returncode == 2
     assert result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
+    record(CLI, "refused")
 
 
 def test_unavailable_device_exits_2(seed_file):
@@ -88,3 +93,76 @@ def test_unavailable_device_exits_2(seed_file):
         pytest.skip("this machine has CUDA")
     result = run("trace", str(seed_file), "--device", "cuda")
     assert result.returncode == 2 and "not available" in result.stderr
+
+
+def _one_line_refusal(result: subprocess.CompletedProcess, message: str) -> None:
+    if "Traceback" in result.stderr:
+        record(CLI, "traceback")
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
+    record(CLI, "refused")
+
+
+@pytest.fixture(scope="module")
+def odd_files(tmp_path_factory):
+    """A FIFO, a directory, invalid UTF-8 and a scenario holding a lone surrogate (plain ASCII JSON)."""
+    import os
+    folder = tmp_path_factory.mktemp("odd")
+    os.mkfifo(folder / "fifo")
+    (folder / "dir").mkdir()
+    (folder / "latin1.json").write_bytes('{"prompt": "caf\xe9"}'.encode("latin-1"))
+    seed = load_preset("seed").to_dict()
+    seed["tokens"] = ["\\ud800", "weather", "is", "so"]
+    (folder / "surrogate.json").write_text(json.dumps(seed).replace("\\\\ud800", "\\ud800"), encoding="ascii")
+    return folder
+
+
+@pytest.mark.parametrize("name, message", [
+    ("fifo", "it is a FIFO (named pipe), not a scenario file"),
+    ("dir", "it is a directory, not a scenario file"),
+    ("/dev/zero", "it is a device, not a scenario file"),
+    ("latin1.json", "not UTF-8 text (byte 16"),
+    ("surrogate.json", "tokens[0]: character 1 is U+D800, a lone surrogate"),
+    ("x" * 5000, "cannot read xxxx"),
+])
+def test_files_that_are_not_scenarios_are_refused_without_blocking(odd_files, name, message):
+    """Non-regular files are refused before reading (a FIFO would block forever), bad bytes with a message."""
+    path = name if name.startswith("/") or len(name) > 100 else str(odd_files / name)
+    _one_line_refusal(run("trace", path), message)
+    if len(name) > 100:
+        assert len(run("trace", path).stderr) < 200  # the path is clipped, not echoed whole
+
+
+def test_standard_input_that_is_not_utf8_or_endless():
+    """Bytes that are not UTF-8 on standard input, or an endless stream, are refused with one line."""
+    result = subprocess.run([sys.executable, "-m", "viz", "trace", "-"], input=b"\xff\xfe{}", capture_output=True,
+                            timeout=120)
+    assert result.returncode == 2 and b"not UTF-8" in result.stderr and b"Traceback" not in result.stderr
+    record(CLI, "refused")
+    with open("/dev/zero", "rb") as zero:
+        result = subprocess.run([sys.executable, "-m", "viz", "trace", "-"], stdin=zero, capture_output=True,
+                                timeout=120)
+    assert result.returncode == 2 and b"too large" in result.stderr
+    record(CLI, "refused")
+
+
+@pytest.mark.parametrize("device", ["hpu", "cuda:0", "meta", "xla", "", "cpu;rm"])
+def test_only_cpu_cuda_and_mps_are_devices(seed_file, device):
+    """--device takes cpu, cuda or mps; anything else is refused by name, never a traceback."""
+    _one_line_refusal(run("trace", str(seed_file), "--device", device), "invalid choice")
+
+
+def test_undecodable_arguments_and_a_closed_pipe_give_no_traceback(seed_file):
+    """A preset name that is not UTF-8 is quoted safely; a reader that goes away ends the run quietly."""
+    result = subprocess.run([sys.executable.encode(), b"-m", b"viz", b"preset", b"\xff"], capture_output=True,
+                            timeout=120)
+    assert result.returncode == 2 and b"unknown preset" in result.stderr and b"Traceback" not in result.stderr
+    record(CLI, "refused")
+    process = subprocess.Popen([sys.executable, "-m", "viz", "trace", str(seed_file), "--steps", "200"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.read(10)
+    process.stdout.close()  # like `| head -c 10`
+    _, err = process.communicate(timeout=120)
+    assert b"Traceback" not in err and b"Exception ignored" not in err
+    record(CLI, "ran")

@@ -1,16 +1,16 @@
-"""Tier 1: fuzzing the three doors user text comes through: the rule language, the scenario loader
-(see test_scenario.py) and share links. Thousands of generated inputs; nothing escapes but the
-module's own error, and nothing is executed."""
+"""Tier 1: fuzzing the doors user text comes through: the rule language, the scenario loader (see
+also test_scenario.py) and share links. Thousands of generated inputs; nothing escapes but the
+module's own error, nothing is executed, and no character that is not text gets in. (Tier 2:
+test_hostile_links.py opens hostile links on every page; test_totality.py runs random accepted
+rules through the engine.)"""
 
 from __future__ import annotations
 
 import ast
-import base64
 import builtins
 import json
 import os
 import subprocess
-import zlib
 
 from contextlib import contextmanager
 from unittest.mock import patch
@@ -20,10 +20,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hostile_text import link_for, record
 from viz import load_preset
 from viz.core.engine import Side
 from viz.core.rules import RuleError, compile_rule
-from viz.core.scenario import ScenarioError
+from viz.core.scenario import Scenario, ScenarioError
 from viz.core.share import decode_scenario, decode_view, encode_view, View
 
 PIECES = ["k", "q", "n", ".", "pos", "token", "value", "__class__", "__globals__", "(", ")", "[", "]",
@@ -65,16 +66,19 @@ def _evaluate(rule) -> torch.Tensor:
 @settings(max_examples=2500, deadline=None)
 @given(st.lists(st.sampled_from(PIECES), max_size=25).map(" ".join) | st.text(max_size=80))
 def test_rule_language_fuzz(text):
-    """Any text compiles to a rule that evaluates to booleans, or raises RuleError; nothing runs."""
+    """Any text compiles to a rule that evaluates to booleans without raising, or raises RuleError
+    when compiled; nothing runs."""
     compile_rule.cache_clear()
     with nothing_runs():
         try:
             rule = compile_rule(text)
-            out = _evaluate(rule)
         except RuleError as err:
-            assert err.message  # refused, or a divisor that turned out to be zero
+            assert err.message  # refused, with a reason
+            record("Rules: random text and code fragments", "refused")
             return
+        out = _evaluate(rule)
     assert out.dtype == torch.bool
+    record("Rules: random text and code fragments", "ran")
 
 
 @settings(max_examples=1500, deadline=None)
@@ -86,10 +90,7 @@ def test_url_decoder_fuzz(params):
     view, problems = decode_view(params, load_preset("seed"))
     assert view.step >= 0 and view.mode in ("recompute", "reencode", "kv")
     assert all(isinstance(p, str) and p for p in problems)
-
-
-def _link(payload: bytes) -> str:
-    return "1." + base64.urlsafe_b64encode(zlib.compress(payload)).decode().rstrip("=")
+    record("Share links: any query parameters (decoder)", "refused" if problems else "ran")
 
 
 @settings(max_examples=800, deadline=None)
@@ -101,9 +102,12 @@ def test_link_payload_fuzz(payload):
     """Well-formed links carrying arbitrary JSON or bytes load or raise ScenarioError."""
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     try:
-        decode_scenario(_link(raw))
-    except ScenarioError:
-        pass
+        decode_scenario(link_for(raw))
+    except ScenarioError as err:
+        assert err.message
+        record("Share links: any payload (decoder)", "refused")
+        return
+    record("Share links: any payload (decoder)", "ran")
 
 
 def test_link_round_trip_and_zip_bomb():
@@ -111,9 +115,47 @@ def test_link_round_trip_and_zip_bomb():
     view = View(load_preset("content"), step=7, mode="reencode", presenter=True)
     decoded, problems = decode_view(encode_view(view), load_preset("seed"))
     assert decoded == view and not problems
-    bomb = _link(b" " * 5_000_000)
+    bomb = link_for(b" " * 5_000_000)
     assert len(bomb) < 20_000
     with pytest.raises(ScenarioError, match="larger than"):
         decode_scenario(bomb)
     with pytest.raises(ScenarioError, match="cut off"):
-        decode_scenario(_link(load_preset("seed").to_json().encode())[:60])
+        decode_scenario(link_for(load_preset("seed").to_json().encode())[:60])
+
+
+UNUSABLE = [chr(c) for c in (0xD800, 0xDBFF, 0xDC00, 0xDFFF, 0xFFFE, 0xFFFF, 0xFDD0, 0xFDEF, 0x1FFFE, 0x10FFFF,
+                             0x00, 0x07, 0x1B, 0x7F, 0x85, 0x9F)]
+TEXT_FIELDS = ["title", "description", "prompt", "tokens.1", "heads.0.name", "heads.2.rule", "vocab.1.token"]
+
+
+def _with(data: dict, path: str, insert: str, at: int) -> dict:
+    """A copy of the scenario dict with ``insert`` put into the text at ``path``, ``at`` characters in."""
+    data = json.loads(json.dumps(data))
+    *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+    holder = data
+    for part in parents:
+        holder = holder[part]
+    holder[last] = holder[last][:at] + insert + holder[last][at:]
+    return data
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(TEXT_FIELDS), st.sampled_from(UNUSABLE), st.integers(0, 12), st.booleans())
+def test_no_text_field_takes_a_character_that_is_not_text(field, char, at, through_link):
+    """A lone surrogate, a non-character or a control character in any text field, sent as JSON
+    (plain ASCII escapes) or inside a share link, is refused with a message naming that field."""
+    data = load_preset("seed").to_dict()
+    if field.startswith("tokens"):
+        data["tokens"] = ["Today", "weather", "is", "so"]
+    data = _with(data, field, char, at)
+    text = json.dumps(data)  # ensure_ascii: "\ud800" travels as plain ASCII, as in the issue
+    with pytest.raises(ScenarioError) as err:
+        if through_link:
+            decode_scenario(link_for(text))
+        else:
+            Scenario.from_json(text)
+    named = {"tokens.1": "tokens[1]", "heads.0.name": "heads[0].name", "heads.2.rule": "heads[2].rule",
+             "vocab.1.token": "vocab[1].token"}.get(field, field)
+    assert err.value.path == named and f"U+{ord(char):04X}" in err.value.message
+    record("Characters that are not text, in every field (JSON, links)", "refused")
+    err.value.message.encode("utf-8")  # the message itself can always be sent to a browser

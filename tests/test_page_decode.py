@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apptest_helpers import array, figure, scenario
+from apptest_helpers import array, figure, scenario, shown
 from viz.ui import state
 
 
@@ -29,14 +29,14 @@ def test_step_advances_the_trace(decode):
     _button(decode, "Step").click().run()
     assert decode.session_state[state.STEP] == 1
     assert _metric(decode, "Entries") == "5"
-    assert "'nice' joins at position 5" in decode.info[0].value
+    assert "'nice' joins at position 5" in shown(decode.info[0].value)
 
 
 def test_seed_cache_bug_is_shown_with_its_numbers(decode):
     """After one step the 'last' head gives 6 with the cache and 7 recomputed, explained."""
     _button(decode, "Step").click().run()
     assert _metric(decode, "Largest |difference| in the context") == "1"
-    warning = decode.warning[0].value
+    warning = shown(decode.warning[0].value)
     assert "Head 'last'" in warning and "→ 6" in warning and "→ 7" in warning
     table = next(df.value for df in decode.dataframe if "|difference|" in df.value.columns)
     assert table.loc[1, "KV cache"] == pytest.approx(6.0, abs=1e-4)
@@ -92,7 +92,7 @@ def test_mode_picker_changes_the_narration(decode):
     picker = next(w for w in decode.get("button_group") if getattr(w, "label", "") == "Show the run")
     picker.set_value("recompute").run()
     assert decode.session_state[state.MODE] == "recompute"
-    assert "the whole sequence of 5 tokens is run again" in decode.info[0].value
+    assert "the whole sequence of 5 tokens is run again" in shown(decode.info[0].value)
     assert decode.query_params.get("mode") in ("recompute", ["recompute"])
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import by_label, errors, figure
+from apptest_helpers import by_label, errors, figure, shown
 
 from viz import load_preset
 from viz.core.compress import CacheSpec, EvictionPolicy, compare_with_full
@@ -41,7 +41,7 @@ def frame(at, column: str):
 
 def test_seed_is_made_cache_safe_and_shares_prefixes(at):
     """The seed's 'last' head reads n: the page says so, uses the cache-safe form, and B and C share A's blocks."""
-    assert any("'last' reads n" in i.value for i in at.info)
+    assert any("'last' reads n" in shown(i.value) for i in at.info)
     assert at.toggle(key="memory_cache_safe").value
     shares = list(frame(at, "shares")["shares"])
     assert shares == ["—", "3 tokens with A", "4 tokens with A"]

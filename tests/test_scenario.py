@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hostile_text import record
 from viz import Scenario, ScenarioError, load_preset, preset_names, tokenize
 from viz.core.scenario import MAX_HEADS, MAX_JSON_BYTES, MAX_TOKENS
 
@@ -164,9 +165,12 @@ def test_loader_never_raises_anything_but_scenario_error(data):
     """Arbitrary JSON-like input either loads or raises ScenarioError; nothing else escapes."""
     try:
         scenario = Scenario.from_dict(data)
-    except ScenarioError:
+    except ScenarioError as err:
+        assert err.message
+        record("Scenario JSON: arbitrary JSON values", "refused")
         return
     assert Scenario.from_dict(scenario.to_dict()) == scenario
+    record("Scenario JSON: arbitrary JSON values", "ran")
 
 
 @settings(max_examples=200, deadline=None)
@@ -175,7 +179,10 @@ def test_any_prompt_text_tokenizes_or_is_refused_cleanly(prompt):
     """Any typed prompt either gives a valid scenario or a ScenarioError."""
     try:
         scenario = load_preset("seed").with_prompt(prompt)
-    except ScenarioError:
+    except ScenarioError as err:
+        assert err.message
+        record("Prompts: any typed text", "refused")
         return
     assert scenario.tokens == tuple(tokenize(prompt)) and len(scenario.values) == len(scenario.tokens)
     assert json.loads(scenario.to_json())["prompt"] == prompt
+    record("Prompts: any typed text", "ran")

@@ -1,10 +1,18 @@
-"""Command line: ``python -m viz trace|presets|preset|bench …``. Bad input: exit 2, one line on stderr."""
+"""Command line: ``python -m viz trace|presets|preset|bench …``.
+
+Bad input (a missing or unreadable file, a FIFO, a directory or a device instead of a file, bytes
+that are not UTF-8, an invalid scenario, a device this machine lacks): exit code 2 and one line on
+stderr. Nothing the user passes can make it print a traceback: an unexpected failure is one line
+too, with exit code 1.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import stat
 import sys
 
 import torch
@@ -13,6 +21,7 @@ from .core.device import DEVICE_KINDS, pick_device
 from .core.engine import MODES, generate
 from .core.presets import load_preset, preset_names
 from .core.scenario import MAX_DECODE_STEPS, MAX_JSON_BYTES, Scenario, ScenarioError
+from .core.text import shown
 
 
 class UsageError(Exception):
@@ -25,15 +34,39 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _read_scenario(path: str) -> Scenario:
+    """The scenario in a regular file (or standard input for ``-``), refused before reading anything
+    that is not a regular file: a FIFO would block, a device such as /dev/zero never ends."""
+    if path == "-":
+        data = sys.stdin.buffer.read(MAX_JSON_BYTES + 1)
+    else:
+        try:
+            # O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        except (OSError, ValueError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else "not a usable path"
+            raise UsageError(f"cannot read {shown(path)}: {reason}") from None
+        mode = os.fstat(fd).st_mode
+        with os.fdopen(fd, "rb", closefd=True) if stat.S_ISREG(mode) else _closing(fd) as handle:
+            if not stat.S_ISREG(mode):
+                kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+                        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
+                        if stat.S_ISSOCK(mode) else "not a regular file")
+                raise UsageError(f"cannot read {shown(path)}: it is {kind}, not a scenario file "
+                                 "(use - to read standard input)")
+            try:
+                data = handle.read(MAX_JSON_BYTES + 1)
+            except OSError as err:
+                raise UsageError(f"cannot read {shown(path)}: {err.strerror or err}") from None
+    return Scenario.from_json(data)
+
+
+@contextlib.contextmanager
+def _closing(fd: int):
+    """Close a descriptor that is not read (a directory, a FIFO, a device)."""
     try:
-        if path == "-":
-            text = sys.stdin.read(MAX_JSON_BYTES + 1)
-        else:
-            with open(path, "rb") as handle:
-                text = handle.read(MAX_JSON_BYTES + 1)
-    except OSError as err:
-        raise UsageError(f"cannot read {path}: {err.strerror or err}") from None
-    return Scenario.from_json(text)
+        yield None
+    finally:
+        os.close(fd)
 
 
 def _steps(text: str) -> int:
@@ -53,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("scenario", help="scenario JSON file, or - for standard input")
     trace.add_argument("--steps", type=_steps, default=1, help="predictions to make (default 1)")
     trace.add_argument("--mode", choices=MODES, default="kv", help="how decode runs (default kv)")
-    trace.add_argument("--device", default=None, help="cpu, cuda or mps (default: best available)")
+    trace.add_argument("--device", choices=DEVICE_KINDS, default=None,
+                       help="cpu, cuda or mps (default: best available)")
     commands.add_parser("presets", help="list the built-in scenarios")
     preset = commands.add_parser("preset", help="print a built-in scenario as JSON")
     preset.add_argument("name")
@@ -80,10 +114,7 @@ def _bench(quick: bool, device_name: str | None, out: str | None, threads: int |
     """
     from .tools.bench import FULL, QUICK, SECTIONS, render_goals, render_section, report_to_dict, run_bench
 
-    try:
-        device = pick_device(device_name)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
+    device = _device(device_name)
     if out is not None:  # fail now, not after minutes of measuring
         folder = os.path.dirname(os.path.abspath(out))
         if os.path.isdir(out) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
@@ -105,32 +136,60 @@ def _bench(quick: bool, device_name: str | None, out: str | None, threads: int |
     return 0
 
 
+def _device(name: str | None) -> torch.device:
+    try:
+        return pick_device(name)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "presets":
+        for name in preset_names():
+            print(f"{name}\t{load_preset(name).title}")
+    elif args.command == "preset":
+        try:
+            print(load_preset(args.name).to_json())
+        except KeyError as err:
+            raise UsageError(err.args[0]) from None
+    elif args.command == "trace":
+        from .core.trace import trace_to_dict
+
+        device = _device(args.device)  # before reading: a missing device is said first
+        scenario = _read_scenario(args.scenario)
+        try:
+            trace = generate(scenario, args.steps, args.mode, device=device)
+        except (ValueError, RuntimeError) as err:
+            raise UsageError(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
+        print(json.dumps(trace_to_dict(trace), ensure_ascii=False))
+    elif args.command == "bench":
+        return _bench(args.quick, args.device, args.out, args.threads)
+    return 0
+
+
+def _say(message: str) -> None:
+    """One line on stderr, whatever it holds (a surrogate from a file name cannot break it)."""
+    line = " ".join(str(message).split())
+    sys.stderr.write(line.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
+    sys.stderr.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
-        if args.command == "presets":
-            for name in preset_names():
-                print(f"{name}\t{load_preset(name).title}")
-        elif args.command == "preset":
-            try:
-                print(load_preset(args.name).to_json())
-            except KeyError as err:
-                raise UsageError(err.args[0]) from None
-        elif args.command == "trace":
-            from .core.trace import trace_to_dict
-
-            scenario = _read_scenario(args.scenario)
-            try:
-                trace = generate(scenario, args.steps, args.mode, device=args.device)
-            except (ValueError, RuntimeError) as err:
-                raise UsageError(str(err).splitlines()[0]) from None
-            print(json.dumps(trace_to_dict(trace), ensure_ascii=False))
-        elif args.command == "bench":
-            return _bench(args.quick, args.device, args.out, args.threads)
-        return 0
+        return _run(build_parser().parse_args(argv))
     except (UsageError, ScenarioError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        _say(f"error: {err}")
         return 2
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, also at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        _say("error: interrupted")
+        return 130
+    except Exception as err:  # noqa: BLE001 - a bug, not bad input: still one line, never a traceback
+        _say(f"error: unexpected failure ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
+             "please report it")
+        return 1
 
 
 if __name__ == "__main__":

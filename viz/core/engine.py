@@ -86,6 +86,8 @@ class Attention:
     contexts: torch.Tensor  # (heads, m) Σ_j weights · v_j
     counts: WorkCounts
     scale: float = 1.0  # √d_k
+    undefined: torch.Tensor | None = None  # (heads, m, len) bool: a division by zero made the rule
+    # false there (viz.core.rules); None when no head's rule can divide by zero
 
     @property
     def scaled_scores(self) -> torch.Tensor:
@@ -102,7 +104,8 @@ class Attention:
             part = t[start:] if dim == 0 else t[:, start:]
             return part.to("cpu", copy=True) if part.device.type != "meta" else part.clone()
         return Attention(keep(self.raw_scores, 1), keep(self.visible, 0), keep(self.matches, 1),
-                         keep(self.weights, 1), keep(self.contexts, 1), self.counts, self.scale)
+                         keep(self.weights, 1), keep(self.contexts, 1), self.counts, self.scale,
+                         None if self.undefined is None else keep(self.undefined, 1))
 
     def last_row(self) -> "Attention":
         """The stages of the last query only: (heads, 1, len), copied."""
@@ -219,11 +222,16 @@ class ToyModel(nn.Module):
         raw = q @ k.transpose(1, 2)  # (heads, m, len): Q·K
         matches = raw > 0  # key-only heads: +d_k where the rule holds
         q_side, k_side = queries.as_queries(), keys.as_keys()
+        # (heads, m, len): where a rule divided by zero (so it is false there); None if no rule can
+        undefined = torch.zeros_like(matches) if any(r.can_be_undefined for r in self.rules) else None
         for h, rule in enumerate(self.rules):
             if not rule.key_only:  # the rule compares query and key: score it directly
-                match = rule.evaluate(q_side, k_side, keys.n[None, :], self.intern).expand(m, length)
-                matches[h] = match
-                raw[h] = torch.where(match, float(self.d_k), -float(self.d_k)).to(self.dtype)
+                match, undefined_h = rule.evaluate_total(q_side, k_side, keys.n[None, :], self.intern)
+                matches[h] = match.expand(m, length)
+                raw[h] = torch.where(matches[h], float(self.d_k), -float(self.d_k)).to(self.dtype)
+            if undefined is not None and rule.can_be_undefined:  # where it divided by zero, for the page
+                undefined[h] = (undefined_h if not rule.key_only else rule.evaluate_total(
+                    None, k_side, keys.n[None, :], self.intern)[1]).expand(m, length)
         scale = math.sqrt(self.d_k)
         visible = keys.pos[None, :] <= queries.pos[:, None]  # (m, len) causal mask
         masked = (raw / scale).masked_fill(~visible, -torch.inf)  # (heads, m, len): ±√d_k, -inf
@@ -233,7 +241,7 @@ class ToyModel(nn.Module):
         h = self.num_heads
         counts = WorkCounts(queries=h * m, scores=h * m * length,
                             multiply_adds=h * m * length * self.d_k + h * m * length)
-        return Attention(raw, visible, matches, weights, contexts, counts, scale)
+        return Attention(raw, visible, matches, weights, contexts, counts, scale, undefined)
 
     def logits(self, context: torch.Tensor) -> torch.Tensor:
         """context (heads,) @ W_vocab (heads, vocab) -> (vocab,)."""

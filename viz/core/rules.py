@@ -9,6 +9,22 @@ It never calls ``eval``/``exec`` and never looks anything up by a name taken fro
 rule cannot run code, read files or reach Python objects. Length, node count and nesting depth are
 bounded before any recursion happens, so no rule can hang or crash the process.
 
+**Accepted means runnable.** The language has total semantics, so a rule the compiler accepts
+never raises when it is evaluated, at any (query, key) pair:
+
+* *Division and modulo by zero* (``//``, ``%``) are undefined at the pairs where the divisor is 0.
+  Evaluation goes left to right as Python would, ``and``/``or`` included (``q.pos != 3 and
+  k.pos // (q.pos - 3) == 0`` is never undefined), and the rule is **false** wherever the result
+  is undefined. :meth:`Rule.evaluate_total` returns that mask beside the matches, so the engine
+  records it and a page can say where it happened. A divisor that is always zero (``-0``,
+  ``1 - 1``) is refused when the rule is compiled.
+* *Whole numbers never wrap around.* Every whole-number subexpression gets a range from the known
+  ranges of its inputs (``pos`` and ``n`` from 1 to ``MAX_POSITION``, literals as written) and
+  a rule whose range could leave 64-bit integers is **refused** when it is compiled, with a
+  message that says so; nothing saturates or wraps at run time. Numbers with a decimal point
+  (``k.value``, ``1.5``, ``1e20``) are floating point and follow IEEE rules (overflow gives
+  infinity, which compares like a number), so they cannot raise either.
+
 What this module does not do: build Q and K, apply the causal mask or the softmax (see
 :mod:`viz.core.engine`).
 """
@@ -18,15 +34,17 @@ from __future__ import annotations
 import ast
 import functools
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, NamedTuple, Protocol
 
 import torch
 
-MAX_RULE_CHARS = 400  # longer texts are refused before parsing
-MAX_RULE_NODES = 200  # syntax-tree nodes after parsing
-MAX_RULE_DEPTH = 24  # nesting depth of the syntax tree
-MAX_LITERAL_CHARS = 100  # length of one string literal
-MAX_INT_LITERAL = 10**15  # whole-number literals are kept well inside int64
+from . import text as text_check
+from .rule_syntax import CONSTRUCT_NAMES, OPERATOR_HINTS, OPERATORS, syntax_message
+from .limits import (INT64_MAX, MAX_INT_LITERAL, MAX_LITERAL_CHARS, MAX_POSITION, MAX_RULE_CHARS,
+                     MAX_RULE_DEPTH, MAX_RULE_NODES)
+
+__all__ = ["EXAMPLES", "RULE_LIBRARY", "MAX_RULE_CHARS", "Rule", "RuleError", "Side", "cache_safe_rule",
+           "compile_rule"]
 
 EXAMPLES = (
     "k.pos % 2 == 0",
@@ -58,45 +76,8 @@ RULE_LIBRARY = {
 ATTRIBUTES = {"pos": "int", "token": "str", "value": "float"}
 _NUMBER = ("int", "float")
 
-# Friendly names for the syntax the language refuses.
-_CONSTRUCT_NAMES = {
-    ast.Lambda: "lambda",
-    ast.ListComp: "list comprehension",
-    ast.SetComp: "set comprehension",
-    ast.DictComp: "dict comprehension",
-    ast.GeneratorExp: "generator expression",
-    ast.Subscript: "indexing or slicing",
-    ast.Slice: "slicing",
-    ast.IfExp: "conditional expression (x if c else y)",
-    ast.NamedExpr: "assignment expression (:=)",
-    ast.JoinedStr: "f-string",
-    ast.FormattedValue: "f-string",
-    ast.Dict: "dict literal",
-    ast.Set: "set literal",
-    ast.Starred: "starred expression",
-    ast.Await: "await",
-    ast.Yield: "yield",
-    ast.YieldFrom: "yield",
-}
-_OPERATORS = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%",
-    ast.Div: "/", ast.Pow: "**", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>",
-    ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.Invert: "~",
-    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
-    ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not",
-    ast.USub: "-", ast.UAdd: "+", ast.Not: "not",
-}
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
 _ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
-_OPERATOR_HINTS = {
-    ast.Div: " (use // for whole-number division)",
-    ast.Pow: " (write the product out, e.g. k.pos * k.pos)",
-    ast.BitAnd: " (use 'and')",
-    ast.BitOr: " (use 'or')",
-    ast.Invert: " (use 'not')",
-    ast.Is: " (use ==)",
-    ast.IsNot: " (use !=)",
-}
 
 
 class RuleError(ValueError):
@@ -116,8 +97,15 @@ class Side(Protocol):
     value: torch.Tensor  # float64
 
 
-# A compiled node: a function of (query side, key side, n, intern) -> tensor.
-_Eval = Callable[["Side | None", "Side", torch.Tensor, Callable[[str], int]], torch.Tensor]
+class _Result(NamedTuple):
+    """A subexpression's value and where it is undefined (None: defined everywhere)."""
+
+    value: torch.Tensor
+    undefined: torch.Tensor | None  # bool, broadcastable against value
+
+
+# A compiled node: a function of (query side, key side, n, intern) -> _Result.
+_Eval = Callable[["Side | None", "Side", torch.Tensor, Callable[[str], int]], _Result]
 
 
 @dataclass(frozen=True)
@@ -127,6 +115,7 @@ class Rule:
     source: str
     uses_query: bool  # mentions q.*: the score depends on the query, not only on the key
     uses_n: bool  # mentions n: the key depends on the sequence length when it was encoded
+    divisions: tuple[str, ...]  # the `//` and `%` whose divisor can be zero, as written
     _evaluate: _Eval
 
     @property
@@ -139,13 +128,29 @@ class Rule:
         """Only the key decides: build Q = ones and K = ±1 rows literally."""
         return not self.uses_query
 
+    @property
+    def can_be_undefined(self) -> bool:
+        """Some pair may divide by zero (the rule is false there); else never undefined."""
+        return bool(self.divisions)
+
+    def evaluate_total(self, query: Side | None, key: Side, n: torch.Tensor,
+                       intern: Callable[[str], int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(matches, undefined): two bool tensors of one broadcast shape. ``undefined`` marks the
+        pairs where a division or modulo by zero decided the result; ``matches`` is False there."""
+        if query is None and self.uses_query:
+            raise TypeError("this rule reads q, so it needs a query side")
+        value, undefined = self._evaluate(query, key, n, intern)
+        value = value if value.dtype == torch.bool else value.bool()
+        if undefined is None:
+            return value, torch.zeros_like(value)
+        value, undefined = torch.broadcast_tensors(value, undefined)
+        return value & ~undefined, undefined
+
     def evaluate(self, query: Side | None, key: Side, n: torch.Tensor,
                  intern: Callable[[str], int]) -> torch.Tensor:
-        """Boolean match tensor, broadcast from the shapes of ``query``/``key``/``n``."""
-        if query is None and self.uses_query:
-            raise RuleError("this rule reads q, so it needs a query side")
-        out = self._evaluate(query, key, n, intern)
-        return out if out.dtype == torch.bool else out.bool()
+        """Boolean match tensor, broadcast from the shapes of ``query``/``key``/``n``; False
+        wherever the rule is undefined (see :meth:`evaluate_total`)."""
+        return self.evaluate_total(query, key, n, intern)[0]
 
 
 def _refuse(node: ast.AST, message: str) -> RuleError:
@@ -178,32 +183,35 @@ def compile_rule(source: str) -> Rule:
         raise RuleError("a rule must be text")
     if len(source) > MAX_RULE_CHARS:
         raise RuleError(f"rule is too long ({len(source):,} characters; the limit is {MAX_RULE_CHARS})")
+    bad = text_check.first_unusable(source)
+    if bad is not None:
+        raise RuleError("a rule is one line of ordinary characters; "
+                        + text_check.problem(source).replace(f"character {bad + 1} ", "the character here ", 1),
+                        bad + 1)
     text = source.strip()
     if not text:
         raise RuleError("rule is empty; write a condition such as k.pos == 1, or True for every key")
-    for i, ch in enumerate(source):
-        if ch in "\n\r" or (ord(ch) < 32 and ch != "\t") or ord(ch) == 127:
-            raise RuleError("a rule is one line without control characters", i + 1)
+    lead = len(source) - len(source.lstrip())
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as err:
-        col = err.offset + len(source) - len(source.lstrip()) if err.offset else None
-        raise RuleError(f"syntax error: {err.msg}", col) from None
+        message, col = syntax_message(text, err)
+        raise RuleError(message, None if col is None else col + lead) from None
     except (RecursionError, MemoryError, ValueError):
         raise RuleError("rule could not be parsed (too deeply nested)") from None
     _check_size(tree)
-    lead = len(source) - len(source.lstrip())
     try:
         compiler = _Compiler()
-        kind, fn = compiler.node(tree.body)
+        node = compiler.node(tree.body)
     except RuleError as err:
         if err.column is not None and err.column > 0:
             raise RuleError(err.message, err.column + lead) from None
         raise
-    if kind != "bool":
-        raise RuleError(f"a rule must be a true/false condition, but this gives {_KIND_WORDS[kind]}; "
+    if node.kind != "bool":
+        raise RuleError(f"a rule must be a true/false condition, but this gives {_KIND_WORDS[node.kind]}; "
                         "compare it with something, e.g. k.pos == 1")
-    return Rule(source=source, uses_query=compiler.uses_query, uses_n=compiler.uses_n, _evaluate=fn)
+    return Rule(source=source, uses_query=compiler.uses_query, uses_n=compiler.uses_n,
+                divisions=tuple(compiler.divisions), _evaluate=node.fn)
 
 
 def cache_safe_rule(source: str) -> str:
@@ -231,6 +239,7 @@ def cache_safe_rule(source: str) -> str:
 _KIND_WORDS = {"int": "a whole number", "float": "a number", "str": "text", "bool": "true/false"}
 
 
+# -- compiling -----------------------------------------------------------------------------------
 def _tensor(value: object) -> torch.Tensor:
     if isinstance(value, bool):
         return torch.tensor(value)
@@ -239,30 +248,104 @@ def _tensor(value: object) -> torch.Tensor:
     return torch.tensor(value, dtype=torch.float64)
 
 
+def _either(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
+    """Undefined where either is (None stands for 'nowhere')."""
+    if a is None:
+        return b
+    return a if b is None else a | b
+
+
+class _Node(NamedTuple):
+    """A compiled subexpression: its type, its evaluator and, for whole numbers, its range."""
+
+    kind: str  # "int", "float", "str" or "bool"
+    fn: _Eval
+    low: float = -float("inf")  # for "int": the smallest value it can take; for a constant, its value
+    high: float = float("inf")
+
+    @property
+    def constant(self) -> bool:
+        return self.low == self.high
+
+
+_ANY_POSITION = (1, MAX_POSITION)
+
+
+def _range_of(op: type, a: _Node, b: _Node) -> tuple[float, float]:
+    """The range of ``a op b`` from the ranges of a and b (whole numbers, or constants)."""
+    if op is ast.Add:
+        return a.low + b.low, a.high + b.high
+    if op is ast.Sub:
+        return a.low - b.high, a.high - b.low
+    if op is ast.Mult:
+        products = [x * y for x in (a.low, a.high) for y in (b.low, b.high)]
+        return min(products), max(products)
+    if op is ast.FloorDiv:  # |a // b| <= |a| for every divisor the result is computed with (|b| >= 1)
+        if a.constant and b.constant and b.low != 0:
+            quotient = a.low // b.low
+            return quotient, quotient
+        reach = max(abs(a.low), abs(a.high))
+        return -reach, reach
+    # ast.Mod: the remainder has the divisor's sign and is smaller than it
+    if a.constant and b.constant and b.low != 0:
+        remainder = a.low % b.low
+        return remainder, remainder
+    if b.low >= 0:
+        return 0, max(b.high - 1, 0)
+    if b.high <= 0:
+        return min(b.low + 1, 0), 0
+    return b.low + 1, b.high - 1
+
+
+def _is_zero(node: _Node) -> bool:
+    return node.constant and node.low == 0
+
+
+def _never_zero(node: _Node) -> bool:
+    return node.low > 0 or node.high < 0
+
+
 class _Compiler:
-    """Type-checks the syntax tree and turns it into nested closures over torch operations."""
+    """Type-checks the syntax tree, works out whole-number ranges, and turns the tree into nested
+    closures over torch operations that return (value, undefined)."""
 
     def __init__(self) -> None:
         self.uses_query = False
         self.uses_n = False
+        self.divisions: list[str] = []
 
-    def node(self, node: ast.AST) -> tuple[str, _Eval]:
+    def node(self, node: ast.AST) -> _Node:
         method = getattr(self, "_" + type(node).__name__, None)
         if method is None:
-            name = _CONSTRUCT_NAMES.get(type(node))
+            name = CONSTRUCT_NAMES.get(type(node))
             if name is None:
                 name = f"'{_shown(node)}'" if isinstance(node, ast.expr) else type(node).__name__
             raise _refuse(node, f"{name} is not allowed")
         return method(node)
 
+    @staticmethod
+    def _whole(node: ast.AST, kind: str, fn: _Eval, low: float, high: float) -> _Node:
+        """A node with its range; whole numbers that could leave 64 bits are refused here."""
+        if kind != "int":
+            finite = low == high and abs(low) != float("inf") and low == low
+            return _Node(kind, fn) if not finite else _Node(kind, fn, low, high)
+        if low < -INT64_MAX or high > INT64_MAX:
+            reach = max(abs(low), abs(high))
+            raise _refuse(node, f"'{_shown(node)}' can reach {reach:.1e} (positions and n go up to "
+                                f"{MAX_POSITION:,}), beyond 64-bit whole numbers (±{INT64_MAX:.1e}); kvlab "
+                                "refuses it rather than let it wrap around. Use smaller numbers, or a decimal "
+                                "such as 1e15 to compute in floating point")
+        return _Node(kind, fn, low, high)
+
     # -- leaves -----------------------------------------------------------------------------
-    def _Constant(self, node: ast.Constant) -> tuple[str, _Eval]:
+    def _Constant(self, node: ast.Constant) -> _Node:
         value = node.value
         if isinstance(value, bool):
             kind = "bool"
         elif isinstance(value, int):
             if abs(value) > MAX_INT_LITERAL:
-                raise _refuse(node, f"number {_shown(node)} is too large (limit {MAX_INT_LITERAL:.0e})")
+                raise _refuse(node, f"number {_shown(node)} is too large (limit {MAX_INT_LITERAL:.0e}); "
+                                    "write it with a decimal point, e.g. 1e20, to use a larger number")
             kind = "int"
         elif isinstance(value, float):
             if value != value or value in (float("inf"), float("-inf")):
@@ -271,133 +354,149 @@ class _Compiler:
         elif isinstance(value, str):
             if len(value) > MAX_LITERAL_CHARS:
                 raise _refuse(node, f"text literal is too long (limit {MAX_LITERAL_CHARS} characters)")
-            return "str", lambda q, k, n, intern: torch.tensor(intern(value), dtype=torch.int64)
+            return _Node("str", lambda q, k, n, intern: _Result(torch.tensor(intern(value), dtype=torch.int64),
+                                                                None))
         else:
             raise _refuse(node, f"constant {_shown(node)} is not allowed")
-        constant = _tensor(value)
-        return kind, lambda q, k, n, intern: constant
+        result = _Result(_tensor(value), None)
+        if kind == "bool":
+            return _Node(kind, lambda q, k, n, intern: result)
+        return _Node(kind, lambda q, k, n, intern: result, value, value)
 
-    def _Name(self, node: ast.Name) -> tuple[str, _Eval]:
+    def _Name(self, node: ast.Name) -> _Node:
         if node.id == "n":
             self.uses_n = True
-            return "int", lambda q, k, n, intern: n
+            return _Node("int", lambda q, k, n, intern: _Result(n, None), *_ANY_POSITION)
         if node.id in ("true", "false"):
-            constant = torch.tensor(node.id == "true")
-            return "bool", lambda q, k, n, intern: constant
+            result = _Result(torch.tensor(node.id == "true"), None)
+            return _Node("bool", lambda q, k, n, intern: result)
         if node.id in ("q", "k"):
             raise _refuse(node, f"'{node.id}' needs an attribute: {node.id}.pos, {node.id}.token or {node.id}.value")
-        raise _refuse(node, f"name '{_shown(node)}' is not allowed (use q.…, k.…, n, True or False)")
+        raise _refuse(node, f"name '{_shown(node)}' is not allowed (use q.…, k.…, n, True or False; "
+                            f"to compare with the word, put it in quotes: k.token == \"{_shown(node)}\")")
 
-    def _Attribute(self, node: ast.Attribute) -> tuple[str, _Eval]:
+    def _Attribute(self, node: ast.Attribute) -> _Node:
         owner = node.value
         if not (isinstance(owner, ast.Name) and owner.id in ("q", "k") and node.attr in ATTRIBUTES):
             raise _refuse(node, f"attribute '{_shown(node)}' is not allowed "
                                 "(use pos, token or value of q or k)")
-        attr = node.attr
+        attr, kind = node.attr, ATTRIBUTES[node.attr]
+        span = _ANY_POSITION if attr == "pos" else (-float("inf"), float("inf"))
         if owner.id == "q":
             self.uses_query = True
-            return ATTRIBUTES[attr], lambda q, k, n, intern: getattr(q, attr)
-        return ATTRIBUTES[attr], lambda q, k, n, intern: getattr(k, attr)
+            return _Node(kind, lambda q, k, n, intern: _Result(getattr(q, attr), None), *span)
+        return _Node(kind, lambda q, k, n, intern: _Result(getattr(k, attr), None), *span)
 
     # -- operators --------------------------------------------------------------------------
-    def _BinOp(self, node: ast.BinOp) -> tuple[str, _Eval]:
+    def _BinOp(self, node: ast.BinOp) -> _Node:
         op = type(node.op)
         if op not in _ARITHMETIC:
-            hint = _OPERATOR_HINTS.get(op, "")
-            raise _refuse(node, f"operator '{_OPERATORS.get(op, op.__name__)}' is not allowed{hint}")
-        lkind, left = self.node(node.left)
-        rkind, right = self.node(node.right)
-        symbol = _OPERATORS[op]
-        for kind in (lkind, rkind):
-            if kind not in _NUMBER:
-                raise _refuse(node, f"'{symbol}' needs numbers on both sides, not {_KIND_WORDS[kind]}")
-        kind = "int" if lkind == rkind == "int" else "float"
+            hint = OPERATOR_HINTS.get(op, "")
+            raise _refuse(node, f"operator '{OPERATORS.get(op, op.__name__)}' is not allowed{hint}")
+        a, b = self.node(node.left), self.node(node.right)
+        symbol = OPERATORS[op]
+        for side in (a, b):
+            if side.kind not in _NUMBER:
+                raise _refuse(node, f"'{symbol}' needs numbers on both sides, not {_KIND_WORDS[side.kind]}")
+        kind = "int" if a.kind == b.kind == "int" else "float"
+        low, high = _range_of(op, a, b) if (kind == "int" or a.constant and b.constant) else (-float("inf"),
+                                                                                          float("inf"))
+        left, right = a.fn, b.fn
         if op in (ast.FloorDiv, ast.Mod):
-            if isinstance(node.right, ast.Constant) and node.right.value == 0:
-                raise _refuse(node.right, "division by zero")
-            col = node.right.col_offset + 1
+            if _is_zero(b):
+                raise _refuse(node.right, f"division by zero: '{_shown(node.right)}' is always 0")
+            rounded = torch.remainder if op is ast.Mod else functools.partial(torch.div, rounding_mode="floor")
+            if _never_zero(b):
+                def divide(q, k, n, intern):
+                    x, y = left(q, k, n, intern), right(q, k, n, intern)
+                    return _Result(rounded(x.value, y.value), _either(x.undefined, y.undefined))
+            else:
+                self.divisions.append(_shown(node))
 
-            def divide(q, k, n, intern, op=op):
-                a, b = left(q, k, n, intern), right(q, k, n, intern)
-                if bool((b == 0).any()):
-                    raise RuleError("division by zero while evaluating the rule", col)
-                return torch.remainder(a, b) if op is ast.Mod else torch.div(a, b, rounding_mode="floor")
+                def divide(q, k, n, intern):
+                    x, y = left(q, k, n, intern), right(q, k, n, intern)
+                    zero = y.value == 0  # undefined here: computed with divisor 1, then masked
+                    safe = torch.where(zero, torch.ones_like(y.value), y.value)
+                    return _Result(rounded(x.value, safe), _either(_either(x.undefined, y.undefined), zero))
 
-            return kind, divide
+            return self._whole(node, kind, divide, low, high)
         torch_op = {ast.Add: torch.add, ast.Sub: torch.sub, ast.Mult: torch.mul}[op]
-        return kind, lambda q, k, n, intern: torch_op(left(q, k, n, intern), right(q, k, n, intern))
 
-    def _UnaryOp(self, node: ast.UnaryOp) -> tuple[str, _Eval]:
+        def arithmetic(q, k, n, intern):
+            x, y = left(q, k, n, intern), right(q, k, n, intern)
+            return _Result(torch_op(x.value, y.value), _either(x.undefined, y.undefined))
+
+        return self._whole(node, kind, arithmetic, low, high)
+
+    def _UnaryOp(self, node: ast.UnaryOp) -> _Node:
         op = type(node.op)
-        kind, inner = self.node(node.operand)
+        inner = self.node(node.operand)
+        fn = inner.fn
         if op is ast.Not:
-            if kind != "bool":
-                raise _refuse(node, f"'not' needs a true/false condition, not {_KIND_WORDS[kind]}")
-            return "bool", lambda q, k, n, intern: torch.logical_not(inner(q, k, n, intern))
-        if op in (ast.USub, ast.UAdd):
-            if kind not in _NUMBER:
-                raise _refuse(node, f"'{_OPERATORS[op]}' needs a number, not {_KIND_WORDS[kind]}")
-            if op is ast.UAdd:
-                return kind, inner
-            return kind, lambda q, k, n, intern: torch.neg(inner(q, k, n, intern))
-        raise _refuse(node, f"operator '{_OPERATORS.get(op, op.__name__)}' is not allowed"
-                            f"{_OPERATOR_HINTS.get(op, '')}")
+            if inner.kind != "bool":
+                raise _refuse(node, f"'not' needs a true/false condition, not {_KIND_WORDS[inner.kind]}")
 
-    def _BoolOp(self, node: ast.BoolOp) -> tuple[str, _Eval]:
+            def negate(q, k, n, intern):
+                x = fn(q, k, n, intern)
+                return _Result(torch.logical_not(x.value), x.undefined)
+
+            return _Node("bool", negate)
+        if op in (ast.USub, ast.UAdd):
+            if inner.kind not in _NUMBER:
+                raise _refuse(node, f"'{OPERATORS[op]}' needs a number, not {_KIND_WORDS[inner.kind]}")
+            if op is ast.UAdd:
+                return inner
+
+            def minus(q, k, n, intern):
+                x = fn(q, k, n, intern)
+                return _Result(torch.neg(x.value), x.undefined)
+
+            return self._whole(node, inner.kind, minus, -inner.high, -inner.low)
+        raise _refuse(node, f"operator '{OPERATORS.get(op, op.__name__)}' is not allowed"
+                            f"{OPERATOR_HINTS.get(op, '')}")
+
+    def _BoolOp(self, node: ast.BoolOp) -> _Node:
         word = "and" if isinstance(node.op, ast.And) else "or"
         parts = []
         for value in node.values:
-            kind, fn = self.node(value)
-            if kind != "bool":
-                raise _refuse(value, f"'{word}' needs true/false conditions, not {_KIND_WORDS[kind]}")
-            parts.append(fn)
-        combine = torch.logical_and if word == "and" else torch.logical_or
+            part = self.node(value)
+            if part.kind != "bool":
+                raise _refuse(value, f"'{word}' needs true/false conditions, not {_KIND_WORDS[part.kind]}")
+            parts.append(part.fn)
+        return _Node("bool", _short_circuit(parts, word == "and"))
 
-        def evaluate(q, k, n, intern):
-            out = parts[0](q, k, n, intern)
-            for part in parts[1:]:
-                out = combine(out, part(q, k, n, intern))
-            return out
-
-        return "bool", evaluate
-
-    def _Compare(self, node: ast.Compare) -> tuple[str, _Eval]:
+    def _Compare(self, node: ast.Compare) -> _Node:
         pairs = []
-        lkind, left = self.node(node.left)
+        left = self.node(node.left)
         for op, right_node in zip(node.ops, node.comparators):
             op_type = type(op)
-            symbol = _OPERATORS.get(op_type, op_type.__name__)
+            symbol = OPERATORS.get(op_type, op_type.__name__)
             if op_type in (ast.In, ast.NotIn):
-                fn = self._membership(node, lkind, left, right_node, negate=op_type is ast.NotIn)
-                pairs.append(fn)
-                lkind, left = "bool", None  # a chain continuing after `in` is refused below
+                pairs.append(self._membership(node, left, right_node, negate=op_type is ast.NotIn))
+                left = None  # a chain continuing after `in` is refused below
                 continue
             if left is None:
                 raise _refuse(node, f"'{symbol}' cannot follow an 'in' test; use 'and'")
             if op_type not in (ast.Eq, ast.NotEq) + _ORDER:
-                raise _refuse(node, f"comparison '{symbol}' is not allowed{_OPERATOR_HINTS.get(op_type, '')}")
-            rkind, right = self.node(right_node)
-            numbers = lkind in _NUMBER and rkind in _NUMBER
-            if not numbers and lkind != rkind:
-                raise _refuse(node, f"cannot compare {_KIND_WORDS[lkind]} with {_KIND_WORDS[rkind]}")
+                raise _refuse(node, f"comparison '{symbol}' is not allowed{OPERATOR_HINTS.get(op_type, '')}")
+            right = self.node(right_node)
+            numbers = left.kind in _NUMBER and right.kind in _NUMBER
+            if not numbers and left.kind != right.kind:
+                raise _refuse(node, f"cannot compare {_KIND_WORDS[left.kind]} with {_KIND_WORDS[right.kind]}")
             if op_type in _ORDER and not numbers:
-                raise _refuse(node, f"'{symbol}' compares numbers; {_KIND_WORDS[lkind]} only allows == and !=")
+                raise _refuse(node, f"'{symbol}' compares numbers; {_KIND_WORDS[left.kind]} only allows == and !=")
             torch_op = {ast.Eq: torch.eq, ast.NotEq: torch.ne, ast.Lt: torch.lt, ast.LtE: torch.le,
                         ast.Gt: torch.gt, ast.GtE: torch.ge}[op_type]
-            pairs.append(lambda q, k, n, intern, a=left, b=right, f=torch_op: f(a(q, k, n, intern),
-                                                                                 b(q, k, n, intern)))
-            lkind, left = rkind, right
 
-        def evaluate(q, k, n, intern):
-            out = pairs[0](q, k, n, intern)
-            for pair in pairs[1:]:
-                out = torch.logical_and(out, pair(q, k, n, intern))
-            return out
+            def compare(q, k, n, intern, a=left.fn, b=right.fn, f=torch_op):
+                x, y = a(q, k, n, intern), b(q, k, n, intern)
+                return _Result(f(x.value, y.value), _either(x.undefined, y.undefined))
 
-        return "bool", evaluate
+            pairs.append(compare)
+            left = right
+        return _Node("bool", _short_circuit(pairs, True))  # a < b < c is a < b and b < c
 
-    def _membership(self, node: ast.Compare, lkind: str, left: _Eval | None, right: ast.AST,
-                    negate: bool) -> _Eval:
+    def _membership(self, node: ast.Compare, left: _Node | None, right: ast.AST, negate: bool) -> _Eval:
         word = "not in" if negate else "in"
         if left is None:
             raise _refuse(node, f"'{word}' cannot follow another 'in' test; use 'and'")
@@ -406,22 +505,23 @@ class _Compiler:
         if not right.elts:
             raise _refuse(right, f"'{word}' needs at least one item")
         items = [self._literal(element) for element in right.elts]
+        lkind = left.kind
         for element, item in zip(right.elts, items):
             same = (isinstance(item, str) and lkind == "str") or (
                 not isinstance(item, (str, bool)) and lkind in _NUMBER) or (
                 isinstance(item, bool) and lkind == "bool")
             if not same:
                 raise _refuse(element, f"'{word}' compares {_KIND_WORDS[lkind]} with {_shown(element)}")
-        text = lkind == "str"
+        text, fn = lkind == "str", left.fn
 
         def evaluate(q, k, n, intern):
-            a = left(q, k, n, intern)
+            a = fn(q, k, n, intern)
             if text:
-                pool = torch.tensor([intern(item) for item in items], dtype=torch.int64)
+                pool, value = torch.tensor([intern(item) for item in items], dtype=torch.int64), a.value
             else:  # numbers and true/false compare as float64, exact for every allowed literal
-                pool, a = torch.tensor(items, dtype=torch.float64), a.to(torch.float64)
-            found = torch.isin(a, pool)
-            return torch.logical_not(found) if negate else found
+                pool, value = torch.tensor(items, dtype=torch.float64), a.value.to(torch.float64)
+            found = torch.isin(value, pool)
+            return _Result(torch.logical_not(found) if negate else found, a.undefined)
 
         return evaluate
 
@@ -438,17 +538,45 @@ class _Compiler:
             return node.id == "true"
         raise _refuse(node, f"list items must be literals, not '{_shown(node)}'")
 
-    def _Call(self, node: ast.Call) -> tuple[str, _Eval]:
+    def _Call(self, node: ast.Call) -> _Node:
         if not (isinstance(node.func, ast.Name) and node.func.id == "abs"):
             raise _refuse(node, f"call '{_shown(node.func)}(…)' is not allowed (only abs(x) is)")
         if len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred):
             raise _refuse(node, "abs takes exactly one number, e.g. abs(q.pos - k.pos)")
-        kind, inner = self.node(node.args[0])
-        if kind not in _NUMBER:
-            raise _refuse(node, f"abs needs a number, not {_KIND_WORDS[kind]}")
-        return kind, lambda q, k, n, intern: torch.abs(inner(q, k, n, intern))
+        inner = self.node(node.args[0])
+        if inner.kind not in _NUMBER:
+            raise _refuse(node, f"abs needs a number, not {_KIND_WORDS[inner.kind]}")
+        fn = inner.fn
 
-    def _Tuple(self, node: ast.AST) -> tuple[str, _Eval]:
+        def absolute(q, k, n, intern):
+            x = fn(q, k, n, intern)
+            return _Result(torch.abs(x.value), x.undefined)
+
+        low, high = inner.low, inner.high
+        span = (low, high) if low >= 0 else (-high, -low) if high <= 0 else (0, max(-low, high))
+        return self._whole(node, inner.kind, absolute, *span)
+
+    def _Tuple(self, node: ast.AST) -> _Node:
         raise _refuse(node, "a list is only allowed after 'in' or 'not in'")
 
     _List = _Tuple
+
+
+def _short_circuit(parts: list[_Eval], conjunction: bool) -> _Eval:
+    """``and``/``or`` over parts, element by element, left to right as Python evaluates them: a
+    part's undefined pairs count only where the parts before it have not decided the result."""
+    if len(parts) == 1:
+        return parts[0]
+
+    def evaluate(q, k, n, intern):
+        first = parts[0](q, k, n, intern)
+        value, undefined = first.value, first.undefined
+        for part in parts[1:]:
+            nxt = part(q, k, n, intern)
+            if nxt.undefined is not None:  # reached where everything so far is true (and) / false (or)
+                reached = value if conjunction else torch.logical_not(value)
+                undefined = _either(undefined, reached & nxt.undefined)
+            value = torch.logical_and(value, nxt.value) if conjunction else torch.logical_or(value, nxt.value)
+        return _Result(value, undefined)
+
+    return evaluate

@@ -5,7 +5,10 @@ validates every field and raises :class:`ScenarioError` with the field's path an
 nothing here raises anything else for bad input. ``Scenario.from_dict(s.to_dict()) == s`` holds
 for every valid scenario.
 
-Limits are stated here once (``LIMITS``) so the app, the CLI and the tests name the same numbers.
+Limits are stated once, in :mod:`viz.core.limits` (re-exported here, and listed in ``LIMITS``), so
+the app, the CLI and the tests name the same numbers. Every text field (prompt, tokens, head names,
+rules, vocabulary words, title, description) refuses lone surrogates, Unicode non-characters and
+control characters (see :mod:`viz.core.text`), with a message that names the field.
 """
 
 from __future__ import annotations
@@ -15,24 +18,20 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from .rules import MAX_RULE_CHARS, RuleError, cache_safe_rule, compile_rule
+from . import text as text_check
+from .limits import (MAX_ABS_NUMBER, MAX_D_K, MAX_DECODE_STEPS, MAX_HEADS, MAX_JSON_BYTES, MAX_NAME_CHARS,
+                     MAX_POSITION, MAX_PROMPT_CHARS, MAX_RULE_CHARS, MAX_SEED, MAX_TEMPERATURE, MAX_TEXT_CHARS,
+                     MAX_TITLE_CHARS, MAX_TOKEN_CHARS, MAX_TOKENS, MAX_VOCAB)
+from .rules import RuleError, cache_safe_rule, compile_rule
 from .tokenizer import tokenize
+
+__all__ = ["VERSION", "LIMITS", "STRATEGIES", "Head", "Sampling", "Scenario", "ScenarioError", "VocabWord",
+           "MAX_ABS_NUMBER", "MAX_D_K", "MAX_DECODE_STEPS", "MAX_HEADS", "MAX_JSON_BYTES", "MAX_NAME_CHARS",
+           "MAX_POSITION", "MAX_PROMPT_CHARS", "MAX_SEED", "MAX_TEMPERATURE", "MAX_TEXT_CHARS",
+           "MAX_TITLE_CHARS", "MAX_TOKEN_CHARS", "MAX_TOKENS", "MAX_VOCAB"]
 
 VERSION = 1
 
-MAX_TOKENS = 512  # prompt tokens
-MAX_TOKEN_CHARS = 40  # characters in one token or vocabulary word
-MAX_HEADS = 16
-MAX_VOCAB = 64
-MAX_NAME_CHARS = 40
-MAX_PROMPT_CHARS = 20_000
-MAX_TEXT_CHARS = 2_000  # title and description
-MAX_D_K = 1024
-MAX_ABS_NUMBER = 1e6  # token values, vocabulary values and weights
-MAX_TEMPERATURE = 100.0
-MAX_JSON_BYTES = 100_000
-MAX_DECODE_STEPS = 256  # predictions per run
-MAX_SEED = 2**63 - 1
 STRATEGIES = ("greedy", "sample")
 
 LIMITS = {
@@ -130,6 +129,12 @@ class Scenario:
         if len(text) > MAX_JSON_BYTES:
             raise ScenarioError("", f"scenario is too large ({len(text):,} bytes; the limit is "
                                     f"{MAX_JSON_BYTES:,})")
+        if isinstance(text, (bytes, bytearray)):
+            try:
+                text = bytes(text).decode("utf-8-sig")
+            except UnicodeDecodeError as err:
+                raise ScenarioError("", f"the scenario is not UTF-8 text (byte {err.start + 1} cannot be "
+                                        "read); save it as UTF-8") from None
         try:
             data = json.loads(text)
         except (ValueError, RecursionError) as err:
@@ -184,26 +189,25 @@ def _number_out(x: float) -> float | int:
 
 
 def _clip(text: object, limit: int = 60) -> str:
-    text = str(text)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text_check.shown(text, limit)
 
 
-# -- validation -----------------------------------------------------------------------------
-def _text(path: str, value: Any, limit: int, *, allow_empty: bool = True) -> str:
+def _text(path: str, value: Any, limit: int, *, allow_empty: bool = True, multiline: bool = True) -> str:
     if not isinstance(value, str):
         raise ScenarioError(path, f"must be text, got {_kind(value)}")
     if len(value) > limit:
         raise ScenarioError(path, f"is too long ({len(value):,} characters; the limit is {limit:,})")
+    problem = text_check.problem(value, multiline=multiline)
+    if problem:
+        raise ScenarioError(path, problem)
     if not allow_empty and not value.strip():
         raise ScenarioError(path, "is empty")
     return value
 
 
 def _name(path: str, value: Any, limit: int) -> str:
-    text = _text(path, value, limit, allow_empty=False)
-    if any(ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 for ch in text):
-        raise ScenarioError(path, "contains control characters")
-    return text
+    """One-line text: a token, a head name, a vocabulary word."""
+    return _text(path, value, limit, allow_empty=False, multiline=False)
 
 
 def _kind(value: Any) -> str:
@@ -260,7 +264,7 @@ def _parse(data: Any) -> Scenario:
     if version != VERSION or isinstance(version, bool):
         raise ScenarioError("version", f"unsupported scenario version {_clip(repr(version))} "
                                        f"(this kvlab reads version {VERSION})")
-    title = _text("title", data.get("title", ""), MAX_NAME_CHARS * 3)
+    title = _text("title", data.get("title", ""), MAX_TITLE_CHARS, multiline=False)
     description = _text("description", data.get("description", ""), MAX_TEXT_CHARS)
     prompt = data.get("prompt")
     if prompt is not None:
@@ -330,6 +334,10 @@ def _parse(data: Any) -> Scenario:
 
 def _validated(s: Scenario) -> Scenario:
     """Checks that span fields: counts agree, names are unique, rules compile, limits hold."""
+    _text("title", s.title, MAX_TITLE_CHARS, multiline=False)
+    _text("description", s.description, MAX_TEXT_CHARS)
+    if s.prompt is not None:
+        _text("prompt", s.prompt, MAX_PROMPT_CHARS)
     if not s.tokens:
         raise ScenarioError("prompt" if s.prompt is not None else "tokens",
                             "has no tokens; type at least one word")

@@ -1,6 +1,53 @@
-"""Short, safe texts from errors and visitor input, for one-line messages."""
+"""Texts from visitors and errors: the characters no text field accepts, checked in one place for
+every door user text comes through, and short one-line forms for messages.
+
+A lone surrogate (``"\\ud800"``, half of a UTF-16 pair, which JSON can spell in plain ASCII) is not
+a character: it cannot be encoded as UTF-8, so it breaks every later step that sends or stores the
+text (the browser protocol, pyarrow tables, the terminal). Unicode's non-characters (U+FDD0–U+FDEF
+and the last two code points of every plane, U+FFFE, U+FFFF, U+1FFFE, …) are reserved for internal
+use and never belong in interchanged text. Control characters are refused too; tabs and line
+breaks only where a field may hold several lines (the prompt, the description).
+
+:func:`problem` says what is wrong in words that name the character and where it is;
+:func:`shown` makes any text safe to quote in a message (clipped, such characters as ``\\uXXXX``);
+:func:`first_line` and :func:`clip` shorten error messages.
+"""
 
 from __future__ import annotations
+
+import re
+
+_NONCHARACTERS = "\ufdd0-\ufdef" + "".join(
+    chr(plane << 16 | 0xFFFE) + chr(plane << 16 | 0xFFFF) for plane in range(17))
+_CONTROLS = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+_UNUSABLE = re.compile(f"[\ud800-\udfff{_NONCHARACTERS}{_CONTROLS}\t\n\r]")
+_UNUSABLE_MULTILINE = re.compile(f"[\ud800-\udfff{_NONCHARACTERS}{_CONTROLS}]")
+
+
+def _kind(ch: str) -> str:
+    code = ord(ch)
+    if 0xD800 <= code <= 0xDFFF:
+        return "a lone surrogate (half of a UTF-16 pair, not a character)"
+    if 0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE:
+        return "a Unicode non-character"
+    if ch in "\t\n\r":
+        return "a tab or line break (this field is one line)"
+    return "a control character"
+
+
+def first_unusable(text: str, *, multiline: bool = False) -> int | None:
+    """The index of the first character no text field accepts, or None."""
+    match = (_UNUSABLE_MULTILINE if multiline else _UNUSABLE).search(text)
+    return None if match is None else match.start()
+
+
+def problem(text: str, *, multiline: bool = False) -> str | None:
+    """None if every character is usable; else a message naming the first bad one and its place."""
+    index = first_unusable(text, multiline=multiline)
+    if index is None:
+        return None
+    ch = text[index]
+    return f"character {index + 1} is U+{ord(ch):04X}, {_kind(ch)}; remove it"
 
 
 def first_line(err: BaseException) -> str:
@@ -12,3 +59,8 @@ def clip(text: object, limit: int = 60) -> str:
     """At most ``limit`` characters, an ellipsis marking a cut."""
     text = str(text)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def shown(text: object, limit: int = 60) -> str:
+    """Text to quote in a message: clipped to ``limit`` characters, unusable characters as \\uXXXX."""
+    return _UNUSABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", clip(text, limit))

@@ -111,7 +111,7 @@ def _vocab(scenario: Scenario) -> None:
     for name in scenario.head_names:
         column = tables.weight_column(name)
         config[column] = st.column_config.NumberColumn(column, format="%g", required=True,
-                                                       help=f"W_vocab weight for head '{name}'")
+                                                       help=f"W_vocab weight for head '{md_escape(name)}'")
     edited = st.data_editor(base, num_rows="dynamic", width="stretch", key=state.widget_key("vocab"),
                             column_config=config)
     if not edited.equals(base):
@@ -181,7 +181,7 @@ def render() -> None:
         _preset_picker()
         st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")
         for notice in state.notices():
-            st.warning(f"Share link: {notice}", icon=":material/link_off:")
+            st.warning(f"Share link: {md_escape(notice)}", icon=":material/link_off:")
         if state.presenter():
             return
         scenario = state.scenario()

@@ -34,6 +34,9 @@ PRESENTER = "kv_presenter"
 NOTICES = "kv_notices"
 LINK = "kv_link"  # the query parameters last written, to avoid rewriting the URL needlessly
 READY = "kv_ready"
+LAST_GOOD = "kv_last_good"  # the last view (scenario, step, mode) that a page drew to the end
+GUARD_NOTICE = "kv_guard_notice"  # what the frame's guard tells the visitor on the next run
+RUN_FAILED = "kv_run_failed"  # something failed during this run: do not remember it as good
 
 
 def public_host() -> bool:

@@ -40,6 +40,7 @@ from ..device import pick_device
 from ..model_config import SLIDING_KINDS, ConfigError, layer_kinds, tokens_kept
 from ..sampling import SampleResult, sample
 from ..scenario import MAX_TEMPERATURE, STRATEGIES, Sampling
+from .folder import FolderError, check_folder, display_name, scrub
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "weights"  # the GPT-2 model
 LLAMA_DIR = Path(__file__).resolve().parent / "weights-llama"  # the Llama model (GQA), same tokenizer
@@ -48,7 +49,6 @@ LLAMA_NAME = "kvlab-pydoc-llama (shipped)"
 SHIPPED_MODELS = {"gpt2": (SHIPPED_DIR, SHIPPED_NAME), "llama": (LLAMA_DIR, LLAMA_NAME)}
 MAX_PROMPT_CHARS = 4_000
 MAX_SEQ_LEN = 512  # prompt + generated tokens, whatever longer context the model allows
-MAX_MODEL_BYTES = 2 * 1024**3  # safetensors on disk; larger models are refused, not loaded
 GREEDY = Sampling()
 VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
 
@@ -231,35 +231,22 @@ def load_model(path: str | Path | None = None, device: str | torch.device | None
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, use_safetensors=True,
                                                      attn_implementation="eager", **kwargs)
     except (OSError, ValueError, KeyError, TypeError, ImportError, RuntimeError) as err:
-        raise RealModelError(f"could not load a causal language model from '{folder.name}': "
-                             f"{_first_line(err)}") from None
+        raise RealModelError(f"could not load a causal language model from '{display_name(str(path))}': "
+                             f"{scrub(_first_line(err), folder, str(path))}") from None
     model = model.to(dev).eval().requires_grad_(False)
-    name = next((label for shipped, label in SHIPPED_MODELS.values() if folder == shipped), folder.name)
+    name = next((label for shipped, label in SHIPPED_MODELS.values() if folder == shipped),
+                display_name(str(path)))
     return RealModel(model, tokenizer, name, folder, _shape(model), dev)
 
 
 def _model_dir(path: str | Path | None) -> Path:
+    """The shipped folder, or the named one once viz.core.real.folder has checked everything in it."""
     if path is None or not str(path).strip():
         return SHIPPED_DIR
-    text = str(path).strip()
-    if any(ord(ch) < 32 for ch in text):
-        raise RealModelError("the model path contains control characters")
-    folder = Path(text).expanduser()
-    if not folder.is_dir():
-        raise RealModelError(f"'{_clip(text)}' is not a directory on this machine")
-    folder = folder.resolve()
-    if not (folder / "config.json").is_file():
-        raise RealModelError(f"'{folder.name}' has no config.json; point at a Hugging Face model "
-                             "directory (config.json, *.safetensors, tokenizer files)")
-    weights = list(folder.glob("*.safetensors"))
-    if not weights:
-        raise RealModelError(f"'{folder.name}' has no .safetensors weights (kvlab loads only "
-                             "safetensors, which cannot run code)")
-    size = sum(f.stat().st_size for f in weights)
-    if size > MAX_MODEL_BYTES:
-        raise RealModelError(f"'{folder.name}' holds {size / 1024**3:.1f} GiB of weights; the limit "
-                             f"here is {MAX_MODEL_BYTES / 1024**3:.0f} GiB")
-    return folder
+    try:
+        return check_folder(path)
+    except FolderError as err:
+        raise RealModelError(str(err)) from None
 
 
 def _shape(model: torch.nn.Module) -> ModelShape:

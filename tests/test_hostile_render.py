@@ -1,0 +1,121 @@
+"""Tier 2 (AppTest): visitor text is never rendered, and uploads are checked like links.
+
+A scenario whose every string is a Markdown link, an image, HTML, LaTeX or a Streamlit directive
+goes through every page (from a share link, at a decode step past the prompt); every
+Markdown-rendering field of every element (bodies, labels, help, options, metric and tab labels,
+column help) must carry it escaped, and every figure must carry it HTML-escaped."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from hostile_text import (HOSTILE, HTML_IMAGE, LINK, SCENARIO, element_protos, link_for, markdown_strings,
+                          problems_in, record)
+from viz import load_preset
+from viz.core.share import View, encode_view
+from viz.ui.common import md_escape
+
+from apptest_helpers import by_label, edit_table, errors, scenario, shown
+
+PAGES = ["pages/prefill.py", "pages/decode.py", "pages/tour.py", "pages/cost.py", "pages/real_model.py",
+         "pages/at_scale.py", "pages/memory.py"]
+
+
+def rendered(at) -> list[tuple[str, str]]:
+    return [item for proto in element_protos(at) for item in markdown_strings(proto)]
+
+
+def assert_nothing_rendered(at, page: str, outcome: str = "ran") -> list[tuple[str, str]]:
+    """No exception; no Markdown field and no figure turns visitor text into markup."""
+    category = "Visitor text as Markdown, HTML, LaTeX, directives: every page, messages (AppTest)"
+    if at.exception:
+        record(category, "traceback")
+    assert not at.exception, (page, [e.value for e in at.exception])
+    record(category, outcome)
+    texts = rendered(at)
+    bad = [(where, problem, text[:120]) for where, text in texts for problem in problems_in(text)]
+    assert not bad, (page, bad)
+    for chart in at.get("plotly_chart"):
+        spec = chart.proto.spec
+        assert "<img" not in spec and "<a " not in spec and "<b>" not in spec, page
+    return texts
+
+
+@pytest.fixture(scope="module")
+def hostile_app():
+    """The app opened from a share link holding the hostile scenario, three tokens into decode."""
+    at = AppTest.from_file("../app.py", default_timeout=180)
+    for key, value in encode_view(View(SCENARIO, step=3)).items():
+        at.query_params[key] = value
+    at.query_params["mode"] = "recompute"
+    at.run()
+    assert scenario(at) == SCENARIO
+    return at
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_page_renders_visitor_text(hostile_app, page):
+    """Each page draws the hostile scenario with every string escaped."""
+    hostile_app.switch_page(page).run()
+    texts = assert_nothing_rendered(hostile_app, page)
+    if page in ("pages/prefill.py", "pages/decode.py", "pages/memory.py"):  # the test does see user text
+        joined = "\n".join(text for _, text in texts)
+        assert md_escape(HTML_IMAGE) in joined and md_escape(LINK) in joined, page
+    if page == "pages/prefill.py":  # its fourth head divides by zero at query 3: the page says where
+        assert any("divides by zero in k\\.pos \\/\\/ \\(q\\.pos \\- 3\\)" in w.value and "query 3" in w.value
+                   for w in hostile_app.warning)
+
+
+def test_messages_that_quote_visitor_text_are_escaped(app):
+    """Refusals and notices that repeat what was typed (a rule, an unknown field, a folder, a prompt)
+    carry it escaped."""
+    edit_table(app, "heads", edited_rows={0: {"rule": f"{LINK} == {HTML_IMAGE}"}})
+    edit_table(app, "heads", edited_rows={0: {"rule": "k.token == [win](https://example.org)"}})
+    assert errors(app) and assert_nothing_rendered(app, "sidebar", "refused")
+    link = AppTest.from_file("../app.py", default_timeout=180)
+    data = SCENARIO.to_dict()
+    data[f"{LINK} {HTML_IMAGE}"] = 1
+    link.query_params["s"] = link_for(json.dumps(data))
+    link.run()
+    assert any("unknown field" in w.value for w in link.warning)
+    assert_nothing_rendered(link, "share-link notice", "refused")
+
+    app.switch_page("pages/real_model.py").run()
+    by_label(app.text_input, "Model directory").input(f"{LINK} {HTML_IMAGE}").run()
+    by_label(app.text_area, "Prompt").input(" ".join(HOSTILE)).run()
+    by_label(app.text_input, "Also try your own rule (optional)").input(f"k.token == '{LINK}' or {HTML_IMAGE}").run()
+    assert len(errors(app)) >= 2
+    assert_nothing_rendered(app, "real model", "refused")
+
+    app.switch_page("pages/memory.py").run()
+    box = next(t for t in app.text_input if t.label.startswith("Prompt "))
+    box.input(f"{LINK} {HTML_IMAGE} " + "x" * 30_000).run()
+    assert_nothing_rendered(app, "memory prompt", "refused")
+
+
+@pytest.mark.parametrize("payload, message", [
+    (b'{"tokens": ["\\ud800"], "heads": [{"rule": "True"}], "vocab": [{"token": "a", "weights": [1]}]}',
+     "tokens, row 1: character 1 is U+D800, a lone surrogate"),
+    (b'{"prompt": "a\\uffffb", "heads": [{"rule": "True"}], "vocab": [{"token": "a", "weights": [1]}]}',
+     "prompt: character 2 is U+FFFF, a Unicode non-character"),
+    ('{"prompt": "café"}'.encode("latin-1"), "not UTF-8 text"),
+    (b"\xef\xbb\xbf" + SCENARIO.to_json().encode("utf-8"), None),  # a byte-order mark is fine
+])
+def test_uploads_with_characters_that_are_not_text_are_refused(app, payload, message):
+    """An uploaded file with a lone surrogate, a non-character or bytes that are not UTF-8 is refused
+    with the field named; the scenario stays as it was. A valid file with a BOM loads."""
+    app.get("file_uploader")[0].upload("s.json", payload, "application/json").run()
+    assert not app.exception
+    if message is None:
+        assert scenario(app) == SCENARIO
+        assert_nothing_rendered(app, "after upload")
+        record("Uploaded scenario files with bad bytes or characters (AppTest)", "ran")
+    else:
+        assert any(message in shown(e) for e in errors(app)), errors(app)
+        if scenario(app) != load_preset("seed"):
+            record("Uploaded scenario files with bad bytes or characters (AppTest)", "state lost")
+        assert scenario(app) == load_preset("seed")
+        record("Uploaded scenario files with bad bytes or characters (AppTest)", "refused")

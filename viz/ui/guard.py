@@ -1,0 +1,94 @@
+"""The frame's error guard: whatever a page raises, the visitor sees a short, kind message in the
+page, the last view that rendered stays in force, and the traceback goes to the server log only.
+
+app.py wraps the sidebar and the page in :func:`frame`; a page's fragments use :func:`fragment`
+instead of ``st.fragment`` so that a fragment's own reruns are guarded too. After a page has run to
+the end, :func:`remember` keeps the view (scenario, decode step, decode mode) as the last good one.
+
+When something fails, the guard logs it, and if the view differs from the last good one it puts
+that back and reruns, telling the visitor why on the next run; if the last good view itself fails
+(a fault not caused by what the visitor did), it only shows the message, so nothing loops.
+Streamlit's control flow (``st.rerun``, ``st.stop``, fragment reruns) derives from BaseException,
+not Exception, so it passes through untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from typing import Callable, Iterator
+
+import streamlit as st
+from streamlit.errors import FragmentHandledException
+
+from ..core.presets import DEFAULT_PRESET, load_preset
+from ..core.share import View
+from . import state
+
+log = logging.getLogger("kvlab.app")
+
+FAILED = ("Something went wrong while drawing this part of the page, so it stopped here. Your "
+          "scenario is unchanged: try another step, page or preset, or edit it in the sidebar. "
+          "(The details went to the server log.)")
+RESTORED = ("That change made the page fail, so kvlab went back to the last scenario that worked. "
+            "(The details went to the server log.)")
+
+
+def begin() -> None:
+    """Start of a script run: show what the guard left for this run, and clear the failure flag."""
+    st.session_state[state.RUN_FAILED] = False
+    notice = st.session_state.pop(state.GUARD_NOTICE, None)
+    if notice:
+        st.warning(notice, icon=":material/healing:")
+
+
+def _last_good() -> View:
+    return st.session_state.get(state.LAST_GOOD) or View(load_preset(DEFAULT_PRESET))
+
+
+def remember() -> None:
+    """The page drew to the end: its view is the last good one (unless a part of it failed)."""
+    if not st.session_state.get(state.RUN_FAILED):
+        st.session_state[state.LAST_GOOD] = state.current_view()
+
+
+def _restore() -> bool:
+    """Put the last good view back; False if it is already in force (nothing to go back to)."""
+    good, now = _last_good(), state.current_view()
+    if (good.scenario, good.step, good.mode) == (now.scenario, now.step, now.mode):
+        return False
+    state.set_scenario(good.scenario)
+    state.set_step(good.step)
+    state.set_mode(good.mode)
+    return True
+
+
+@contextlib.contextmanager
+def frame(where: str, place=None) -> Iterator[None]:
+    """Run a part of the app; if it raises, log it, restore the last good view and say so kindly.
+
+    ``place`` is where the message goes (a container or ``st.sidebar``; the current one if None).
+    """
+    try:
+        yield
+    except FragmentHandledException:  # an unguarded fragment failed and Streamlit showed it already
+        st.session_state[state.RUN_FAILED] = True
+        log.error("a fragment failed in %s (already reported above)", where)
+    except Exception as err:  # noqa: BLE001 - the guard: anything a page raises ends here
+        st.session_state[state.RUN_FAILED] = True
+        log.error("%s failed: %s: %s", where, type(err).__name__, err, exc_info=err)
+        if _restore():
+            st.session_state[state.GUARD_NOTICE] = RESTORED
+            st.rerun()
+        (place or st).error(FAILED, icon=":material/error:")
+
+
+def fragment(func: Callable[..., None]) -> Callable[..., None]:
+    """``st.fragment`` whose body runs inside :func:`frame` (its reruns do not pass through app.py)."""
+    @functools.wraps(func)
+    def guarded(*args, **kwargs) -> None:
+        with frame(f"the fragment {func.__name__}"):
+            func(*args, **kwargs)
+
+    return st.fragment(guarded)
