@@ -127,7 +127,24 @@ def test_share_link_restores_scenario_and_step():
     assert at.session_state[state.STEP] == 3 and at.session_state[state.MODE] == "recompute"
 
 
+def test_share_link_restores_the_head_and_prefill_position():
+    """The selected head and the Prefill position travel in the link and come back."""
+    seed = load_preset("seed")
+    params = encode_view(View(seed, step=2, head=1, position=3))
+    assert params["head"] == "2" and params["pos"] == "3"
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert at.session_state[state.HEAD] == 1 and at.session_state[state.POSITION] == 3
+    shown = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+    assert shown == params
+
+
 @pytest.mark.parametrize("params, message", [
+    ({"head": "9"}, "head"),
+    ({"pos": "0"}, "prompt position"),
     ({"s": "garbage"}, "damaged"),
     ({"s": "9.abc"}, "another kvlab"),
     ({"s": "1.!!!!"}, "damaged"),

@@ -28,6 +28,8 @@ class View:
     step: int = 0  # generated tokens shown on the Decode page
     mode: str = "kv"  # the decode mode shown in detail
     presenter: bool = False
+    head: int = 0  # the head shown in detail (0-based index into the scenario's heads)
+    position: int = 1  # the Prefill page's query position (1-based)
 
 
 def encode_scenario(scenario: Scenario) -> str:
@@ -72,7 +74,23 @@ def encode_view(view: View) -> dict[str, str]:
         params["mode"] = view.mode
     if view.presenter:
         params["present"] = "1"
+    if view.head:
+        params["head"] = str(view.head + 1)  # 1-based, as the pages number heads
+    if view.position != 1:
+        params["pos"] = str(view.position)
     return params
+
+
+def _whole(params: dict[str, str], key: str, low: int, high: int, what: str,
+           problems: list[str]) -> int | None:
+    """A whole number from low to high (ASCII digits only), or None with a problem noted."""
+    text = params.get(key)
+    if text is None:
+        return None
+    if re.fullmatch(r"[0-9]{1,6}", text) and low <= int(text) <= high:
+        return int(text)
+    problems.append(f"the {what} in this link must be a whole number from {low} to {high}")
+    return None
 
 
 def decode_view(params: dict[str, str], default: Scenario) -> tuple[View, list[str]]:
@@ -88,16 +106,12 @@ def decode_view(params: dict[str, str], default: Scenario) -> tuple[View, list[s
             scenario = decode_scenario(params["s"])
         except ScenarioError as err:
             problems.append(str(err) if err.path != "link" else err.message)
-    step = 0
-    if "step" in params:
-        text = params["step"]
-        if re.fullmatch(r"[0-9]{1,6}", text) and int(text) <= MAX_DECODE_STEPS:  # ASCII digits only
-            step = int(text)
-        else:
-            problems.append(f"the step in this link must be a whole number from 0 to {MAX_DECODE_STEPS}")
+    step = _whole(params, "step", 0, MAX_DECODE_STEPS, "step", problems) or 0
+    head = _whole(params, "head", 1, len(scenario.heads), "head", problems) or 1
+    position = _whole(params, "pos", 1, len(scenario.tokens), "prompt position", problems) or 1
     mode = params.get("mode", "kv")
     if mode not in MODES:
         problems.append(f"unknown decode mode in this link (use one of {', '.join(MODES)})")
         mode = "kv"
     presenter = params.get("present", "0") in ("1", "true")
-    return View(scenario, step, mode, presenter), problems
+    return View(scenario, step, mode, presenter, head - 1, position), problems

@@ -32,7 +32,8 @@ STEP = "kv_step"
 MODE = "kv_mode"
 PRESENTER = "kv_presenter"
 NOTICES = "kv_notices"
-LINK = "kv_link"  # the query parameters last written, to avoid rewriting the URL needlessly
+HEAD = "kv_head"  # the head shown in detail (0-based), shared by the pages
+POSITION = "kv_position"  # the Prefill page's query position (1-based)
 READY = "kv_ready"
 LAST_GOOD = "kv_last_good"  # the last view (scenario, step, mode) that a page drew to the end
 GUARD_NOTICE = "kv_guard_notice"  # what the frame's guard tells the visitor on the next run
@@ -69,6 +70,8 @@ def init() -> None:
     st.session_state[STEP] = view.step
     st.session_state[MODE] = view.mode
     st.session_state[PRESENTER] = view.presenter
+    st.session_state[HEAD] = view.head
+    st.session_state[POSITION] = view.position
     st.session_state[NOTICES] = problems
     st.session_state[READY] = True
 
@@ -161,13 +164,35 @@ def add_head(name: str, rule: str) -> None:
     update("heads", lambda: scenario().with_head_added(name, rule))
 
 
+def head() -> int:
+    """The head shown in detail, 0-based, kept within the current scenario's heads."""
+    return min(max(int(st.session_state.get(HEAD, 0)), 0), len(scenario().heads) - 1)
+
+
+def set_head(index: int) -> None:
+    st.session_state[HEAD] = min(max(int(index), 0), len(scenario().heads) - 1)
+
+
+def position() -> int:
+    """The Prefill page's query position, 1-based, kept within the current prompt."""
+    return min(max(int(st.session_state.get(POSITION, 1)), 1), len(scenario().tokens))
+
+
+def set_position(value: int) -> None:
+    st.session_state[POSITION] = min(max(int(value), 1), len(scenario().tokens))
+
+
 def current_view() -> View:
-    return View(scenario(), step(), mode(), presenter())
+    return View(scenario(), step(), mode(), presenter(), head(), position())
 
 
 def sync_url() -> None:
-    """Write the current view into the URL, so the address bar is always a share link."""
+    """Write the current view into the URL, so the address bar is always a share link.
+
+    Compared with what the address bar holds now, not with what was written last: a page change
+    in the navigation clears the query parameters, and they must come back at once.
+    """
     params = encode_view(current_view())
-    if st.session_state.get(LINK) != params:
+    shown = {key: st.query_params.get(key, "") for key in st.query_params.keys()}
+    if shown != params:
         st.query_params.from_dict(params)
-        st.session_state[LINK] = params
