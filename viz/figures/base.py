@@ -17,10 +17,16 @@ import torch
 
 from ..core.explain import fmt
 
-BLUE = "#1f5fa8"
-GOLD = "#e0a100"
-RED = "#c0392b"
-MASKED = "#e6e6e6"
+# Okabe and Ito's colour-blind-safe palette: blue, orange and vermillion stay apart for every common
+# kind of colour blindness (and by lightness in grey). Gold outlines the row in focus, red marks a
+# single cell; masked cells are a neutral grey that no colour scale uses.
+BLUE = "#0072B2"
+GOLD = "#E69F00"
+RED = "#D55E00"
+PURPLE = "#CC79A7"
+SKY = "#56B4E9"
+MASKED = "#d9d9d9"
+INK = "#262730"  # text, and marks that must read on any cell colour
 
 
 def safe(text: str) -> str:
