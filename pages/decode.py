@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from viz import generate
 from viz.core.engine import MODE_LABELS, MODES
-from viz.core.explain import cache_differences, narrate_step
+from viz.core.explain import check_cache, narrate_step
 from viz.figures import toy
 from viz.core.scenario import MAX_DECODE_STEPS
 from viz.ui import state
+from viz.ui.runs import decode_traces
 from viz.ui.common import header, md_escape, plot
 
 state.require_frame()
@@ -35,9 +35,10 @@ def reset() -> None:
 scenario = state.scenario()
 step = state.step()
 st.session_state[HORIZON] = max(st.session_state.get(HORIZON, 0), step)
-traces = {mode: generate(scenario, step + 1, mode) for mode in MODES}
+traces, grants = decode_traces(scenario, step)
 kv, full = traces["kv"], traces["recompute"]
 shown = traces[state.mode()]
+shown_step = len(shown.steps) - 1  # the step asked for, or as far as the work budget let this mode go
 
 header("Decode", "One new token at a time: its query attends to every key so far. With a KV cache "
                  "only the new token's key and value are computed; without one, everything is redone.")
@@ -57,13 +58,15 @@ if st.session_state[HORIZON] > 0:
     st.session_state[TIMELINE] = step
     st.slider("Timeline (tokens generated)", 0, st.session_state[HORIZON], key=TIMELINE, on_change=on_timeline)
 
-st.info(narrate_step(shown, step), icon=":material/record_voice_over:")
+for note in dict.fromkeys(g.note for g in grants.values() if g.note):
+    st.warning(note, icon=":material/hourglass_top:")
+st.info(narrate_step(shown, shown_step), icon=":material/record_voice_over:")
 
 st.subheader("The text so far")
 prompt_text = " ".join(shown.tokens[: len(scenario.tokens)])
-generated = shown.tokens[len(scenario.tokens): len(scenario.tokens) + step]  # the last token is only chosen
+generated = shown.tokens[len(scenario.tokens): len(scenario.tokens) + shown_step]  # the last one is only chosen
 st.markdown(f"{md_escape(prompt_text)} " + " ".join(f"**:blue-background[{md_escape(t)}]**" for t in generated)
-            + f" → next: **:orange-background[{md_escape(shown.steps[step].token)}]**")
+            + f" → next: **:orange-background[{md_escape(shown.steps[shown_step].token)}]**")
 mode = st.segmented_control("Show the run", list(MODES), format_func=lambda m: toy.MODE_NAMES[m],
                             default=state.mode(), required=True, key="decode_mode_picker",
                             help="\n".join(f"- **{toy.MODE_NAMES[m]}**: {MODE_LABELS[m]}" for m in MODES))
@@ -83,7 +86,7 @@ with left:
                   "the cache." if state.mode() == "kv" else "Without a cache every key in that row was "
                                                             "computed again."))
 with right:
-    plot(toy.prediction_figure(shown, step), key="prediction")
+    plot(toy.prediction_figure(shown, shown_step), key="prediction")
     st.dataframe(toy.generated_table(shown), hide_index=True, width="stretch", height=240,
                  column_config={"p": st.column_config.ProgressColumn("p", min_value=0.0, max_value=1.0,
                                                                      format="%.3f")})
@@ -91,7 +94,7 @@ with right:
 st.subheader("The KV cache")
 cache = kv.cache
 metrics = st.columns(4)
-metrics[0].metric("Entries", len(cache), delta=1 if step else None)
+metrics[0].metric("Entries", len(cache), delta=1 if len(kv.steps) > 1 else None)
 metrics[1].metric("Bytes held (K + V)", f"{cache.nbytes:,}")
 metrics[2].metric("Bytes reserved", f"{cache.allocated_nbytes:,}")
 metrics[3].metric("Times it grew", cache.growth_events, help="The buffers double when full, so growing is rare.")
@@ -100,16 +103,17 @@ st.caption(f"Per entry: {len(heads)} heads × d_k = {scenario.d_k} key numbers p
            f"{cache.element_size} bytes each. Gold outline: the newest entry.")
 
 st.subheader("KV cache against recomputation")
-table = toy.comparison_table(kv, full, step)
-gap = float(table["|difference|"].max())
+compared = min(len(kv.steps), len(full.steps)) - 1  # the latest step both runs reached
+if compared < step:
+    st.caption(f"Compared at step {compared}, the latest step the recomputed run reached.")
+check = check_cache(kv, full, compared)
 a, b = st.columns(2)
-a.metric("Largest |difference| in the context", f"{gap:.3g}")
-b.metric("Same next word?", "yes" if kv.steps[step].token == full.steps[step].token else "no")
-st.dataframe(table, hide_index=True, width="stretch")
-differences = cache_differences(kv, full, step)
-if differences:
-    for difference in differences:
-        st.warning(difference.text, icon=":material/warning:")
+a.metric("Largest |difference| in the context", f"{check.max_gap:.3g}")
+b.metric("Same next word?", "yes" if check.same_token else "no")
+st.dataframe(toy.comparison_table(check), hide_index=True, width="stretch")
+if check.differing:
+    for head in check.differing:
+        st.warning(head.text, icon=":material/warning:")
     st.button("Fix: make every head cache-safe (n → q.pos)", icon=":material/build:",
               on_click=lambda: state.set_scenario(scenario.cache_safe()))
 elif not all(kv.cacheable):
@@ -126,8 +130,8 @@ if step == 0:
                f"{kv.prefill.attention.counts.scores:,} scores for all {len(scenario.tokens)} prompt tokens.")
 else:
     plot(toy.work_figure(traces, cumulative), key="work")
-    last = {m: t.steps[step].counts for m, t in traces.items()}
-    st.caption(f"At length {kv.steps[step].seq_len}: keys encoded {last['recompute'].keys_encoded:,} without a "
+    last = {m: t.steps[compared].counts for m, t in traces.items()}
+    st.caption(f"At length {kv.steps[compared].seq_len}: keys encoded {last['recompute'].keys_encoded:,} without a "
                f"cache vs {last['kv'].keys_encoded:,} with it (n per token, so n² in total, against 1 per "
                f"token, n in total); query-key scores {last['recompute'].scores:,} for a full recompute vs "
                f"{last['kv'].scores:,}; multiply-adds {last['recompute'].multiply_adds:,} vs "

@@ -4,7 +4,7 @@ import streamlit as st
 
 from viz import generate
 from viz.core.presets import matching_preset
-from viz.core.explain import explain_position, fmt
+from viz.core.explain import explain_position, fmt, no_match_rows
 from viz.figures import toy
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot, stepper
@@ -72,17 +72,15 @@ def walk_and_stages() -> None:
 
 walk_and_stages()
 
-no_match = pre.attention.no_match  # (heads, n)
-if bool(no_match.any()):
+cases = no_match_rows(trace)
+if cases:
     with st.container(border=True):
         st.markdown("#### When nothing matches, softmax still attends to something")
-        cases = [(h, i) for h in range(len(heads)) for i in range(n) if bool(no_match[h, i])]
-        for h, i in cases[:8]:
-            share = ("its only visible key gets all the weight" if i == 0
-                     else f"the {i + 1} visible keys get {fmt(1 / (i + 1))} each")
-            st.markdown(f"- head **{md_escape(heads[h])}** at **{md_escape(pre.tokens[i])}**: no visible key "
-                        f"matches, every score is −√d_k, so {share} → context "
-                        f"{fmt(float(pre.contexts[h, i]))}")
+        for row in cases[:8]:
+            share = ("its only visible key gets all the weight" if row.visible == 1
+                     else f"the {row.visible} visible keys get {fmt(row.weight_each)} each")
+            st.markdown(f"- head **{md_escape(row.head)}** at **{md_escape(row.query)}**: no visible key "
+                        f"matches, every score is −√d_k, so {share} → context {fmt(row.context)}")
         if len(cases) > 8:
             st.caption(f"… and {len(cases) - 8} more rows like these.")
         st.markdown(

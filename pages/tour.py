@@ -4,7 +4,7 @@ import streamlit as st
 
 from viz import generate, load_preset
 from viz.core.engine import MODES
-from viz.core.explain import explain_position
+from viz.core.explain import check_cache, explain_position
 from viz.figures import toy
 from viz.core.tour import (Question, question_even, question_keys, question_mask, question_no_match,
                       question_stale, question_winner)
@@ -106,7 +106,7 @@ def step_cache() -> None:
 def step_bug() -> None:
     st.markdown("The article prints the same decode context with and without the cache. kvlab computes "
                 "both, and they differ in one head:")
-    st.dataframe(toy.comparison_table(kv, full, 1), hide_index=True)
+    st.dataframe(toy.comparison_table(check_cache(kv, full, 1)), hide_index=True)
     ask(5, question_stale(full, kv, last_head))
     st.markdown("The cache-safe form of the rule reads the **query's** position instead of n: "
                 "`k.pos == q.pos`, 'attend to self'. The *cache-safe* preset uses it; there the cache and "

@@ -1,4 +1,4 @@
-"""Tier 1: the rule language accepts DESIGN.md's examples, evaluates them right and refuses the rest fast."""
+"""Tier 1: the rule language accepts the design document's examples, evaluates them right and refuses the rest fast."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def matrix(rule: str, values=(10.0, 20.0, 1.0, 5.0), n: int = 4) -> list[list[bo
 
 @pytest.mark.parametrize("rule", EXAMPLES)
 def test_design_examples_are_accepted(rule):
-    """Every example rule in DESIGN.md compiles."""
+    """Every example rule in docs/design.md compiles."""
     assert compile_rule(rule).source == rule
 
 

@@ -47,7 +47,7 @@ def test_presets_round_trip_exactly(name):
 
 
 def test_seed_json_matches_design():
-    """The seed's JSON has the fields and numbers of DESIGN.md's example."""
+    """The seed's JSON has the fields and numbers of the design document's example."""
     data = seed_dict()
     assert data["version"] == 1 and data["prompt"] == "Today's weather is so …" and "tokens" not in data
     assert data["values"] == [10, 20, 1, 5] and data["d_k"] == 64

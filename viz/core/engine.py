@@ -248,10 +248,12 @@ class Decoder:
     def cache(self) -> Cache | None:
         return None
 
-    def prefill(self, tokens: list[str], values: list[float]) -> PrefillResult:
-        """The whole prompt in one batched pass, every stage kept."""
+    def prefill(self, tokens: list[str], values: list[float], done: PrefillResult | None = None) -> PrefillResult:
+        """The whole prompt in one batched pass, every stage kept. ``done``: the same pass already
+        computed by another decoder of the same model (the passes are identical in every mode; the
+        model must be the same object, since token ids come from its ``intern``)."""
         self.tokens, self.values = list(tokens), list(values)
-        return self.model.prefill(self.tokens, self.values)
+        return done if done is not None else self.model.prefill(self.tokens, self.values)
 
     def fill(self, tokens: list[str], values: list[float]) -> None:
         """Take a prompt without computing its attention: the state prefill leaves behind, at O(n)
@@ -318,9 +320,10 @@ class KVDecoder(Decoder):
     def cache(self) -> Cache:
         return self._cache
 
-    def prefill(self, tokens: list[str], values: list[float]) -> PrefillResult:
-        result = super().prefill(tokens, values)
-        self._cache.append(result.k, result.v, result.info)  # prefill warms up the cache
+    def prefill(self, tokens: list[str], values: list[float], done: PrefillResult | None = None) -> PrefillResult:
+        result = super().prefill(tokens, values, done)
+        device = self.model.device
+        self._cache.append(result.k.to(device), result.v.to(device), result.info.to(device))  # prefill warms up the cache
         return result
 
     def fill(self, tokens: list[str], values: list[float]) -> None:
@@ -447,6 +450,21 @@ class Trace:
     def cacheable(self) -> list[bool]:
         return [compile_rule(head.rule).cacheable for head in self.scenario.heads]
 
+    def grown_attention(self, head: int) -> torch.Tensor:
+        """One head's attention matrix as it grew: the prefill rows, then one row per decode step.
+
+        (rows, rows) float64, rows = prompt + decode steps fed back; -inf where a query could not
+        see the key. Row for step k is the newest query's weights at that step.
+        """
+        pre = self.prefill.attention
+        prompt = pre.weights.shape[1]
+        total = prompt + max(len(self.steps) - 1, 0)
+        rows = torch.full((total, total), -torch.inf, dtype=torch.float64)
+        rows[:prompt, :prompt] = torch.where(pre.visible, pre.weights[head].double(), -torch.inf)
+        for step in self.steps[1:]:
+            rows[step.seq_len - 1, : step.seq_len] = step.attention.weights[head, 0].double()
+        return rows
+
 
 class Generation:
     """One sequence decoded in one mode: prefill, then one prediction per :meth:`step`.
@@ -473,11 +491,12 @@ class Generation:
         return self.decoder.mode
 
     def prefill(self, tokens: list[str] | None = None, values: list[float] | None = None, *,
-                predict: bool = True) -> PrefillResult:
-        """Run the prompt (the scenario's unless given); with ``predict`` make prediction 0."""
+                predict: bool = True, done: PrefillResult | None = None) -> PrefillResult:
+        """Run the prompt (the scenario's unless given); with ``predict`` make prediction 0.
+        ``done``: the same prompt's prefill from another run on the same model, reused."""
         tokens = list(self.scenario.tokens if tokens is None else tokens)
         values = list(self.scenario.values if values is None else values)
-        self.prefill_result = self.decoder.prefill(tokens, values)
+        self.prefill_result = self.decoder.prefill(tokens, values, done)
         if predict:
             cache = self.decoder.cache
             self._predict(DecodeResult(

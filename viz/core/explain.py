@@ -29,6 +29,8 @@ class RowExplanation:
     context: float
     no_match: bool  # nothing matched: softmax spread the weight evenly
     text: str
+    position: int = 0  # 0-based query position in the sequence
+    weight_each: float = 0.0  # with no match: the weight every visible key gets (1 / visible)
 
 
 def explain_row(attention: Attention, tokens: list[str], head_names: list[str], values: list[float],
@@ -52,7 +54,9 @@ def explain_row(attention: Attention, tokens: list[str], head_names: list[str], 
         text = f"{name}: every visible key matches → average({', '.join(tokens[i] for i in matched)}) → {fmt(context)}"
     else:
         text = f"{name}: average({', '.join(tokens[i] for i in matched)}) → {fmt(context)}"
-    return RowExplanation(name, query, [tokens[i] for i in matched], len(keys), context, not matched, text)
+    spread = float(attention.weights[head, row, keys[0]]) if keys and not matched else 0.0
+    return RowExplanation(name, query, [tokens[i] for i in matched], len(keys), context, not matched, text,
+                          keys[-1] if keys else 0, spread)
 
 
 def explain_position(trace: Trace, position: int) -> list[RowExplanation]:
@@ -61,6 +65,16 @@ def explain_position(trace: Trace, position: int) -> list[RowExplanation]:
     values = [float(v) for v in pre.v]
     names = trace.scenario.head_names
     return [explain_row(pre.attention, pre.tokens, names, values, h, position) for h in range(len(names))]
+
+
+def no_match_rows(trace: Trace) -> list[RowExplanation]:
+    """Every (head, prompt position) of the prefill where no visible key matches, head by head."""
+    pre = trace.prefill
+    values = [float(v) for v in pre.v]
+    names = trace.scenario.head_names
+    no_match = pre.attention.no_match  # (heads, n)
+    return [explain_row(pre.attention, pre.tokens, names, values, h, i)
+            for h in range(len(names)) for i in range(len(pre.tokens)) if bool(no_match[h, i])]
 
 
 def narrate_step(trace: Trace, step: int) -> str:
@@ -82,40 +96,83 @@ def narrate_step(trace: Trace, step: int) -> str:
 
 
 @dataclass(frozen=True)
-class CacheDifference:
-    """How a head that reads n differs between the KV cache and recomputation at one step."""
+class HeadCheck:
+    """One head's context with the KV cache and with recomputation at one step, and why they differ."""
 
     head: str
     rule: str
-    kv_matched: list[str]  # keys the cached copies say match
-    full_matched: list[str]  # keys that match when every key is encoded again
+    cacheable: bool
     kv_context: float
     full_context: float
-    text: str
+    gap: float  # |kv − recompute|, exactly as the engine computed both
+    kv_matched: list[str]  # keys the cached copies say match the newest query
+    full_matched: list[str]  # keys that match when every key is encoded again
+    stale: list[int]  # 0-based positions whose cached key differs from what re-encoding gives
+    text: str  # a plain sentence when the contexts differ, else ""
 
 
-def cache_differences(kv: Trace, full: Trace, step: int, tolerance: float = 1e-6) -> list[CacheDifference]:
-    """Heads whose context differs between the two traces at ``step``, with the reason in words."""
-    out = []
+@dataclass(frozen=True)
+class CacheCheck:
+    """The KV cache against recomputation at one decode step, head by head."""
+
+    step: int
+    heads: list[HeadCheck]
+    kv_token: str  # the word each run chose at this step
+    full_token: str
+
+    @property
+    def max_gap(self) -> float:
+        return max(h.gap for h in self.heads)
+
+    @property
+    def same_token(self) -> bool:
+        return self.kv_token == self.full_token
+
+    @property
+    def differing(self) -> list[HeadCheck]:
+        """Heads whose contexts differ at all: an exact comparison, no tolerance."""
+        return [h for h in self.heads if h.gap > 0]
+
+    @property
+    def stale(self) -> set[tuple[int, int]]:
+        """(head, position) of every stale cached key."""
+        return {(h, j) for h, check in enumerate(self.heads) for j in check.stale}
+
+
+def check_cache(kv: Trace, full: Trace, step: int) -> CacheCheck:
+    """Compare the kv run with the recomputed run at ``step`` (both must have reached it).
+
+    A cached key is *stale* when the cache holds a match (+1) or miss (−1) for it that re-encoding
+    the same key now would not give: only a rule that reads ``n`` can do that, because ``n`` was
+    smaller when the key was written. Both runs have fed the same tokens up to ``step`` while
+    their chosen words agree; the page compares at the first step where they might not.
+    """
     a, b = kv.steps[step], full.steps[step]
     tokens = kv.tokens
-    for h, head in enumerate(kv.scenario.heads):
-        gap = abs(float(a.context[h]) - float(b.context[h]))
-        if gap <= tolerance:
-            continue
-        kv_keys = [tokens[j] for j in range(a.seq_len) if bool(a.attention.matches[h, 0, j])]
-        full_keys = [tokens[j] for j in range(b.seq_len) if bool(b.attention.matches[h, 0, j])]
-        text = (f"Head '{head.name}' ({head.rule}) reads n. In the cache each key keeps the n it was "
-                f"encoded with, so for the new query {_matching(kv_keys)} "
-                f"→ {fmt(float(a.context[h]))}. Recomputing encodes every key again with n = {b.seq_len}, "
-                f"so {_matching(full_keys)} → {fmt(float(b.context[h]))}. "
-                f"The cached keys went stale: a real model's keys never depend on later tokens.")
-        out.append(CacheDifference(head.name, head.rule, kv_keys, full_keys, float(a.context[h]),
-                                   float(b.context[h]), text))
-    return out
+    checks = []
+    for h, (head, cacheable) in enumerate(zip(kv.scenario.heads, kv.cacheable)):
+        kv_row, full_row = a.attention.matches[h, 0], b.attention.matches[h, 0]  # (len,)
+        length = min(kv_row.shape[0], full_row.shape[0])
+        stale = [] if cacheable else [j for j in range(length) if bool(kv_row[j]) != bool(full_row[j])]
+        kv_keys = [tokens[j] for j in range(a.seq_len) if bool(kv_row[j])]
+        full_keys = [tokens[j] for j in range(b.seq_len) if bool(full_row[j])]
+        kv_context, full_context = float(a.context[h]), float(b.context[h])
+        gap = abs(kv_context - full_context)
+        text = ""
+        if gap > 0:
+            text = (f"Head '{head.name}' ({head.rule}) reads n. The cache still holds keys written when n "
+                    f"was smaller, so for the newest query '{a.query_token}' {_matching(kv_keys)} → "
+                    f"{fmt(kv_context)}. Encoding every key again with n = {b.seq_len}, {_matching(full_keys)} → "
+                    f"{fmt(full_context)}. Those cached keys went stale: a real model's keys never "
+                    "depend on later tokens.")
+        checks.append(HeadCheck(head.name, head.rule, cacheable, kv_context, full_context, gap, kv_keys,
+                                full_keys, stale, text))
+    return CacheCheck(step, checks, a.token, b.token)
 
 
 def _matching(keys: list[str]) -> str:
     if not keys:
-        return "no key matches (an even spread)"
-    return f"{', '.join(keys)} {'matches' if len(keys) == 1 else 'match'}"
+        return "no key matches (the weight spreads evenly)"
+    if len(keys) == 1:
+        return f"only '{keys[0]}' matches"
+    return "the keys " + ", ".join(f"'{k}'" for k in keys[:-1]) + f" and '{keys[-1]}' match"

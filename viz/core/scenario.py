@@ -1,6 +1,6 @@
 """The scenario: everything a person can edit, as frozen dataclasses with one JSON format.
 
-The same JSON serves presets, uploaded files, share links and the CLI (see DESIGN.md). Loading
+The same JSON serves presets, uploaded files, share links and the CLI (see docs/design.md). Loading
 validates every field and raises :class:`ScenarioError` with the field's path and a plain message;
 nothing here raises anything else for bad input. ``Scenario.from_dict(s.to_dict()) == s`` holds
 for every valid scenario.
@@ -96,7 +96,7 @@ class Scenario:
 
     # -- serialisation ----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (DESIGN.md), with ``version``. Whole-number floats are written as ints."""
+        """The JSON form (docs/design.md), with ``version``. Whole-number floats are written as ints."""
         out: dict[str, Any] = {"version": VERSION}
         if self.title:
             out["title"] = self.title

@@ -18,7 +18,7 @@ def _numbers(tensor: torch.Tensor) -> Any:
 
 
 def trace_to_dict(trace: Trace) -> dict[str, Any]:
-    """The trace format of DESIGN.md, plus work counts and cache sizes per step."""
+    """The trace format of docs/design.md, plus work counts and cache sizes per step."""
     prefill = trace.prefill.attention
     return {
         "version": VERSION,

@@ -15,14 +15,14 @@ import plotly.graph_objects as go
 import torch
 
 from ..core.engine import Trace
-from ..core.explain import fmt
+from ..core.explain import CacheCheck, fmt
 from ..core.rules import compile_rule
 from .base import (BLUE, GOLD, MASKED, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
                    matrix_axes, rect, safe)
 
 __all__ = ["BLUE", "GOLD", "MASKED", "RED", "MODE_COLORS", "MODE_NAMES", "STAGES", "safe", "labels",
            "heatmap", "causal_mask_figure", "stage_figure", "qk_figure", "contexts_figure",
-           "small_multiples", "vocab_table", "prediction_figure", "decode_rows",
+           "small_multiples", "vocab_table", "prediction_figure",
            "growing_attention_figure", "cache_figure", "generated_table", "comparison_table", "work_figure"]
 
 MODE_COLORS = {"recompute": RED, "reencode": "#8e44ad", "kv": BLUE}
@@ -122,9 +122,10 @@ def small_multiples(trace: Trace, position: int | None = None) -> go.Figure:
 
 
 # -- from context to the next word -------------------------------------------------------------
-def _shown(tensor: torch.Tensor) -> list[float]:
+def _shown(values) -> list[float]:
     """Values at float32 precision (7 significant digits): 5, not 5.000001430511475."""
-    return [float(f"{float(v):.7g}") for v in tensor.reshape(-1)]
+    flat = values.reshape(-1).tolist() if isinstance(values, torch.Tensor) else list(values)
+    return [float(f"{float(v):.7g}") for v in flat]
 
 
 def vocab_table(trace: Trace, step: int = 0) -> pd.DataFrame:
@@ -163,29 +164,14 @@ def prediction_figure(trace: Trace, step: int = 0) -> go.Figure:
 
 
 # -- decode ------------------------------------------------------------------------------------
-def decode_rows(trace: Trace) -> tuple[torch.Tensor, list[str]]:
-    """The attention matrix as it grew: prefill rows, then one row per decode step (heads, rows, keys).
-
-    Row for step k is the newest query's weights at that step; keys it could not see are -inf.
-    """
-    pre = trace.prefill.attention.weights  # (heads, P, P)
-    heads, prompt = pre.shape[0], pre.shape[1]
-    total = prompt + len(trace.steps) - 1
-    rows = torch.full((heads, total, total), -torch.inf, dtype=torch.float64)
-    rows[:, :prompt, :prompt] = torch.where(trace.prefill.attention.visible, pre.double(), -torch.inf)
-    for s in trace.steps[1:]:
-        rows[:, s.seq_len - 1, : s.seq_len] = s.attention.weights[:, 0].double()
-    return rows, trace.tokens[:total]
-
-
 def growing_attention_figure(trace: Trace, head: int) -> go.Figure:
     """The decode heatmap for one head: one row per step, the newest row outlined."""
-    rows, tokens = decode_rows(trace)
-    names = labels(tokens)
-    newest = len(tokens) - 1
+    rows = trace.grown_attention(head)  # (rows, rows)
+    names = labels(trace.tokens[: rows.shape[0]])
+    newest = rows.shape[0] - 1
     decoded = len(trace.steps) > 1
     values = trace.prefill.v.tolist() + [s.value for s in trace.steps[:-1]]
-    return heatmap(rows[head], names, names, f"Attention as it grew · head '{_head(trace, head)}'",
+    return heatmap(rows, names, names, f"Attention as it grew · head '{_head(trace, head)}'",
                    kind="weights", hover="query %{y}<br>key %{x} (value %{customdata})<br>weight %{z:.4g}",
                    key_values=values, highlight_row=newest if decoded else None,
                    highlight_cells=[(newest, newest)] if decoded and trace.mode == "kv" else ())
@@ -235,16 +221,15 @@ def generated_table(trace: Trace) -> pd.DataFrame:
     })
 
 
-def comparison_table(kv: Trace, full: Trace, step: int) -> pd.DataFrame:
-    """Per head: the context with the KV cache and with recomputation at ``step``, and the gap."""
-    a, b = kv.steps[step].context.double(), full.steps[step].context.double()
+def comparison_table(check: CacheCheck) -> pd.DataFrame:
+    """Per head: the context with the KV cache and with recomputation at one step, and the gap."""
     return pd.DataFrame({
-        "head": kv.scenario.head_names,
-        "rule": [h.rule for h in kv.scenario.heads],
-        "cacheable": kv.cacheable,
-        "KV cache": _shown(a),
-        "recompute": _shown(b),
-        "|difference|": _shown((a - b).abs()),
+        "head": [h.head for h in check.heads],
+        "rule": [h.rule for h in check.heads],
+        "cacheable": [h.cacheable for h in check.heads],
+        "KV cache": _shown(h.kv_context for h in check.heads),
+        "recompute": _shown(h.full_context for h in check.heads),
+        "|difference|": _shown(h.gap for h in check.heads),
     })
 
 

@@ -1,0 +1,65 @@
+"""Tier 1: the work budget estimates before computing and keeps every rerun inside its limits."""
+
+from __future__ import annotations
+
+import pytest
+
+from viz import Scenario, load_preset
+from viz.core.budget import BUDGET, Budget, grant, prefill_work, run_work, step_work
+from viz.core.scenario import MAX_D_K, MAX_DECODE_STEPS, MAX_HEADS, MAX_TOKENS
+
+
+def worst() -> Scenario:
+    """The largest scenario the limits allow."""
+    tokens = [f"w{i}" for i in range(MAX_TOKENS)]
+    return Scenario.from_dict({
+        "tokens": tokens, "values": [float(i % 9) for i in range(MAX_TOKENS)], "d_k": MAX_D_K,
+        "heads": [{"name": f"h{i}", "rule": "k.pos % 2 == 0" if i % 2 else "q.pos - k.pos < 3"}
+                  for i in range(MAX_HEADS)],
+        "vocab": [{"token": "a", "value": 1, "weights": [0.1] * MAX_HEADS},
+                  {"token": "b", "value": 2, "weights": [0.2] * MAX_HEADS}]})
+
+
+def test_work_grows_as_the_passes_do():
+    """A decode step costs more without a cache than with it, and more at a longer length."""
+    heads, d_k = 8, 64
+    assert step_work("kv", 100, heads, d_k).ms < step_work("reencode", 100, heads, d_k).ms \
+        < step_work("recompute", 100, heads, d_k).ms
+    assert step_work("kv", 1000, heads, d_k).ms > step_work("kv", 100, heads, d_k).ms
+    assert step_work("recompute", 200, heads, d_k).peak_bytes > 3 * step_work("recompute", 100, heads, d_k).peak_bytes
+
+
+def test_run_work_adds_the_prefill_once():
+    """Predictions 0…k cost the prefill plus k steps; continuing a run does not pay the prefill again."""
+    seed = load_preset("seed")
+    whole, first = run_work(seed, "kv", 5), run_work(seed, "kv", 1)
+    assert first.ms == pytest.approx(prefill_work(seed).ms)
+    assert whole.ms == pytest.approx(first.ms + run_work(seed, "kv", 5, done=1).ms)
+
+
+def test_the_seed_gets_everything_it_asks_for():
+    """A classroom scenario is never cut: every mode reaches the step asked for."""
+    grants = grant(load_preset("seed"), ("recompute", "reencode", "kv"), 40)
+    assert all(g.granted == 40 and not g.cut and g.note == "" for g in grants.values())
+
+
+def test_the_worst_scenario_is_cut_cheapest_first_within_the_budget():
+    """At the limits the kv run goes furthest, recompute least, and the estimate stays in the budget."""
+    scenario = worst()
+    grants = grant(scenario, ("recompute", "reencode", "kv"), MAX_DECODE_STEPS + 1)
+    kv, reencode, recompute = grants["kv"], grants["reencode"], grants["recompute"]
+    assert kv.granted >= reencode.granted >= recompute.granted >= 1
+    assert recompute.cut and "recompute" in recompute.note and f"{MAX_DECODE_STEPS}" in recompute.note
+    extra = sum(g.work.ms for g in grants.values()) - 2 * prefill_work(scenario).ms  # two forced first steps
+    assert extra <= BUDGET.ms
+    assert max(g.work.peak_bytes for g in grants.values()) <= max(BUDGET.peak_bytes, prefill_work(scenario).peak_bytes)
+
+
+def test_a_run_keeps_what_it_has_and_grows_by_the_budget():
+    """A later rerun never takes steps away and adds as many as the budget allows."""
+    scenario = worst()
+    first = grant(scenario, ("kv",), 257)["kv"]
+    second = grant(scenario, ("kv",), 257, done={"kv": first.granted})["kv"]
+    assert first.granted < second.granted <= 257
+    tiny = grant(scenario, ("kv",), 257, done={"kv": 10}, budget=Budget(ms=0.0))["kv"]
+    assert tiny.granted == 10 and tiny.cut

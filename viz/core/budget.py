@@ -1,0 +1,157 @@
+"""The work budget: how much one rerun may compute, estimated before anything is computed.
+
+A shared link must not be able to exhaust the server, so every page asks here first. Work is
+estimated from the scenario's shapes with a small cost model of the engine's own passes:
+
+* a pass that attends m queries over len keys multiplies ``heads · m · len · d_k`` (Q·K) and
+  touches ``heads · m · len`` scores several times (mask, softmax, weights · V);
+* it reads every key it attends to, ``heads · len · d_k`` numbers, which is what bounds a decode
+  step (m = 1): decode is memory-bound, prefill compute-bound;
+* encoding keys writes ``heads · d_k`` numbers per key, several times over (±1, widened, stored);
+* every pass costs a fixed few hundred microseconds of Python and small tensor calls, and more
+  per head, since each head's rule is evaluated on its own.
+
+Work is counted in **reference milliseconds**: multiply-adds at :data:`MAC_RATE`, bytes at
+:data:`BYTE_RATE`, plus :data:`PASS_MS` and :data:`HEAD_MS` per pass, rates measured on one core of the 2-core machine
+kvlab is developed on (``python -m viz.tools.worst_case`` measures how estimates and reality
+compare). The peak memory of a pass is estimated the same way. :func:`grant` then decides how many
+predictions each decode mode may compute in one rerun; what does not fit is shown as far as it
+goes, and the page says so with :attr:`Grant.note`.
+
+What this module does not do: compute anything (see viz.core.engine) or time anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from .scenario import Scenario
+
+MAC_RATE = 10e9  # multiply-adds per second, one CPU thread, large batched matmuls
+BYTE_RATE = 4e9  # bytes per second read by a one-query pass over a large cache
+PASS_MS = 0.5  # fixed cost of one pass (Python, small tensor calls)
+HEAD_MS = 0.05  # and per head: each head's rule is evaluated on its own
+SCORE_PASSES = 8  # elementwise passes over the (heads, m, len) scores: mask, softmax, weights · V, …
+ELEMENT = 4  # bytes per float32 number
+MIB = 2**20
+
+# Cheap before dear: the kv run is what the Decode page is about, recompute the most expensive.
+MODE_ORDER = ("kv", "reencode", "recompute")
+
+
+@dataclass(frozen=True)
+class Work:
+    """Estimated reference milliseconds and the largest memory a computation needs at once."""
+
+    ms: float = 0.0
+    peak_bytes: int = 0
+
+    def __add__(self, other: "Work") -> "Work":
+        return Work(self.ms + other.ms, max(self.peak_bytes, other.peak_bytes))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one rerun may spend. The defaults keep the worst link under 10 s and 500 MB here."""
+
+    ms: float = 2500.0  # reference milliseconds of engine work per rerun
+    peak_bytes: int = 256 * MIB  # memory one pass may take at once
+    kept_bytes: int = 96 * MIB  # memory the kept per-step rows of one run may take
+
+
+BUDGET = Budget()
+
+
+def attend_work(heads: int, m: int, length: int, d_k: int, encoded: int) -> Work:
+    """One pass: ``m`` queries over ``length`` keys, of which ``encoded`` keys are encoded anew."""
+    pairs = heads * m * length
+    macs = pairs * d_k + heads * encoded * d_k
+    read = (heads * length * d_k + heads * m * d_k + length) * ELEMENT
+    written = 3 * heads * encoded * d_k * ELEMENT  # encoding a key row: ±1, widened, stored
+    moved = read + written + SCORE_PASSES * pairs * ELEMENT
+    ms = 1e3 * max(macs / MAC_RATE, moved / BYTE_RATE) + PASS_MS + HEAD_MS * heads
+    # Q and K of the pass, its scores in several stages (raw, scaled, masked, weights, products)
+    peak = (heads * (m + encoded) * d_k + 7 * pairs) * ELEMENT
+    return Work(ms, peak)
+
+
+def prefill_work(scenario: Scenario) -> Work:
+    """The batched prefill of the scenario's prompt, every stage kept."""
+    n, heads = len(scenario.tokens), len(scenario.heads)
+    return attend_work(heads, n, n, scenario.d_k, n)
+
+
+def step_work(mode: str, length: int, heads: int, d_k: int) -> Work:
+    """One decode step that makes the sequence ``length`` tokens long, in ``mode``."""
+    if mode == "recompute":
+        return attend_work(heads, length, length, d_k, length)
+    if mode == "reencode":
+        return attend_work(heads, 1, length, d_k, length)
+    return attend_work(heads, 1, length, d_k, 1)
+
+
+def row_bytes(heads: int, length: int) -> int:
+    """Bytes a kept step row takes: four float stages and two masks of (heads, 1, length)."""
+    return heads * length * (4 * ELEMENT + 2) + length
+
+
+def run_work(scenario: Scenario, mode: str, predictions: int, done: int = 0) -> Work:
+    """Predictions ``done`` … ``predictions - 1`` of a run; prediction 0 includes the prefill."""
+    n, heads, d_k = len(scenario.tokens), len(scenario.heads), scenario.d_k
+    work = prefill_work(scenario) if done == 0 and predictions > 0 else Work()
+    for k in range(max(done, 1), predictions):
+        work = work + step_work(mode, n + k, heads, d_k)
+    return work
+
+
+@dataclass(frozen=True)
+class Grant:
+    """How far one decode mode may go in this rerun."""
+
+    mode: str
+    wanted: int  # predictions asked for
+    granted: int  # predictions it may have after this rerun (never fewer than it had)
+    work: Work  # what computing the new ones is estimated to cost
+
+    @property
+    def cut(self) -> bool:
+        return self.granted < self.wanted
+
+    @property
+    def note(self) -> str:
+        """A plain sentence for the page when the run was cut short, else ''."""
+        if not self.cut:
+            return ""
+        shown = max(self.granted - 1, 0)
+        return (f"This server computes at most {BUDGET.ms / 1000:g} s of engine work per click, so the "
+                f"'{self.mode}' run stops at step {shown} of the {self.wanted - 1} asked for; "
+                "each further click computes more of it.")
+
+
+def grant(scenario: Scenario, modes: Iterable[str], wanted: int, done: Mapping[str, int] | None = None,
+          budget: Budget = BUDGET) -> dict[str, Grant]:
+    """How many predictions each mode may have after this rerun, within ``budget``.
+
+    Modes are served cheap first (kv, reencode, recompute); each takes predictions one at a time
+    while the rerun's estimated work stays inside the budget. A mode always keeps what it has
+    (``done``); one that has nothing gets at least its prefill and first prediction, whose cost
+    the scenario limits already bound.
+    """
+    done = dict(done or {})
+    heads, n = len(scenario.heads), len(scenario.tokens)
+    spent, grants = 0.0, {}
+    for mode in sorted(modes, key=MODE_ORDER.index):
+        have = min(done.get(mode, 0), wanted)
+        granted, work = have, Work()
+        while granted < wanted:
+            nxt = run_work(scenario, mode, granted + 1, granted)
+            kept = row_bytes(heads, n + granted) * (granted + 1)
+            first = granted == 0
+            if not first and (spent + work.ms + nxt.ms > budget.ms or nxt.peak_bytes > budget.peak_bytes
+                              or kept > budget.kept_bytes):
+                break
+            work, granted = work + nxt, granted + 1
+        spent += work.ms
+        grants[mode] = Grant(mode, wanted, max(granted, have), work)
+    return grants

@@ -1,0 +1,53 @@
+"""Decode runs kept across reruns: a Step click computes one more step, not the whole run again.
+
+One :class:`viz.core.engine.Generation` per decode mode lives in the visitor's session for the
+current scenario (a new scenario starts new runs). Before extending them, :func:`viz.core.budget.grant`
+decides how far each may go in this rerun; a run cut short by the budget says so in its grant.
+Per-visitor mutable objects: they live in ``st.session_state``, never in a shared cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from ..core.budget import Grant, grant
+from ..core.engine import MODES, Generation, ToyModel, Trace
+from ..core.scenario import Scenario
+
+RUNS = "kv_decode_runs"
+
+
+@dataclass
+class _Runs:
+    scenario: Scenario
+    model: ToyModel
+    runs: dict[str, Generation] = field(default_factory=dict)
+
+
+def _store(scenario: Scenario) -> _Runs:
+    store = st.session_state.get(RUNS)
+    if store is None or store.scenario != scenario:
+        store = _Runs(scenario, ToyModel(scenario))
+        st.session_state[RUNS] = store
+    return store
+
+
+def decode_traces(scenario: Scenario, step: int, modes: tuple[str, ...] = MODES
+                  ) -> tuple[dict[str, Trace], dict[str, Grant]]:
+    """Each mode's trace up to prediction ``step`` (or as far as the budget lets it go), and the grants."""
+    store = _store(scenario)
+    wanted = step + 1
+    grants = grant(scenario, modes, wanted, {m: len(r.steps) for m, r in store.runs.items()})
+    shared = next((r.prefill_result for r in store.runs.values() if r.prefill_result is not None), None)
+    for mode in modes:
+        run = store.runs.get(mode)
+        if run is None:
+            run = store.runs[mode] = Generation(scenario, mode, model=store.model)
+            run.prefill(done=shared)
+            shared = run.prefill_result
+        while len(run.steps) < grants[mode].granted:
+            run.step()
+    traces = {mode: store.runs[mode].trace(min(wanted, len(store.runs[mode].steps))) for mode in modes}
+    return traces, grants
