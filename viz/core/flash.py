@@ -40,6 +40,7 @@ from .engine import ToyModel
 from .scenario import Scenario
 
 MAX_FLASH_TOKENS = 128  # prompt length stepped through tile by tile (every visit is kept)
+MAX_VISITS = 2_048  # tile steps kept for stepping through (each is one small attention call)
 MAX_SWEEP_TOKENS = 4096  # longest sequence in the bytes sweep (its tiles are counted, not computed)
 BLOCK_SIZES = (1, 2, 4, 8, 16, 32, 64)
 
@@ -208,6 +209,9 @@ def flash_traffic(n: int, heads: int, d_k: int, size: int, block_q: int, block_k
 def _check(n: int, limit: int, block_q: int, block_k: int) -> None:
     if not 1 <= n <= limit:
         raise ValueError(f"the tiled pass takes 1 to {limit} tokens, got {n}")
+    if limit == MAX_FLASH_TOKENS and sum(1 for _ in tile_schedule(n, block_q, block_k)) > MAX_VISITS:
+        raise ValueError(f"tiles of {block_q} × {block_k} over {n} tokens make more than {MAX_VISITS:,} steps; "
+                         "choose larger tiles")
     for name, size in (("query", block_q), ("key", block_k)):
         if size not in BLOCK_SIZES:
             raise ValueError(f"the {name} tile size must be one of {', '.join(map(str, BLOCK_SIZES))}")

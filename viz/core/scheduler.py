@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .budget import BUDGET, Work, attend_work
 from .engine import Generation, Step, ToyModel, WorkCounts
 from .paged import BlockPool, OutOfBlocks, PagedKVCache
 from .scenario import Scenario
@@ -50,6 +51,7 @@ from .workload import (BlockState, Iteration, RequestOutcome, SequenceState, Ser
                        ServingError, ServingRun, Workload, check_workload, serving_refusal)
 
 MAX_ITERATIONS = 4_000  # far above what the limits allow; a run that reaches it is refused
+RUN_BUDGET_MS = BUDGET.ms / 3  # a page computes up to three runs per click (two policies and the check)
 _RECORDS = ("k", "v", "pos", "token", "value", "n")
 BlockKey = tuple  # (previous block's key, ((token, value), …)): a full block's name
 
@@ -182,7 +184,10 @@ def decode_alone(scenario: Scenario, request: ServeRequest, model: ToyModel | No
 
 
 def same_as_alone(run: ServingRun) -> tuple[bool, ...]:
-    """Per request: same words, contexts and logits, bit for bit, as decoding it alone."""
+    """Per request: same words, contexts and logits, bit for bit, as decoding it alone.
+
+    Decoding alone makes the run's passes without its prefix hits and preemptions: each prompt once,
+    then one token per step, which the limits on requests bound."""
     model = ToyModel(run.scenario)
     out = []
     for request, outcome in zip(run.workload.requests, run.outcomes):
@@ -196,8 +201,10 @@ def same_as_alone(run: ServingRun) -> tuple[bool, ...]:
 class _Server:
     """What both policies share: the requests, the clock, and recording an iteration."""
 
-    def __init__(self, scenario: Scenario, workload: Workload, config: ServingConfig, model: ToyModel):
+    def __init__(self, scenario: Scenario, workload: Workload, config: ServingConfig, model: ToyModel,
+                 budget_ms: float):
         self.scenario, self.workload, self.config, self.model = scenario, workload, config, model
+        self.budget_ms, self.spent = budget_ms, Work()
         self.pool = CachingPool(config.num_blocks, config.block_size, model.num_heads, model.d_k,
                                 caching=config.prefix_caching, device=model.device, dtype=model.dtype)
         self.seqs = [_Seq(i, r, self._generation(r)) for i, r in enumerate(workload.requests)]
@@ -241,6 +248,7 @@ class _Server:
         work, seconds = WorkCounts(), 0.0
         for seq, take in plan:
             seq.fed, seq.doing = take, "decode" if seq.decoding else "prefill"
+            self.charge(take, len(seq.cache) + take)
             spent, (counts, step) = timed(lambda: _feed(seq, take), self.model.device)
             seconds += spent
             work = work + counts
@@ -253,6 +261,14 @@ class _Server:
         self.after(plan)
         self.record(duration, padding, idle, work, seconds)
         self.clock += duration
+
+    def charge(self, m: int, length: int) -> None:
+        """Count a pass of m new tokens over ``length`` keys against the work budget before it runs."""
+        self.spent = self.spent + attend_work(self.model.num_heads, m, length, self.model.d_k, m)
+        if self.spent.ms > self.budget_ms:
+            raise ServingError(f"this workload needs more engine work than one click may take here "
+                               f"({self.budget_ms / 1000:.2g} s); use fewer or shorter requests, fewer heads "
+                               "or a smaller d_k")
 
     def after(self, plan: list[tuple[_Seq, int]]) -> None:
         """Bookkeeping once the iteration's passes have run (name full blocks, free finished requests)."""
@@ -556,9 +572,15 @@ class _Static(_Server):
 
 
 def serve(scenario: Scenario, workload: Workload, config: ServingConfig,
-          device: str | torch.device | None = None) -> ServingRun:
-    """Serve ``workload`` under ``config``; :class:`ServingError` for a refused setting."""
+          device: str | torch.device | None = None, budget_ms: float = RUN_BUDGET_MS) -> ServingRun:
+    """Serve ``workload`` under ``config``; :class:`ServingError` for a refused setting, or for a run
+    whose engine work passes ``budget_ms`` reference milliseconds (:mod:`viz.core.budget`)."""
     config = config.checked()
+    pool_bytes = config.slots * (len(scenario.heads) * scenario.d_k + 1) * 4
+    if pool_bytes > BUDGET.peak_bytes:
+        raise ServingError(f"a pool of {config.slots:,} slots would take {pool_bytes / 2**20:.0f} MiB with "
+                           f"{len(scenario.heads)} heads × d_k {scenario.d_k}; the limit is "
+                           f"{BUDGET.peak_bytes // 2**20} MiB: use fewer or smaller blocks")
     check_workload(workload.requests)
     refusal = serving_refusal(scenario)
     if refusal and config.policy == "continuous":
@@ -569,7 +591,7 @@ def serve(scenario: Scenario, workload: Workload, config: ServingConfig,
                                f"{request.blocks_needed(config.block_size)} blocks of {config.block_size}; "
                                f"the pool has {config.num_blocks}")
     model = ToyModel(scenario, device=device)
-    server = (_Static if config.policy == "static" else _Continuous)(scenario, workload, config, model)
+    server = (_Static if config.policy == "static" else _Continuous)(scenario, workload, config, model, budget_ms)
     try:
         return server.run()
     except OutOfBlocks as err:  # the scheduler reserves blocks before every pass, so this is a bug

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from .budget import BUDGET, run_work
 from .engine import Decoder, Generation, ToyModel, WorkCounts, make_decoder
 from .sampling import Sampler, sample
 from .timing import timed
@@ -311,6 +312,12 @@ def speculate(scenario: Scenario, new_tokens: int, k: int, draft: DraftSpec = Dr
         raise ServingError(refusal)
     tokens = list(scenario.tokens if tokens is None else tokens)
     values = list(scenario.values if values is None else values)
+    # the plain run, the target (as much again: guesses are fed too) and a draft of at most its size
+    work = run_work(replace(scenario, tokens=tuple(tokens), values=tuple(values)), "kv", new_tokens)
+    if 3 * work.ms > BUDGET.ms or work.peak_bytes > BUDGET.peak_bytes:
+        raise ServingError(f"{new_tokens} words after a {len(tokens)}-token prompt with {len(scenario.heads)} "
+                           f"heads × d_k {scenario.d_k} need more engine work than one click may take here; "
+                           "make fewer words, or use a shorter prompt, fewer heads or a smaller d_k")
     plain = Generation(scenario, "kv")
 
     def decode_plainly() -> None:
