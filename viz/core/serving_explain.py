@@ -94,7 +94,7 @@ def compare_policies(continuous: ServingRun, static: ServingRun) -> Comparison:
                  padding=(continuous.padding, static.padding))
     faster = static.makespan / max(continuous.makespan, 1)
     text = (f"Continuous batching finishes the workload in {continuous.makespan} ticks, static batching in "
-            f"{static.makespan} ({fmt(faster)}× as long). Mean time to first token: "
+            f"{static.makespan} ({faster:.3g}× as long). Mean time to first token: "
             f"{fmt(pairs['ttft'][0])} against {fmt(pairs['ttft'][1])} ticks, because a request starts as soon "
             f"as a slot and blocks are free instead of waiting for a whole batch to end. Static batching "
             f"computed {static.padding} padding rows: shorter prompts padded to the longest, and finished "
@@ -125,6 +125,9 @@ def narrate_prefix(off: ServingRun, on: ServingRun, num_heads: int) -> str:
     """What prefix caching saved on this workload, counted by the engine."""
     hits = on.prefix_hits
     keys = off.work.keys_encoded - on.work.keys_encoded
+    if not hits:
+        return ("No prompt starts with a full block of tokens that an earlier request computed, so there is "
+                "nothing to reuse here; the preset 'a shared system prompt' has one.")
     return (f"{hits} prompt tokens were found in cached blocks, so the engine encoded {keys:,} fewer keys "
             f"({num_heads} heads × {hits}) and {off.work.values_encoded - on.work.values_encoded} fewer values, "
             f"and computed {off.work.scores - on.work.scores:,} fewer attention scores. Mean time to first "
