@@ -114,17 +114,17 @@ def _whole(value) -> int:
 
 
 def server_settings() -> ServingConfig:
-    cols = st.columns(5)
-    blocks = cols[0].slider("Blocks in the pool", 4, MAX_BLOCKS, 32, key=BLOCKS)
-    size = cols[1].select_slider("Block size (tokens)", BLOCK_SIZES, 4, key=BLOCK_SIZE)
-    batch = cols[2].slider("Sequences at once", 1, MAX_BATCH, 4, key=BATCH)
-    preemption = cols[3].segmented_control("When blocks run out", PREEMPTIONS, default=PREEMPTIONS[0],
-                                           key=PREEMPTION, required=True,
-                                           help="recompute: drop the blocks, compute the tokens again later; "
-                                                "swap: copy them out to slower memory and back.")
-    overhead = cols[4].slider("Fixed ticks per iteration", 0, MAX_OVERHEAD, 8, key=OVERHEAD,
-                              help="The clock: one tick per token an iteration computes, plus this much per "
-                                   "iteration (a GPU reads every weight once per iteration).")
+    with st.container(horizontal=True):  # wraps instead of squeezing (presenter type, narrow screens)
+        blocks = st.slider("Blocks in the pool", 4, MAX_BLOCKS, 32, key=BLOCKS, width=220)
+        size = st.select_slider("Block size (tokens)", BLOCK_SIZES, 4, key=BLOCK_SIZE, width=180)
+        batch = st.slider("Sequences at once", 1, MAX_BATCH, 4, key=BATCH, width=180)
+        preemption = st.segmented_control("When blocks run out", PREEMPTIONS, default=PREEMPTIONS[0],
+                                          key=PREEMPTION, required=True,
+                                          help="recompute: drop the blocks, compute the tokens again later; "
+                                               "swap: copy them out to slower memory and back.")
+        overhead = st.slider("Fixed ticks per iteration", 0, MAX_OVERHEAD, 8, key=OVERHEAD, width=200,
+                             help="The clock: one tick per token an iteration computes, plus this much per "
+                                  "iteration (a GPU reads every weight once per iteration).")
     return ServingConfig(num_blocks=blocks, block_size=size, max_batch=batch, preemption=preemption,
                          overhead=overhead)
 
@@ -137,7 +137,7 @@ def step_through(run: ServingRun, name: str) -> None:
         st.session_state[key] = 1
     index = stepper(key, count, "Iteration", format_label=lambda i: f"{i} · ticks {run.iterations[i - 1].start}–"
                                                                      f"{run.iterations[i - 1].end}") - 1
-    st.info(narrate_iteration(run, index), icon=":material/record_voice_over:")
+    st.info(md_escape(narrate_iteration(run, index)), icon=":material/record_voice_over:")
     plot(figs.timeline_figure(run, index), key=f"serving_timeline_{name}")
     if run.config.policy == "static":
         plot(figs.reservation_figure(run, index), key=f"serving_memory_{name}")
@@ -163,7 +163,7 @@ header("Serving", "How a server decodes many requests at once: who computes in e
 scenario = state.scenario()
 refusal = serving_refusal(scenario)
 if refusal:
-    st.info(refusal, icon=":material/info:")
+    st.info(md_escape(refusal), icon=":material/info:")
     if st.toggle("Use the cache-safe form of those heads on this page", value=True, key=CACHE_SAFE):
         scenario = scenario.cache_safe()
 section = st.segmented_control("Show", SECTIONS, default=SECTIONS[0], key=SECTION, required=True)
@@ -190,15 +190,16 @@ if section == "Continuous batching":
         fail(err)
     comparison = compare_policies(continuous, static)
     cols = st.columns(5)
-    cols[0].metric("Finished after (ticks)", continuous.makespan, delta=continuous.makespan - static.makespan,
-                   delta_color="inverse", help=f"Static batching: {static.makespan} ticks.")
-    cols[1].metric("Tokens per 100 ticks", f"{continuous.throughput:.3g}",
-                   delta=f"{continuous.throughput - static.throughput:+.3g}", help=f"Static: {static.throughput:.3g}.")
-    cols[2].metric("Mean time to first token", f"{continuous.mean('ttft'):.3g}",
+    cols[0].metric("Finished after", continuous.makespan, delta=continuous.makespan - static.makespan,
+                   delta_color="inverse", help=f"Ticks to finish every request. Static batching: {static.makespan}.")
+    cols[1].metric("Throughput", f"{continuous.throughput:.3g}",
+                   delta=f"{continuous.throughput - static.throughput:+.3g}",
+                   help=f"Tokens per 100 ticks. Static batching: {static.throughput:.3g}.")
+    cols[2].metric("Mean TTFT", f"{continuous.mean('ttft'):.3g}",
                    delta=f"{continuous.mean('ttft') - static.mean('ttft'):+.3g}", delta_color="inverse",
-                   help=f"Static: {static.mean('ttft'):.3g} ticks.")
-    cols[3].metric("Padding rows computed", continuous.padding, delta=continuous.padding - static.padding,
-                   delta_color="inverse", help=f"Static: {static.padding}.")
+                   help=f"Time to first token, in ticks. Static batching: {static.mean('ttft'):.3g}.")
+    cols[3].metric("Padding rows", continuous.padding, delta=continuous.padding - static.padding,
+                   delta_color="inverse", help=f"Rows computed for nothing. Static batching: {static.padding}.")
     cols[4].metric("Preemptions", continuous.preemptions,
                    help=f"{continuous.recomputed} tokens to recompute, {format_bytes(continuous.swap_bytes)} swapped.")
     st.caption(md_escape(comparison.text))
@@ -225,7 +226,7 @@ elif section == "Chunked prefill":
     except ServingError as err:
         fail(err)
     longest = max(range(len(workload.requests)), key=lambda i: len(workload.requests[i].tokens))
-    st.info(narrate_chunking(whole, chunked, longest), icon=":material/record_voice_over:")
+    st.info(md_escape(narrate_chunking(whole, chunked, longest)), icon=":material/record_voice_over:")
     plot(figs.token_times_figure([("whole prompts", whole), (f"chunks of {chunk}", chunked)], longest),
          key="serving_token_times")
     st.subheader(f"Chunks of {chunk}, iteration by iteration")
@@ -244,11 +245,11 @@ elif section == "Prefix caching":
         on = remember("prefix_on", (scenario, workload, on_config), lambda: serve(scenario, workload, on_config))
     except ServingError as err:
         fail(err)
-    st.info(narrate_prefix(off, on, len(scenario.heads)), icon=":material/record_voice_over:")
+    st.info(md_escape(narrate_prefix(off, on, len(scenario.heads))), icon=":material/record_voice_over:")
     cols = st.columns(3)
     cols[0].metric("Prompt tokens reused", on.prefix_hits)
     cols[1].metric("Keys not recomputed", f"{off.work.keys_encoded - on.work.keys_encoded:,}")
-    cols[2].metric("Mean time to first token", f"{on.mean('ttft'):.3g}",
+    cols[2].metric("Mean TTFT", f"{on.mean('ttft'):.3g}",
                    delta=f"{on.mean('ttft') - off.mean('ttft'):+.3g}", delta_color="inverse")
     plot(figs.prefix_figure(off, on), key="serving_prefix")
     st.subheader("With prefix caching, iteration by iteration")
@@ -311,7 +312,7 @@ elif section == "Speculative decoding":
                         "guesses' masked keys, which rounds the last bits differently.")
     if run.rounds:
         index = stepper("serving_round", len(run.rounds), "Round") - 1
-        st.info(narrate_round(run.rounds[index], run.greedy), icon=":material/record_voice_over:")
+        st.info(md_escape(narrate_round(run.rounds[index], run.greedy)), icon=":material/record_voice_over:")
         plot(figs.rounds_figure(run, index), key="serving_rounds")
         plot(figs.cache_length_figure(run), key="serving_cache_length")
     st.dataframe(figs.spec_table(run), hide_index=True, width="stretch")
@@ -339,7 +340,7 @@ else:
     except ValueError as err:
         fail(err)
     index = stepper("serving_tile", len(run.visits), "Tile") - 1
-    st.info(narrate_visit(run, index, head), icon=":material/record_voice_over:")
+    st.info(md_escape(narrate_visit(run, index, head)), icon=":material/record_voice_over:")
     plot(figs.flash_tiles_figure(run, index, head, names[head]), key="serving_tiles")
     st.dataframe(figs.running_table(run, index, head), hide_index=True, width="stretch")
     cols = st.columns(3)

@@ -15,6 +15,7 @@ from viz.core.scheduler import serve
 from viz.core.serving_explain import narrate_chunking, narrate_iteration, narrate_prefix, narrate_visit
 from viz.core.speculative import DraftSpec, speculate
 from viz.core.workload import ServingConfig, workload_preset
+from viz.ui.common import md_escape
 
 PAGE = "pages/serving.py"
 SCENARIO = load_preset("seed").cache_safe()  # the app opens with the seed; the page uses its cache-safe form
@@ -45,12 +46,13 @@ def metric(at, label: str) -> str:
 
 
 def narration(at) -> list[str]:
+    """The info boxes' markdown source: narration is escaped, so the text shows exactly as the core wrote it."""
     return [i.value for i in at.info]
 
 
 def test_seed_is_served_in_its_cache_safe_form(at):
     """The seed's 'last' head reads n: the page says so and serves the cache-safe form by default."""
-    assert any("'last' reads n" in text for text in narration(at))
+    assert any(md_escape("'last' reads n") in text for text in narration(at))
     assert at.toggle(key="serving_cache_safe").value
     at.toggle(key="serving_cache_safe").set_value(False)
     rerun(at)
@@ -64,16 +66,16 @@ def test_continuous_batching_shows_the_engine_numbers_and_steps(at):
     workload = workload_preset(SCENARIO, "a burst")
     continuous = serve(SCENARIO, workload, DEFAULT)
     static = serve(SCENARIO, workload, replace(DEFAULT, policy="static"))
-    assert metric(at, "Finished after (ticks)") == str(continuous.makespan)
-    assert metric(at, "Padding rows computed") == str(continuous.padding)
-    assert narrate_iteration(continuous, 0) in narration(at)
+    assert metric(at, "Finished after") == str(continuous.makespan)
+    assert metric(at, "Padding rows") == str(continuous.padding)
+    assert md_escape(narrate_iteration(continuous, 0)) in narration(at)
     assert any("identical, bit for bit" in s.value for s in at.success)
     at.button(key="serving_step_continuous_forward").click()
     rerun(at)
-    assert narrate_iteration(continuous, 1) in narration(at)
+    assert md_escape(narrate_iteration(continuous, 1)) in narration(at)
     at.segmented_control(key="serving_policy").set_value("static")
     rerun(at)
-    assert narrate_iteration(static, 0) in narration(at)
+    assert md_escape(narrate_iteration(static, 0)) in narration(at)
 
 
 def test_settings_change_the_run_and_preemption_shows(at):
@@ -103,7 +105,7 @@ def test_a_bad_workload_edit_keeps_the_last_good_workload(at):
     rerun(at)
     assert any("new tokens must be a whole number" in e.value for e in at.error)
     workload = workload_preset(SCENARIO, "a burst")
-    assert metric(at, "Finished after (ticks)") == str(serve(SCENARIO, workload, DEFAULT).makespan)
+    assert metric(at, "Finished after") == str(serve(SCENARIO, workload, DEFAULT).makespan)
     at.session_state[key] = {"edited_rows": {"0": {"new tokens": 2}}, "added_rows": [], "deleted_rows": [1, 2, 3, 4, 5]}
     rerun(at)
     assert not at.error
@@ -117,10 +119,10 @@ def test_chunked_prefill_section_narrates_the_trade(at):
     workload = workload_preset(SCENARIO, "one long prompt among short ones")
     whole = serve(SCENARIO, workload, DEFAULT)
     chunked = serve(SCENARIO, workload, replace(DEFAULT, chunk_size=8))
-    assert narrate_chunking(whole, chunked, 3) in narration(at)
+    assert md_escape(narrate_chunking(whole, chunked, 3)) in narration(at)
     at.select_slider(key="serving_chunk").set_value(16)
     rerun(at)
-    assert narrate_chunking(whole, serve(SCENARIO, workload, replace(DEFAULT, chunk_size=16)), 3) in narration(at)
+    assert md_escape(narrate_chunking(whole, serve(SCENARIO, workload, replace(DEFAULT, chunk_size=16)), 3)) in narration(at)
 
 
 def test_prefix_caching_section_counts_what_it_saved(at):
@@ -131,7 +133,7 @@ def test_prefix_caching_section_counts_what_it_saved(at):
     on = serve(SCENARIO, workload, replace(DEFAULT, prefix_caching=True))
     assert metric(at, "Prompt tokens reused") == str(on.prefix_hits)
     assert metric(at, "Keys not recomputed") == f"{off.work.keys_encoded - on.work.keys_encoded:,}"
-    assert narrate_prefix(off, on, len(SCENARIO.heads)) in narration(at)
+    assert md_escape(narrate_prefix(off, on, len(SCENARIO.heads))) in narration(at)
 
 
 def test_speculative_section_toy_and_real(at):
@@ -157,10 +159,10 @@ def test_flash_section_steps_through_the_tiles(at):
     section(at, "FlashAttention")
     tokens, values = sequence(SCENARIO, 32)
     run = flash_attention(SCENARIO, 8, 8, tokens=tokens, values=values)
-    assert narrate_visit(run, 0, 0) in narration(at)
+    assert md_escape(narrate_visit(run, 0, 0)) in narration(at)
     at.button(key="serving_tile_forward").click()
     rerun(at)
-    assert narrate_visit(run, 1, 0) in narration(at)
+    assert md_escape(narrate_visit(run, 1, 0)) in narration(at)
     assert metric(at, "Largest |tiled − naive|") == f"{run.max_abs_diff:.2g}"
     at.slider(key="serving_flash_tokens").set_value(128)
     at.select_slider(key="serving_tile_q").set_value(1)

@@ -33,9 +33,10 @@ def _color(i: int) -> str:
 
 
 def _plain(title: str, height: int, **extra) -> dict:
-    """A white plot area, legend on top: the layout of every chart here that is not a grid."""
-    return frame(title, height, top=70, background="white",
-                 legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, xanchor="left"), **extra)
+    """A white plot area, the legend below it (large presenter type cannot push it into the title):
+    the layout of every chart here."""
+    return frame(title, height, top=50, background="white",
+                 legend=dict(orientation="h", yanchor="top", y=-0.18, x=0, xanchor="left"), **extra)
 
 
 # -- continuous batching ------------------------------------------------------------------------
@@ -71,9 +72,8 @@ def timeline_figure(run: ServingRun, current: int | None = None, title: str | No
     if current is not None:
         it = run.iterations[current]
         shapes.append(rect(it.start, it.end, 0, 1, GOLD, ref=("x", "paper")))
-    layout = _plain(title or f"{run.config.policy.capitalize()} batching, iteration by iteration",
-                    150 + 34 * len(names), barmode="overlay", shapes=shapes,
-                    xaxis=dict(title="time (ticks)", rangemode="tozero"),
+    layout = _plain(title or f"{run.config.policy.capitalize()} batching, iteration by iteration (time in ticks)",
+                    170 + 34 * len(names), barmode="overlay", shapes=shapes, xaxis=dict(rangemode="tozero"),
                     yaxis=dict(type="category", categoryorder="array", categoryarray=names[::-1]))
     return figure(data, layout)
 
@@ -152,11 +152,9 @@ def metrics_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
         data.append(go.Bar(x=names, y=[o.tpot if o.tpot is not None else 0 for o in run.outcomes], name=safe(label),
                            marker_color=colors[k % 4], legendgroup=label, showlegend=False, xaxis="x2", yaxis="y2",
                            hovertemplate=f"{safe(label)}: %{{x}} %{{y:.3g}} ticks per token<extra></extra>"))
-    annotations = [dict(text="time to first token", x=0.235, y=1.0, xref="paper", yref="paper", showarrow=False,
-                        yanchor="bottom"),
-                   dict(text="time per output token", x=0.765, y=1.0, xref="paper", yref="paper", showarrow=False,
-                        yanchor="bottom")]
-    return figure(data, _plain("Per request: waiting for the first token, then the pace of the rest", 360,
+    annotations = [dict(text=text, x=x, y=1.04, xref="paper", yref="paper", showarrow=False, yanchor="bottom")
+                   for text, x in (("time to first token", 0.235), ("time per output token", 0.765))]
+    return figure(data, _plain("Per request: waiting for the first token, then the pace of the rest", 380,
                                barmode="group", annotations=annotations, **layout_axes))
 
 
@@ -170,8 +168,8 @@ def utilisation_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
             y = [getattr(it, f"{what}_slots") / run.config.slots for it in run.iterations for _ in (0, 1)]
             data.append(go.Scatter(x=x, y=y, mode="lines", name=f"{safe(label)}: {what}",
                                    line=dict(color=colors[k % 3], dash=dash)))
-    return figure(data, _plain("Pool use over time: slots set aside and slots holding a token", 300,
-                               xaxis=dict(title="time (ticks)"), yaxis=dict(title="share of the pool",
+    return figure(data, _plain("Pool use over time (ticks): slots set aside and slots holding a token", 320,
+                               yaxis=dict(title="share of the pool",
                                                                             tickformat=".0%", range=[0, 1.05])))
 
 
@@ -200,8 +198,8 @@ def iteration_table(run: ServingRun, index: int) -> pd.DataFrame:
     return pd.DataFrame({
         "request": [r.name for r in run.workload.requests],
         "doing": [s.phase for s in it.states],
-        "tokens computed": [s.fed for s in it.states],
-        "tokens held": [s.cache_length for s in it.states],
+        "computed": [s.fed for s in it.states],
+        "held": [s.cache_length for s in it.states],
         "block table": [" ".join(map(str, s.table)) for s in it.states],
         "chose": [s.predicted or "" for s in it.states],
         "note": [s.event or s.reason for s in it.states],
@@ -275,7 +273,7 @@ def rounds_figure(run, current: int | None = None) -> go.Figure:
     layout = _plain("Each round: the guesses, which the target kept, and the word it adds",
                     150 + 30 * max(1, len(rounds)), shapes=shapes,
                     xaxis=dict(side="top", type="category"), yaxis=dict(autorange="reversed", type="category"))
-    layout["legend"] = dict(orientation="h", yanchor="top", y=-0.02, x=0, xanchor="left")
+    layout["legend"]["y"] = -0.02  # no x axis below this grid
     return figure(data, layout)
 
 
@@ -387,5 +385,5 @@ def traffic_figure(points: Sequence[TrafficPoint], block_q: int, block_k: int,
                                name=f"tiled, {large_tile} × {large_tile} tiles", line=dict(color=GREEN, dash="dash"),
                                customdata=[format_bytes(p.flash) for p in large],
                                hovertemplate="n = %{x}: %{customdata}<extra></extra>"))
-    return figure(data, _plain("Bytes between slow and fast memory, per prefill pass", 340,
-                               xaxis=dict(title="tokens", type="log"), yaxis=dict(title="bytes", type="log")))
+    return figure(data, _plain("Bytes between slow and fast memory per prefill pass, against tokens", 360,
+                               xaxis=dict(type="log"), yaxis=dict(title="bytes", type="log")))
