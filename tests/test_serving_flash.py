@@ -129,3 +129,10 @@ def test_limits_and_tolerance_formula():
     assert 3 not in BLOCK_SIZES
     assert tolerance(4, torch.float32, 10) < tolerance(8, torch.float32, 10) < tolerance(8, torch.float32, 100)
     assert tolerance(4, torch.float64, 10) < 1e-12
+
+
+def test_too_many_tile_steps_are_refused():
+    """1 × 1 tiles over 128 tokens would make 8,256 steps to keep; the walk refuses and names the cure."""
+    tokens, values = prompt(MAX_FLASH_TOKENS)
+    with pytest.raises(ValueError, match="choose larger tiles"):
+        flash_attention(load_preset("cache-safe"), 1, 1, tokens=tokens, values=values)

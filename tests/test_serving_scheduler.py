@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from viz import load_preset
+from viz.core.scenario import Head
 from viz.core.scheduler import CachingPool, decode_alone, same_as_alone, serve
 from viz.core.workload import (WORKLOADS, ServeRequest, ServingConfig, ServingError, Workload, make_request,
                                token_values, workload_preset)
@@ -217,3 +218,17 @@ def test_token_values_and_the_alone_reference():
     reference = generate(SCENARIO, 5)
     assert [s.token for s in steps] == [s.token for s in reference.steps]
     assert torch.equal(torch.stack([s.logits for s in steps]), torch.stack([s.logits for s in reference.steps]))
+
+
+def test_the_work_budget_and_the_pool_size_bound_a_click():
+    """A big scenario's heavy workload is refused by the work meter, and a pool over 64 MiB before it is allocated."""
+    rules = ["True", "k.pos == q.pos", "k.pos % 2 == 0", "k.value > 5"] * 4
+    big = replace(SCENARIO.with_heads([Head(f"h{i}", r) for i, r in enumerate(rules)], [None] * 16), d_k=1024)
+    prompt = " ".join(WORDS * 10)[:600]
+    workload = Workload("heavy", tuple(make_request(big, f"R{i}", 0, prompt, 32) for i in range(12)))
+    with pytest.raises(ServingError, match="more engine work than one click"):
+        serve(big, workload, ServingConfig(num_blocks=60, block_size=16, max_batch=8))
+    with pytest.raises(ServingError, match="MiB"):
+        serve(big, workload, ServingConfig(num_blocks=128, block_size=16))
+    with pytest.raises(ServingError, match="more engine work than one click"):
+        same_as_alone(serve(SCENARIO, workload_preset(SCENARIO, "a burst"), ServingConfig()), budget_ms=1.0)

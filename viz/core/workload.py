@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import torch
 
@@ -196,9 +197,8 @@ class ServingConfig:
 PHASES = ("not arrived", "waiting", "prefill", "decode", "swapped", "idle", "done")
 
 
-@dataclass(frozen=True)
-class SequenceState:
-    """One request during one iteration."""
+class SequenceState(NamedTuple):
+    """One request during one iteration (a named tuple: a run records thousands of them)."""
 
     phase: str  # one of PHASES; "idle": finished but still holding a static batch slot
     fed: int  # tokens computed for it in this iteration (prompt chunk, recompute, or 1 to decode)
@@ -209,9 +209,8 @@ class SequenceState:
     reason: str = ""  # why it computed nothing, when it had arrived and was not done
 
 
-@dataclass(frozen=True)
-class BlockState:
-    """One physical block after an iteration."""
+class BlockState(NamedTuple):
+    """One physical block after an iteration (a named tuple: a run records thousands of them)."""
 
     owners: tuple[int, ...]  # request indexes whose table holds it
     filled: int  # slots written
