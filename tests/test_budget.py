@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from viz import Scenario, load_preset
-from viz.core.budget import BUDGET, Budget, grant, prefill_work, run_work, step_work
+from viz.core.budget import BUDGET, Budget, Shape, grant, prefill_work, run_work, step_work
 from viz.core.scenario import MAX_D_K, MAX_DECODE_STEPS, MAX_HEADS, MAX_TOKENS
 
 
@@ -22,11 +22,19 @@ def worst() -> Scenario:
 
 def test_work_grows_as_the_passes_do():
     """A decode step costs more without a cache than with it, and more at a longer length."""
-    heads, d_k = 8, 64
-    assert step_work("kv", 100, heads, d_k).ms < step_work("reencode", 100, heads, d_k).ms \
-        < step_work("recompute", 100, heads, d_k).ms
-    assert step_work("kv", 1000, heads, d_k).ms > step_work("kv", 100, heads, d_k).ms
-    assert step_work("recompute", 200, heads, d_k).peak_bytes > 3 * step_work("recompute", 100, heads, d_k).peak_bytes
+    shape = Shape(heads=8, d_k=64, pair_nodes=20, key_nodes=10)
+    assert step_work("kv", 100, shape).ms < step_work("reencode", 100, shape).ms \
+        < step_work("recompute", 100, shape).ms
+    assert step_work("kv", 1000, shape).ms > step_work("kv", 100, shape).ms
+    assert step_work("recompute", 200, shape).peak_bytes > 3 * step_work("recompute", 100, shape).peak_bytes
+
+
+def test_bigger_rules_cost_more():
+    """A rule that compares query and key costs per pair and per syntax node; a key-only one per key."""
+    small, big = Shape(4, 8, pair_nodes=5), Shape(4, 8, pair_nodes=150)
+    assert step_work("recompute", 500, big).ms > 5 * step_work("recompute", 500, small).ms
+    seed = Shape.of(load_preset("seed"))
+    assert seed.pair_nodes == 0 and seed.key_nodes > 0 and seed.heads == 4
 
 
 def test_run_work_adds_the_prefill_once():

@@ -8,6 +8,8 @@ estimated from the scenario's shapes with a small cost model of the engine's own
 * it reads every key it attends to, ``heads · len · d_k`` numbers, which is what bounds a decode
   step (m = 1): decode is memory-bound, prefill compute-bound;
 * encoding keys writes ``heads · d_k`` numbers per key, several times over (±1, widened, stored);
+* each head's rule is evaluated node by node over its (query, key) pairs, or over the keys alone
+  for a rule that reads only the key: :data:`RULE_NS` per pair and syntax node;
 * every pass costs a fixed few hundred microseconds of Python and small tensor calls, and more
   per head, since each head's rule is evaluated on its own.
 
@@ -23,15 +25,19 @@ What this module does not do: compute anything (see viz.core.engine) or time any
 
 from __future__ import annotations
 
+import ast
+import functools
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from .rules import compile_rule
 from .scenario import Scenario
 
 MAC_RATE = 10e9  # multiply-adds per second, one CPU thread, large batched matmuls
 BYTE_RATE = 4e9  # bytes per second read by a one-query pass over a large cache
 PASS_MS = 0.5  # fixed cost of one pass (Python, small tensor calls)
 HEAD_MS = 0.05  # and per head: each head's rule is evaluated on its own
+RULE_NS = 2.0  # nanoseconds per (query, key) pair and rule node: one elementwise torch operation
 SCORE_PASSES = 8  # elementwise passes over the (heads, m, len) scores: mask, softmax, weights · V, …
 ELEMENT = 4  # bytes per float32 number
 MIB = 2**20
@@ -63,32 +69,60 @@ class Budget:
 BUDGET = Budget()
 
 
-def attend_work(heads: int, m: int, length: int, d_k: int, encoded: int) -> Work:
+@dataclass(frozen=True)
+class Shape:
+    """What the cost of a pass depends on: heads, key width and how big the rules are."""
+
+    heads: int
+    d_k: int
+    pair_nodes: int = 0  # syntax nodes of the rules that read the query: evaluated per (query, key) pair
+    key_nodes: int = 0  # syntax nodes of the rules that read only the key: evaluated per key
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> "Shape":
+        pair = key = 0
+        for head in scenario.heads:
+            nodes = _nodes(head.rule)
+            if compile_rule(head.rule).key_only:
+                key += nodes
+            else:
+                pair += nodes
+        return cls(len(scenario.heads), scenario.d_k, pair, key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _nodes(rule: str) -> int:
+    return sum(1 for _ in ast.walk(ast.parse(rule.strip(), mode="eval")))
+
+
+def attend_work(shape: Shape, m: int, length: int, encoded: int) -> Work:
     """One pass: ``m`` queries over ``length`` keys, of which ``encoded`` keys are encoded anew."""
+    heads, d_k = shape.heads, shape.d_k
     pairs = heads * m * length
     macs = pairs * d_k + heads * encoded * d_k
     read = (heads * length * d_k + heads * m * d_k + length) * ELEMENT
     written = 3 * heads * encoded * d_k * ELEMENT  # encoding a key row: ±1, widened, stored
     moved = read + written + SCORE_PASSES * pairs * ELEMENT
-    ms = 1e3 * max(macs / MAC_RATE, moved / BYTE_RATE) + PASS_MS + HEAD_MS * heads
+    rules_ms = 1e-6 * RULE_NS * (m * length * shape.pair_nodes + encoded * shape.key_nodes)
+    ms = 1e3 * max(macs / MAC_RATE, moved / BYTE_RATE) + rules_ms + PASS_MS + HEAD_MS * heads
     # Q and K of the pass, its scores in several stages (raw, scaled, masked, weights, products)
-    peak = (heads * (m + encoded) * d_k + 7 * pairs) * ELEMENT
+    peak = (heads * (m + encoded) * d_k + 7 * pairs + 2 * m * length * (1 if shape.pair_nodes else 0)) * ELEMENT
     return Work(ms, peak)
 
 
 def prefill_work(scenario: Scenario) -> Work:
     """The batched prefill of the scenario's prompt, every stage kept."""
-    n, heads = len(scenario.tokens), len(scenario.heads)
-    return attend_work(heads, n, n, scenario.d_k, n)
+    n = len(scenario.tokens)
+    return attend_work(Shape.of(scenario), n, n, n)
 
 
-def step_work(mode: str, length: int, heads: int, d_k: int) -> Work:
+def step_work(mode: str, length: int, shape: Shape) -> Work:
     """One decode step that makes the sequence ``length`` tokens long, in ``mode``."""
     if mode == "recompute":
-        return attend_work(heads, length, length, d_k, length)
+        return attend_work(shape, length, length, length)
     if mode == "reencode":
-        return attend_work(heads, 1, length, d_k, length)
-    return attend_work(heads, 1, length, d_k, 1)
+        return attend_work(shape, 1, length, length)
+    return attend_work(shape, 1, length, 1)
 
 
 def row_bytes(heads: int, length: int) -> int:
@@ -98,10 +132,10 @@ def row_bytes(heads: int, length: int) -> int:
 
 def run_work(scenario: Scenario, mode: str, predictions: int, done: int = 0) -> Work:
     """Predictions ``done`` … ``predictions - 1`` of a run; prediction 0 includes the prefill."""
-    n, heads, d_k = len(scenario.tokens), len(scenario.heads), scenario.d_k
+    n, shape = len(scenario.tokens), Shape.of(scenario)
     work = prefill_work(scenario) if done == 0 and predictions > 0 else Work()
     for k in range(max(done, 1), predictions):
-        work = work + step_work(mode, n + k, heads, d_k)
+        work = work + step_work(mode, n + k, shape)
     return work
 
 

@@ -73,16 +73,27 @@ class WorkCounts:
 
 @dataclass(frozen=True)
 class Attention:
-    """Every stage of one attention computation for m queries over len keys."""
+    """Every stage of one attention computation for m queries over len keys.
+
+    The scaled and masked scores are derived from the raw ones when asked for, so a long run does
+    not hold three copies of the same (heads, m, len) numbers.
+    """
 
     raw_scores: torch.Tensor  # (heads, m, len) Q·K, before scaling
-    scaled_scores: torch.Tensor  # (heads, m, len) Q·K / √d_k
     visible: torch.Tensor  # (m, len) bool: the causal mask, key position <= query position
-    masked_scores: torch.Tensor  # (heads, m, len) scaled scores, -inf where not visible
     matches: torch.Tensor  # (heads, m, len) bool: where the rule holds (before masking)
     weights: torch.Tensor  # (heads, m, len) softmax over visible keys
     contexts: torch.Tensor  # (heads, m) Σ_j weights · v_j
     counts: WorkCounts
+    scale: float = 1.0  # √d_k
+
+    @property
+    def scaled_scores(self) -> torch.Tensor:
+        return self.raw_scores / self.scale  # (heads, m, len) Q·K / √d_k
+
+    @property
+    def masked_scores(self) -> torch.Tensor:
+        return self.scaled_scores.masked_fill(~self.visible, -torch.inf)  # (heads, m, len)
 
     def rows(self, start: int) -> "Attention":
         """Copies of the stages of queries start… (negative: from the end), on the CPU: small
@@ -90,9 +101,8 @@ class Attention:
         def keep(t: torch.Tensor, dim: int) -> torch.Tensor:
             part = t[start:] if dim == 0 else t[:, start:]
             return part.to("cpu", copy=True) if part.device.type != "meta" else part.clone()
-        return Attention(keep(self.raw_scores, 1), keep(self.scaled_scores, 1), keep(self.visible, 0),
-                         keep(self.masked_scores, 1), keep(self.matches, 1), keep(self.weights, 1),
-                         keep(self.contexts, 1), self.counts)
+        return Attention(keep(self.raw_scores, 1), keep(self.visible, 0), keep(self.matches, 1),
+                         keep(self.weights, 1), keep(self.contexts, 1), self.counts, self.scale)
 
     def last_row(self) -> "Attention":
         """The stages of the last query only: (heads, 1, len), copied."""
@@ -180,20 +190,26 @@ class ToyModel(nn.Module):
         return info.value.to(self.dtype)  # (m,)
 
     def encode_keys(self, info: TokenInfo) -> torch.Tensor:
-        """K for each head: ±1 rows for key-only rules, zeros for rules that read the query."""
+        """K for each head: ±1 rows for key-only rules, zeros for rules that read the query.
+
+        Every entry of a key row is the same ±1, so the rows are one sign per (head, key) widened
+        to d_k as a view: the values are exactly the d_k-wide rows, without d_k copies in memory
+        (a cache that stores them writes them out in full).
+        """
         m = len(info)
-        keys = torch.zeros(self.num_heads, m, self.d_k, device=self.device, dtype=self.dtype)
+        signs = torch.zeros(self.num_heads, m, device=self.device, dtype=self.dtype)  # (heads, m)
         key_side = Side(info.pos, info.token, info.value)
         for h, rule in enumerate(self.rules):
             if rule.key_only:
                 match = rule.evaluate(None, key_side, info.n, self.intern).expand(m)  # (m,)
-                keys[h] = torch.where(match, 1.0, -1.0).to(self.dtype)[:, None].expand(m, self.d_k)
-        return keys  # (heads, m, d_k)
+                signs[h] = torch.where(match, 1.0, -1.0).to(self.dtype)
+        return signs[:, :, None].expand(self.num_heads, m, self.d_k)  # (heads, m, d_k)
 
     def encode_queries(self, m: int) -> torch.Tensor:
-        """Q for each head: a row of ones for key-only rules (every query asks the same question)."""
-        q = torch.ones(self.num_heads, m, self.d_k, device=self.device, dtype=self.dtype)
-        return q * self.key_only[:, None, None]  # (heads, m, d_k)
+        """Q for each head: a row of ones for key-only rules (every query asks the same question),
+        as a widened view like the keys."""
+        ones = self.key_only.to(self.dtype)[:, None, None]  # (heads, 1, 1)
+        return ones.expand(self.num_heads, m, self.d_k)  # (heads, m, d_k)
 
     # -- attention --------------------------------------------------------------------------
     def attend(self, queries: TokenInfo, q: torch.Tensor, keys: TokenInfo, k: torch.Tensor,
@@ -208,15 +224,16 @@ class ToyModel(nn.Module):
                 match = rule.evaluate(q_side, k_side, keys.n[None, :], self.intern).expand(m, length)
                 matches[h] = match
                 raw[h] = torch.where(match, float(self.d_k), -float(self.d_k)).to(self.dtype)
-        scaled = raw / math.sqrt(self.d_k)  # (heads, m, len): ±√d_k
+        scale = math.sqrt(self.d_k)
         visible = keys.pos[None, :] <= queries.pos[:, None]  # (m, len) causal mask
-        masked = scaled.masked_fill(~visible, -torch.inf)
+        masked = (raw / scale).masked_fill(~visible, -torch.inf)  # (heads, m, len): ±√d_k, -inf
         weights = torch.softmax(masked, dim=-1)  # (heads, m, len)
+        del masked
         contexts = (weights * v).sum(dim=-1)  # (heads, m): the same reduction for every row
         h = self.num_heads
         counts = WorkCounts(queries=h * m, scores=h * m * length,
                             multiply_adds=h * m * length * self.d_k + h * m * length)
-        return Attention(raw, scaled, visible, masked, matches, weights, contexts, counts)
+        return Attention(raw, visible, matches, weights, contexts, counts, scale)
 
     def logits(self, context: torch.Tensor) -> torch.Tensor:
         """context (heads,) @ W_vocab (heads, vocab) -> (vocab,)."""
