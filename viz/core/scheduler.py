@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .budget import BUDGET, BYTE_RATE, ELEMENT, Work, attend_work
+from .budget import BUDGET, BYTE_RATE, ELEMENT, Shape, Work, attend_work
 from .engine import Generation, Step, ToyModel, WorkCounts
 from .paged import BlockPool, OutOfBlocks, PagedKVCache
 from .scenario import Scenario
@@ -184,13 +184,13 @@ class Meter:
     copies every key twice; ``paged`` adds those bytes (measured: a paged decode step takes about 1.8×
     a contiguous one at 16 heads × d_k 1024)."""
 
-    def __init__(self, heads: int, d_k: int, budget_ms: float, paged: bool = False):
-        self.heads, self.d_k, self.budget_ms, self.paged, self.spent = heads, d_k, budget_ms, paged, Work()
+    def __init__(self, scenario: Scenario, budget_ms: float, paged: bool = False):
+        self.shape, self.budget_ms, self.paged, self.spent = Shape.of(scenario), budget_ms, paged, Work()
 
     def charge(self, m: int, length: int) -> None:
         """A pass of m new tokens over ``length`` keys."""
-        gather = Work(1e3 * 2 * 2 * self.heads * length * self.d_k * ELEMENT / BYTE_RATE) if self.paged else Work()
-        self._add(attend_work(self.heads, m, length, self.d_k, m) + gather)
+        copied = 2 * 2 * self.shape.heads * length * self.shape.d_k * ELEMENT  # two copies, read and written
+        self._add(attend_work(self.shape, m, length, m) + (Work(1e3 * copied / BYTE_RATE) if self.paged else Work()))
 
     def iteration(self, blocks: int, requests: int) -> None:
         """The scheduler's own work in one iteration: planning, and recording every request and block
@@ -218,7 +218,7 @@ def same_as_alone(run: ServingRun, budget_ms: float = RUN_BUDGET_MS) -> tuple[bo
     """Per request: same words, contexts and logits, bit for bit, as decoding it alone (its passes
     charged to a :class:`Meter` like a run's)."""
     model = ToyModel(run.scenario)
-    meter = Meter(model.num_heads, model.d_k, budget_ms)
+    meter = Meter(run.scenario, budget_ms)
     out = []
     for request, outcome in zip(run.workload.requests, run.outcomes):
         n = len(request.tokens)
@@ -238,7 +238,7 @@ class _Server:
                  budget_ms: float):
         self.scenario, self.workload, self.config, self.model = scenario, workload, config, model
         self.pool = self.make_pool()
-        self.meter = Meter(model.num_heads, model.d_k, budget_ms, paged=self.pool is not None)
+        self.meter = Meter(scenario, budget_ms, paged=self.pool is not None)
         self.seqs = [_Seq(i, r, self._generation(r)) for i, r in enumerate(workload.requests)]
         self.clock = 0
         self.iterations: list[Iteration] = []
