@@ -16,7 +16,7 @@ from viz.core.scenario import Sampling
 from viz.core.serving_explain import (compare_policies, narrate_chunking, narrate_iteration, narrate_prefix,
                                       narrate_round, narrate_visit)
 from viz.core.speculative import DRAFTS, MAX_K, MAX_SPEC_TOKENS, DraftSpec, speculate
-from viz.core.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BATCH, MAX_BLOCKS, MAX_NEW_TOKENS, MAX_OVERHEAD,
+from viz.core.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BATCH, MAX_BLOCKS, MAX_OVERHEAD,
                                MAX_REQUESTS, PREEMPTIONS, WORKLOADS, ServingConfig, ServingError, ServingRun, Workload,
                                check_workload, make_request, serving_refusal, workload_preset)
 from viz.figures import serving as figs
@@ -144,6 +144,12 @@ def step_through(run: ServingRun, name: str) -> None:
     else:
         plot(figs.pool_figure(run, index), key=f"serving_memory_{name}")
     st.dataframe(figs.iteration_table(run, index), hide_index=True, width="stretch")
+
+
+def same_as_target(run) -> str:
+    if not run.greedy:
+        return "sampled: the target's distribution, not its exact words"
+    return "identical to the target alone" if run.same_words else "NOT the target's words"
 
 
 def check_identical(runs: list[ServingRun]) -> None:
@@ -277,9 +283,7 @@ elif section == "Speculative decoding":
             run = remember("spec", (scenario, words, k, draft), lambda: speculate(scenario, words, k, draft))
         except ServingError as err:
             fail(err)
-        same = ("identical to the target alone" if run.same_words else "NOT the target's words") if run.greedy \
-            else "sampled: the target's distribution, not its exact words"
-        st.markdown(f"**Output** ({same}): {md_escape(' '.join(run.words))}")
+        st.markdown(f"**Output** ({same_as_target(run)}): {md_escape(' '.join(run.words))}")
         if len(set(run.words)) == 1:
             st.caption("Every word is the same, so any draft guesses right. Pick a scenario whose output varies "
                        "(previous-token, content) or sampling in the sidebar to see guesses rejected.")
@@ -296,9 +300,7 @@ elif section == "Speculative decoding":
                            lambda: speculate_real(real, ids, words, k, kind, settings=settings))
         except RealModelError as err:
             fail(err)
-        same = ("identical to the target alone" if run.same_tokens else "NOT the target's tokens") if run.greedy \
-            else "sampled: the target's distribution, not its exact tokens"
-        st.markdown(f"**{md_escape(real.name)}, draft: {md_escape(run.draft)}** ({same}): "
+        st.markdown(f"**{md_escape(real.name)}, draft: {md_escape(run.draft)}** ({same_as_target(run)}): "
                     f"{md_escape(''.join(run.prompt))} → **{md_escape(''.join(run.words))}**")
     cols = st.columns(4)
     cols[0].metric("Guesses kept", f"{run.acceptance:.0%}", help=f"{run.accepted} of {run.drafted}.")

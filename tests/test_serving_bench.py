@@ -6,16 +6,12 @@ import torch
 
 from viz.tools.bench import QUICK
 from viz.tools.bench_serving import FlashPoint, ServingPoint, SpecPoint, bench_serving
+from serving_fixtures import one_thread  # noqa: F401  (autouse: one torch thread)
 
 
 def test_quick_serving_section_measures_every_part():
     """Quick mode: scheduling rows per policy, speculation that matches the target, FlashAttention bytes."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        result = bench_serving(QUICK, torch.device("cpu"))
-    finally:
-        torch.set_num_threads(threads)
+    result = bench_serving(QUICK, torch.device("cpu"))
     scheduling = [r for r in result.rows if isinstance(r, ServingPoint)]
     speculation = [r for r in result.rows if isinstance(r, SpecPoint)]
     flash = [r for r in result.rows if isinstance(r, FlashPoint)]

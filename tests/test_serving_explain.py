@@ -5,9 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-import pytest
-import torch
-
 from viz import load_preset
 from viz.core.flash import flash_attention
 from viz.core.presets import sequence
@@ -16,17 +13,9 @@ from viz.core.serving_explain import (compare_policies, narrate_chunking, narrat
                                       narrate_round, narrate_visit)
 from viz.core.speculative import DraftSpec, speculate
 from viz.core.workload import ServingConfig, workload_preset
+from serving_fixtures import one_thread  # noqa: F401  (autouse: one torch thread)
 
 SCENARIO = load_preset("cache-safe")
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread, as the app runs each script: small tensor ops on a busy 2-core machine crawl with two."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_every_iteration_is_narrated_with_its_ticks_blocks_and_requests():

@@ -11,17 +11,9 @@ from viz import load_preset
 from viz.core.engine import ToyModel
 from viz.core.flash import (BLOCK_SIZES, MAX_FLASH_TOKENS, flash_attention, flash_traffic, naive_traffic,
                             tile_schedule, tolerance, traffic_sweep)
+from serving_fixtures import one_thread  # noqa: F401  (autouse: one torch thread)
 
 WORDS = ["Today", "weather", "is", "so", "nice", "warm", "the", "cat"]
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread, as the app runs each script: small tensor ops on a busy 2-core machine crawl with two."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def prompt(n: int, seed: int = 0) -> tuple[list[str], list[float]]:

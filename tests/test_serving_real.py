@@ -4,11 +4,11 @@ guesses are cropped from its DynamicCache, and the early-exit draft shares the t
 from __future__ import annotations
 
 import pytest
-import torch
 
 from viz.core.real.model import RealModelError, encode, generate, load_model
 from viz.core.real.speculative import early_exit_model, speculate_real
 from viz.core.scenario import Sampling
+from serving_fixtures import one_thread  # noqa: F401  (autouse: one torch thread)
 
 PROMPTS = ['The "return" statement', "Return the number of", "class Foo:"]
 
@@ -16,15 +16,6 @@ PROMPTS = ['The "return" statement', "Return the number of", "class Foo:"]
 @pytest.fixture(scope="module")
 def real():
     return load_model(None, "cpu")
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread, as the app runs each script: small tensor ops on a busy 2-core machine crawl with two."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("draft", ["prompt lookup", "early exit", "another model"])
@@ -35,7 +26,7 @@ def test_greedy_speculation_gives_the_models_own_tokens(real, draft):
         reference = generate(real, ids, 30)
         run = speculate_real(real, ids, 30, k, draft, layers=2, draft_model=real)
         assert list(run.ids) == reference
-        assert run.same_tokens and run.max_logit_diff < 1e-4
+        assert run.same_words and run.max_logit_diff < 1e-4
         assert run.target_passes == 1 + len(run.rounds) <= 30
     assert run.words == tuple(real.tokenizer.decode([i]).replace(" ", "␣").replace("\n", "↵") for i in run.ids)
 

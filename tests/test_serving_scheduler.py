@@ -15,6 +15,7 @@ from viz.core.scenario import Head
 from viz.core.scheduler import CachingPool, decode_alone, same_as_alone, serve
 from viz.core.workload import (WORKLOADS, ServeRequest, ServingConfig, ServingError, Workload, make_request,
                                token_values, workload_preset)
+from serving_fixtures import one_thread  # noqa: F401  (autouse: one torch thread)
 
 SCENARIO = load_preset("cache-safe")
 WORDS = ["Today", "weather", "is", "so", "nice", "warm", "the", "soup", "delicious"]
@@ -30,15 +31,6 @@ CONFIGS = {
     "everything, swap": ServingConfig(num_blocks=12, block_size=2, chunk_size=8, prefix_caching=True,
                                       preemption="swap", max_batch=8),
 }
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread, as the app runs each script: small tensor ops on a busy 2-core machine crawl with two."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def small(workload: Workload, at_most: int = 12) -> Workload:

@@ -15,19 +15,11 @@ from viz.core import speculative
 from viz.core.engine import Generation
 from viz.core.speculative import DraftSpec, draft_scenario, speculate
 from viz.core.workload import ServingError, token_values
+from serving_fixtures import one_thread  # noqa: F401  (autouse: one torch thread)
 
 DRAFTS = [DraftSpec("fewer heads", heads=1), DraftSpec("fewer heads", heads=2), DraftSpec("prompt lookup", ngram=1),
           DraftSpec("prompt lookup", ngram=2)]
 P_VALUE = 1e-3  # a correct sampler fails this test once in a thousand seeds; the seed is fixed
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread, as the app runs each script: small tensor ops on a busy 2-core machine crawl with two."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def sampled(preset: str, temperature: float, seed: int = 0):

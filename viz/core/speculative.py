@@ -84,6 +84,37 @@ def accept(p: torch.Tensor, q: torch.Tensor, guess: int, choice: int, settings: 
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """The rule applied to one round's guesses."""
+
+    accepted: int  # guesses kept
+    new: int  # the replacement at the first rejection, or the bonus after the last row
+    bonus: bool
+    p_guess: tuple[float, ...]  # the target's probability of each guess checked
+    draws: tuple[float, ...]  # the uniform draw behind each check (-1 when greedy)
+
+
+def judge(rows: list[torch.Tensor], guesses: list[int], qs: list[torch.Tensor], settings: Sampling,
+          generator: torch.Generator) -> Verdict:
+    """Check the guesses in order against the verification pass's rows (row i: the logits after the
+    fed word and the first i guesses); the first rejection ends the round."""
+    kept, draws, p_guess, new = 0, [], [], None
+    for i, guess in enumerate(guesses):
+        p, choice = distribution(rows[i], settings)
+        p_guess.append(float(p[guess]))
+        ok, replacement, u = accept(p, qs[i], guess, choice, settings, generator)
+        draws.append(u)
+        if not ok:
+            new = replacement
+            break
+        kept += 1
+    bonus = new is None
+    if bonus:
+        new = sample(rows[kept], settings, generator).index  # every guess kept: the last row's word comes free
+    return Verdict(kept, new, bonus, tuple(p_guess), tuple(draws))
+
+
+@dataclass(frozen=True)
 class Round:
     """One draft-then-verify round."""
 
@@ -110,8 +141,43 @@ class Round:
         return self.guesses[: self.accepted] + (self.new_word,)
 
 
+class RoundsSummary:
+    """What every speculative run reports from its rounds (a mixin for the toy's and the real model's)."""
+
+    rounds: tuple[Round, ...]
+    words: tuple[str, ...]
+    plain_words: tuple[str, ...]
+
+    @property
+    def drafted(self) -> int:
+        return sum(len(r.guesses) for r in self.rounds)
+
+    @property
+    def accepted(self) -> int:
+        return sum(r.accepted for r in self.rounds)
+
+    @property
+    def acceptance(self) -> float:
+        """The share of guesses the target kept."""
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def target_passes(self) -> int:
+        """The prefill and one verification pass per round."""
+        return 1 + len(self.rounds)
+
+    @property
+    def plain_passes(self) -> int:
+        """Plain decoding: the prefill, then one pass per word after the first."""
+        return len(self.plain_words)
+
+    @property
+    def same_words(self) -> bool:
+        return self.words == self.plain_words
+
+
 @dataclass(frozen=True)
-class SpecRun:
+class SpecRun(RoundsSummary):
     """Speculative decoding beside plain decoding of the same prompt, with the same target."""
 
     scenario: Scenario
@@ -131,26 +197,6 @@ class SpecRun:
     greedy: bool
 
     @property
-    def drafted(self) -> int:
-        return sum(len(r.guesses) for r in self.rounds)
-
-    @property
-    def accepted(self) -> int:
-        return sum(r.accepted for r in self.rounds)
-
-    @property
-    def acceptance(self) -> float:
-        return self.accepted / self.drafted if self.drafted else 0.0
-
-    @property
-    def target_passes(self) -> int:
-        return 1 + len(self.rounds)
-
-    @property
-    def plain_passes(self) -> int:
-        return len(self.plain_words)
-
-    @property
     def target_work(self) -> WorkCounts:
         return sum((r.target_work for r in self.rounds), self.prefill_work)
 
@@ -162,10 +208,6 @@ class SpecRun:
     def seconds(self) -> float:
         """Measured: the prefill and every round, draft and target, as plain_seconds counts the same prefill."""
         return self.prefill_seconds + sum(r.target_seconds + r.draft_seconds for r in self.rounds)
-
-    @property
-    def same_words(self) -> bool:
-        return self.words == self.plain_words
 
     @property
     def max_logit_diff(self) -> float:
@@ -278,24 +320,12 @@ class _Target:
         result = self.decoder.extend([w.token for w in fed], [w.value for w in fed])  # k + 1 rows
         rows = [self.model.logits(result.attention.contexts[:, i]) for i in range(len(fed))]
         verified = len(self.decoder.cache)
-        kept, draws, p_guess, new = 0, [], [], None
-        for i, guess in enumerate(guesses):
-            p, choice = distribution(rows[i], self.settings)
-            p_guess.append(float(p[guess]))
-            ok, replacement, u = accept(p, qs[i], guess, choice, self.settings, self.sampler.generator)
-            draws.append(u)
-            if not ok:
-                new = replacement
-                break
-            kept += 1
-        bonus = new is None
-        if bonus:
-            new = self.sampler(rows[kept]).index  # every guess kept: the last row's word comes free
-        _rollback(self.decoder, before + 1 + kept)  # the fed word and the kept guesses stay
+        verdict = judge(rows, guesses, qs, self.settings, self.sampler.generator)
+        _rollback(self.decoder, before + 1 + verdict.accepted)  # the fed word and the kept guesses stay
         work = result.attention.counts + WorkCounts(multiply_adds=self.logit_work.multiply_adds * len(fed))
-        return dict(cache_before=before, p_guess=tuple(p_guess), draws=tuple(draws), accepted=kept,
-                    new=new, bonus=bonus, cache_verified=verified, cache_after=len(self.decoder.cache),
-                    target_work=work, logits=[r.cpu() for r in rows[: kept + 1]])
+        return dict(verdict=verdict, cache_before=before, cache_verified=verified,
+                    cache_after=len(self.decoder.cache), target_work=work,
+                    logits=[r.cpu() for r in rows[: verdict.accepted + 1]])
 
 
 def speculate(scenario: Scenario, new_tokens: int, k: int, draft: DraftSpec = DraftSpec(), *,
@@ -341,14 +371,15 @@ def speculate(scenario: Scenario, new_tokens: int, k: int, draft: DraftSpec = Dr
         draft_seconds, (guesses, qs, draft_work) = timed(
             lambda: helper.propose(seq_t, seq_v, budget, scenario.sampling), device)
         target_seconds, out = timed(lambda: target.verify(word, guesses, qs), device)
+        verdict = out["verdict"]
         rounds.append(Round(len(rounds), out["cache_before"], vocab[word].token,
-                            tuple(vocab[g].token for g in guesses), out["p_guess"],
-                            tuple(float(q[g]) for q, g in zip(qs, guesses)), out["draws"], out["accepted"],
-                            vocab[out["new"]].token, out["bonus"], out["cache_verified"], out["cache_after"],
+                            tuple(vocab[g].token for g in guesses), verdict.p_guess,
+                            tuple(float(q[g]) for q, g in zip(qs, guesses)), verdict.draws, verdict.accepted,
+                            vocab[verdict.new].token, verdict.bonus, out["cache_verified"], out["cache_after"],
                             out["target_work"], draft_work, target_seconds, draft_seconds))
-        words += guesses[: out["accepted"]] + [out["new"]]
+        words += guesses[: verdict.accepted] + [verdict.new]
         logits += out["logits"]
-        word = out["new"]
+        word = verdict.new
     return SpecRun(scenario, draft, k, tuple(tokens), vocab[words[0]].token, tuple(rounds),
                    tuple(vocab[w].token for w in words), torch.stack(logits),
                    tuple(s.token for s in plain.steps), torch.stack([s.logits for s in plain.steps]),

@@ -131,7 +131,7 @@ def measure_speculation(config: BenchConfig, device: torch.device) -> list[SpecP
     for draft in ("prompt lookup", "early exit"):
         run, spec, plain = _in_turn(lambda: speculate_real(real, ids, tokens, 4, draft, layers=2), repeats)
         points.append(SpecPoint(real.name, run.draft, 4, tokens, run.acceptance, run.target_passes, run.plain_passes,
-                                run.same_tokens, spec, plain))
+                                run.same_words, spec, plain))
     return points
 
 

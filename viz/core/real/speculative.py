@@ -27,7 +27,7 @@ import torch
 
 from ..engine import WorkCounts
 from ..sampling import Sampling, sample
-from ..speculative import Round, accept, distribution, greedy
+from ..speculative import Round, RoundsSummary, distribution, greedy, judge
 from ..timing import timed
 from .model import GREEDY, CachedDecoder, RealModel, RealModelError, check_sampling, piece
 
@@ -37,7 +37,7 @@ MAX_REAL_TOKENS = 64
 
 
 @dataclass(frozen=True)
-class RealSpecRun:
+class RealSpecRun(RoundsSummary):
     """Speculative decoding of a real model beside plain cached decoding of the same prompt."""
 
     draft: str  # how the guesses were made, in words
@@ -47,34 +47,11 @@ class RealSpecRun:
     ids: tuple[int, ...]  # every new token, speculative
     words: tuple[str, ...]  # their pieces
     plain_ids: tuple[int, ...]
+    plain_words: tuple[str, ...]
     max_logit_diff: float  # largest |logit difference| against plain decoding while the two agree
     seconds: float  # speculative: prefill and every round, measured
     plain_seconds: float  # plain cached decoding: prefill and one pass per token
     greedy: bool
-
-    @property
-    def drafted(self) -> int:
-        return sum(len(r.guesses) for r in self.rounds)
-
-    @property
-    def accepted(self) -> int:
-        return sum(r.accepted for r in self.rounds)
-
-    @property
-    def acceptance(self) -> float:
-        return self.accepted / self.drafted if self.drafted else 0.0
-
-    @property
-    def target_passes(self) -> int:
-        return 1 + len(self.rounds)
-
-    @property
-    def plain_passes(self) -> int:
-        return len(self.plain_ids)
-
-    @property
-    def same_tokens(self) -> bool:
-        return self.ids == self.plain_ids
 
 
 def early_exit_model(real: RealModel, layers: int) -> RealModel:
@@ -206,38 +183,25 @@ def speculate_real(real: RealModel, ids: list[int] | tuple[int, ...], new_tokens
         def verify():
             before = len(target.ids)
             rows = _extend(target, [word] + guesses)  # (k + 1, vocab): one pass
-            kept, draws, p_guess, new = 0, [], [], None
-            for i, guess in enumerate(guesses):
-                p, choice = distribution(rows[i], settings)
-                p_guess.append(float(p[guess]))
-                ok, replacement, u = accept(p, qs[i], guess, choice, settings, generator)
-                draws.append(u)
-                if not ok:
-                    new = replacement
-                    break
-                kept += 1
-            bonus = new is None
-            if bonus:
-                new = sample(rows[kept], settings, generator).index
+            verdict = judge(list(rows), guesses, qs, settings, generator)
             verified = len(target.ids)
-            if verified > before + 1 + kept:
-                target.rewind(verified - (before + 1 + kept))  # crop the rejected guesses from every layer
-            return before, rows[: kept + 1], kept, new, bonus, p_guess, draws, verified
+            if verified > before + 1 + verdict.accepted:  # crop the rejected guesses from every layer
+                target.rewind(verified - (before + 1 + verdict.accepted))
+            return before, rows[: verdict.accepted + 1], verdict, verified
 
-        target_s, (before, rows, kept, new, bonus, p_guess, draws, verified) = timed(verify, real.device)
+        target_s, (before, rows, verdict, verified) = timed(verify, real.device)
         seconds += draft_s + target_s
         rounds.append(Round(len(rounds), before, piece(real, word), tuple(piece(real, g) for g in guesses),
-                            tuple(p_guess), tuple(float(q[g]) for q, g in zip(qs, guesses)), tuple(draws),
-                            kept, piece(real, new), bonus, verified, len(target.ids),
-                            WorkCounts(queries=1 + len(guesses)), WorkCounts(queries=draft_fed),
-                            target_s, draft_s))
-        out += guesses[:kept] + [new]
+                            verdict.p_guess, tuple(float(q[g]) for q, g in zip(qs, guesses)), verdict.draws,
+                            verdict.accepted, piece(real, verdict.new), verdict.bonus, verified, len(target.ids),
+                            WorkCounts(queries=1 + len(guesses)), WorkCounts(queries=draft_fed), target_s, draft_s))
+        out += guesses[: verdict.accepted] + [verdict.new]
         logits += list(rows)
-        word = new
+        word = verdict.new
     agree = 0
     while agree < min(len(out), len(plain_ids)) and out[agree] == plain_ids[agree]:
         agree += 1
     diff = max(float((a - b).abs().max()) for a, b in zip(logits[: agree + 1], plain_logits[: agree + 1]))
     return RealSpecRun(label, k, tuple(piece(real, i) for i in ids), tuple(rounds), tuple(out),
-                       tuple(piece(real, i) for i in out), tuple(plain_ids),
+                       tuple(piece(real, i) for i in out), tuple(plain_ids), tuple(piece(real, i) for i in plain_ids),
                        diff, seconds, plain_seconds, greedy(settings))
