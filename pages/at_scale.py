@@ -1,13 +1,21 @@
-"""At scale: the KV cache of real models in bytes, what fits on a GPU, and the toy's cache beside it."""
+"""At scale: the KV cache of real models in bytes, counted by formula and by transformers, what fits
+on GPUs, and what limits a decode step; the toy's cache beside it."""
 
 import streamlit as st
 
 from viz import generate
+from viz.core.cache_layout import layout_dtype, library_layout
+from viz.core.gpus import DEFAULT_GPU, GPU_BY_NAME
+from viz.core.memory import (DEFAULT_RESERVE_GIB, DEFAULT_UTILIZATION, DTYPE_BITS, KIB, MAX_BATCH, MAX_GPUS,
+                             MAX_TOKENS, MemoryConfigError, beyond_context, by_dtype, cache_memory, curve_span,
+                             fits_by_gpu, format_bytes, gpu_fit, kv_split, memory_curve, per_token_ratio,
+                             toy_cache_memory)
+from viz.core.model_config import (ATTENTION_LABELS, DEFAULT_MODEL, MAX_CONFIG_BYTES, ConfigError, model_config,
+                                   preset, preset_names, preset_text, read_config)
+from viz.core.roofline import (MAX_SWEEP, batch_sweep, cache_overtakes, context_overtakes, decode_step,
+                               prefill_step)
 from viz.figures import memory as figures
-from viz.core.memory import (ATTENTION_KINDS, ATTENTION_LABELS, DEFAULT_MODEL, DEFAULT_USABLE, DTYPE_BITS, GPUS, KIB,
-                        MAX_BATCH, MAX_GPUS, MAX_TOKENS, PRESETS, MemoryConfigError, beyond_context, by_dtype,
-                        cache_memory, curve_span, custom_config, fits_by_gpu, format_bytes, gpu_fit, memory_curve,
-                        per_token_ratio, toy_cache_memory)
+from viz.figures import roofline as roof
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot
 
@@ -20,153 +28,240 @@ COMPARE = "scale_compare"
 GPU = "scale_gpu"
 GPU_COUNT = "scale_gpu_count"
 WEIGHTS_DTYPE = "scale_weights_dtype"
+WEIGHTS_FOR = "scale_weights_for"  # the config whose checkpoint dtype the weights dtype was set from
 USABLE = "scale_usable"
-CUSTOM = "scale_custom_"  # prefix of the custom configuration's fields
-LAST_GOOD = "scale_last_good_custom"
-CUSTOM_NAME = "Custom"
-CUSTOM_DEFAULTS = {"attention": "GQA", "layers": 32, "query_heads": 32, "kv_heads": 8, "head_dim": 128,
-                   "params_b": 8.0, "max_context": 8192, "latent_dim": 512, "rope_dim": 64, "window": 0,
-                   "sliding_layers": 0}
+RESERVE = "scale_reserve"
+CONFIG_TEXT = "scale_config_text"
+CONFIG_FILE = "scale_config_file"
+LAST_GOOD = "scale_last_good_config"  # the last config.json that worked, as a ModelConfig
+LAST_PRESET = "scale_last_preset"  # the preset the config.json editor starts from
+PREFILL = "scale_prefill_tokens"
+TAB = "scale_tab"  # the open tab: transformers' count is laid out only while its tab is open
+OWN = "Your config.json"
 
 
 def _model_changed() -> None:
     name = st.session_state[MODEL]
-    if name in PRESETS:
-        st.session_state[TOKENS] = PRESETS[name].max_context
+    if name != OWN:
+        st.session_state[TOKENS] = preset(name).max_context
+        st.session_state[LAST_PRESET] = name
+    else:
+        st.session_state.setdefault(CONFIG_TEXT, preset_text(st.session_state.get(LAST_PRESET, DEFAULT_MODEL)))
 
 
-def _custom_config():
-    """The custom model from its widgets; a refused one shows its message and the last good one stays."""
-    with st.expander("Custom model", expanded=True):
-        for key, default in CUSTOM_DEFAULTS.items():
-            st.session_state.setdefault(CUSTOM + key, default)
-        kind = st.segmented_control("Attention", ATTENTION_KINDS, key=CUSTOM + "attention", required=True,
-                                    help="\n".join(f"{k}: {v}" for k, v in ATTENTION_LABELS.items()))
-        cols = st.columns(4)
-        cols[0].number_input("Layers", 1, 1000, key=CUSTOM + "layers")
-        cols[1].number_input("Query heads", 1, 1024, key=CUSTOM + "query_heads")
-        cols[2].number_input("K/V heads", 1, 1024, key=CUSTOM + "kv_heads", disabled=kind != "GQA",
-                             help="Only GQA chooses this: MHA has one per query head, MQA one in all.")
-        cols[3].number_input("Head dim", 1, 8192, key=CUSTOM + "head_dim")
-        cols = st.columns(4)
-        cols[0].number_input("Parameters (billions)", 0.001, 100_000.0, key=CUSTOM + "params_b", format="%.3f")
-        cols[1].number_input("Trained context", 1, MAX_TOKENS, key=CUSTOM + "max_context")
-        cols[2].number_input("Sliding window (0 = none)", 0, MAX_TOKENS, key=CUSTOM + "window")
-        cols[3].number_input("Layers with the window", 0, 1000, key=CUSTOM + "sliding_layers")
-        if kind == "MLA":
-            cols = st.columns(4)
-            cols[0].number_input("Latent dim (kv_lora_rank)", 1, 8192, key=CUSTOM + "latent_dim")
-            cols[1].number_input("RoPE dim (qk_rope_head_dim)", 0, 8192, key=CUSTOM + "rope_dim")
-        values = {key: st.session_state[CUSTOM + key] for key in CUSTOM_DEFAULTS}
+def _own_config():
+    """The visitor's config.json (upload or text); a refused one shows why and the last good one stays."""
+    with st.expander("Your config.json", expanded=True):
+        st.caption("Paste or upload a Hugging Face config.json (at most 64 KiB). transformers reads it with its own "
+                   "configuration class and builds the model on the meta device (shapes only, nothing "
+                   "downloaded, no code from the file run).")
+        st.session_state.setdefault(CONFIG_TEXT, preset_text(st.session_state.get(LAST_PRESET, DEFAULT_MODEL)))
+        upload = st.file_uploader("Upload a config.json", type=["json"], key=CONFIG_FILE)
+        text = st.text_area("config.json", key=CONFIG_TEXT, height=220, max_chars=MAX_CONFIG_BYTES,
+                            disabled=upload is not None)
         try:
-            config = custom_config(values["attention"], int(values["layers"]), int(values["query_heads"]),
-                                   int(values["kv_heads"]), int(values["head_dim"]), values["params_b"] * 1e9,
-                                   int(values["max_context"]), latent_dim=int(values["latent_dim"]),
-                                   rope_dim=int(values["rope_dim"]), window=int(values["window"]),
-                                   sliding_layers=int(values["sliding_layers"]))
-        except MemoryConfigError as err:
-            st.error(f"{err} — showing the last configuration that worked.", icon=":material/error:")
-            return st.session_state.get(LAST_GOOD, PRESETS[DEFAULT_MODEL])
+            raw = read_config(upload.getvalue() if upload is not None else text)
+            name = f"{upload.name}" if upload is not None else OWN
+            with st.spinner("Reading the config with transformers…"):
+                config = model_config(raw, name, "your config.json")
+        except ConfigError as err:
+            st.error(f"{md_escape(str(err))} — showing the last configuration that worked.", icon=":material/error:")
+            return st.session_state.get(LAST_GOOD) or preset(DEFAULT_MODEL)
     st.session_state[LAST_GOOD] = config
     return config
 
 
-header("At scale", "The toy's cache is a few hundred bytes. A real model keeps a key and a value per "
-                   "K/V head in every layer for every token: gigabytes, and the reason serving is "
-                   "limited by memory.")
+header("At scale", "The toy's cache is a few hundred bytes. A real model keeps a key and a value per K/V head in "
+                   "every layer for every token: gigabytes. Counted by formula and by transformers itself, "
+                   "fitted onto GPUs, and weighed against the weights every decode step reads.")
 
-names = [*PRESETS, CUSTOM_NAME]
 st.session_state.setdefault(MODEL, DEFAULT_MODEL)
-st.session_state.setdefault(TOKENS, PRESETS[DEFAULT_MODEL].max_context)
+st.session_state.setdefault(TOKENS, preset(DEFAULT_MODEL).max_context)
 top = st.columns([3, 2, 2, 2])
-name = top[0].selectbox("Model", names, key=MODEL, on_change=_model_changed,
-                        help="Published configurations; 'Custom' lets you set every number.")
+name = top[0].selectbox("Model", [*preset_names(), OWN], key=MODEL, on_change=_model_changed,
+                        help="Published config.json files shipped with kvlab, or your own.")
 dtype = top[1].selectbox("Cache dtype", list(DTYPE_BITS), index=1, key=DTYPE,
-                         help="Bytes per cached number: 4, 2, 1, 1, ½, ¼. Quantised caches also store "
-                              "scales, not counted here (the Memory page counts them for the toy).")
-tokens = top[2].number_input("Context length (tokens)", 1, MAX_TOKENS, key=TOKENS, step=1024)
-batch = top[3].number_input("Batch (sequences)", 1, MAX_BATCH, value=1, key=BATCH)
+                         help="Bytes per cached number: 4, 2, 1, 1, ½, ¼. Quantised caches also store scales, "
+                              "not counted here (the Memory page counts them for the toy).")
+tokens = int(top[2].number_input("Context length (tokens)", 1, MAX_TOKENS, key=TOKENS, step=1024))
+batch = int(top[3].number_input("Batch (sequences)", 1, MAX_BATCH, value=1, key=BATCH))
 
-config = _custom_config() if name == CUSTOM_NAME else PRESETS[name]
-memory = cache_memory(config, int(tokens), dtype, int(batch))
+config = _own_config() if name == OWN else preset(name)
+if st.session_state.get(WEIGHTS_FOR) != config.canonical:  # a new model starts from its checkpoint's dtype
+    st.session_state[WEIGHTS_FOR] = config.canonical
+    st.session_state[WEIGHTS_DTYPE] = config.weights_dtype
+gpu_names = list(GPU_BY_NAME)
+row = st.columns([3, 2, 2, 2])
+gpu = GPU_BY_NAME[row[0].selectbox("GPU", gpu_names, index=gpu_names.index(DEFAULT_GPU), key=GPU,
+                                   format_func=lambda g: GPU_BY_NAME[g].label)]
+gpus = int(row[1].number_input("GPUs (tensor parallel)", 1, MAX_GPUS, value=1, key=GPU_COUNT,
+                               help="One copy of the model split over this many GPUs, as vLLM's "
+                                    "--tensor-parallel-size does."))
+weights_dtype = row[2].selectbox("Weights dtype", list(DTYPE_BITS), key=WEIGHTS_DTYPE,
+                                 help="Starts at the checkpoint's own dtype (DeepSeek-V3 ships fp8).")
+memory = cache_memory(config, tokens, dtype, batch)
+try:
+    kv_split(config, gpus)
+except MemoryConfigError as err:
+    st.error(f"{err} — counting one GPU.", icon=":material/error:")
+    gpus = 1
 
 st.markdown(f"**{md_escape(config.name)}** · {figures.config_summary(memory)}")
-if config.source:
-    st.caption(f"Source: {md_escape(config.source)}")
+st.caption(f"{ATTENTION_LABELS[config.attention]}. Source: {md_escape(config.source or 'your config.json')}")
 
-cols = st.columns(4)
-cols[0].metric("Per token", format_bytes(memory.bytes_per_token),
-               help="One more token of context, while every layer still grows.")
-cols[1].metric("Per sequence", format_bytes(memory.bytes_per_sequence),
-               help=f"{int(tokens):,} tokens of context.")
-cols[2].metric("Per batch", format_bytes(memory.bytes_per_batch), help=f"{int(batch):,} sequences.")
-cols[3].metric("With plain MHA", format_bytes(memory.mha_bytes_per_sequence),
-               help="Per sequence, if every query head kept its own K and V and no layer had a window.")
-st.markdown(md_escape(figures.formula_text(memory)))
-if beyond_context(memory):
-    st.warning(f"{int(tokens):,} tokens is longer than the {config.max_context:,} tokens "
-               f"{md_escape(config.name)} was released for; the bytes are still what its cache would take.",
-               icon=":material/warning:")
+cache_tab, library_tab, gpu_tab, roof_tab = st.tabs(
+    ["Cache memory", "transformers' own count", "On GPUs", "What limits a decode step"], key=TAB, on_change="rerun")
 
-st.subheader("On a GPU")
-cols = st.columns([3, 1, 2, 2])
-gpu = cols[0].selectbox("GPU", list(GPUS), index=4, key=GPU)
-gpus = cols[1].number_input("GPUs", 1, MAX_GPUS, value=1, key=GPU_COUNT)
-weights_dtype = cols[2].selectbox("Weights dtype", list(DTYPE_BITS), index=1, key=WEIGHTS_DTYPE)
-usable = cols[3].slider("Usable memory", 0.5, 1.0, DEFAULT_USABLE, 0.05, key=USABLE,
-                        help="The share a serving engine may use (vLLM's gpu_memory_utilization, 0.9 by "
-                             "default); the rest is left for activations and the runtime.")
-fit = gpu_fit(memory, GPUS[gpu], int(gpus), weights_dtype, usable)
-cols = st.columns(4)
-cols[0].metric("Weights", format_bytes(fit.weights_bytes), help=f"{config.params:,.0f} parameters in {weights_dtype}.")
-cols[1].metric("Cache budget", format_bytes(fit.cache_budget_bytes), help="Usable memory left after the weights.")
-cols[2].metric("Sequences that fit", f"{fit.sequences:,}", help=f"At {int(tokens):,} tokens each.")
-cols[3].metric("Tokens of cache", f"{fit.tokens:,}", help="Cache budget / bytes per token.")
-if not fit.weights_fit:
-    st.error(f"The weights alone ({format_bytes(fit.weights_bytes)}) do not fit in "
-             f"{format_bytes(fit.usable_bytes)}: add GPUs or store the weights in fewer bits.",
-             icon=":material/memory:")
-elif fit.sequences < batch:
-    st.warning(f"A batch of {int(batch):,} does not fit: at most {fit.sequences:,} sequences of "
-               f"{int(tokens):,} tokens.", icon=":material/warning:")
-plot(figures.gpu_split_figure(fit, memory.bytes_per_batch), key="scale_split")
+with gpu_tab:
+    st.markdown(
+        f"A serving engine takes a fixed share of each GPU: vLLM's `gpu_memory_utilization`, "
+        f"{DEFAULT_UTILIZATION} by default in current releases (0.9 before). Inside that share it keeps the "
+        "weights, the activation peak it measures with one profiling forward pass, and its CUDA graphs; the KV "
+        "cache gets the rest: **utilization × memory − weights − activation peak − CUDA graphs**. The share "
+        "outside is left to other processes, not to activations. Memory is what the driver reports, less than "
+        "the size on the box.")
+    cols = st.columns(2)
+    usable = cols[0].slider("gpu_memory_utilization", 0.5, 1.0, DEFAULT_UTILIZATION, 0.01, key=USABLE)
+    reserve = cols[1].number_input("Activation peak + CUDA graphs per GPU (GiB)", 0.0, 1024.0, DEFAULT_RESERVE_GIB,
+                                   0.25, key=RESERVE,
+                                   help="An assumption: vLLM's start-up log prints both figures for your model "
+                                        "and settings (max_num_batched_tokens, CUDA graph sizes).")
+    fit = gpu_fit(memory, gpu, gpus, weights_dtype, usable, reserve)
+    each = " per GPU" if gpus > 1 else ""
+    cols = st.columns(4)
+    cols[0].metric("Weights" + each, format_bytes(fit.weights_bytes),
+                   help=f"{config.params:,} parameters in {weights_dtype}" + (f", split {gpus} ways." if gpus > 1 else "."))
+    cols[1].metric("Cache budget" + each, format_bytes(fit.cache_budget_bytes),
+                   help="utilization × memory − weights − activation peak − CUDA graphs.")
+    cols[2].metric("Sequences that fit", f"{fit.sequences:,}", help=f"At {tokens:,} tokens each.")
+    cols[3].metric("Tokens of cache", f"{fit.tokens:,}", help="Cache budget / this GPU's bytes per token.")
+    if not fit.weights_fit:
+        st.error(f"The weights{each} ({format_bytes(fit.weights_bytes)}) and the reserve do not fit in the "
+                 f"{format_bytes(fit.requested_bytes)} the engine may use: add GPUs or store the weights in fewer bits.",
+                 icon=":material/memory:")
+    elif fit.sequences < batch:
+        st.warning(f"A batch of {batch:,} does not fit: at most {fit.sequences:,} sequences of {tokens:,} tokens.",
+                   icon=":material/warning:")
+    if gpus > 1:
+        heads, copies = kv_split(config, gpus)
+        what = ("MLA's latent is one vector per token, so every GPU keeps all of it" if config.attention == "MLA"
+                else f"each GPU keeps {heads} of the {config.kv_heads} K/V heads"
+                     + (f", and each head is copied on {copies} GPUs" if copies > 1 else ""))
+        st.info(f"Under tensor parallelism {what}. {fit.sequences:,} sequences fit"
+                + (f", not the {fit.pooled_sequences:,} that adding up the {gpus} GPUs' budgets as one pool "
+                   "would suggest." if fit.pooled_sequences != fit.sequences else "."), icon=":material/info:")
+    plot(figures.gpu_split_figure(fit, batch), key="scale_split")
+    st.markdown(f"**Every GPU** ({gpus} × each, weights in {weights_dtype})")
+    st.dataframe(figures.gpu_table(fits_by_gpu(memory, gpus, weights_dtype, usable, reserve)),
+                 hide_index=True, width="stretch")
+    st.caption("Memory: nvidia-smi's total (rocm-smi for the MI300X), with sources in viz/core/gpus.py; the "
+               "README lists them.")
 
-st.subheader("Against context length")
-others = [n for n in PRESETS if n != config.name]
-compare = st.multiselect("Compare with", others, default=[], key=COMPARE, max_selections=5)
-
-span = curve_span(memory)
-curves = [(config.name, memory_curve(config, span, dtype, int(batch)))]
-curves += [(n, memory_curve(PRESETS[n], span, dtype, int(batch))) for n in compare]
-plot(figures.memory_curve_figure(curves, int(tokens), fit.cache_budget_bytes if fit.weights_fit else None,
-                                 config.max_context), key="scale_curve")
-
-left, right = st.columns(2)
-with left:
+with cache_tab:
+    cols = st.columns(4)
+    cols[0].metric("Per token", format_bytes(memory.bytes_per_token),
+                   help="One more token of context, while every layer still grows.")
+    cols[1].metric("Per sequence", format_bytes(memory.bytes_per_sequence), help=f"{tokens:,} tokens of context.")
+    cols[2].metric("Per batch", format_bytes(memory.bytes_per_batch), help=f"{batch:,} sequences.")
+    cols[3].metric("With plain MHA", format_bytes(memory.mha_bytes_per_sequence),
+                   help="Per sequence, if every query head kept its own K and V and no layer had a window.")
+    st.markdown(md_escape(figures.formula_text(memory)))
+    if beyond_context(memory):
+        st.warning(f"{tokens:,} tokens is longer than the {config.max_context:,} tokens {md_escape(config.name)} "
+                   "was released for; the bytes are still what its cache would take.", icon=":material/warning:")
+    others = [n for n in preset_names() if n != config.name]
+    compare = st.multiselect("Compare with", others, default=[], key=COMPARE, max_selections=5)
+    span = curve_span(memory)
+    curves = [(config.name, memory_curve(config, span, dtype, batch))]
+    curves += [(n, memory_curve(preset(n), span, dtype, batch)) for n in compare]
+    plot(figures.memory_curve_figure(curves, tokens, fit.capacity_bytes if fit.weights_fit else None,
+                                     config.max_context), key="scale_curve")
     st.markdown("**Every cache dtype**")
     st.dataframe(figures.dtype_table(by_dtype(memory)), hide_index=True, width="stretch")
-with right:
-    st.markdown(f"**Every GPU size** ({int(gpus)} × each, weights in {weights_dtype})")
-    st.dataframe(figures.gpu_table(fits_by_gpu(memory, int(gpus), weights_dtype, usable)),
-                 hide_index=True, width="stretch")
+    st.subheader("The toy, measured by the engine")
+    trace = generate(state.scenario(), max(1, state.step()), "kv")
+    toy = toy_cache_memory(trace.cache)
+    st.markdown(md_escape(figures.toy_sentence(toy, memory, per_token_ratio(memory, toy))))
+    st.dataframe(figures.toy_table(toy, memory), hide_index=True, width="stretch")
+    st.caption(f"The toy has one layer, a key of d_k = {toy.d_k} numbers per head and one value per token shared "
+               f"by its {toy.heads} heads, in float32; its buffers reserve {format_bytes(toy.allocated_nbytes)} "
+               "(they grow by doubling).")
+    with st.expander("Check against the published figures"):
+        checks = [("Llama-2-7B, fp16, 4,096 tokens", cache_memory(preset("Llama-2-7B"), 4096).bytes_per_sequence,
+                   "2 GiB per sequence (the articles' 'several gigabytes')"),
+                  ("Llama-3-8B, bf16, 8,192 tokens", cache_memory(preset("Llama-3-8B"), 8192).bytes_per_sequence,
+                   "1 GiB per sequence"),
+                  ("OPT-13B, fp16, per token", cache_memory(preset("OPT-13B"), 1).bytes_per_token,
+                   "800 KB per token (vLLM paper)")]
+        for label, value, published in checks:
+            st.markdown(f"- {label}: **{format_bytes(value)}** ({value:,} bytes) — published: {published}")
+        st.caption(f"1 KiB = {KIB} bytes; the vLLM paper's 800 KB is 800 KiB = 819,200 bytes.")
 
-st.subheader("The toy, measured by the engine")
-scenario = state.scenario()
-trace = generate(scenario, max(1, state.step()), "kv")
-toy = toy_cache_memory(trace.cache)
-st.markdown(md_escape(figures.toy_sentence(toy, memory, per_token_ratio(memory, toy))))
-st.dataframe(figures.toy_table(toy, memory), hide_index=True, width="stretch")
-st.caption(f"The toy has one layer, a key of d_k = {toy.d_k} numbers per head and one value per token shared "
-           f"by its {toy.heads} heads, in float32; its buffers reserve {format_bytes(toy.allocated_nbytes)} "
-           "(they grow by doubling).")
+with library_tab:
+    st.markdown("The formula, checked by the library itself: kvlab builds the model from its config.json on "
+                "PyTorch's meta device (shapes, no memory), gives it `DynamicCache(config=...)`, which chooses "
+                "a full or a sliding-window layer per layer as `generate()` does, and runs the prompt and one "
+                "decode step. Then it reads what the cache's tensors hold.")
+    if not library_tab.open:
+        pass  # seconds of work for a large model: only when someone looks
+    elif tokens < 2:
+        st.info("Choose a context of at least 2 tokens (a prompt and one decode step).", icon=":material/info:")
+    else:
+        try:
+            with st.spinner("Laying out the cache with transformers…"):
+                layout = library_layout(config, tokens, dtype)
+        except ConfigError as err:
+            st.error(md_escape(str(err)), icon=":material/error:")
+        else:
+            cols = st.columns(3)
+            cols[0].metric("The formula", format_bytes(layout.formula_bytes), help=f"{layout.formula_bytes:,} bytes")
+            cols[1].metric("transformers: storage", format_bytes(layout.storage_bytes),
+                           help=f"{layout.storage_bytes:,} bytes: what the K and V tensors' storage holds")
+            cols[2].metric("transformers: tensor shapes", format_bytes(layout.held_bytes),
+                           help=f"{layout.held_bytes:,} bytes: numel × element size")
+            if layout_dtype(dtype) != dtype:
+                st.caption(f"A DynamicCache holds what the model computes; {dtype} caches need optional "
+                           "quantisation backends, so this count is in fp16/bf16, the formula's too.")
+            for line in figures.layout_sentences(layout, config.name):
+                st.markdown(line)
+            st.dataframe(figures.layout_table(layout), hide_index=True, width="stretch")
+            st.caption("One sequence. Serving engines allocate differently: vLLM hands out blocks of 16 tokens, "
+                       "so a sequence's last block is partly empty.")
 
-with st.expander("Check against the published figures"):
-    checks = [("Llama-2-7B, fp16, 4,096 tokens", cache_memory(PRESETS["Llama-2-7B"], 4096).bytes_per_sequence,
-               "2 GiB per sequence (the articles' 'several gigabytes')"),
-              ("Llama-3-8B, bf16, 8,192 tokens", cache_memory(PRESETS["Llama-3-8B"], 8192).bytes_per_sequence,
-               "1 GiB per sequence"),
-              ("OPT-13B, fp16, per token", cache_memory(PRESETS["OPT-13B"], 1).bytes_per_token,
-               "800 KB per token (vLLM paper)")]
-    for label, value, published in checks:
-        st.markdown(f"- {label}: **{format_bytes(value)}** ({value:,} bytes) — published: {published}")
-    st.caption(f"1 KiB = {KIB} bytes; the vLLM paper's 800 KB is 800 KiB = 819,200 bytes.")
+with roof_tab:
+    st.markdown("Each decode step reads **all the weights** once and **every sequence's KV cache** once, and "
+                "does about two FLOPs per weight per sequence. Whether the bytes or the arithmetic take longer "
+                "decides what limits it (vendor peak figures, per GPU; sources in the README).")
+    prefill_tokens = int(st.number_input("Prompt length for prefill (tokens)", 1, MAX_TOKENS,
+                                         value=min(tokens, config.max_context), key=PREFILL))
+    step = decode_step(config, gpu, batch, tokens, weights_dtype, dtype, gpus)
+    prefill = prefill_step(config, gpu, prefill_tokens, weights_dtype, dtype, gpus)
+    sweep = batch_sweep(config, gpu, tokens, weights_dtype, dtype, gpus,
+                        limit=min(MAX_SWEEP, max(1024, batch, fit.sequences)))
+    overtakes = cache_overtakes(config, tokens, weights_dtype, dtype)
+    cols = st.columns(4)
+    cols[0].metric("Bytes read per step", format_bytes(step.bytes),
+                   help=f"weights {format_bytes(step.weight_bytes)} + KV cache {format_bytes(step.cache_bytes)}")
+    cols[1].metric("FLOPs per step", roof.format_flops(step.flops))
+    cols[2].metric("FLOPs per byte", f"{step.intensity:,.1f}", f"ridge point {step.ridge:,.0f}",
+                   delta_color="off", delta_arrow="off")
+    cols[3].metric("Time per token", roof.format_seconds(step.seconds), f"{step.bound}-bound",
+                   delta_color="off", delta_arrow="off")
+    for line in roof.decode_reading(step, prefill, overtakes, context_overtakes(config, batch, weights_dtype, dtype),
+                                    sweep[-1]):
+        st.markdown(line)
+    points = [(f"decode, batch {batch:,}", step)]
+    if batch != 1:
+        points.append(("decode, batch 1", decode_step(config, gpu, 1, tokens, weights_dtype, dtype, gpus)))
+    points.append((f"prefill, {prefill_tokens:,} tokens", prefill))
+    plot(roof.roofline_figure(points), key="scale_roofline")
+    st.dataframe(roof.steps_table(points), width="stretch")
+    left, right = st.columns(2)
+    with left:
+        plot(roof.bytes_figure(sweep, overtakes), key="scale_bytes")
+    with right:
+        plot(roof.throughput_figure(sweep, fit.sequences if fit.weights_fit else None), key="scale_throughput")
+    st.caption("Lower bounds at peak bandwidth and FLOP/s: real kernels reach about 70-90% and 60-80% of them, "
+               "small steps also pay kernel launches, and tensor parallelism adds an all-reduce per layer, not "
+               "counted. Mixture-of-experts models read only the experts their tokens are routed to (uniform "
+               "routing assumed).")

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from viz.core.compress import QMAX, SCALE_MODES, CacheSpec, EvictionPolicy, compare_with_full
+from viz.core.compress import GROUP_SIZES, QMAX, SCALE_MODES, CacheSpec, EvictionPolicy, compare_with_full
 from viz.figures import memory as figures
 from viz.core.memory import format_bytes
 from viz.core.paged import MAX_BLOCK_SIZE, Request, decode_together, same_outputs, sharing_refusal, variants
@@ -25,6 +25,8 @@ SINKS = "memory_sinks"
 DROP = "memory_drop"
 BITS = "memory_bits"
 SCALES = "memory_scales"
+GROUP = "memory_group"
+RESIDUAL = "memory_residual"
 PREDICTION = "memory_prediction"
 MAX_STEPS = 16
 METHODS = ("Sliding window", "Sinks + window", "Drop by hand", "Quantise")
@@ -115,8 +117,16 @@ with compress_tab:
         if method == "Quantise":
             bits = cols[1].segmented_control("Bits", list(QMAX), default="int8", key=BITS, required=True)
             scales = cols[2].segmented_control("Scales", SCALE_MODES, default="per-token", key=SCALES,
-                                               required=True)
-            spec = CacheSpec(bits=bits, scales=scales)
+                                               required=True,
+                                               help="per-token: one scale per key row and per value. KIVI: keys "
+                                                    "per channel in groups of tokens, values per token, the newest "
+                                                    "tokens in full precision.")
+            group, residual = 4, 4
+            if scales == "KIVI":
+                cols = st.columns(3)
+                group = cols[1].select_slider("Tokens per key scale (G)", GROUP_SIZES, value=4, key=GROUP)
+                residual = cols[2].slider("Newest tokens in full precision (R)", 0, 16, 4, key=RESIDUAL)
+            spec = CacheSpec(bits=bits, scales=scales, group=group, residual=residual)
         elif method == "Drop by hand":
             drop = cols[1].multiselect("Evict prompt positions", list(range(1, n + 1)), default=[min(2, n)],
                                        key=state.widget_key(DROP),
@@ -163,9 +173,12 @@ with compress_tab:
     st.dataframe(figures.comparison_table(comparison), hide_index=True, width="stretch")
     plot(figures.bytes_figure(comparison), key="memory_bytes")
     if method == "Quantise":
-        st.caption("The toy's keys are ±1 (or 0), so any symmetric quantiser stores them exactly, and "
-                   "per-token scales store each token's single value exactly too. Per-channel scales "
-                   "share one scale among the tokens written together (the whole prompt at prefill): "
-                   "a large value makes the steps coarse for the small ones. Scales are float32 and "
-                   "counted in the bytes, which is why one scale per channel for a single token can "
-                   "cost more than it saves.")
+        st.caption("Every byte stored is counted: codes, float32 scales and the full-precision window. The toy's "
+                   "keys are ±1 (or 0), so both schemes store them exactly, and a per-token scale stores each "
+                   "token's single value exactly: here quantisation changes the bytes, not the answer. KIVI "
+                   "quantises keys per channel because real keys have a few large outlier channels that would "
+                   "swamp a per-token scale; it pays for that with one scale per channel every G tokens, so a "
+                   "larger G amortises them. Its values are quantised per token, and since the toy's value is one "
+                   "number, a value's scale costs more than its code saves. Simplified from KIVI: symmetric "
+                   "scales without a zero point, float32 instead of fp16 scales, and older tokens quantised in "
+                   "whole groups while at least the newest R stay in full precision.")

@@ -3,8 +3,9 @@
 import streamlit as st
 
 from viz.figures import real as figs
-from viz.core.real.model import (MAX_PROMPT_CHARS, DecodeSession, RealModelError, check_sampling, compare_cache,
-                            encode, load_model, piece, training_report)
+from viz.core.real.model import (LLAMA_DIR, MAX_PROMPT_CHARS, SHIPPED_DIR, DecodeSession, RealModelError,
+                                 check_sampling, compare_cache, encode, load_model, measure_cache, piece,
+                                 training_report)
 from viz.core.real.rules_match import TOY_RULES, match_heads
 from viz.core.rules import RuleError
 from viz.core.scenario import STRATEGIES, Head, Sampling
@@ -12,6 +13,7 @@ from viz.ui import state
 from viz.ui.common import header, md_escape, plot
 
 state.require_frame()
+REAL_CHOICE = "real_choice"  # which shipped model
 REAL_PATH = "real_path"  # the model-directory field
 REAL_GOOD_PATH = "real_good_path"  # the last directory that loaded
 REAL_PROMPT = "real_prompt"
@@ -33,6 +35,8 @@ REAL_RULE = "real_custom_rule"
 REAL_MATCH_HEAD = "real_match_head"
 REAL_ADDED = "real_added"  # the message to show after a rule was added to the toy
 DEFAULT_PROMPT = 'The "return" statement leaves the current function call with the expression list'
+SHIPPED = {"GPT-2: every query head has its own K/V head": SHIPPED_DIR,
+           "Llama: 8 query heads share 2 K/V heads (GQA)": LLAMA_DIR}
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=4)
@@ -41,32 +45,35 @@ def shared_model(path: str):
     return load_model(path or None)
 
 
-header("Real model", "A small transformer trained by kvlab on Python's own documentation: its real "
-                     "tokens, attention, KV cache and speed, and which of its heads behave like the "
-                     "toy's rules.")
+header("Real model", "Two small transformers trained by kvlab on Python's own documentation, a GPT-2 and a "
+                     "Llama with grouped K/V heads: their real tokens, attention, KV cache and speed, and which "
+                     "of their heads behave like the toy's rules.")
 
+choice = st.segmented_control("Model", list(SHIPPED), default=list(SHIPPED)[0], key=REAL_CHOICE, required=True,
+                              help="Both read the same tokens (one shared tokenizer), at the same width and depth.")
+shipped = str(SHIPPED[choice])
 if state.public_host():  # a public server never lets visitors name folders on its disk
     path = ""
 else:
-    path = st.text_input("Model directory", key=REAL_PATH, placeholder="empty: the model shipped with kvlab",
+    path = st.text_input("Model directory", key=REAL_PATH, placeholder="empty: the shipped model chosen above",
                          help="Any local Hugging Face causal-LM folder (config.json, *.safetensors, tokenizer "
                               "files). Nothing is downloaded.").strip()
 try:
-    real = shared_model(path)
+    real = shared_model(path or shipped)
     st.session_state[REAL_GOOD_PATH] = path
 except RealModelError as err:
     st.error(md_escape(str(err)), icon=":material/error:")
-    real = shared_model(st.session_state.get(REAL_GOOD_PATH, ""))
+    real = shared_model(st.session_state.get(REAL_GOOD_PATH, "") or shipped)
     st.caption(f"Still showing {md_escape(real.name)}.")
 
 s = real.shape
 report = training_report(real)
-facts = (f"**{md_escape(real.name)}** · {s.parameters:,} parameters · {s.layers} layers × {s.heads} heads "
-         f"({s.kv_heads} key/value heads) · head_dim {s.head_dim} · vocabulary {s.vocab:,} · context "
-         f"{s.max_positions} tokens · on {md_escape(str(real.device))}")
+facts = (f"**{md_escape(real.name)}** · {md_escape(type(real.model).__name__)} · {s.parameters:,} parameters · "
+         f"{s.layers} layers × {s.heads} heads ({s.kv_heads} key/value heads) · head_dim {s.head_dim} · "
+         f"vocabulary {s.vocab:,} · context {s.max_positions} tokens · on {md_escape(str(real.device))}")
 st.markdown(facts)
 if report:
-    st.caption(f"Trained by `python -m viz.tools.train` on {md_escape(report['data']['source'])} "
+    st.caption(f"Trained by {md_escape(report['command'])} on {md_escape(report['data']['source'])} "
                f"({report['data']['train_tokens']:,} tokens); final loss {report['final_train_loss']:.2f} "
                f"(training) / {report['final_val_loss']:.2f} (held-out documents), with "
                f"{report['cpu_seconds'] / 60:.0f} CPU-minutes.")
@@ -88,8 +95,8 @@ if session is None or (str(session.real.path), session.prompt.ids) != run_key:
 pre = session.prefill
 pieces = list(prompt.pieces)
 
-prefill_tab, decode_tab, compare_tab, rules_tab = st.tabs(
-    ["Prefill", "Decode with the KV cache", "Cache vs no cache", "Heads that look like rules"])
+prefill_tab, decode_tab, heads_tab, compare_tab, rules_tab = st.tabs(
+    ["Prefill", "Decode with the KV cache", "K/V heads", "Cache vs no cache", "Heads that look like rules"])
 
 with prefill_tab:
     st.markdown(f"The prompt is **{len(prompt)} tokens**: subword pieces from a byte-level BPE "
@@ -112,7 +119,8 @@ with prefill_tab:
 
 with decode_tab:
     st.markdown("Each step feeds **only the new token**; the model appends its key and value to every "
-                "layer's cache (a transformers `DynamicCache`) and attends over everything cached.")
+                "layer's cache (a transformers `DynamicCache`, built from the model's config as `generate()` "
+                "builds it) and attends over everything cached.")
     a, b, c, d, e = st.columns(5)
     strategy = a.selectbox("Strategy", STRATEGIES, key=REAL_STRATEGY)
     temperature = b.slider("Temperature", 0.1, 2.0, 1.0, 0.1, key=REAL_TEMPERATURE,
@@ -145,8 +153,14 @@ with decode_tab:
     m3.metric("Cache bytes (measured)", f"{snap.total_bytes:,}")
     m4.metric("Formula", f"{snap.formula_bytes:,}", "equal" if snap.matches_formula else "different",
               delta_color="off", delta_arrow="off")
-    st.caption(f"{snap.formula} = {snap.formula_bytes:,} bytes. Measured: the sum of every layer's K and V "
-               f"tensors{' — the same' if snap.matches_formula else ''}.")
+    st.caption(f"{snap.formula} = {snap.formula_bytes:,} bytes. Measured: the storage behind every layer's K and "
+               f"V tensors, read from the cache itself{' — the same' if snap.matches_formula else ''}. "
+               + ("" if snap.matches_formula else
+                  f"Their shapes say {snap.held_bytes:,} bytes: a sliding-window layer keeps a view of its last "
+                  "tokens over the tensor its last step made, which right after a long prompt still holds the "
+                  "whole prompt. ")
+               + "The allocator reserves more than this: each step makes new K and V tensors one token longer "
+                 "and frees the old ones, and PyTorch's CUDA allocator rounds blocks up and keeps freed ones.")
     left, right = st.columns([2, 3])
     with left:
         st.dataframe(figs.cache_table(snap), hide_index=True, width="stretch")
@@ -158,6 +172,25 @@ with decode_tab:
     nxt = session.prediction.top_k(10)
     plot(figs.top_k_figure([(piece(real, i), p) for i, p in nxt], session.pieces[-1],
                            chosen=0 if strategy == "greedy" else None), key="real_next")
+
+with heads_tab:
+    st.markdown(f"Each of the {s.heads} query heads scores its own queries, but the keys and values it reads "
+                f"come from a **K/V head** it may share: the cache stores only the {s.kv_heads} K/V heads. "
+                "Grouped-query attention (GQA) shares each K/V head among a group of query heads, so the cache "
+                "shrinks by the group size while every query head still has its own attention.")
+    plot(figs.gqa_figure(s.heads, s.kv_heads), key="real_gqa")
+    now = session.snapshot()
+    g1, g2, g3 = st.columns(3)
+    g1.metric("Cache per token (measured)", f"{now.bytes_per_token:,.0f} B",
+              help="The storage of every layer's K and V tensors, divided by the tokens in the cache.")
+    g2.metric("With a K/V head per query head", f"{now.mha_bytes / now.seq_len:,.0f} B",
+              help="The formula with as many K/V heads as query heads.")
+    g3.metric("Smaller by", f"{s.group}×", help="Query heads per K/V head.")
+    if real.shipped:
+        measured = [(name, shared_model(str(folder))) for name, folder in SHIPPED.items()]
+        st.markdown("**Both shipped models, measured on this prompt** (same tokenizer, same width and depth)")
+        st.dataframe(figs.shipped_cache_table([(name, other, measure_cache(other, prompt.ids))
+                                               for name, other in measured]), hide_index=True, width="stretch")
 
 with compare_tab:
     st.markdown("The same generation twice, in lockstep: **with the cache** (feed one token) and "
@@ -214,6 +247,16 @@ with rules_tab:
             except RuleError as err:
                 st.error(f"Your rule: {md_escape(str(err))}", icon=":material/error:")
         matches = matches or match_heads(pre.attentions, pieces, rules)
+        above = matches.above_chance()
+        if above:
+            st.markdown(f"**{len(above)} of {len(matches.heads)} heads beat chance** on the rule they look most "
+                        "like: their score is above what 95% of random heads (softmax of random scores over the "
+                        "same tokens) reach on that rule, the last row of the scores below.")
+        else:
+            st.info(f"No head beats chance: on the rule it looks most like, every one of the {len(matches.heads)} "
+                    "heads scores no higher than random heads (softmax of random scores over the same tokens) do "
+                    "on that rule. Matching 'everything' then only says the head spreads its attention.",
+                    icon=":material/info:")
         labels = [m.label for m in matches.heads]
         best = matches.best_head()
         if st.session_state.get(REAL_MATCH_HEAD) not in labels:

@@ -124,40 +124,87 @@ def test_per_token_scales_store_the_toy_exactly_enough_to_change_nothing(bits, n
     assert comparison.max_context_error < 1e-4
 
 
-@pytest.mark.parametrize("bits", ["int8", "int4"])
-def test_per_channel_error_stays_within_the_bound_its_scale_implies(bits):
-    """Per-channel scales share the prompt's absmax: each value is off by at most absmax / (2·q_max),
-    so each context is off by at most that much and each logit by Σ_h |W_h| times it."""
-    scenario = load_preset("seed")
-    comparison = compare_with_full(scenario, STEPS, CacheSpec(bits=bits, scales="per-channel"), device="cpu")
-    bound = 20 / (2 * QMAX[bits])  # the prompt's largest value is 20
-    assert 0 < comparison.max_context_error <= bound + 1e-5
-    weights = torch.tensor([w.weights for w in scenario.vocab]).abs().sum(dim=1)  # (vocab,)
-    for step in comparison.steps:
-        assert bool(((step.logits_compressed - step.logits_full).abs() <= weights * bound + 1e-4).all())
+def _one_by_one(cache, full):
+    """Feed ``full``'s tokens to ``cache`` one append each, as decode writes them; return the cache."""
+    info = full.info()
+    for i in range(len(full)):
+        cache.append(full.keys()[:, i:i + 1], full.values()[i:i + 1],
+                     TokenInfo(*(getattr(info, f)[i:i + 1] for f in ("pos", "token", "value", "n"))))
+    return cache
 
 
-def test_int4_loses_more_than_int8():
-    """Fewer bits, coarser steps: int4's per-channel context error is larger than int8's."""
-    scenario = load_preset("seed")
-    int8 = compare_with_full(scenario, STEPS, CacheSpec(bits="int8", scales="per-channel"), device="cpu")
-    int4 = compare_with_full(scenario, STEPS, CacheSpec(bits="int4", scales="per-channel"), device="cpu")
-    assert int4.max_context_error > int8.max_context_error
-
-
-def test_quantised_bytes_count_codes_and_scales():
-    """Per token, int8 per-token holds heads·d_k key bytes + a float scale per head, and 1 + 4 for
-    the value; int4 packs two codes per byte."""
-    scenario = load_preset("seed")  # 4 heads, d_k 64
-    full = generate(scenario, 1, "kv", device="cpu").cache
+def test_per_token_bytes_count_codes_and_scales():
+    """Per token, int8 per-token holds heads·d_k key bytes + a float scale per head, and 1 + 4 for the value;
+    int4 packs two codes per byte."""
+    full = generate(load_preset("seed"), 1, "kv", device="cpu").cache  # 4 heads, d_k 64
     for bits, key_bytes in (("int8", 64), ("int4", 32)):
-        cache = QuantizedCache(4, 64, bits)
+        cache = _one_by_one(QuantizedCache(4, 64, bits), full)
+        assert cache.nbytes == len(full) * (4 * (key_bytes + 4) + 1 + 4)
+        assert cache.nbytes < full.nbytes
+
+
+@pytest.mark.parametrize("bits, code_bytes", [("int8", 64), ("int4", 32)])
+@pytest.mark.parametrize("group, residual", [(2, 0), (4, 4), (8, 3)])
+def test_kivi_bytes_count_groups_scales_and_the_window(bits, code_bytes, group, residual):
+    """KIVI after 13 tokens fed one by one: keys of whole groups older than the window are quantised with one
+    float scale per (head, channel) per group; the rest, and the newest values, stay float32; older values are
+    quantised per token (one code and one scale each)."""
+    full = generate(load_preset("seed"), 9, "kv", device="cpu").cache  # 4 heads, d_k 64, 13 tokens
+    cache = _one_by_one(QuantizedCache(4, 64, bits, "KIVI", group=group, residual=residual), full)
+    n = len(full)
+    quantised_keys = (n - residual) // group * group
+    window_values = min(n, residual)
+    assert cache.full_precision_tokens == (n - quantised_keys, window_values)
+    key_bytes = (quantised_keys * 4 * code_bytes + quantised_keys // group * 4 * 64 * 4
+                 + (n - quantised_keys) * 4 * 64 * 4)
+    value_bytes = (n - window_values) * (1 + 4) + window_values * 4
+    assert cache.nbytes == key_bytes + value_bytes
+    assert torch.equal(cache.keys(), full.keys())  # ±1 keys: every channel's absmax is 1, so exact
+    assert torch.equal(cache.values(), full.values().float())
+
+
+def test_kivi_int8_cache_is_smaller_than_fp32_as_it_grows():
+    """With one scale per channel per group (not one per channel for every appended token) the int8 cache stays
+    below the fp32 one at every length past the first group; at 36 tokens (32 quantised either way) a larger G
+    saves more."""
+    full = generate(load_preset("seed"), 40, "kv", device="cpu").cache
+    sizes = {}
+    for group in (4, 16):
+        cache = QuantizedCache(4, 64, "int8", "KIVI", group=group, residual=4)
         info = full.info()
-        for i in range(len(full)):  # one token per append, as decode writes them
+        for i in range(36):
             cache.append(full.keys()[:, i:i + 1], full.values()[i:i + 1],
                          TokenInfo(*(getattr(info, f)[i:i + 1] for f in ("pos", "token", "value", "n"))))
-        assert cache.nbytes == len(full) * (4 * (key_bytes + 4) + 1 + 4)
-    assert cache.nbytes < full.nbytes
+            if i + 1 >= 4 + group:
+                assert cache.nbytes < (i + 1) * (4 * 64 + 1) * 4, (group, i)
+        sizes[group] = cache.nbytes
+    assert sizes[16] < sizes[4] < 36 * (4 * 64 + 1) * 4
+
+
+def test_kivi_keeps_the_newest_tokens_exact_and_the_rest_within_their_bounds():
+    """Arbitrary keys and values: the newest R tokens come back exactly, older values within absmax / (2·q_max)
+    of their own (per-token) scale, older keys within their channel-group's bound; int4 does lose precision."""
+    generator = torch.Generator().manual_seed(0)
+    keys = torch.randn(2, 11, 8, generator=generator)
+    values = torch.randn(11, generator=generator) * 10
+    pos = torch.arange(1, 12)
+    cache = QuantizedCache(2, 8, "int4", "KIVI", group=4, residual=3)
+    cache.append(keys, values, TokenInfo(pos, pos, values.double(), torch.full((11,), 11)))
+    assert cache.full_precision_tokens == (3, 3)
+    assert torch.equal(cache.keys()[:, -3:], keys[:, -3:]) and torch.equal(cache.values()[-3:], values[-3:])
+    assert bool(((cache.values() - values).abs() <= cache.value_error_bound() + 1e-6).all())
+    for start in (0, 4):  # the two quantised key groups
+        group = keys[:, start:start + 4]
+        bound = group.abs().amax(dim=1, keepdim=True) / (2 * QMAX["int4"])  # (heads, 1, d_k)
+        assert bool(((cache.keys()[:, start:start + 4] - group).abs() <= bound + 1e-6).all())
+    assert not torch.equal(cache.keys()[:, :8], keys[:, :8])
+
+
+def test_kivi_on_the_toy_changes_bytes_not_answers():
+    """The seed with int4 KIVI: every word, context and logit equals the full cache's."""
+    comparison = compare_with_full(load_preset("seed"), STEPS, CacheSpec(bits="int4", scales="KIVI", group=2,
+                                                                          residual=1), device="cpu")
+    assert comparison.first_change is None and comparison.max_context_error == 0
 
 
 def test_pack_int4_round_trips_every_code():
@@ -186,6 +233,8 @@ def test_dequantised_values_stay_within_half_a_step(values, bits, dim):
     (lambda: CacheSpec(EvictionPolicy(window=2), bits="int8"), "not both"),
     (lambda: CacheSpec(bits="int3"), "bits"),
     (lambda: CacheSpec(bits="int8", scales="per-row"), "scales"),
+    (lambda: CacheSpec(bits="int8", scales="KIVI", group=3), "group"),
+    (lambda: QuantizedCache(2, 4, "int8", "KIVI", residual=-1), "window"),
     (lambda: compare_with_full(load_preset("seed"), 0, CacheSpec()), "steps"),
 ])
 def test_bad_settings_are_refused(build, message):
@@ -199,11 +248,29 @@ def test_labels_describe_the_spec():
     assert CacheSpec().label == "full cache"
     assert CacheSpec(EvictionPolicy(window=4, sinks=2)).label == "keep the last 4 + the first 2"
     assert CacheSpec(EvictionPolicy(drop=frozenset({3, 1}))).label == "keep without positions 1, 3"
-    assert CacheSpec(bits="int4", scales="per-channel").label == "int4, per-channel scales"
+    assert CacheSpec(bits="int8").label == "int8, per-token scales"
+    assert CacheSpec(bits="int4", scales="KIVI", group=8, residual=2).label == (
+        "int4, KIVI: keys per channel in groups of 8, values per token, newest 2 in full precision")
 
 
 def test_an_empty_quantised_cache_has_the_kv_cache_shapes():
     """Before any append, keys, values and records are empty with KVCache's shapes and dtypes."""
-    cache = QuantizedCache(3, 5, "int4", "per-channel")
+    cache = QuantizedCache(3, 5, "int4", "KIVI")
     assert cache.keys().shape == (3, 0, 5) and cache.values().shape == (0,) and len(cache) == 0
     assert cache.info().value.dtype == torch.float64 and cache.nbytes == 0
+
+
+def test_kivi_truncate_keeps_the_kept_tokens_and_the_window():
+    """Truncating a KIVI cache fed one token at a time gives exactly the cache fed only the kept tokens:
+    the same groups, codes, full-precision window and bytes."""
+    full = generate(load_preset("seed"), 12, "kv", device="cpu").cache  # 15 tokens
+    cut = _one_by_one(QuantizedCache(4, 64, "int4", "KIVI", group=2, residual=3), full)
+    cut.truncate(9)
+    fresh = QuantizedCache(4, 64, "int4", "KIVI", group=2, residual=3)
+    info = full.info()
+    for i in range(9):
+        fresh.append(full.keys()[:, i:i + 1], full.values()[i:i + 1],
+                     TokenInfo(*(getattr(info, f)[i:i + 1] for f in ("pos", "token", "value", "n"))))
+    assert len(cut) == 9 and cut.full_precision_tokens == fresh.full_precision_tokens
+    assert cut.nbytes == fresh.nbytes and torch.equal(cut.keys(), fresh.keys())
+    assert torch.equal(cut.values(), fresh.values()) and cut.info().pos.tolist() == list(range(1, 10))

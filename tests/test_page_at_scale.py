@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 from apptest_helpers import by_label, errors, figure
 
+import json
+
 from viz import generate, load_preset
-from viz.core.memory import PRESETS, cache_memory, format_bytes, gpu_fit, toy_cache_memory
+from viz.core.gpus import GPU_BY_NAME
+from viz.core.memory import cache_memory, format_bytes, gpu_fit, toy_cache_memory
+from viz.core.model_config import preset, preset_text
+from viz.core.roofline import decode_step
 
 PAGE = "pages/at_scale.py"
 
@@ -36,7 +41,8 @@ def test_default_is_llama2_7b_with_the_published_2_gib(at):
     assert at.selectbox(key="scale_model").value == "Llama-2-7B"
     assert metric(at, "Per token") == "512 KiB"
     assert metric(at, "Per sequence") == "2 GiB"
-    assert metric(at, "Sequences that fit") == f"{gpu_fit(cache_memory(PRESETS['Llama-2-7B'], 4096), 80).sequences:,}"
+    expected = gpu_fit(cache_memory(preset("Llama-2-7B"), 4096), GPU_BY_NAME["H100 SXM"]).sequences
+    assert metric(at, "Sequences that fit") == f"{expected:,}" == "29"
 
 
 def test_choosing_a_model_sets_its_context_and_its_bytes(at):
@@ -61,20 +67,52 @@ def test_dtype_batch_and_length_change_the_numbers(at):
 
 
 def test_gpu_controls_change_what_fits(at):
-    """Llama-2-70B's fp16 weights do not fit one 80 GiB GPU (an error says so); two GPUs fit them."""
+    """Llama-2-70B's fp16 weights do not fit one H100 (an error says so); two GPUs fit them; int4 weights on a T4."""
     at.selectbox(key="scale_model").select("Llama-2-70B")
     rerun(at)
     assert metric(at, "Sequences that fit") == "0"
     assert any("do not fit" in e for e in errors(at))
     at.number_input(key="scale_gpu_count").set_value(2)
     rerun(at)
-    expected = gpu_fit(cache_memory(PRESETS["Llama-2-70B"], 4096), 80, 2).sequences
+    expected = gpu_fit(cache_memory(preset("Llama-2-70B"), 4096), GPU_BY_NAME["H100 SXM"], 2).sequences
     assert metric(at, "Sequences that fit") == f"{expected:,}" and expected > 0
     assert not at.error
-    at.selectbox(key="scale_gpu").select("16 GB (T4, V100-16GB)")
+    at.selectbox(key="scale_gpu").select("T4")
     at.selectbox(key="scale_weights_dtype").select("int4")
     rerun(at)
-    assert metric(at, "Weights") == format_bytes(68_976_648_192 // 2)
+    assert metric(at, "Weights per GPU") == format_bytes(68_976_648_192 // 2 // 2)
+
+
+def test_tensor_parallel_mla_is_not_one_pool(at):
+    """DeepSeek-V3 in fp8 (its checkpoint's dtype) on 8 H200s at 128K tokens: 5 sequences fit, and the page says
+    one pool of memory would wrongly suggest more."""
+    at.selectbox(key="scale_model").select("DeepSeek-V3")
+    rerun(at)
+    assert at.selectbox(key="scale_weights_dtype").value == "fp8"
+    at.number_input(key="scale_tokens").set_value(131072)
+    at.selectbox(key="scale_gpu").select("H200 SXM")
+    at.number_input(key="scale_gpu_count").set_value(8)
+    rerun(at)
+    assert metric(at, "Sequences that fit") == "5"
+    assert any("every GPU keeps all of it" in i.value and "one pool" in i.value for i in at.info)
+
+
+def test_a_gpu_count_that_does_not_divide_the_heads_is_refused(at):
+    """Three GPUs cannot split Llama-2-7B's 32 heads: one line says so and one GPU is counted."""
+    at.number_input(key="scale_gpu_count").set_value(3)
+    rerun(at)
+    assert any("do not divide" in e and "counting one GPU" in e for e in errors(at))
+    assert metric(at, "Sequences that fit") == "29"
+
+
+def test_utilization_and_reserve_set_the_budget(at):
+    """Lowering gpu_memory_utilization to 0.5 and raising the reserve shrink the budget as the formula says."""
+    at.slider(key="scale_usable").set_value(0.5)
+    at.number_input(key="scale_reserve").set_value(3.0)
+    rerun(at)
+    fit = gpu_fit(cache_memory(preset("Llama-2-7B"), 4096), GPU_BY_NAME["H100 SXM"], 1, "fp16/bf16", 0.5, 3.0)
+    assert metric(at, "Cache budget") == format_bytes(fit.cache_budget_bytes)
+    assert metric(at, "Sequences that fit") == f"{fit.sequences:,}"
 
 
 def test_beyond_the_trained_context_warns(at):
@@ -84,28 +122,69 @@ def test_beyond_the_trained_context_warns(at):
     assert any("longer than the 4,096 tokens" in w.value for w in at.warning)
 
 
-def test_custom_model_and_a_refused_configuration(at):
-    """A custom GQA model is computed from its fields; an impossible one shows a message and keeps
-    the last good numbers."""
-    at.selectbox(key="scale_model").select("Custom")
+def own_config(at, text: str):
+    """Choose 'Your config.json' and type ``text`` into it."""
+    at.selectbox(key="scale_model").select("Your config.json")
     rerun(at)
-    assert metric(at, "Per token") == format_bytes(2 * 32 * 8 * 128 * 2)
-    at.number_input(key="scale_custom_kv_heads").set_value(5)
-    rerun(at)
-    assert any("KV heads" in e and "last configuration" in e for e in errors(at))
-    assert metric(at, "Per token") == format_bytes(2 * 32 * 8 * 128 * 2)
-    at.number_input(key="scale_custom_kv_heads").set_value(4)
-    rerun(at)
-    assert not at.error and metric(at, "Per token") == format_bytes(2 * 32 * 4 * 128 * 2)
+    at.text_area(key="scale_config_text").input(text)
+    return rerun(at)
 
 
-def test_custom_mla_uses_latent_and_rope(at):
-    """Switching the custom model to MLA counts latent + RoPE numbers per token and layer."""
-    at.selectbox(key="scale_model").select("Custom")
+def test_your_config_json_is_counted_and_a_refused_one_keeps_the_last(at):
+    """Editing Llama-2-7B's config.json to 8 K/V heads divides its cache by 4; an impossible or broken config
+    shows one line and the last good numbers stay."""
+    raw = json.loads(preset_text("Llama-2-7B"))
+    raw["num_key_value_heads"] = 8
+    own_config(at, json.dumps(raw))
+    assert not errors(at) and metric(at, "Per sequence") == "512 MiB"
+    at.text_area(key="scale_config_text").input('{"model_type": "llama", "num_hidden_layers": 1000000}')
     rerun(at)
-    at.segmented_control(key="scale_custom_attention").set_value("MLA")
+    assert any("layers up to 128" in e.replace("\\", "") and "last configuration" in e for e in errors(at))
+    assert metric(at, "Per sequence") == "512 MiB"
+    at.text_area(key="scale_config_text").input('{"model_type": "llama", ')
     rerun(at)
-    assert metric(at, "Per token") == format_bytes((512 + 64) * 32 * 2)
+    assert any("not valid JSON" in e.replace("\\", "") for e in errors(at))
+    assert metric(at, "Per sequence") == "512 MiB"
+
+
+def test_your_config_starts_from_the_last_preset(at):
+    """Switching to 'Your config.json' after Phi-3 fills the editor with Phi-3's shipped config.json."""
+    at.selectbox(key="scale_model").select("Phi-3-mini (4k)")
+    rerun(at)
+    at.selectbox(key="scale_model").select("Your config.json")
+    rerun(at)
+    assert at.text_area(key="scale_config_text").value == preset_text("Phi-3-mini (4k)")
+    assert metric(at, "Per token") == format_bytes(cache_memory(preset("Phi-3-mini (4k)"), 1).bytes_per_token)
+
+
+def test_transformers_count_matches_the_formula(at):
+    """The library tab shows transformers' storage equal to the formula for Phi-3-mini at 4,096 tokens, and the
+    tensors' shapes one token short per layer (767 MiB)."""
+    at.selectbox(key="scale_model").select("Phi-3-mini (4k)")
+    rerun(at)
+    assert not [m for m in at.metric if m.label == "The formula"]  # laid out only when its tab is open
+    at.session_state["scale_tab"] = "transformers' own count"
+    rerun(at)
+    assert metric(at, "The formula") == metric(at, "transformers: storage") == "768 MiB"
+    assert metric(at, "transformers: tensor shapes") == "767 MiB"
+    text = " ".join(m.value for m in at.markdown)
+    assert "32 × DynamicSlidingWindowLayer" in text and "equal to the formula, byte for byte" in text
+    table = next(d.value for d in at.dataframe if "transformers class" in d.value.columns)
+    assert list(table["layers"]) == ["0–31"] and list(table["K shape"]) == ["[1, 32, 2046, 96]"]
+
+
+def test_decode_limit_tab_shows_the_roofline(at):
+    """The roofline tab shows Llama-2-7B's decode step: 14.3 GiB read, memory-bound, 4.59 ms per token."""
+    step = decode_step(preset("Llama-2-7B"), GPU_BY_NAME["H100 SXM"], 1, 4096)
+    assert metric(at, "Bytes read per step") == format_bytes(step.bytes) == "14.3 GiB"
+    assert metric(at, "Time per token") == "4.59 ms"
+    roofline = figure(at, "Roofline: H100 SXM, fp16/bf16")
+    assert [trace["name"] for trace in roofline["data"]][2:] == ["decode, batch 1", "prefill, 4,096 tokens"]
+    bars = figure(at, "Bytes per decode step")
+    assert bars["layout"]["annotations"][0]["text"] == "cache > weights from a batch of 7"
+    figure(at, "Throughput against batch size")
+    text = " ".join(m.value for m in at.markdown)
+    assert "memory-bound" in text and "compute-bound" in text
 
 
 def test_toy_cache_comes_from_the_engine(at):
@@ -120,6 +199,13 @@ def test_published_checks_are_listed(at):
     """The published-figures expander shows the three checks with the calculator's bytes."""
     text = " ".join(m.value for m in at.markdown)
     assert "2,147,483,648 bytes" in text and "1,073,741,824 bytes" in text and "819,200 bytes" in text
+
+
+def test_html_in_a_config_name_is_not_rendered(at):
+    """A config.json whose model_type is HTML is refused as text, never rendered."""
+    own_config(at, '{"model_type": "<b>bold</b>"}')
+    assert any("does not know" in e for e in errors(at))
+    assert all("<b>" not in e for e in errors(at))
 
 
 def test_compare_adds_curves(at):

@@ -8,9 +8,10 @@ import shutil
 import pytest
 
 from apptest_helpers import array, by_label, errors, figure, figures, scenario
-from viz.core.real.model import SHIPPED_DIR, SHIPPED_NAME, encode, load_model
+from viz.core.real.model import LLAMA_NAME, SHIPPED_DIR, SHIPPED_NAME, encode, load_model
 
 PAGE = "pages/real_model.py"
+SHIPPED = ["GPT-2: every query head has its own K/V head", "Llama: 8 query heads share 2 K/V heads (GQA)"]
 
 
 @pytest.fixture
@@ -175,3 +176,41 @@ def test_public_host_offers_no_model_directory(app, monkeypatch):
     assert not app.exception
     assert all(w.label != "Model directory" for w in app.text_input)
     assert SHIPPED_NAME in _markdown(app)
+
+
+def test_switching_to_the_llama_shows_grouped_heads_and_a_quarter_cache(page):
+    """Choosing the Llama names it, draws 8 query heads over 2 K/V heads, and measures 1,024 bytes per token
+    against 4,096 with a K/V head per query head: 4× smaller; the GPT-2 measures 4,096 on the same prompt."""
+    page.segmented_control(key="real_choice").set_value(list(SHIPPED)[1]).run()
+    assert not page.exception and not errors(page)
+    assert LLAMA_NAME in _markdown(page)
+    figure(page, "8 query heads share 2 K/V heads: 4 per group")
+    assert _metric(page, "Cache per token (measured)") == "1,024 B"
+    assert _metric(page, "With a K/V head per query head") == "4,096 B"
+    assert _metric(page, "Smaller by") == "4×"
+    table = next(df.value for df in page.dataframe if "cache per token (measured)" in df.value.columns)
+    assert list(table["cache per token (measured)"]) == ["4,096 B", "1,024 B"]
+    assert list(table["K/V heads"]) == [4, 2]
+
+
+def test_llama_decodes_on_its_grouped_cache(page):
+    """The Llama steps like the GPT-2: one more token in every layer, K shapes with 2 K/V heads of 16, and
+    the measured storage equal to the formula."""
+    page.segmented_control(key="real_choice").set_value(list(SHIPPED)[1]).run()
+    prompt_len = int(_metric(page, "Tokens in the cache"))
+    _button(page, "Next token").click().run()
+    assert not page.exception
+    assert int(_metric(page, "Tokens in the cache")) == prompt_len + 1
+    assert _metric(page, "Cache bytes (measured)") == _metric(page, "Formula")
+    table = next(df.value for df in page.dataframe if "K shape" in df.value.columns)
+    assert all(shape == f"[1, 2, {prompt_len + 1}, 16]" for shape in table["K shape"])
+
+
+def test_rules_tab_compares_heads_with_chance(page):
+    """The rules tab says how many heads beat chance (or that none does) and shows the chance row."""
+    text = _markdown(page) + " ".join(i.value for i in page.info)
+    assert "beat chance" in text
+    scores = figure(page, "Every head against every rule")
+    assert scores["data"][0]["y"][-1] == "chance (random heads, 95th percentile)"
+    table = next(df.value for df in page.dataframe if "beats chance" in df.value.columns)
+    assert set(table["beats chance"]) <= {"yes", "no"} and (table["chance"] > 0).all()

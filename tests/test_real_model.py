@@ -11,10 +11,12 @@ import torch
 
 from viz.tools.real_bench import bench_real_model
 from viz.tools.real_bench import main as bench_main
-from viz.core.real.model import (SHIPPED_DIR, CachedDecoder, DecodeSession, RealModelError, UncachedDecoder,
-                            check_sampling, compare_cache, encode, generate, load_model, snapshot)
-from viz.core.real.rules_match import TOY_RULES, match_heads, overlap, rule_patterns
-from viz.tools.train import TrainConfig, train
+from viz.core.real.model import (LLAMA_DIR, LLAMA_NAME, SHIPPED_DIR, CachedDecoder, DecodeSession, RealModelError,
+                                 UncachedDecoder, check_sampling, compare_cache, encode, generate, load_model,
+                                 measure_cache, snapshot)
+from viz.core.real.rules_match import (RANDOM_HEADS, TOY_RULES, chance_levels, match_heads, overlap, random_heads,
+                                       rule_patterns)
+from viz.tools.train import LLAMA, TrainConfig, train
 from viz.tools.train import main as train_main
 from viz.core.rules import RuleError
 from viz.core.scenario import Head, Sampling
@@ -312,6 +314,121 @@ def test_shipped_model_has_rule_like_heads(real):
     assert matches.best_head().score >= 0.9
 
 
+# -- chance ------------------------------------------------------------------------------------------
+def test_random_heads_set_a_chance_level_per_rule():
+    """Random heads (softmax of random scores) already overlap 'everything' well (above 0.6 at 12 tokens) but
+    'previous token' little; the chance level is their 95th percentile, per rule, the same every time."""
+    tokens = tuple(f"t{i}" for i in range(12))
+    chance = chance_levels(tokens)
+    names = [r.name for r in TOY_RULES]
+    assert chance[names.index("everything")] > 0.6 > 0.3 > chance[names.index("previous token")]
+    scores = overlap(random_heads(12), rule_patterns(tokens))  # (RANDOM_HEADS, rules)
+    assert scores.shape == (RANDOM_HEADS, len(TOY_RULES))
+    assert bool(((scores <= chance).float().mean(dim=0) >= 0.94).all())
+    assert torch.equal(chance, chance_levels.__wrapped__(tokens))
+
+
+def test_heads_built_to_follow_a_rule_beat_chance_and_random_ones_mostly_do_not():
+    """A previous-token head beats chance; of 64 other random heads (another seed) few beat it on their best rule."""
+    n = 12
+    previous = hand_made("previous", n)[None, None].float()  # (1, 1, n, n)
+    matches = match_heads(previous, [f"t{i}" for i in range(n)])
+    assert matches.heads[0].beats_chance and matches.above_chance() == matches.heads
+    others = match_heads(random_heads(n, 64, seed=1)[None], [f"t{i}" for i in range(n)])
+    assert len(others.above_chance()) <= 64 * 0.25
+    assert all(0 <= m.chance <= 1 for m in others.heads)
+
+
+# -- the Llama model ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def llama():
+    return load_model(LLAMA_DIR, "cpu")
+
+
+def test_llama_is_a_small_gqa_llama_sharing_the_tokenizer(llama):
+    """The shipped Llama: LlamaForCausalLM with RoPE, RMSNorm and a SwiGLU MLP, 8 query heads over 2 K/V heads,
+    a few MB of safetensors, and byte for byte the GPT-2 model's tokenizer."""
+    config = json.loads((LLAMA_DIR / "config.json").read_text())
+    assert config["model_type"] == "llama" and (config["num_attention_heads"], config["num_key_value_heads"]) == (8, 2)
+    assert config["rope_parameters"]["rope_type"] == "default" and config["hidden_act"] == "silu"
+    layer = llama.model.model.layers[0]
+    assert type(layer.input_layernorm).__name__ == "LlamaRMSNorm" and hasattr(layer.mlp, "gate_proj")
+    assert (llama.shape.heads, llama.shape.kv_heads, llama.shape.group) == (8, 2, 4)
+    assert llama.name == LLAMA_NAME and llama.shipped
+    assert (LLAMA_DIR / "tokenizer.json").read_bytes() == (SHIPPED_DIR / "tokenizer.json").read_bytes()
+    size = (LLAMA_DIR / "model.safetensors").stat().st_size
+    report = json.loads((LLAMA_DIR / "training.json").read_text())
+    assert 1024**2 < size <= 10 * 1024**2 and report["weights_bytes"] == size
+    assert report["command"] == "python -m viz.tools.train --arch llama" and report["architecture"] == "LlamaForCausalLM"
+    assert report["data"]["sha256"] == json.loads((SHIPPED_DIR / "training.json").read_text())["data"]["sha256"]
+
+
+def test_llama_cache_is_a_quarter_of_gpt2_measured(real, llama, prompt):
+    """After the same prompt, the Llama's cache storage is 1,024 bytes per token and the GPT-2's 4,096: the same
+    width and depth, 2 K/V heads of 16 instead of 4 of 32, so a quarter, the group factor."""
+    ours, theirs = measure_cache(llama, prompt.ids), measure_cache(real, prompt.ids)
+    assert ours.bytes_per_token == 2 * 4 * 2 * 16 * 4 == 1024 and theirs.bytes_per_token == 4096
+    assert theirs.total_bytes == 4 * ours.total_bytes and ours.mha_bytes == 4 * ours.total_bytes
+    assert all(layer.key_shape == (1, 2, len(prompt), 16) for layer in ours.layers)
+
+
+def test_llama_cached_and_uncached_agree_and_match_generate(llama, prompt):
+    """Over 60 greedy steps the Llama's cached and uncached runs agree, and equal model.generate()."""
+    result = compare_cache(llama, prompt.ids, 60)
+    assert result.same_tokens and result.overall_max_abs_diff < 1e-4
+    x = torch.tensor([prompt.ids])
+    theirs = llama.model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=20, min_new_tokens=20,
+                                  do_sample=False, pad_token_id=llama.tokenizer.eos_token_id)
+    assert generate(llama, prompt.ids, 20) == theirs[0, len(prompt):].tolist()
+
+
+# -- a sliding-window model ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sliding(tmp_path_factory):
+    """A tiny random Mistral with an 8-token sliding window, saved as a local model folder."""
+    from transformers import MistralConfig, MistralForCausalLM
+
+    folder = tmp_path_factory.mktemp("sliding")
+    torch.manual_seed(0)
+    config = MistralConfig(vocab_size=2048, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                           num_attention_heads=4, num_key_value_heads=2, sliding_window=8, max_position_embeddings=256)
+    MistralForCausalLM(config).save_pretrained(folder)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(SHIPPED_DIR / name, folder / name)
+    return load_model(folder, "cpu")
+
+
+def test_a_sliding_window_model_gets_sliding_cache_layers(sliding, prompt):
+    """The cache is built from the config: sliding-window layers holding 7 tokens in their shapes; right after
+    the 11-token prompt their storage still holds the whole prompt, after one step the 8-token window, which is
+    the formula. Measured bytes are the storage, so they can differ from the formula, and say so."""
+    session = DecodeSession(sliding, prompt)
+    snap = session.snapshot()
+    assert {layer.cache_class for layer in snap.layers} == {"DynamicSlidingWindowLayer"}
+    per_token = 2 * 2 * 2 * 16 * 4  # layers · K and V · kv heads · head dim · bytes
+    assert snap.held_bytes == per_token * 7 and snap.total_bytes == per_token * len(prompt)
+    assert snap.formula_bytes == per_token * 8 and not snap.matches_formula
+    session.step()
+    snap = session.snapshot()
+    assert snap.total_bytes == snap.formula_bytes == per_token * 8 and snap.seq_len == len(prompt) + 1
+    assert all(layer.key_shape[2] == 7 for layer in snap.layers)
+
+
+def test_a_sliding_window_model_rewinds_past_its_window(sliding, prompt):
+    """Back after several steps past the window rebuilds the cache (a sliding layer keeps no older keys to crop
+    back to) and gives the same prediction as before the step; cached and uncached decoding agree."""
+    session = DecodeSession(sliding, prompt)
+    for _ in range(3):
+        session.step()
+    before = session.prediction.logits.clone()
+    session.step()
+    session.back()
+    assert torch.allclose(session.prediction.logits, before, atol=1e-5)
+    assert session.snapshot().seq_len == len(prompt) + 3
+    result = compare_cache(sliding, prompt.ids, 20)
+    assert result.same_tokens and result.overall_max_abs_diff < 1e-4
+
+
 # -- training and benchmark commands ----------------------------------------------------------
 def test_training_is_deterministic_and_loadable(tmp_path):
     """Two tiny training runs with the same seed write identical weights and a loadable model."""
@@ -326,12 +443,32 @@ def test_training_is_deterministic_and_loadable(tmp_path):
     assert tiny.shape.layers == 1 and tiny.shape.max_positions == 32
 
 
+def test_llama_training_is_deterministic_and_shares_the_tokenizer(tmp_path):
+    """Two tiny Llama runs with the same seed write identical weights; both reuse the shipped tokenizer."""
+    cfg = replace(LLAMA, n_layer=1, block_size=32, batch_size=4, steps=2, warmup=1, val_every=2, sample_tokens=3)
+    report = train(cfg, tmp_path / "a", log=lambda line: None)
+    train(cfg, tmp_path / "b", log=lambda line: None)
+    assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
+    assert (tmp_path / "a" / "tokenizer.json").read_bytes() == (SHIPPED_DIR / "tokenizer.json").read_bytes()
+    assert report["architecture"] == "LlamaForCausalLM" and report["command"].startswith("python -m viz.tools.train --arch llama")
+    tiny = load_model(tmp_path / "a", "cpu")
+    assert (tiny.shape.heads, tiny.shape.kv_heads) == (8, 2)
+
+
 def test_commands_exit_2_on_bad_input(capsys):
     """The train and bench commands answer bad arguments with exit code 2 and one line on stderr."""
     assert train_main(["--steps", "0"]) == 2
     assert bench_main(["--model", "/no/such/model"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 1 and "not a directory" in err
+
+
+def test_model_choices_exit_2_on_a_bad_name(capsys):
+    """An unknown --arch for the trainer or --shipped for the benchmark: exit code 2, one line each."""
+    assert train_main(["--arch", "bert"]) == 2
+    assert bench_main(["--shipped", "bert"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and "--arch" in lines[0] and "--shipped" in lines[1]
 
 
 def test_bench_quick_reports_positive_measurements():

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from viz.core.memory import PRESETS, cache_memory, format_bytes
+from viz.core.memory import cache_memory, format_bytes
+from viz.core.model_config import preset
 
 
 def metric(app, label: str):
@@ -23,10 +24,19 @@ def test_at_scale_page_switches_model(app):
     with app.rerun():
         app.page.get_by_role("option", name="Llama-3-8B", exact=True).click()
     app.assert_no_exception()
-    expected = format_bytes(cache_memory(PRESETS["Llama-3-8B"], 8192).bytes_per_sequence)
+    expected = format_bytes(cache_memory(preset("Llama-3-8B"), 8192).bytes_per_sequence)
     expect(metric(app, "Per sequence")).to_have_text(expected)
     expect(app.main.get_by_text("Cache memory grows with every token of context")).to_be_visible()
     app.screenshot("at-scale-llama3-8b")
+    with app.rerun():  # the tab lays the cache out only when open, so opening it reruns
+        app.page.get_by_role("tab", name="transformers' own count").click()
+    expect(metric(app, "transformers: storage")).to_have_text(expected)
+    app.screenshot("at-scale-transformers-count")
+    with app.rerun():
+        app.page.get_by_role("tab", name="What limits a decode step").click()
+    expect(metric(app, "Time per token")).to_contain_text("ms")
+    expect(app.main.get_by_text("Roofline: H100 SXM, fp16/bf16")).to_be_visible()
+    app.screenshot("at-scale-roofline")
 
 
 def test_memory_page_paged_blocks_and_eviction(app):
@@ -44,6 +54,11 @@ def test_memory_page_paged_blocks_and_eviction(app):
     expect(metric(app, "First changed word")).to_have_text("none")
     expect(app.main.get_by_text("int8, per-token scales", exact=False).first).to_be_visible()
     app.screenshot("memory-quantise")
+    with app.rerun():
+        app.page.get_by_role("radio", name="KIVI", exact=True).click()
+    app.assert_no_exception()
+    expect(app.main.get_by_text("KIVI: keys per channel in groups of 4", exact=False).first).to_be_visible()
+    app.screenshot("memory-quantise-kivi")
     with app.rerun():
         app.page.get_by_role("radio", name="Sinks + window", exact=True).click()
     app.assert_no_exception()

@@ -35,6 +35,18 @@ def test_real_model_page_end_to_end(app):
     expect(metric(app, "Formula")).to_have_text(metric(app, "Cache bytes (measured)").inner_text())
     app.screenshot("real-model-decode")
 
+    open_tab(app, "K/V heads")
+    expect(metric(app, "Cache per token (measured)")).to_have_text("4,096 B")
+    with app.rerun():
+        app.page.get_by_role("radio", name="Llama: 8 query heads share 2 K/V heads (GQA)", exact=True).click()
+    app.assert_no_exception()
+    expect(app.main.get_by_text("kvlab-pydoc-llama (shipped)")).to_be_visible()
+    open_tab(app, "K/V heads")
+    expect(metric(app, "Cache per token (measured)")).to_have_text("1,024 B")
+    app.screenshot("real-model-llama-kv-heads")
+    with app.rerun():
+        app.page.get_by_role("radio", name="GPT-2: every query head has its own K/V head", exact=True).click()
+
     open_tab(app, "Cache vs no cache")
     app.click_button("Run both ways")
     app.assert_no_exception()

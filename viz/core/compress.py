@@ -1,5 +1,5 @@
 """Smaller KV caches for the toy: eviction (sliding window, attention sinks, by hand) and
-quantisation (int8 / int4 with per-token or per-channel scales), and what they change.
+quantisation (int8 / int4, per token or KIVI-style), and what they change.
 
 Both keep the :class:`~viz.core.cache.Cache` interface, so the engine's kv decoder uses
 them through ``generate(..., make_cache=...)`` unchanged:
@@ -7,20 +7,29 @@ them through ``generate(..., make_cache=...)`` unchanged:
 1. :class:`EvictingCache` drops keys after each append, following an :class:`EvictionPolicy`. The
    engine's causal mask reads each key's stored position, so an evicted key is simply absent from
    the softmax; the newest key (the query's own) is never evicted.
-2. :class:`QuantizedCache` stores integer codes and one absmax per group (a token's row, or a
-   channel across the tokens written together) and dequantises on read. A value x is stored as
-   round(x / absmax · q_max) with q_max = 127 (int8) or 7 (int4), so it comes back within
-   absmax / (2 · q_max) of itself. int4 codes are packed two to a byte. Key records (position,
-   token, value, n) stay exact: they are what the rules read, not tensors a kernel would quantise.
+2. :class:`QuantizedCache` stores integer codes and one absmax per group and dequantises on read.
+   A value x is stored as round(x / absmax · q_max) with q_max = 127 (int8) or 7 (int4), so it
+   comes back within absmax / (2 · q_max) of itself; int4 codes are packed two to a byte. Two
+   schemes: ``per-token`` gives each key row (one head, one token) and each token's value its own
+   scale. ``KIVI`` follows Liu et al., "KIVI: a tuning-free asymmetric 2bit quantization for KV
+   cache" (2024): keys are quantised **per channel**, one scale per channel for each group of G
+   tokens (keys have outlier channels, so a channel shares a scale well), values **per token**, and
+   the newest R tokens stay in full precision until enough older tokens form whole groups. The
+   scales (float32) and the full-precision window are counted in the bytes. Simplified from KIVI:
+   symmetric absmax instead of its asymmetric zero point and scale, float32 scales instead of
+   fp16, and "keep at least the newest R, quantise older tokens in whole groups" instead of
+   flushing the residual when it fills. Key records (position, token, value, n) stay exact: they
+   are what the rules read, not tensors a kernel would quantise.
 3. :func:`compare_with_full` feeds the same tokens to a full cache and a compressed one and reports,
    for every prediction, the attention rows, the context, the logits, the word each would choose,
    and the bytes each holds.
 
 The toy's keys are ±1 (or 0 for heads that read the query) and there is one value per token, so
-int8 and int4 store the keys exactly and per-token scales store each value exactly; per-channel
-scales share one scale among the tokens written together, and small values lose precision next to
-a large one. Eviction acts on the cache only: the prompt is read in full during prefill, so the
-first prediction is never affected; every decode step after it sees only the kept keys.
+both schemes store its keys exactly (every channel's absmax is 1) and per-token scales store each
+value exactly: what quantisation changes here is the bytes, not the answer. A real model's keys
+and values are arbitrary numbers, head_dim of them per head and token, and lose precision.
+Eviction acts on the cache only: the prompt is read in full during prefill, so the first
+prediction is never affected; every decode step after it sees only the kept keys.
 
 What this module does not do: learn which keys matter (H2O, SnapKV), re-encode positions after
 eviction (the toy has no RoPE), or quantise the queries, the attention weights or W_vocab.
@@ -36,7 +45,9 @@ from .engine import Generation, ToyModel, generate
 from .scenario import MAX_DECODE_STEPS, Scenario
 
 QMAX = {"int8": 127, "int4": 7}
-SCALE_MODES = ("per-token", "per-channel")
+SCALE_MODES = ("per-token", "KIVI")
+GROUP_SIZES = (2, 4, 8, 16)  # KIVI: tokens per key scale
+MAX_RESIDUAL = 64  # KIVI: newest tokens kept in full precision, at most
 
 
 # -- eviction --------------------------------------------------------------------------------
@@ -153,52 +164,70 @@ class QuantizedCache:
     """A KV cache that stores keys and values as int8 or int4 codes plus their scales.
 
     ``scales="per-token"``: each key row (one head, one token) and each token's value has its own
-    absmax. ``"per-channel"``: each of a head's d_k channels, and the value channel, has one absmax
-    across the tokens written in one append (the whole prompt at prefill, then each new token).
-    ``nbytes`` counts the codes and the scales actually stored.
+    absmax. ``"KIVI"``: keys per channel, one absmax per (head, channel) for every ``group`` tokens;
+    values per token; the newest ``residual`` tokens (and keys not yet in a whole group) stay in full
+    precision. ``nbytes`` counts codes, scales and the full-precision window as stored.
     """
 
     def __init__(self, num_heads: int, d_k: int, bits: str = "int8", scales: str = "per-token", *,
-                 device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32):
+                 group: int = 4, residual: int = 4, device: torch.device | str = "cpu",
+                 dtype: torch.dtype = torch.float32):
         if bits not in QMAX:
             raise ValueError(f"bits must be one of {', '.join(QMAX)}")
         if scales not in SCALE_MODES:
             raise ValueError(f"scales must be one of {', '.join(SCALE_MODES)}")
+        if group not in GROUP_SIZES or not 0 <= residual <= MAX_RESIDUAL:
+            raise ValueError(f"the group must be one of {GROUP_SIZES} tokens and the full-precision window "
+                             f"0 to {MAX_RESIDUAL} tokens")
         self.num_heads, self.d_k, self.bits, self.scales = num_heads, d_k, bits, scales
+        self.group, self.residual = (group, residual) if scales == "KIVI" else (1, 0)
         self.device, self.dtype = torch.device(device), dtype
-        self._keys: list[Quantized] = []  # one per append: (heads, m, d_k) codes
-        self._values: list[Quantized] = []  # one per append: (1, m) codes
+        self._keys: list[Quantized] = []  # (heads, m, d_k) codes: per append, or per group of `group` tokens
+        self._values: list[Quantized] = []  # (m, 1) codes, one scale per token
+        self._key_window = torch.zeros(num_heads, 0, d_k, device=self.device, dtype=dtype)  # (heads, r, d_k)
+        self._value_window = torch.zeros(0, device=self.device, dtype=dtype)  # (r,)
         self._info: list[TokenInfo] = []
         self.length = 0
 
     def append(self, keys: torch.Tensor, values: torch.Tensor, info: TokenInfo) -> None:
-        """Quantise m new tokens: keys (heads, m, d_k), values (m,)."""
-        per_token = self.scales == "per-token"
-        self._keys.append(quantize(keys, self.bits, group_dim=-1 if per_token else -2))
-        self._values.append(quantize(values[None, :], self.bits, group_dim=0 if per_token else 1))  # (1, m)
+        """Add m new tokens: keys (heads, m, d_k), values (m,); quantise what leaves the window."""
         self._info.append(info)
         self.length += values.shape[0]
+        if self.scales == "per-token":
+            self._keys.append(quantize(keys, self.bits, group_dim=-1))  # one scale per (head, token)
+            self._values.append(quantize(values[:, None], self.bits, group_dim=-1))  # (m, 1)
+            return
+        self._key_window = torch.cat([self._key_window, keys], dim=1)  # (heads, r + m, d_k)
+        self._value_window = torch.cat([self._value_window, values])  # (r + m,)
+        while self._key_window.shape[1] - self.residual >= self.group:  # a whole group is old enough
+            oldest, self._key_window = self._key_window[:, :self.group], self._key_window[:, self.group:]
+            self._keys.append(quantize(oldest, self.bits, group_dim=-2))  # one scale per (head, channel)
+        old = max(0, self._value_window.shape[0] - self.residual)
+        if old:
+            self._values.append(quantize(self._value_window[:old, None], self.bits, group_dim=-1))
+            self._value_window = self._value_window[old:]
 
     def keys(self) -> torch.Tensor:
-        if not self._keys:
-            return torch.zeros(self.num_heads, 0, self.d_k, device=self.device, dtype=self.dtype)
-        return torch.cat([dequantize(q) for q in self._keys], dim=1)  # (heads, len, d_k)
+        parts = [dequantize(q) for q in self._keys] + [self._key_window]
+        return torch.cat(parts, dim=1)  # (heads, len, d_k), oldest first
 
     def values(self) -> torch.Tensor:
-        if not self._values:
-            return torch.zeros(0, device=self.device, dtype=self.dtype)
-        return torch.cat([dequantize(q)[0] for q in self._values])  # (len,)
+        parts = [dequantize(q)[:, 0] for q in self._values] + [self._value_window]
+        return torch.cat(parts)  # (len,)
 
     def info(self) -> TokenInfo:
         return TokenInfo.cat(self._info) if self._info else TokenInfo.empty(self.device)
 
     def truncate(self, length: int) -> None:
-        """Forget the tokens after the first ``length``: whole appends are dropped, and an append cut
-        in the middle is quantised again from its dequantised kept part (its scales may shrink)."""
+        """Forget the tokens after the first ``length`` by replaying the kept appends from their
+        dequantised numbers: whole appends fall into the same groups and get the same codes again
+        (a group's largest number comes back exactly); an append cut in the middle is quantised
+        again from its kept part (its scales may shrink)."""
         _check_truncate(length, self.length)
         keys, values, info = self.keys(), self.values(), self.info()
         lengths = [len(i) for i in self._info]
         self._keys, self._values, self._info, self.length = [], [], [], 0
+        self._key_window, self._value_window = keys[:, :0], values[:0]
         start = 0
         for m in lengths:
             end = min(start + m, length)
@@ -210,14 +239,20 @@ class QuantizedCache:
         return self.length
 
     @property
+    def full_precision_tokens(self) -> tuple[int, int]:
+        """(keys, values) still held in full precision."""
+        return self._key_window.shape[1], self._value_window.shape[0]
+
+    @property
     def nbytes(self) -> int:
-        """Codes plus scales, as stored (records excluded, as KVCache excludes them)."""
-        return sum(q.nbytes for q in self._keys) + sum(q.nbytes for q in self._values)
+        """Codes, scales and the full-precision window, as stored (records excluded, as KVCache excludes them)."""
+        quantised = sum(q.nbytes for q in self._keys) + sum(q.nbytes for q in self._values)
+        return quantised + self._key_window.nbytes + self._value_window.nbytes
 
     def value_error_bound(self) -> torch.Tensor:
         """(len,) the most each dequantised value can differ from the original: absmax / (2 · q_max)."""
-        bounds = [(q.absmax / (2 * QMAX[self.bits])).expand(1, q.width)[0] for q in self._values]
-        return torch.cat(bounds) if bounds else torch.zeros(0)
+        bounds = [(q.absmax / (2 * QMAX[self.bits]))[:, 0] for q in self._values]
+        return torch.cat(bounds + [torch.zeros_like(self._value_window)])
 
 
 # -- compressed vs full ----------------------------------------------------------------------
@@ -227,7 +262,9 @@ class CacheSpec:
 
     policy: EvictionPolicy | None = None
     bits: str | None = None  # "int8", "int4" or None
-    scales: str = "per-token"
+    scales: str = "per-token"  # or "KIVI"
+    group: int = 4  # KIVI: tokens per key scale
+    residual: int = 4  # KIVI: newest tokens kept in full precision
 
     def __post_init__(self) -> None:
         if self.policy is not None and self.bits is not None:
@@ -236,21 +273,28 @@ class CacheSpec:
             raise ValueError(f"bits must be one of {', '.join(QMAX)}")
         if self.scales not in SCALE_MODES:
             raise ValueError(f"scales must be one of {', '.join(SCALE_MODES)}")
+        if self.group not in GROUP_SIZES or not 0 <= self.residual <= MAX_RESIDUAL:
+            raise ValueError(f"the group must be one of {GROUP_SIZES} tokens and the full-precision window "
+                             f"0 to {MAX_RESIDUAL} tokens")
 
     def make_cache(self, model: ToyModel) -> KVCache | QuantizedCache:
         kwargs = {"device": model.device, "dtype": model.dtype}
         if self.policy is not None:
             return EvictingCache(model.num_heads, model.d_k, self.policy, **kwargs)
         if self.bits is not None:
-            return QuantizedCache(model.num_heads, model.d_k, self.bits, self.scales, **kwargs)
+            return QuantizedCache(model.num_heads, model.d_k, self.bits, self.scales, group=self.group,
+                                  residual=self.residual, **kwargs)
         return KVCache(model.num_heads, model.d_k, **kwargs)
 
     @property
     def label(self) -> str:
         if self.policy is not None:
             return self.policy.label
+        if self.bits is not None and self.scales == "KIVI":
+            return (f"{self.bits}, KIVI: keys per channel in groups of {self.group}, values per token, "
+                    f"newest {self.residual} in full precision")
         if self.bits is not None:
-            return f"{self.bits}, {self.scales} scales"
+            return f"{self.bits}, per-token scales"
         return "full cache"
 
 

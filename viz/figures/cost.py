@@ -175,9 +175,14 @@ def decode_reading(summary: CostSummary, device_type: str) -> list[str]:
         "little arithmetic to keep a processor busy while the bytes arrive, so once the cache is "
         f"large the step waits for memory. At n = {s.kv_n} the cache holds {s.kv_cache_bytes:,} "
         f"bytes; at the measured copy speed of {bandwidth:.1f} GB/s reading them would take {floor}, "
-        f"and the step took {step}, {verdict}. A real model's cache holds gigabytes (see the At "
-        "scale page), and there reading it is the whole story: that is why servers shrink the "
-        "cache (fewer key heads, 8-bit numbers).")
+        f"and the step took {step}, {verdict}. The toy has no weights to speak of; a real model's "
+        "decode step also reads every one of its weights, once per step, to make one token per "
+        "sequence. At batch 1 the weights are most of the bytes (a 7-billion-parameter model reads "
+        "about 13 GB of fp16 weights each step, far more than its cache at a few thousand tokens); "
+        "the cache dominates only when batch × context grows large. Batching shares one read of "
+        "the weights among all the sequences, which is why it raises throughput; shrinking the "
+        "cache (fewer K/V heads, 8-bit numbers) matters once the cache is the larger part. The At "
+        "scale page weighs both for real models, against a GPU's bandwidth and compute.")
     if s.cat_over_kv is not None:
         if s.cat_over_kv >= 1.2:
             outcome = (f"at n = {s.kv_n} it took {_times(s.cat_over_kv)} as long as the preallocated "
@@ -204,9 +209,12 @@ def prefill_reading(summary: CostSummary) -> list[str]:
         also = f" ({_times(r_small)} at n = {n_small})" if n_small != n_large else ""
         lines.append(
             f"Still, one token at a time took {_times(r_large)} as long as one batched pass at "
-            f"n = {n_large}{also}. One big matrix product keeps the "
-            "hardware busy; the loop pays the per-step price n times, one small step after another. "
-            "That is why a model reads your prompt quickly and then writes its answer slowly.")
+            f"n = {n_large}{also}. In the toy that is the fixed price of a step (Python, small "
+            "tensor operations) paid n times. In a real model the reason is reuse: a batched "
+            "prefill multiplies each weight it reads by all n prompt tokens at once, so it is "
+            "limited by arithmetic (compute-bound), while decoding reads every weight again for "
+            "one token per sequence, so it waits for memory (memory-bound). That is why a model "
+            "reads your prompt quickly and then writes its answer slowly.")
     else:
         lines.append(
             f"Here the loop was faster at n = {n_large} ({_times(1 / r_large)}): the batched pass "

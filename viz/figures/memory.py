@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 import torch
 
 from ..core.compress import CacheComparison, StepComparison
+from ..core.cache_layout import LibraryLayout
 from ..core.memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurve, ToyCacheMemory, format_bytes
 from ..core.paged import PagedRun, PoolSnapshot, WasteReport
 from .toy import BLUE, GOLD, MASKED, RED, safe
@@ -39,8 +40,8 @@ def _layout(fig: go.Figure, title: str, height: int, *, legend: bool = True) -> 
 # -- at scale -------------------------------------------------------------------------------
 def memory_curve_figure(curves: Sequence[tuple[str, MemoryCurve]], tokens: int,
                         budget_bytes: int | None = None, max_context: int | None = None) -> go.Figure:
-    """Cache of the batch (GiB) against context length, one line per model; the GPU's cache
-    budget as a dashed line, the chosen length as a dotted one."""
+    """Cache of the batch (GiB) against context length, one line per model; what the GPUs can hold
+    for the cache as a dashed line, the chosen length as a dotted one."""
     fig = go.Figure()
     for i, (name, curve) in enumerate(curves):
         fig.add_trace(go.Scatter(
@@ -51,10 +52,10 @@ def memory_curve_figure(curves: Sequence[tuple[str, MemoryCurve]], tokens: int,
     highest = max((max(curve.bytes) for _, curve in curves), default=0)
     if budget_bytes is not None and budget_bytes <= 2 * highest:
         fig.add_hline(y=budget_bytes / GIB, line=dict(color=RED, dash="dash"),
-                      annotation_text=f"cache budget on the GPU: {format_bytes(budget_bytes)}",
+                      annotation_text=f"cache the GPUs can hold: {format_bytes(budget_bytes)}",
                       annotation_position="top left")
     elif budget_bytes is not None:  # a line far above the curves would flatten them
-        fig.add_annotation(text=f"the GPU's cache budget, {format_bytes(budget_bytes)}, is far above this chart",
+        fig.add_annotation(text=f"the cache the GPUs can hold, {format_bytes(budget_bytes)}, is far above this chart",
                            xref="paper", yref="paper", x=0.01, y=0.98, showarrow=False, font_color=RED)
     fig.add_vline(x=tokens, line=dict(color="#555", dash="dot"), annotation_text=f"{tokens:,} tokens",
                   annotation_position="top right")
@@ -66,21 +67,26 @@ def memory_curve_figure(curves: Sequence[tuple[str, MemoryCurve]], tokens: int,
     return _layout(fig, "Cache memory grows with every token of context", 420)
 
 
-def gpu_split_figure(fit: GpuFit, batch_bytes: int) -> go.Figure:
-    """One bar for the GPU memory: weights, the batch's cache, what is left, and the reserve."""
-    reserve = fit.gpu_bytes - fit.usable_bytes
-    weights = min(fit.weights_bytes, fit.usable_bytes)
-    cache = min(batch_bytes, fit.cache_budget_bytes)
-    parts = [("weights", weights, GREY), ("KV cache of the batch", cache, BLUE),
+def gpu_split_figure(fit: GpuFit, batch: int) -> go.Figure:
+    """One bar for one GPU's memory: its slice of the weights, the reserve, the batch's cache share,
+    what is left for more sequences, and what the engine leaves alone."""
+    weights = min(fit.weights_bytes, fit.requested_bytes)
+    reserve = min(fit.reserve_bytes, fit.requested_bytes - weights)
+    wanted = batch * fit.sequence_bytes
+    cache = min(wanted, fit.cache_budget_bytes)
+    parts = [("weights" + (f" (1/{fit.gpus})" if fit.gpus > 1 else ""), weights, GREY),
+             ("activation peak + CUDA graphs", reserve, "#d9c27a"),
+             ("KV cache of the batch", cache, BLUE),
              ("free for more sequences", fit.cache_budget_bytes - cache, FREE),
-             ("kept back (activations, runtime)", reserve, MASKED)]
+             (f"outside the engine's {fit.utilization:.0%}", fit.outside_bytes, MASKED)]
     fig = go.Figure()
     for name, size, color in parts:
         fig.add_trace(go.Bar(x=[size / GIB], y=["GPU"], orientation="h", name=name, marker_color=color,
                              marker_line=dict(color="#99a", width=1), text=[format_bytes(size)],
                              textposition="inside", insidetextanchor="middle",
                              hovertemplate=f"{name}: {format_bytes(size)}<extra></extra>"))
-    overflow = max(0, batch_bytes - fit.cache_budget_bytes) + max(0, fit.weights_bytes - fit.usable_bytes)
+    overflow = max(0, wanted - fit.cache_budget_bytes) + max(0, fit.weights_bytes + fit.reserve_bytes
+                                                               - fit.requested_bytes)
     if overflow:
         fig.add_trace(go.Bar(x=[overflow / GIB], y=["GPU"], orientation="h", name="does not fit",
                              marker_color=RED, text=[f"{format_bytes(overflow)} too much"],
@@ -88,7 +94,8 @@ def gpu_split_figure(fit: GpuFit, batch_bytes: int) -> go.Figure:
     fig.update_layout(barmode="stack", legend_traceorder="normal")
     fig.update_xaxes(title="GiB")
     fig.update_yaxes(showticklabels=False)
-    return _layout(fig, f"Where {format_bytes(fit.gpu_bytes)} of GPU memory goes", 200)
+    each = " on each of the GPUs" if fit.gpus > 1 else ""
+    return _layout(fig, f"Where the {format_bytes(fit.gpu_bytes)} of a {safe(fit.gpu.name)} go{each}", 220)
 
 
 def config_summary(memory: CacheMemory) -> str:
@@ -96,19 +103,23 @@ def config_summary(memory: CacheMemory) -> str:
     c = memory.config
     shape = (f"latent {c.latent_dim} + RoPE {c.rope_dim} per token and layer" if c.attention == "MLA"
              else f"{c.kv_heads} K/V heads × {c.head_dim} dims")
-    window = f" · window {c.window:,} on {c.sliding_layers} of {c.layers} layers" if c.window else ""
-    return f"{c.attention} · {c.layers} layers · {c.query_heads} query heads · {shape}{window}"
+    window = f" · window {c.window:,} on {c.sliding_layers} of {c.layers} layers" if c.sliding_layers else ""
+    shared = f" · {c.cacheless_layers} layers keep no cache of their own" if c.cacheless_layers else ""
+    experts = f" · {c.experts} experts, {c.experts_per_token} per token" if c.experts else ""
+    return (f"{c.attention} · {c.layers} layers · {c.query_heads} query heads · {shape}{window}{shared}"
+            f"{experts} · {c.params / 1e9:,.2f} B parameters")
 
 
 def formula_text(memory: CacheMemory) -> str:
     """The calculator's formula with this model's numbers filled in."""
     c, size = memory.config, f"{DTYPE_BITS[memory.dtype] / 8:g} bytes"
     run = f"{memory.tokens:,} tokens · {memory.batch:,} sequence{'s' if memory.batch != 1 else ''} · {size}"
+    caching = c.layers - c.cacheless_layers
     if c.attention == "MLA":
-        text = f"bytes = ({c.latent_dim} + {c.rope_dim}) · {c.layers} layers · {run} (one latent, no factor 2)"
+        text = f"bytes = ({c.latent_dim} + {c.rope_dim}) · {caching} layers · {run} (one latent, no factor 2)"
     else:
-        text = f"bytes = 2 · {c.layers} layers · {c.kv_heads} K/V heads · {c.head_dim} dims · {run}"
-    if c.window:
+        text = f"bytes = 2 · {caching} layers · {c.kv_heads} K/V heads · {c.head_dim} dims · {run}"
+    if c.sliding_layers:
         text += f"; the {c.sliding_layers} sliding layers hold at most {c.window:,} tokens"
     return text
 
@@ -123,15 +134,59 @@ def dtype_table(rows: Sequence[CacheMemory]) -> pd.DataFrame:
     })
 
 
-def gpu_table(fits: Sequence[tuple[str, GpuFit]]) -> pd.DataFrame:
-    """Sequences that fit for each GPU size."""
+def gpu_table(fits: Sequence[GpuFit]) -> pd.DataFrame:
+    """Sequences that fit for each GPU: memory as the driver reports it, budget per GPU."""
     return pd.DataFrame({
-        "GPU": [name for name, _ in fits],
-        "weights fit": ["yes" if fit.weights_fit else "no" for _, fit in fits],
-        "cache budget": [format_bytes(fit.cache_budget_bytes) for _, fit in fits],
-        "sequences that fit": [fit.sequences for _, fit in fits],
-        "tokens of cache": [fit.tokens for _, fit in fits],
+        "GPU": [f"{fit.gpu.name} ({fit.gpu.marketed})" for fit in fits],
+        "memory (MiB)": [fit.gpu.memory_mib for fit in fits],
+        "weights fit": ["yes" if fit.weights_fit else "no" for fit in fits],
+        "cache budget per GPU": [format_bytes(fit.cache_budget_bytes) for fit in fits],
+        "sequences that fit": [fit.sequences for fit in fits],
+        "tokens of cache": [fit.tokens for fit in fits],
     })
+
+
+def layout_table(layout: LibraryLayout) -> pd.DataFrame:
+    """transformers' cache layer by layer, runs of identical layers folded into one row."""
+    rows: list[list] = []
+    for layer in layout.layers:
+        same = (layer.kind, layer.cache_class, layer.key_shape, layer.value_shape, layer.storage_bytes,
+                layer.formula_bytes)
+        if rows and rows[-1][-1] == same:
+            rows[-1][1] = layer.layer
+            continue
+        rows.append([layer.layer, layer.layer, same])
+    return pd.DataFrame({
+        "layers": [f"{a}" if a == b else f"{a}–{b}" for a, b, _ in rows],
+        "config says": [same[0] for _, _, same in rows],
+        "transformers class": [same[1] for _, _, same in rows],
+        "K shape": [str(list(same[2])) for _, _, same in rows],
+        "V shape": [str(list(same[3])) for _, _, same in rows],
+        "storage per layer": [format_bytes(same[4]) for _, _, same in rows],
+        "formula per layer": [format_bytes(same[5]) for _, _, same in rows],
+    })
+
+
+def layout_sentences(layout: LibraryLayout, config_name: str) -> list[str]:
+    """The comparison in words (markdown-safe apart from the model name, which the page escapes)."""
+    classes = ", ".join(f"{count} × {name}" for name, count in layout.classes.items())
+    verdict = ("equal to the formula, byte for byte" if layout.matches_formula else
+               f"{format_bytes(abs(layout.storage_bytes - layout.formula_bytes))} "
+               f"{'more' if layout.storage_bytes > layout.formula_bytes else 'less'} than the formula")
+    lines = [f"`DynamicCache(config=...)` built {classes}. After {layout.tokens - 1:,} tokens of prefill and one "
+             f"decode step its tensors' storage holds {format_bytes(layout.storage_bytes)} "
+             f"({layout.storage_bytes:,} bytes) in {layout.dtype}: {verdict}."]
+    if layout.view_bytes:
+        lines.append(f"The tensors' shapes show {format_bytes(layout.view_bytes)} less "
+                     f"({format_bytes(layout.held_bytes)}): a sliding-window layer keeps a view of its last "
+                     "window − 1 tokens, since the next token completes the window, over the window-long "
+                     "tensor its last `torch.cat` made. The storage is what stays allocated.")
+    for difference in layout.differences:
+        lines.append(f"{format_bytes(abs(difference.bytes))} of the difference: {difference.reason}.")
+    if layout.unexplained_bytes:
+        lines.append(f"{format_bytes(abs(layout.unexplained_bytes))} of the difference is not explained by "
+                     "anything kvlab models: the formula does not describe this architecture fully.")
+    return lines
 
 
 def toy_sentence(toy: ToyCacheMemory, memory: CacheMemory, ratio: float) -> str:

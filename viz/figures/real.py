@@ -83,13 +83,58 @@ def top_k_figure(candidates: Sequence[tuple[str, float]], after: str, chosen: in
 
 # -- the KV cache -------------------------------------------------------------------------------
 def cache_table(snap: CacheSnapshot) -> pd.DataFrame:
-    """Per layer: the cached K and V shapes [batch, kv_heads, seq, head_dim] and their bytes."""
+    """Per layer: the cache class, the K and V shapes [batch, kv_heads, seq, head_dim], the bytes
+    those shapes make and the bytes of the storage behind them."""
     return pd.DataFrame({
         "layer": [layer.layer for layer in snap.layers],
+        "class": [layer.cache_class for layer in snap.layers],
         "K shape": [str(list(layer.key_shape)) for layer in snap.layers],
         "V shape": [str(list(layer.value_shape)) for layer in snap.layers],
         "bytes (K + V)": [layer.nbytes for layer in snap.layers],
+        "storage bytes": [layer.storage_bytes for layer in snap.layers],
     })
+
+
+def shipped_cache_table(rows: Sequence[tuple[str, object, CacheSnapshot]]) -> pd.DataFrame:
+    """One row per model: its heads and the cache measured after the same prompt's prefill."""
+    return pd.DataFrame({
+        "model": [name for name, _, _ in rows],
+        "layers": [real.shape.layers for _, real, _ in rows],
+        "query heads": [real.shape.heads for _, real, _ in rows],
+        "K/V heads": [real.shape.kv_heads for _, real, _ in rows],
+        "head dim": [real.shape.head_dim for _, real, _ in rows],
+        "cache per token (measured)": [f"{snap.bytes_per_token:,.0f} B" for _, _, snap in rows],
+        "cache after the prompt (measured)": [f"{snap.total_bytes:,} B" for _, _, snap in rows],
+    })
+
+
+GROUP_COLORS = ["#1f5fa8", "#e67e22", "#2e8b57", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#d35400"]
+
+
+def gqa_figure(heads: int, kv_heads: int) -> go.Figure:
+    """Query heads (top row) drawn over the K/V heads they read (bottom row): each group of
+    heads / kv_heads query heads shares one key and one value per token."""
+    group = heads // kv_heads
+    query_x = list(range(heads))
+    kv_x = [g * group + (group - 1) / 2 for g in range(kv_heads)]  # under the middle of its group
+    lines = [go.Scatter(x=[q, kv_x[q // group]], y=[1, 0], mode="lines", showlegend=False, hoverinfo="skip",
+                        line=dict(color=GROUP_COLORS[(q // group) % len(GROUP_COLORS)], width=2))
+             for q in query_x]
+    queries = go.Scatter(x=query_x, y=[1] * heads, mode="markers+text", name="query heads",
+                         text=[f"q{q}" for q in query_x], textposition="top center",
+                         marker=dict(size=22, symbol="square",
+                                     color=[GROUP_COLORS[(q // group) % len(GROUP_COLORS)] for q in query_x]),
+                         hovertemplate="query head %{x}<extra></extra>")
+    keys = go.Scatter(x=kv_x, y=[0] * kv_heads, mode="markers+text", name="K/V heads",
+                      text=[f"K/V {g}" for g in range(kv_heads)], textposition="bottom center",
+                      marker=dict(size=30, symbol="diamond",
+                                  color=[GROUP_COLORS[g % len(GROUP_COLORS)] for g in range(kv_heads)]),
+                      hovertemplate="K/V head: read by " + str(group) + " query heads<extra></extra>")
+    title = (f"{heads} query heads share {kv_heads} K/V heads: {group} per group" if group > 1 else
+             f"{heads} query heads, each with its own K/V head")
+    return figure([*lines, queries, keys], frame(title, 230, background=WHITE, showlegend=False,
+                                                 xaxis=dict(visible=False, range=[-1, heads]),
+                                                 yaxis=dict(visible=False, range=[-0.7, 1.6])))
 
 
 def key_norms_figure(snap: CacheSnapshot, layer: int, pieces: Sequence[str]) -> go.Figure:
@@ -104,8 +149,8 @@ def key_norms_figure(snap: CacheSnapshot, layer: int, pieces: Sequence[str]) -> 
 
 
 def cache_growth_figure(history: Sequence[tuple[int, int, int]]) -> go.Figure:
-    """Cache bytes measured after each step against the formula; history rows are
-    (tokens in the cache, measured bytes, formula bytes)."""
+    """Cache bytes measured after each step (the tensors' storage) against the formula; history rows
+    are (tokens in the cache, measured bytes, formula bytes)."""
     seq = [h[0] for h in history]
     lines = [go.Scatter(x=seq, y=[h[2] for h in history], mode="lines", name="formula",
                         line=dict(color=GOLD, width=7),
@@ -148,24 +193,30 @@ def diff_figure(comparison: CacheComparison) -> go.Figure:
 
 
 # -- heads that look like rules ------------------------------------------------------------------
+CHANCE_ROW = "chance (random heads, 95th percentile)"
+
+
 def matches_table(matches: RuleMatches) -> pd.DataFrame:
-    """One row per real head: the rule it looks most like, that rule's text and the score."""
+    """One row per real head: the rule it looks most like, that rule's text, the score, the rule's
+    chance level and whether the head beats it."""
     return pd.DataFrame({
         "head": [m.label for m in matches.heads],
         "looks like": [matches.rules[m.best].name for m in matches.heads],
         "rule": [matches.rules[m.best].rule for m in matches.heads],
         "score": [round(m.score, 3) for m in matches.heads],
+        "chance": [round(m.chance, 3) for m in matches.heads],
+        "beats chance": ["yes" if m.beats_chance else "no" for m in matches.heads],
     })
 
 
 def scores_figure(matches: RuleMatches, selected: str | None = None) -> go.Figure:
     """Every head (rows) against every rule (columns), each head's best cell outlined in red and
-    the selected head's row in gold."""
+    the selected head's row in gold; the last row is each rule's chance level."""
     layers, heads, rules = matches.scores.shape
-    rows = [m.label for m in matches.heads]
+    rows = [m.label for m in matches.heads] + [CHANCE_ROW]
     columns = [safe(r.name).replace(" ", "<br>") for r in matches.rules]  # one word per line
-    return heatmap(matches.scores.reshape(layers * heads, rules), columns, rows,
-                   "Every head against every rule (1 = the same attention)",
+    z = torch.cat([matches.scores.reshape(layers * heads, rules), matches.chance[None, :]])  # (heads + 1, rules)
+    return heatmap(z, columns, rows, "Every head against every rule (1 = the same attention; last row: chance)",
                    hover="head %{y}<br>rule %{x}<br>score %{z:.3f}",
                    highlight_cells=[(i, m.best) for i, m in enumerate(matches.heads)],
                    highlight_row=rows.index(selected) if selected in rows else None)

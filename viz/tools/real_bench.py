@@ -12,8 +12,9 @@ reporting the median (the device is synchronised around every timed region):
    in quick mode; never past the model's context), by our stepping loop with the cache, by our
    loop without it, and by transformers' ``model.generate()``; the same tokens are expected from all three.
 
-``python -m viz.tools.real_bench [--quick] [--device cpu|cuda|mps] [--out FILE]`` prints the table and
-writes the JSON. The goals (ours within 1.2× of generate(), cached ≥ 5× uncached at 256 tokens)
+``python -m viz.tools.real_bench [--quick] [--device cpu|cuda|mps] [--shipped gpt2|llama] [--model DIR]
+[--out FILE]`` prints the table and writes the JSON (with the cache bytes per token measured from
+the cache's storage). The goals (ours within 1.2× of generate(), cached ≥ 5× uncached at 256 tokens)
 are reported as measured, never asserted. This module does not load anything but the model given.
 """
 
@@ -30,8 +31,8 @@ from typing import Callable
 import torch
 
 from ..core.device import describe_device
-from ..core.real.model import (CachedDecoder, Decoder, RealModel, RealModelError, UncachedDecoder, encode, generate,
-                    load_model, sync_device)
+from ..core.real.model import (SHIPPED_MODELS, CachedDecoder, Decoder, RealModel, RealModelError, UncachedDecoder,
+                               encode, generate, load_model, measure_cache, sync_device)
 
 PROMPT = 'The "return" statement'
 LENGTHS = (16, 32, 64, 128, 256)
@@ -120,9 +121,11 @@ def bench_real_model(quick: bool, device: str | torch.device | None = None,
     whole = end_to_end(real, QUICK_END_TO_END_LENGTH if quick else END_TO_END_LENGTH, 3 if quick else 5)
     at_256 = next((row for row in rows if row["length"] == 256), None)
     s = real.shape
+    cache = measure_cache(real, list(encode(real, PROMPT).ids))
     return {
         "model": real.name, "device": describe_device(real.device), "threads": torch.get_num_threads(),
-        "parameters": s.parameters, "layers": s.layers, "heads": s.heads, "head_dim": s.head_dim,
+        "parameters": s.parameters, "layers": s.layers, "heads": s.heads, "kv_heads": s.kv_heads,
+        "head_dim": s.head_dim, "cache_bytes_per_token": cache.bytes_per_token,
         "repeats": repeats, "per_token": rows, "end_to_end": whole,
         "goals": {"ours_within_1.2x_of_generate": whole["ours_vs_generate"] <= 1.2,
                   "cached_5x_uncached_at_256": None if at_256 is None else at_256["speedup"] >= 5},
@@ -132,7 +135,8 @@ def bench_real_model(quick: bool, device: str | torch.device | None = None,
 def format_table(result: dict) -> str:
     """The result as a plain-text table for a terminal."""
     lines = [f"real model: {result['model']} on {result['device']} ({result['threads']} threads), "
-             f"median of {result['repeats']}",
+             f"median of {result['repeats']}; {result['heads']} query / {result['kv_heads']} K/V heads, "
+             f"cache {result['cache_bytes_per_token']:,.0f} bytes per token (measured)",
              f"{'length':>7} {'cached ms':>10} {'uncached ms':>12} {'cached tok/s':>13} "
              f"{'uncached tok/s':>15} {'speedup':>8}"]
     for row in result["per_token"]:
@@ -152,11 +156,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m viz.tools.real_bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer lengths and repeats")
     parser.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best available)")
-    parser.add_argument("--model", default=None, help="a local Hugging Face causal-LM directory")
+    parser.add_argument("--shipped", default="gpt2", help=f"which shipped model: {', '.join(SHIPPED_MODELS)}")
+    parser.add_argument("--model", default=None, help="a local Hugging Face causal-LM directory instead")
     parser.add_argument("--out", type=Path, default=None, help="write the JSON here")
     args = parser.parse_args(argv)
+    if args.shipped not in SHIPPED_MODELS:
+        print(f"error: --shipped must be one of {', '.join(SHIPPED_MODELS)}", file=sys.stderr)
+        return 2
     try:
-        result = bench_real_model(args.quick, args.device, args.model)
+        result = bench_real_model(args.quick, args.device, args.model or SHIPPED_MODELS[args.shipped][0])
     except (RealModelError, ValueError, RuntimeError) as err:
         print(f"error: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
         return 2

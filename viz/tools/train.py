@@ -1,16 +1,21 @@
-"""Train the small real model that ships with kvlab: ``python -m viz.tools.train``.
+"""Train the small real models that ship with kvlab: ``python -m viz.tools.train [--arch llama]``.
 
 1. **Data**: documentation that ships with Python itself, read from the running interpreter: the
    language-reference topics behind ``help()`` (``pydoc_data.topics``) and the docstrings of the
    standard library's modules (parsed with ``ast``, never imported), one document each, in a fixed
    order, joined by ``<|endoftext|>``. Every 16th document is held out for the validation loss.
    Nothing is downloaded.
-2. **Tokenizer**: byte-level BPE trained on the training documents (the ``tokenizers`` library).
-3. **Model**: transformers ``GPT2LMHeadModel`` with a small ``GPT2Config`` (:class:`TrainConfig`),
-   trained with AdamW on random windows of the token stream, seeded, on a fixed number of CPU threads.
+2. **Tokenizer**: byte-level BPE trained on the training documents (the ``tokenizers`` library)
+   for the GPT-2 model; the Llama model shares that shipped tokenizer (``weights/tokenizer.json``),
+   so both models read the same token ids.
+3. **Model** (:class:`TrainConfig`, ``--arch``): ``gpt2``, transformers ``GPT2LMHeadModel`` (learned
+   positions, LayerNorm, GELU MLP, one K/V head per query head); or ``llama``, ``LlamaForCausalLM``
+   (RoPE, RMSNorm, SwiGLU MLP, grouped-query attention: 8 query heads over 2 K/V heads, so its cache
+   is a quarter of the GPT-2 model's at the same width). Trained with AdamW on random windows of the
+   token stream, seeded, on a fixed number of CPU threads.
 4. **Save** ``model.safetensors``, ``config.json``, ``generation_config.json``, the tokenizer files
    and ``training.json`` (command, data fingerprint, losses, times, a greedy sample) to the output
-   directory, by default ``viz/core/real/weights/``.
+   directory, by default ``viz/core/real/weights/`` (gpt2) or ``viz/core/real/weights-llama/`` (llama).
 
 The same command on the same Python (the documentation differs between Python versions;
 ``training.json`` records the data's SHA-256) and the same number of threads reproduces the
@@ -35,17 +40,23 @@ from pathlib import Path
 import torch
 
 EOT = "<|endoftext|>"
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "core" / "real" / "weights"
+REAL_DIR = Path(__file__).resolve().parents[1] / "core" / "real"
+DEFAULT_OUT = {"gpt2": REAL_DIR / "weights", "llama": REAL_DIR / "weights-llama"}
+SHARED_TOKENIZER = REAL_DIR / "weights" / "tokenizer.json"  # the GPT-2 model's, reused by the Llama model
+ARCHES = ("gpt2", "llama")
 SAMPLE_PROMPT = 'The "return" statement'
 SKIP_DIRS = {"site-packages", "idlelib", "tkinter", "turtledemo", "lib2to3", "ensurepip", "pydoc_data"}
 
 
 @dataclass(frozen=True)
 class TrainConfig:
+    arch: str = "gpt2"  # "gpt2" or "llama" (see the module docstring)
     vocab_size: int = 2048  # byte-level BPE merges + 256 bytes + the end-of-text token
     n_layer: int = 4  # transformer blocks
-    n_head: int = 4  # attention heads per block
+    n_head: int = 4  # query heads per block
+    n_kv_head: int = 0  # llama: K/V heads per block (0: one per query head)
     n_embd: int = 128  # model width; head_dim = n_embd / n_head
+    n_inner: int = 0  # llama: SwiGLU hidden width (0: 4 · n_embd)
     block_size: int = 256  # training window = the model's context (n_positions)
     batch_size: int = 8  # windows per step
     steps: int = 1600  # optimizer steps
@@ -53,11 +64,18 @@ class TrainConfig:
     warmup: int = 100  # linear warm-up steps
     min_lr_ratio: float = 0.1  # cosine decay ends at lr · this
     weight_decay: float = 0.1  # on matrices only
-    dropout: float = 0.1  # residual and embedding dropout while training
+    dropout: float = 0.1  # gpt2: residual and embedding dropout while training (Llama has none)
     seed: int = 0  # seeds torch and the window sampler
     threads: int = 2  # torch CPU threads: results are reproducible for a fixed count
     val_every: int = 200  # steps between validation losses
     sample_tokens: int = 40  # greedy tokens in the recorded sample
+
+
+# The Llama model: the same width, depth and context as the GPT-2 one, 8 query heads of 16 over 2
+# shared K/V heads (group factor 4), a SwiGLU MLP of 3 · 128 (about the GPT-2 MLP's parameters),
+# trained on one thread (about ten CPU-minutes; one thread wastes no time waiting on the other).
+LLAMA = TrainConfig(arch="llama", n_head=8, n_kv_head=2, n_inner=384, dropout=0.0, threads=1)
+ARCH_DEFAULTS = {"gpt2": TrainConfig(), "llama": LLAMA}
 
 
 @lru_cache(maxsize=1)
@@ -129,7 +147,24 @@ def windows(stream: torch.Tensor, starts: torch.Tensor, block: int) -> torch.Ten
     return stream[starts[:, None] + offsets[None, :]]  # (batch, block)
 
 
+def shared_tokenizer():
+    """The shipped GPT-2 model's tokenizer, for a model that shares its token ids."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(SHARED_TOKENIZER))
+
+
 def build_model(cfg: TrainConfig, vocab_size: int, eot_id: int):
+    if cfg.arch == "llama":
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        config = LlamaConfig(vocab_size=vocab_size, hidden_size=cfg.n_embd, intermediate_size=cfg.n_inner or 4 * cfg.n_embd,
+                             num_hidden_layers=cfg.n_layer, num_attention_heads=cfg.n_head,
+                             num_key_value_heads=cfg.n_kv_head or cfg.n_head, max_position_embeddings=cfg.block_size,
+                             rms_norm_eps=1e-5, tie_word_embeddings=True, attention_dropout=0.0,
+                             bos_token_id=eot_id, eos_token_id=eot_id, pad_token_id=eot_id,
+                             attn_implementation="sdpa")
+        return LlamaForCausalLM(config)
     from transformers import GPT2Config, GPT2LMHeadModel
 
     config = GPT2Config(vocab_size=vocab_size, n_positions=cfg.block_size, n_embd=cfg.n_embd,
@@ -167,8 +202,10 @@ def train(cfg: TrainConfig, out: Path, log=print) -> dict:
     wall0, cpu0 = time.perf_counter(), time.process_time()
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
+    if cfg.arch not in ARCHES:
+        raise ValueError(f"arch must be one of {', '.join(ARCHES)}")
     train_docs, val_docs, digest = corpus()
-    tokenizer = train_tokenizer(train_docs, cfg.vocab_size)
+    tokenizer = shared_tokenizer() if cfg.arch == "llama" else train_tokenizer(train_docs, cfg.vocab_size)
     train_ids, val_ids = token_stream(tokenizer, train_docs), token_stream(tokenizer, val_docs)
     eot_id = tokenizer.token_to_id(EOT)
     log(f"data: {len(train_docs)} training / {len(val_docs)} validation documents, "
@@ -206,6 +243,7 @@ def train(cfg: TrainConfig, out: Path, log=print) -> dict:
                             model_max_length=cfg.block_size).save_pretrained(out)
     report = {
         "command": reproduce_command(cfg),
+        "architecture": type(model).__name__,
         "config": asdict(cfg),
         "data": {"source": "pydoc_data.topics and the standard library's docstrings, from this Python",
                  "python": platform.python_version(), "sha256": digest,
@@ -229,10 +267,11 @@ def train(cfg: TrainConfig, out: Path, log=print) -> dict:
 
 def reproduce_command(cfg: TrainConfig) -> str:
     """The command that rebuilds these weights: the options that change them, when not the defaults."""
-    defaults = TrainConfig()
-    flags = [f"--{name} {getattr(cfg, name)}" for name in ("steps", "threads", "seed")
-             if getattr(cfg, name) != getattr(defaults, name)]
-    rest = [name for name in asdict(cfg) if name not in ("steps", "threads", "seed")
+    defaults = ARCH_DEFAULTS.get(cfg.arch, TrainConfig())
+    flags = ([f"--arch {cfg.arch}"] if cfg.arch != "gpt2" else []) + [
+        f"--{name} {getattr(cfg, name)}" for name in ("steps", "threads", "seed")
+        if getattr(cfg, name) != getattr(defaults, name)]
+    rest = [name for name in asdict(cfg) if name not in ("arch", "steps", "threads", "seed")
             and getattr(cfg, name) != getattr(defaults, name)]
     return " ".join(["python -m viz.tools.train", *flags]) + (f" (and TrainConfig changes: {', '.join(rest)})"
                                                                if rest else "")
@@ -248,18 +287,23 @@ def greedy_sample(folder: Path, prompt: str, tokens: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    defaults = TrainConfig()
     parser = argparse.ArgumentParser(prog="python -m viz.tools.train", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory")
-    parser.add_argument("--steps", type=int, default=defaults.steps, help="optimizer steps")
-    parser.add_argument("--threads", type=int, default=defaults.threads, help="torch CPU threads")
-    parser.add_argument("--seed", type=int, default=defaults.seed, help="random seed")
+    parser.add_argument("--arch", default="gpt2", help="gpt2 (default) or llama")
+    parser.add_argument("--out", type=Path, default=None, help="output directory (default: the shipped one)")
+    parser.add_argument("--steps", type=int, default=None, help="optimizer steps")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--seed", type=int, default=None, help="random seed")
     args = parser.parse_args(argv)
-    if args.steps < 1 or args.threads < 1 or args.seed < 0:
+    if args.arch not in ARCHES:
+        print(f"error: --arch must be one of {', '.join(ARCHES)}", file=sys.stderr)
+        return 2
+    defaults = ARCH_DEFAULTS[args.arch]
+    cfg = replace(defaults, **{name: getattr(args, name) for name in ("steps", "threads", "seed")
+                               if getattr(args, name) is not None})
+    if cfg.steps < 1 or cfg.threads < 1 or cfg.seed < 0:
         print("error: --steps and --threads must be at least 1 and --seed at least 0", file=sys.stderr)
         return 2
-    cfg = replace(defaults, steps=args.steps, threads=args.threads, seed=args.seed)
-    report = train(cfg, args.out, log=lambda line: print(line, flush=True))
+    report = train(cfg, args.out or DEFAULT_OUT[args.arch], log=lambda line: print(line, flush=True))
     print(json.dumps({k: report[k] for k in ("final_train_loss", "final_val_loss", "parameters",
                                              "weights_bytes", "wall_seconds", "cpu_seconds", "sample")},
                      indent=2, ensure_ascii=False))

@@ -1,17 +1,22 @@
 """A real trained transformer and its real KV cache: load, prefill, then decode one token at a time.
 
-1. **Load** the GPT-2-configured model that ships with kvlab (made by ``python -m viz.tools.train``)
-   or any local Hugging Face causal-LM directory, always with ``local_files_only=True`` (nothing is
-   downloaded), safetensors weights only (a pickle could run code), no remote code, float32, and
-   eager attention so the attention weights can be returned.
-2. **Prefill**: the whole prompt in one pass into a transformers ``DynamicCache``; every layer's
-   attention weights and the next-token distribution are kept for the UI.
+1. **Load** one of the two models that ship with kvlab (made by ``python -m viz.tools.train``): a
+   GPT-2 (one K/V head per query head) and a Llama (RoPE, RMSNorm, SwiGLU, 8 query heads over 2
+   K/V heads), sharing one tokenizer; or any local Hugging Face causal-LM directory. Always with
+   ``local_files_only=True`` (nothing is downloaded), safetensors weights only (a pickle could run
+   code), no remote code, float32, and eager attention so the attention weights can be returned.
+2. **Prefill**: the whole prompt in one pass into a transformers ``DynamicCache`` built from the
+   model's config, as ``generate()`` builds it (a sliding-window model gets sliding-window layers);
+   every layer's attention weights and the next-token distribution are kept for the UI.
 3. **Decode**: one token per pass. :class:`CachedDecoder` feeds only the new token and lets the
    model append its key and value to the cache; :class:`UncachedDecoder` runs the full sequence
    again, as generation without a cache does. Both return the logits for the next token.
 4. **Inspect** the cache (:func:`snapshot`): per layer the K and V shapes
-   ``[batch, kv_heads, seq, head_dim]``, their bytes, each cached key's norm per head, and the
-   total against ``2 · layers · kv_heads · head_dim · seq · bytes``.
+   ``[batch, kv_heads, seq, head_dim]``, the bytes of the **storage** behind them (what is
+   allocated, measured, not computed), each cached key's norm per head, and the total against
+   ``2 · layers · kv_heads · head_dim · seq · bytes`` (sliding layers: at most their window).
+   A sliding-window layer keeps a view over a longer tensor: right after a long prefill its
+   storage still holds the whole prompt, after a decode step the window.
 5. **Compare** the two decoders in lockstep (:func:`compare_cache`): max |logit difference|,
    whether they chose the same tokens, and each step's measured time both ways.
 6. **Step** as a person does (:class:`DecodeSession`): the prefill with attention, then one chosen
@@ -32,11 +37,15 @@ from pathlib import Path
 import torch
 
 from ..device import pick_device
+from ..model_config import SLIDING_KINDS, ConfigError, layer_kinds, tokens_kept
 from ..sampling import SampleResult, sample
 from ..scenario import MAX_TEMPERATURE, STRATEGIES, Sampling
 
-SHIPPED_DIR = Path(__file__).resolve().parent / "weights"
+SHIPPED_DIR = Path(__file__).resolve().parent / "weights"  # the GPT-2 model
+LLAMA_DIR = Path(__file__).resolve().parent / "weights-llama"  # the Llama model (GQA), same tokenizer
 SHIPPED_NAME = "kvlab-pydoc (shipped)"
+LLAMA_NAME = "kvlab-pydoc-llama (shipped)"
+SHIPPED_MODELS = {"gpt2": (SHIPPED_DIR, SHIPPED_NAME), "llama": (LLAMA_DIR, LLAMA_NAME)}
 MAX_PROMPT_CHARS = 4_000
 MAX_SEQ_LEN = 512  # prompt + generated tokens, whatever longer context the model allows
 MAX_MODEL_BYTES = 2 * 1024**3  # safetensors on disk; larger models are refused, not loaded
@@ -59,14 +68,37 @@ class ModelShape:
     vocab: int  # rows of the output layer
     max_positions: int  # longest sequence this model accepts here (capped at MAX_SEQ_LEN)
     parameters: int
+    layer_kinds: tuple[str, ...] = ()  # per layer, as the config says (full_attention, sliding_attention)
+    window: int = 0  # tokens a sliding layer keeps (0: none)
+
+    @property
+    def group(self) -> int:
+        """Query heads sharing one K/V head (1 without grouped-query attention)."""
+        return self.heads // self.kv_heads
+
+    @property
+    def sliding_layers(self) -> int:
+        return sum(kind in SLIDING_KINDS for kind in self.layer_kinds)
+
+    def _kept(self, seq: int) -> int:
+        kinds = self.layer_kinds or ("full_attention",) * self.layers
+        return sum(tokens_kept(kind, seq, self.window) for kind in kinds)
 
     def cache_bytes(self, seq: int, element_size: int, batch: int = 1) -> int:
-        """The formula: 2 (K and V) · layers · kv_heads · head_dim · seq · bytes per number."""
-        return 2 * self.layers * self.kv_heads * self.head_dim * seq * element_size * batch
+        """The formula: 2 (K and V) · layers · kv_heads · head_dim · seq · bytes per number, each
+        sliding layer counting at most its window."""
+        return 2 * self.kv_heads * self.head_dim * self._kept(seq) * element_size * batch
+
+    def mha_bytes(self, seq: int, element_size: int) -> int:
+        """The same cache with one K/V head per query head (no grouping)."""
+        return self.cache_bytes(seq, element_size) * self.group
 
     def formula(self, seq: int, element_size: int) -> str:
-        return (f"2 · {self.layers} layers · {self.kv_heads} kv heads · {self.head_dim} dims · "
+        text = (f"2 · {self.layers} layers · {self.kv_heads} kv heads · {self.head_dim} dims · "
                 f"{seq} tokens · {element_size} bytes")
+        if self.sliding_layers:
+            text += f", the {self.sliding_layers} sliding layers keeping at most {self.window} tokens"
+        return text
 
 
 @dataclass(frozen=True)
@@ -82,7 +114,7 @@ class RealModel:
 
     @property
     def shipped(self) -> bool:
-        return self.path == SHIPPED_DIR
+        return any(self.path == folder for folder, _ in SHIPPED_MODELS.values())
 
 
 @dataclass(frozen=True)
@@ -123,9 +155,11 @@ class LayerCache:
     """One layer's entry in the KV cache."""
 
     layer: int
+    cache_class: str  # DynamicLayer, or DynamicSlidingWindowLayer for a sliding-window layer
     key_shape: tuple[int, ...]  # (batch, kv_heads, seq, head_dim)
     value_shape: tuple[int, ...]  # (batch, kv_heads, seq, head_dim)
-    nbytes: int  # keys + values
+    nbytes: int  # keys + values as their shapes say (numel · element size)
+    storage_bytes: int  # the storage behind them, what is allocated (a view may show less)
     key_norms: torch.Tensor  # (kv_heads, seq) L2 norm of every cached key, on the CPU
 
 
@@ -134,15 +168,22 @@ class CacheSnapshot:
     """The whole KV cache at one moment, measured from its tensors, beside the formula."""
 
     layers: list[LayerCache]
-    seq_len: int  # tokens held
+    seq_len: int  # tokens the model has seen (a sliding layer may keep fewer)
     element_size: int  # bytes per number (4 for float32)
-    total_bytes: int  # summed over the layers' actual tensors
+    total_bytes: int  # measured: the storage behind every layer's K and V tensors
+    held_bytes: int  # the same tensors' shapes · element size
     formula_bytes: int  # ModelShape.cache_bytes(seq_len, element_size)
+    mha_bytes: int  # the formula with one K/V head per query head
     formula: str
 
     @property
     def matches_formula(self) -> bool:
         return self.total_bytes == self.formula_bytes
+
+    @property
+    def bytes_per_token(self) -> float:
+        """Measured storage per token seen."""
+        return self.total_bytes / self.seq_len
 
 
 @dataclass(frozen=True)
@@ -193,7 +234,7 @@ def load_model(path: str | Path | None = None, device: str | torch.device | None
         raise RealModelError(f"could not load a causal language model from '{folder.name}': "
                              f"{_first_line(err)}") from None
     model = model.to(dev).eval().requires_grad_(False)
-    name = SHIPPED_NAME if folder == SHIPPED_DIR else folder.name
+    name = next((label for shipped, label in SHIPPED_MODELS.values() if folder == shipped), folder.name)
     return RealModel(model, tokenizer, name, folder, _shape(model), dev)
 
 
@@ -227,10 +268,16 @@ def _shape(model: torch.nn.Module) -> ModelShape:
     kv_heads = getattr(config, "num_key_value_heads", None) or heads
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
     positions = getattr(config, "max_position_embeddings", None) or MAX_SEQ_LEN
+    try:
+        kinds = tuple(layer_kinds(config))
+    except (ConfigError, ValueError, TypeError) as err:
+        raise RealModelError(f"cannot tell which layers use a sliding window: {_first_line(err)}") from None
+    window = getattr(config, "sliding_window", None) or getattr(config, "attention_chunk_size", None) or 0
     return ModelShape(layers=config.num_hidden_layers, heads=heads, kv_heads=kv_heads,
                       head_dim=head_dim, vocab=model.get_output_embeddings().weight.shape[0],
                       max_positions=min(positions, MAX_SEQ_LEN),
-                      parameters=sum(p.numel() for p in model.parameters()))
+                      parameters=sum(p.numel() for p in model.parameters()), layer_kinds=kinds,
+                      window=int(window))
 
 
 def _first_line(err: BaseException) -> str:
@@ -343,14 +390,17 @@ class Decoder:
 
 
 class CachedDecoder(Decoder):
-    """The KV cache: each token's keys and values are computed once and appended to a DynamicCache."""
+    """The KV cache: each token's keys and values are computed once and appended to a DynamicCache,
+    built from the model's config as generate() builds it (sliding-window layers where it says so)."""
 
     def __init__(self, real: RealModel):
         super().__init__(real)
+        self.cache = self._new_cache()
+
+    def _new_cache(self):
         from transformers import DynamicCache
 
-        self._new_cache = DynamicCache
-        self.cache = DynamicCache()
+        return DynamicCache(config=self.real.model.config)
 
     def _start(self) -> dict:
         self.cache = self._new_cache()  # a new prompt starts an empty cache; the model fills it in place
@@ -366,7 +416,17 @@ class CachedDecoder(Decoder):
 
     def rewind(self, tokens: int = 1) -> None:
         super().rewind(tokens)
-        self.cache.crop(-tokens)  # every layer drops its last `tokens` keys and values
+        try:
+            self.cache.crop(-tokens)  # every layer drops its last `tokens` keys and values
+        except RuntimeError:  # a sliding layer past its window no longer holds the keys to go back to
+            self._refill()
+
+    @torch.inference_mode()
+    def _refill(self) -> None:
+        """Rebuild the cache from the tokens kept, in one pass."""
+        self.cache = self._new_cache()
+        x = torch.tensor([self.ids], device=self.real.device)  # (1, seq)
+        self.real.model(input_ids=x, past_key_values=self.cache, use_cache=True)
 
 
 class UncachedDecoder(Decoder):
@@ -381,23 +441,31 @@ class UncachedDecoder(Decoder):
 
 
 def snapshot(decoder: CachedDecoder) -> CacheSnapshot:
-    """Measure the decoder's cache now: shapes, bytes and key norms per layer, and the formula."""
+    """Measure the decoder's cache now: shapes, storage and key norms per layer, and the formula."""
+    if not decoder.ids:
+        raise RealModelError("the cache is empty; run the prefill first")
     layers = []
     for index, layer in enumerate(decoder.cache.layers):
         keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
         if not isinstance(keys, torch.Tensor) or not isinstance(values, torch.Tensor):
             raise RealModelError("this model's cache does not hold key and value tensors per layer")
-        norms = keys[0].float().norm(dim=-1).cpu()  # (kv_heads, seq)
-        layers.append(LayerCache(index, tuple(keys.shape), tuple(values.shape),
+        norms = keys[0].float().norm(dim=-1).cpu()  # (kv_heads, kept)
+        layers.append(LayerCache(index, type(layer).__name__, tuple(keys.shape), tuple(values.shape),
                                  keys.numel() * keys.element_size() + values.numel() * values.element_size(),
-                                 norms))
-    if not layers:
-        raise RealModelError("the cache is empty; run the prefill first")
-    seq = layers[0].key_shape[2]
+                                 keys.untyped_storage().nbytes() + values.untyped_storage().nbytes(), norms))
+    seq = len(decoder.ids)
     element_size = decoder.cache.layers[0].keys.element_size()
     shape = decoder.real.shape
-    return CacheSnapshot(layers, seq, element_size, sum(layer.nbytes for layer in layers),
-                         shape.cache_bytes(seq, element_size), shape.formula(seq, element_size))
+    return CacheSnapshot(layers, seq, element_size, sum(layer.storage_bytes for layer in layers),
+                         sum(layer.nbytes for layer in layers), shape.cache_bytes(seq, element_size),
+                         shape.mha_bytes(seq, element_size), shape.formula(seq, element_size))
+
+
+def measure_cache(real: RealModel, ids: list[int] | tuple[int, ...]) -> CacheSnapshot:
+    """Prefill ``ids`` into a fresh cache and measure it."""
+    decoder = CachedDecoder(real)
+    decoder.prefill(ids)
+    return snapshot(decoder)
 
 
 class DecodeSession:

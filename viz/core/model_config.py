@@ -1,0 +1,422 @@
+"""A model's configuration as the cache calculator reads it: published presets and any config.json.
+
+1. **Read** a Hugging Face ``config.json`` a person pasted or uploaded (:func:`read_config`): at most
+   64 KiB, parsed with ``json`` (never executed), every size field checked against a cap *before*
+   transformers sees it (a config class may build a list per layer), ``auto_map`` dropped (kvlab
+   never runs a model's own code); ``quantization_config`` only tells the weights' dtype. Every refusal is a
+   :class:`ConfigError` with one line.
+2. **Interpret** it with transformers' own configuration class for its ``model_type``
+   (:func:`hf_config`), so defaults and derived fields (Gemma-2's alternating ``layer_types``,
+   Qwen2's ``use_sliding_window``) are what transformers uses, and read the closed formula's inputs
+   from it (:func:`model_config`): layers and what each keeps (full, sliding window, shared with
+   another layer), query and K/V heads, head width, MLA's latent.
+3. **Count** its parameters by building the model on PyTorch's meta device (:func:`meta_model`):
+   shapes without storage, so a 671 B-parameter model costs no memory. The count is split into what
+   a decode step reads in full, the token-embedding tables (read a row per token) and the routed
+   experts (read only when a token is routed to them).
+
+The presets are small shipped ``config.json`` files in ``viz/core/configs/``; :data:`PRESET_FILES`
+names the source of each. Their parameter counts built this way equal the published ones.
+
+What this module does not do: download anything, trust remote code, or lay out the cache (that is
+:mod:`viz.core.cache_layout`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+from .text import clip, first_line
+
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+MAX_CONFIG_BYTES = 64 * 1024
+MAX_LIST = 4_096  # entries in any list (layer_types and the like)
+MAX_INT = 2**40  # any whole number anywhere in the file
+# caps on the sizes transformers builds from, checked on the raw file and again after defaults
+SIZE_CAPS = {
+    "layers": (128, ("num_hidden_layers", "n_layer", "num_layers", "n_layers")),  # Llama-3.1-405B has 126
+    "hidden size": (65_536, ("hidden_size", "n_embd", "d_model", "word_embed_proj_dim")),
+    "attention heads": (1_024, ("num_attention_heads", "n_head", "num_heads", "num_key_value_heads",
+                                "num_kv_heads", "n_head_kv")),
+    "head width": (4_096, ("head_dim", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
+                           "qk_nope_head_dim", "v_head_dim")),
+    "feed-forward width": (1_048_576, ("intermediate_size", "ffn_dim", "n_inner", "moe_intermediate_size",
+                                       "shared_expert_intermediate_size")),
+    "vocabulary": (4_194_304, ("vocab_size",)),
+    "experts": (1_024, ("num_local_experts", "n_routed_experts", "num_experts", "num_experts_per_tok",
+                        "n_shared_experts")),
+    "positions": (100_000_000, ("max_position_embeddings", "n_positions", "n_ctx", "sliding_window",
+                                "attention_chunk_size")),
+}
+DROPPED = ("auto_map", "_name_or_path", "trust_remote_code")  # never used: kvlab runs no code from a config
+DTYPE_NAMES = {"float32": "fp32", "float16": "fp16/bf16", "bfloat16": "fp16/bf16"}
+ATTENTION_KINDS = ("MHA", "GQA", "MQA", "MLA")
+ATTENTION_LABELS = {
+    "MHA": "multi-head: every query head has its own K and V",
+    "GQA": "grouped-query: a group of query heads shares one K/V head",
+    "MQA": "multi-query: all query heads share a single K/V head",
+    "MLA": "multi-head latent: one compressed latent + a RoPE key per token and layer",
+}
+SLIDING_KINDS = ("sliding_attention", "chunked_attention", "hybrid_sliding")
+FULL_KINDS = ("full_attention", "hybrid", "indexed_attention")
+CACHELESS_KINDS = ("dummy", "mlp", "moe")  # KV shared with an earlier layer, or no attention at all
+
+# The presets: name -> (file in viz/core/configs/, where it comes from). Each file is the model's
+# published config.json on the Hugging Face Hub; the parameter counts built from them are the
+# published ones (tests/test_model_config.py checks them).
+PRESET_FILES: dict[str, tuple[str, str]] = {
+    # openai-community/gpt2: 12 layers x 12 heads, n_embd 768, 1,024 positions; 124,439,808 parameters
+    "GPT-2 small": ("gpt2.json", "openai-community/gpt2 config.json"),
+    # meta-llama/Llama-2-7b-hf: 32 layers, 32 heads, no GQA; 6,738,415,616 parameters (Llama 2 paper)
+    "Llama-2-7B": ("llama-2-7b.json", "meta-llama/Llama-2-7b-hf config.json"),
+    # meta-llama/Llama-2-13b-hf: 40 layers, 40 heads, hidden 5,120
+    "Llama-2-13B": ("llama-2-13b.json", "meta-llama/Llama-2-13b-hf config.json"),
+    # meta-llama/Llama-2-70b-hf: 80 layers, 64 query heads over 8 K/V heads (GQA)
+    "Llama-2-70B": ("llama-2-70b.json", "meta-llama/Llama-2-70b-hf config.json"),
+    # meta-llama/Meta-Llama-3-8B: 32 layers, 32 query over 8 K/V heads, 8,192 tokens
+    "Llama-3-8B": ("llama-3-8b.json", "meta-llama/Meta-Llama-3-8B config.json"),
+    # meta-llama/Meta-Llama-3-70B: 80 layers, 64 query over 8 K/V heads
+    "Llama-3-70B": ("llama-3-70b.json", "meta-llama/Meta-Llama-3-70B config.json"),
+    # mistralai/Mistral-7B-v0.1: sliding_window 4,096 on every layer (the paper's rolling buffer);
+    # v0.2 and later dropped the window
+    "Mistral-7B (v0.1)": ("mistral-7b-v0.1.json",
+                          "mistralai/Mistral-7B-v0.1 config.json; Mistral 7B paper (rolling buffer cache)"),
+    # mistralai/Mixtral-8x7B-v0.1: 8 experts, 2 per token, all resident; sliding_window null
+    "Mixtral-8x7B": ("mixtral-8x7b-v0.1.json", "mistralai/Mixtral-8x7B-v0.1 config.json"),
+    # Qwen/Qwen2.5-7B: 28 query over 4 K/V heads; use_sliding_window false, so no layer slides
+    "Qwen2.5-7B": ("qwen2.5-7b.json", "Qwen/Qwen2.5-7B config.json"),
+    # google/gemma-2-9b: head_dim 256, sliding_window 4,096 on every other layer (transformers'
+    # Gemma2Config alternates layer_types: sliding, full, ...)
+    "Gemma-2-9B": ("gemma-2-9b.json", "google/gemma-2-9b config.json; Gemma 2 report (local/global)"),
+    # microsoft/Phi-3-mini-4k-instruct: sliding_window 2,047 on every layer, and transformers builds
+    # a sliding-window cache layer from it
+    "Phi-3-mini (4k)": ("phi-3-mini-4k-instruct.json", "microsoft/Phi-3-mini-4k-instruct config.json"),
+    # deepseek-ai/DeepSeek-V2: MLA with kv_lora_rank 512 + qk_rope_head_dim 64; 236 B parameters
+    "DeepSeek-V2": ("deepseek-v2.json", "deepseek-ai/DeepSeek-V2 config.json; DeepSeek-V2 paper, Table 1"),
+    # deepseek-ai/DeepSeek-V3: MLA as V2, 61 layers, 256 routed experts (8 per token), fp8 weights
+    "DeepSeek-V3": ("deepseek-v3.json", "deepseek-ai/DeepSeek-V3 config.json; DeepSeek-V3 report"),
+    # facebook/opt-13b: the vLLM (PagedAttention) paper's example of 800 KB of cache per token
+    "OPT-13B": ("opt-13b.json", "facebook/opt-13b config.json; vLLM paper, section 3"),
+}
+DEFAULT_MODEL = "Llama-2-7B"
+
+
+class ConfigError(ValueError):
+    """A config.json kvlab cannot use, with one line a person can act on."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """What the closed formula and the GPU arithmetic need to know about one model."""
+
+    name: str
+    attention: str  # one of ATTENTION_KINDS
+    layer_kinds: tuple[str, ...]  # per layer, transformers' layer type (full_attention, sliding_attention, ...)
+    query_heads: int  # num_attention_heads
+    kv_heads: int  # num_key_value_heads: = query_heads for MHA, 1 for MQA (for MLA: query_heads)
+    head_dim: int  # width of one head's key and value
+    max_context: int  # max_position_embeddings (or n_positions)
+    params: int  # every parameter, every expert included (counted on the meta device)
+    dense_params: int  # parameters a decode step reads in full (attention, dense MLPs, shared experts, LM head)
+    embedding_params: int  # token and position embedding tables: a step reads one row per token
+    expert_params: int  # routed experts: read only for the experts some token is routed to
+    experts: int = 0  # routed experts per MoE layer (0: a dense model)
+    experts_per_token: int = 0  # num_experts_per_tok
+    latent_dim: int = 0  # MLA: width of the compressed K/V latent (kv_lora_rank)
+    rope_dim: int = 0  # MLA: width of the decoupled RoPE key cached beside it (qk_rope_head_dim)
+    qk_dim: int = 0  # MLA: width a query head scores with (qk_nope_head_dim + qk_rope_head_dim)
+    v_dim: int = 0  # MLA: width of a value head (v_head_dim)
+    window: int = 0  # tokens a sliding (or chunked) layer keeps; 0: none
+    weights_dtype: str = "fp16/bf16"  # the checkpoint's dtype (fp8 when its quantization_config says so)
+    hidden_size: int = 0
+    source: str = ""  # where the configuration comes from
+    canonical: str = ""  # the config.json it was read from, as sorted JSON (the key for cached layouts)
+
+    @property
+    def layers(self) -> int:
+        return len(self.layer_kinds)
+
+    @property
+    def sliding_layers(self) -> int:
+        return sum(kind in SLIDING_KINDS for kind in self.layer_kinds)
+
+    @property
+    def cacheless_layers(self) -> int:
+        return sum(kind in CACHELESS_KINDS for kind in self.layer_kinds)
+
+    @property
+    def full_layers(self) -> int:
+        return self.layers - self.sliding_layers - self.cacheless_layers - len(self.unmodelled_kinds_per_layer)
+
+    @property
+    def unmodelled_kinds_per_layer(self) -> tuple[str, ...]:
+        """Layer types the formula does not count (linear attention and convolution states)."""
+        known = SLIDING_KINDS + FULL_KINDS + CACHELESS_KINDS
+        return tuple(kind for kind in self.layer_kinds if kind not in known)
+
+    @property
+    def group(self) -> int:
+        """Query heads per K/V head (1 for MHA and MLA)."""
+        return self.query_heads // self.kv_heads if self.attention in ("GQA", "MQA") else 1
+
+    @property
+    def elements_per_token_layer(self) -> int:
+        """Numbers cached per token in one layer: 2·kv_heads·head_dim, or latent + rope for MLA."""
+        if self.attention == "MLA":
+            return self.latent_dim + self.rope_dim
+        return 2 * self.kv_heads * self.head_dim
+
+    @property
+    def mha_elements_per_token_layer(self) -> int:
+        """What the same layer would cache with one K/V head per query head (plain MHA)."""
+        width = self.qk_dim + self.v_dim if self.attention == "MLA" else 2 * self.head_dim
+        return self.query_heads * width
+
+    def tokens_kept(self, kind: str, tokens: int) -> int:
+        """Tokens one layer of this kind keeps once ``tokens`` have been seen (0 if it keeps none)."""
+        return tokens_kept(kind, tokens, self.window)
+
+    def cached_tokens(self, tokens: int) -> tuple[int, int]:
+        """(tokens a full layer keeps, tokens a sliding-window layer keeps) at this context length."""
+        return tokens, self.tokens_kept("sliding_attention", tokens)
+
+
+def tokens_kept(kind: str, tokens: int, window: int) -> int:
+    """Tokens a layer of this kind keeps once ``tokens`` have been seen: all of them (full attention),
+    at most ``window`` (sliding or chunked attention), or none (a layer that reuses another's cache)."""
+    if kind in SLIDING_KINDS:
+        return min(tokens, window) if window else tokens
+    return tokens if kind in FULL_KINDS else 0
+
+
+# -- reading a config.json --------------------------------------------------------------------
+def read_config(text: str | bytes) -> dict:
+    """The parsed, size-checked config.json, with what kvlab ignores removed; ConfigError otherwise."""
+    if isinstance(text, bytes):
+        if len(text) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"the file has {len(text):,} bytes; a config.json here may have at most "
+                              f"{MAX_CONFIG_BYTES:,}")
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError("the file is not UTF-8 text") from None
+    size = len(text.encode("utf-8"))
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"the text has {size:,} bytes; a config.json here may have at most {MAX_CONFIG_BYTES:,}")
+    if not text.strip():
+        raise ConfigError("the config is empty; paste a model's config.json")
+    try:
+        raw = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+    except (ValueError, RecursionError) as err:
+        raise ConfigError(f"not valid JSON: {_first_line(err)}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError("a config.json is a JSON object ({...}), not a " + type(raw).__name__)
+    if not isinstance(raw.get("model_type"), str) or not raw["model_type"]:
+        raise ConfigError("the config has no \"model_type\" (such as \"llama\"); it names the architecture")
+    _check_sizes(raw, "")
+    return {key: value for key, value in raw.items() if key not in DROPPED}
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _check_sizes(node: object, where: str, depth: int = 0) -> None:
+    """Walk the parsed JSON: nesting, list lengths, whole numbers and the named size fields."""
+    if depth > 8:
+        raise ConfigError("the config is nested more than 8 levels deep")
+    if isinstance(node, dict):
+        for key, value in node.items():
+            for label, (cap, keys) in SIZE_CAPS.items():
+                if key in keys and value is not None:
+                    _check_size(f"{where}{key}", value, cap, label)
+            _check_sizes(value, f"{where}{key}.", depth + 1)
+    elif isinstance(node, list):
+        if len(node) > MAX_LIST:
+            raise ConfigError(f"{where.rstrip('.')} has {len(node):,} entries; at most {MAX_LIST:,}")
+        for item in node:
+            _check_sizes(item, where, depth + 1)
+    elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_INT:
+        raise ConfigError(f"{where.rstrip('.')} is {node:.3g}, far beyond any model")
+
+
+def _check_size(field: str, value: object, cap: int, label: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{field} must be a whole number, got {clip(repr(value))}")
+    if not 0 <= value <= cap:
+        raise ConfigError(f"{field} is {value:,}; kvlab takes {label} up to {cap:,}")
+
+
+def hf_config(raw: dict):
+    """transformers' configuration object of the text decoder described by ``raw`` (no remote code)."""
+    from transformers import CONFIG_MAPPING
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    kind = raw["model_type"]
+    if kind not in CONFIG_MAPPING:
+        raise ConfigError(f"transformers does not know the model_type '{clip(kind)}' (kvlab runs no "
+                          "model code from the Hub)")
+    fields = {key: value for key, value in raw.items() if key not in ("model_type", "quantization_config")}
+    try:
+        config = CONFIG_MAPPING[kind](**fields).get_text_config(decoder=True)
+    except Exception as err:  # a config class validates its fields in its own ways
+        raise ConfigError(f"transformers refused this {kind} config: {_first_line(err)}") from None
+    if config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise ConfigError(f"'{clip(kind)}' is not a decoder language model transformers can build")
+    for label, (cap, keys) in SIZE_CAPS.items():  # again, now with the class's defaults filled in
+        for key in keys:
+            value = getattr(config, key, None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                _check_size(key, value, cap, label)
+    return config
+
+
+def model_config(raw: dict, name: str = "Your config.json", source: str = "") -> ModelConfig:
+    """The closed formula's inputs and the parameter counts for ``raw`` (see the module docstring)."""
+    config = hf_config(raw)
+    try:
+        fields = _formula_fields(config)
+    except ConfigError:
+        raise
+    except Exception as err:  # a config class's own properties can refuse their combination
+        raise ConfigError(f"transformers could not read this config: {_first_line(err)}") from None
+    canonical = json.dumps(raw, sort_keys=True)
+    counts = parameter_counts(canonical)
+    dtype_name = str(raw.get("torch_dtype") or raw.get("dtype") or "")
+    quantization = raw.get("quantization_config") if isinstance(raw.get("quantization_config"), dict) else {}
+    weights = "fp8" if "fp8" in str(quantization.get("quant_method", "")) else DTYPE_NAMES.get(dtype_name, "fp16/bf16")
+    return ModelConfig(name=name, params=counts[0], dense_params=counts[1], embedding_params=counts[2],
+                       expert_params=counts[3], experts=counts[4], experts_per_token=counts[5],
+                       weights_dtype=weights, source=source, canonical=canonical, **fields)
+
+
+def _formula_fields(config) -> dict:
+    """Attention kind, heads, widths, layer kinds and window, read from transformers' config object."""
+    heads = _positive(config, "num_attention_heads")
+    kv_heads = getattr(config, "num_key_value_heads", None) or getattr(config, "num_kv_heads", None) or heads
+    if getattr(config, "multi_query", False) and not getattr(config, "new_decoder_architecture", False):
+        kv_heads = 1  # Falcon-7B and GPTBigCode (StarCoder): one K/V head, said with a flag
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    latent = getattr(config, "kv_lora_rank", None)
+    window = getattr(config, "sliding_window", None) or getattr(config, "attention_chunk_size", None) or 0
+    if latent:
+        attention, kv_heads = "MLA", heads
+    elif kv_heads == heads:
+        attention = "MHA"
+    elif kv_heads == 1:
+        attention = "MQA"
+    elif heads % kv_heads == 0:
+        attention = "GQA"
+    else:
+        raise ConfigError(f"{heads} query heads cannot be shared evenly by {kv_heads} K/V heads")
+    return dict(attention=attention, layer_kinds=tuple(layer_kinds(config)), query_heads=heads,
+                kv_heads=kv_heads, head_dim=head_dim, max_context=_max_context(config), latent_dim=latent or 0,
+                rope_dim=config.qk_rope_head_dim if latent else 0,
+                qk_dim=(config.qk_nope_head_dim + config.qk_rope_head_dim) if latent else 0,
+                v_dim=config.v_head_dim if latent else 0, window=int(window), hidden_size=config.hidden_size)
+
+
+def _positive(config, field: str) -> int:
+    value = getattr(config, field, None)
+    if not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{field} must be 1 or more, got {clip(repr(value))}")
+    return value
+
+
+def layer_kinds(config) -> list[str]:
+    """Each layer's type as the config states it: ``layer_types`` if given, else every layer full or
+    every layer sliding when ``sliding_window`` is set (or chunked with ``attention_chunk_size``)."""
+    layers = _positive(config, "num_hidden_layers")
+    kinds = getattr(config, "layer_types", None)
+    if kinds is None:
+        if getattr(config, "sliding_window", None) is not None:
+            kinds = ["sliding_attention"] * layers
+        elif getattr(config, "attention_chunk_size", None) is not None:
+            kinds = ["chunked_attention"] * layers
+        else:
+            kinds = ["full_attention"] * layers
+    sharing = getattr(config, "kv_sharing_modes", None)  # Gemma-4-style layers reusing another's cache
+    if sharing is not None:
+        kinds = ["dummy" if mode == "reuse" else kind for kind, mode in zip(kinds, sharing)]
+    if len(kinds) != layers or not all(isinstance(kind, str) for kind in kinds):
+        raise ConfigError(f"layer_types must name one type for each of the {layers} layers")
+    return list(kinds)
+
+
+def _max_context(config) -> int:
+    for field in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(config, field, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return 2048
+
+
+# -- the model on the meta device ---------------------------------------------------------------
+@lru_cache(maxsize=4)
+def meta_model(canonical: str, dtype: torch.dtype = torch.float32) -> torch.nn.Module:
+    """The causal LM for this config built on the meta device (shapes, no storage), in eval mode,
+    its weights then cast to ``dtype`` (free on the meta device). Built in float32 on purpose: a
+    dtype argument to transformers would change torch's default dtype, which is global to the
+    process, while it builds. Shared read-only between callers."""
+    from transformers import AutoModelForCausalLM
+
+    config = hf_config(json.loads(canonical))
+    try:
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation="eager")
+    except Exception as err:  # a config that passes its class can still fail to build
+        raise ConfigError(f"transformers could not build this model: {_first_line(err)}") from None
+    return model.to(dtype).eval().requires_grad_(False)
+
+
+@lru_cache(maxsize=64)
+def parameter_counts(canonical: str) -> tuple[int, int, int, int, int, int]:
+    """(all, read in full per step, embedding tables, routed experts, experts, experts per token)."""
+    model = meta_model(canonical)
+    raw = json.loads(canonical)
+    output = model.get_output_embeddings()
+    lm_head = output.weight if output is not None else None
+    embedding_ids = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
+    total = dense = embedding = expert = 0
+    for name, p in model.named_parameters(remove_duplicate=True):
+        total += p.numel()
+        if ".experts." in f".{name}":
+            expert += p.numel()
+        elif id(p) in embedding_ids and p is not lm_head:  # a tied LM head reads the whole table
+            embedding += p.numel()
+        else:
+            dense += p.numel()
+    config = hf_config(raw)
+    experts = next((getattr(config, k) for k in ("num_local_experts", "n_routed_experts", "num_experts")
+                    if isinstance(getattr(config, k, None), int)), 0) if expert else 0
+    per_token = (getattr(config, "num_experts_per_tok", 0) or 0) if expert else 0
+    return total, dense, embedding, expert, experts, per_token
+
+
+# -- presets --------------------------------------------------------------------------------------
+def preset_names() -> list[str]:
+    return list(PRESET_FILES)
+
+
+def preset_text(name: str) -> str:
+    """The shipped config.json of a preset, as text."""
+    return (CONFIG_DIR / PRESET_FILES[name][0]).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=None)
+def preset(name: str) -> ModelConfig:
+    """A preset's configuration (built on first use, then kept)."""
+    if name not in PRESET_FILES:
+        raise ConfigError(f"no preset called '{clip(name)}'")
+    return model_config(read_config(preset_text(name)), name, PRESET_FILES[name][1])
+
+
+def _first_line(err: BaseException) -> str:
+    return clip(first_line(err).strip(), 160)

@@ -1,0 +1,168 @@
+"""Figures for "what limits a decode step": the roofline, bytes per step, throughput against batch.
+
+Pure functions from :class:`viz.core.roofline.StepCost` results to plotly figures, pandas tables and
+sentences; no arithmetic beyond unit conversion. Model names come from a visitor's config.json, so
+every label goes through :func:`~viz.figures.toy.safe`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..core.memory import GIB, format_bytes
+from ..core.roofline import StepCost
+from .memory import GREEN, GREY, _layout
+from .toy import BLUE, GOLD, RED, safe
+
+TFLOP = 1e12
+ORANGE = "#e67e22"
+
+
+def format_seconds(seconds: float) -> str:
+    """'12.3 ms', '45.6 µs', '1.23 s'."""
+    for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+def format_flops(flops: float) -> str:
+    for unit, size in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
+        if flops >= size:
+            return f"{flops / size:.3g} {unit}"
+    return f"{flops:.3g} FLOP"
+
+
+def roofline_figure(points: Sequence[tuple[str, StepCost]]) -> go.Figure:
+    """Attainable FLOP/s against arithmetic intensity (log-log): the GPU's roof, its ridge point, and
+    each step where its intensity puts it."""
+    step = points[0][1]
+    peak, bandwidth, ridge = step.peak_flops, step.gpu.bandwidth, step.ridge
+    low = min([0.5] + [s.intensity / 3 for _, s in points])
+    high = max([ridge * 30] + [s.intensity * 3 for _, s in points])
+    xs = [low, ridge, high]
+    roof = go.Scatter(x=xs, y=[min(peak, bandwidth * x) / TFLOP for x in xs], mode="lines", name="the roof",
+                      line=dict(color="#444", width=3),
+                      hovertemplate="intensity %{x:.3g} FLOP/byte<br>at most %{y:.4g} TFLOP/s<extra></extra>")
+    colors = [BLUE, ORANGE, GREEN, "#8e44ad", RED]
+    marks = [go.Scatter(x=[s.intensity], y=[s.attainable_flops / TFLOP], mode="markers+text", name=safe(label),
+                        text=[safe(label)], textposition="top center", cliponaxis=False,
+                        marker=dict(size=14, color=colors[i % len(colors)], line=dict(color="white", width=1)),
+                        hovertemplate=(f"{safe(label)}<br>%{{x:.3g}} FLOP/byte<br>%{{y:.4g}} TFLOP/s "
+                                       f"attainable<br>{s.bound}-bound<extra></extra>"))
+             for i, (label, s) in enumerate(points)]
+    bottom = min([bandwidth * low] + [s.attainable_flops for _, s in points]) / TFLOP
+    fig = go.Figure([roof, _vertical(ridge, bottom, peak / TFLOP, f"ridge point: {ridge:,.0f} FLOPs per byte"),
+                     *marks])
+    fig.update_xaxes(type="log", title="arithmetic intensity (FLOPs per byte read)")
+    fig.update_yaxes(type="log", title="attainable TFLOP/s")
+    fig = _layout(fig, f"Roofline: {safe(step.gpu.name)}, {step.compute}", 440)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.2, x=0, xanchor="left"))
+    return fig
+
+
+def _vertical(x: float, y0: float, y1: float, label: str) -> go.Scatter:
+    """A dashed vertical marker as a trace (shapes on a log axis would need log coordinates)."""
+    return go.Scatter(x=[x, x], y=[y0, y1], mode="lines+text", name=label, text=["", label],
+                      textposition="top center", line=dict(color=GOLD, dash="dash", width=2),
+                      hovertemplate=f"{label}<extra></extra>", showlegend=False, cliponaxis=False)
+
+
+def bytes_figure(sweep: Sequence[StepCost], overtakes: int | None) -> go.Figure:
+    """Bytes one decode step reads at each batch size: weights and KV cache stacked."""
+    batches = [str(s.batch) for s in sweep]
+    bars = [go.Bar(x=batches, y=[getattr(s, field) / GIB for s in sweep], name=name, marker_color=color,
+                   customdata=[format_bytes(getattr(s, field)) for s in sweep],
+                   hovertemplate="batch %{x}: %{customdata}<extra>" + name + "</extra>")
+            for field, name, color in (("weight_bytes", "weights", GREY), ("cache_bytes", "KV cache", BLUE))]
+    fig = go.Figure(bars)
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(title="batch (sequences decoded together)", type="category")
+    fig.update_yaxes(title="GiB read per step (per GPU)")
+    fig = _layout(fig, "Bytes per decode step", 360)
+    if overtakes:
+        fig.update_layout(annotations=[dict(text=f"cache > weights from a batch of {overtakes:,}", xref="paper",
+                                            yref="paper", x=0.01, y=0.98, showarrow=False, font_color=BLUE)])
+    return fig
+
+
+def throughput_figure(sweep: Sequence[StepCost], fit_limit: int | None = None) -> go.Figure:
+    """Tokens per second against batch: what memory bandwidth allows, what compute allows, and the
+    smaller of the two (the step's bound)."""
+    batches = [s.batch for s in sweep]
+    lines = [
+        go.Scatter(x=batches, y=[s.memory_tokens_per_second for s in sweep], name="memory allows",
+                   mode="lines", line=dict(color=BLUE, dash="dash"),
+                   hovertemplate="batch %{x}: %{y:,.0f} tokens/s if only bytes counted<extra></extra>"),
+        go.Scatter(x=batches, y=[s.compute_tokens_per_second for s in sweep], name="compute allows",
+                   mode="lines", line=dict(color=RED, dash="dash"),
+                   hovertemplate="batch %{x}: %{y:,.0f} tokens/s if only FLOPs counted<extra></extra>"),
+        go.Scatter(x=batches, y=[s.tokens_per_second for s in sweep], name="the step (the smaller)",
+                   mode="lines+markers", line=dict(color="#222", width=3),
+                   customdata=[s.bound for s in sweep],
+                   hovertemplate="batch %{x}: %{y:,.0f} tokens/s, %{customdata}-bound<extra></extra>"),
+    ]
+    if fit_limit and fit_limit <= batches[-1]:
+        rates = [s.tokens_per_second for s in sweep]
+        lines.append(_vertical(fit_limit, min(rates), max(s.compute_tokens_per_second for s in sweep),
+                               f"{fit_limit:,} fit in memory"))
+    fig = go.Figure(lines)
+    fig.update_xaxes(type="log", title="batch (sequences decoded together)")
+    fig.update_yaxes(type="log", title="tokens per second (all sequences, at peak)")
+    fig = _layout(fig, "Throughput against batch size", 360)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.25, x=0, xanchor="left"), margin=dict(b=10))
+    return fig
+
+
+def steps_table(steps: Sequence[tuple[str, StepCost]]) -> pd.DataFrame:
+    """One column per step: bytes, FLOPs, intensity against the ridge, and the time each bound allows."""
+    return pd.DataFrame({
+        safe(label): [format_bytes(s.weight_bytes), format_bytes(s.cache_bytes), format_flops(s.flops),
+                      f"{s.intensity:,.1f}", f"{s.ridge:,.0f}", format_seconds(s.memory_seconds),
+                      format_seconds(s.compute_seconds), f"{s.bound}-bound",
+                      format_seconds(s.seconds_per_token),
+                      f"{s.tokens_per_second:,.0f}"]
+        for label, s in steps
+    }, index=["weights read", "KV cache read (decode) / written (prefill)", "FLOPs", "FLOPs per byte",
+              "ridge point (FLOPs per byte)", "time if only bytes counted", "time if only FLOPs counted", "bound",
+              "time per token", "tokens per second"])
+
+
+def decode_reading(step: StepCost, prefill: StepCost, overtakes: int | None, context_overtakes: int | None,
+                   saturates: StepCost) -> list[str]:
+    """The roofline in plain words, with this configuration's numbers."""
+    per_token = format_seconds(step.seconds)
+    lines = [
+        f"**Decode reads everything once per step.** A step over a batch of {step.batch:,} reads "
+        f"{format_bytes(step.weight_bytes)} of weights and {format_bytes(step.cache_bytes)} of KV cache"
+        f"{' per GPU' if step.gpus > 1 else ''} to make {step.batch:,} token{'s' if step.batch > 1 else ''}, "
+        f"and does {format_flops(step.flops)}: {step.intensity:,.1f} FLOPs per byte, against a ridge point of "
+        f"{step.ridge:,.0f}. Reading takes at least {format_seconds(step.memory_seconds)}, the arithmetic "
+        f"{format_seconds(step.compute_seconds)}: the step is **{step.bound}-bound**, at best {per_token} per token "
+        f"for each sequence.",
+        f"**Prefill reuses every weight for every prompt token.** Reading a {prefill.context:,}-token prompt in one "
+        f"pass does {prefill.intensity:,.0f} FLOPs per byte, so it is **{prefill.bound}-bound**: about "
+        f"{format_seconds(prefill.seconds)} for the prompt, {format_seconds(prefill.seconds_per_token)} "
+        "per token, where decode pays a whole step per token. That is why a model reads a prompt quickly and "
+        "answers slowly.",
+    ]
+    if overtakes:
+        lines.append(f"**Where the cache takes over.** At {step.context:,} tokens of context the cache read per "
+                     f"step outweighs the weights from a batch of {overtakes:,}"
+                     + (f"; for one sequence, from {context_overtakes:,} tokens of context." if context_overtakes
+                        else "."))
+    else:
+        lines.append("**The cache stays small.** At this context no batch makes the cache outweigh the weights "
+                     "(sliding windows or a small latent keep it bounded).")
+    lines.append(f"**Why batching helps, and where it stops.** Every sequence in the batch shares the one read "
+                 f"of the weights, so tokens per second grow almost with the batch while the weights dominate. "
+                 f"At a batch of {saturates.batch:,} the step is {saturates.bound}-bound"
+                 + (": the GPU's arithmetic is the limit, more sequences add time as fast as tokens."
+                    if saturates.bound == "compute" else
+                    ": each sequence's own cache must still be read, so throughput levels off at what "
+                    "bandwidth allows for the cache alone.")
+                 + " Times are lower bounds at peak bandwidth and FLOP/s.")
+    return lines
