@@ -9,7 +9,7 @@ from viz.core.flash import BLOCK_SIZES as TILE_SIZES
 from viz.core.flash import MAX_FLASH_TOKENS, flash_attention, traffic_sweep
 from viz.core.presets import sequence
 from viz.core.memory import format_bytes
-from viz.core.real.model import RealModelError, encode, load_model
+from viz.core.real.model import SHIPPED_MODELS, RealModelError, encode, load_model
 from viz.core.real.speculative import REAL_DRAFTS, speculate_real
 from viz.core.scheduler import same_as_alone, serve
 from viz.core.scenario import Sampling
@@ -58,10 +58,10 @@ SUGGESTED = {"Continuous batching": "a burst", "Chunked prefill": "one long prom
 REAL_PROMPT_TEXT = 'The "return" statement leaves the current function call with the expression list'
 
 
-@st.cache_resource(show_spinner="Loading the model…", max_entries=1)
-def shipped_model():
-    """The shipped model's weights are read-only: one copy shared by every session."""
-    return load_model()
+@st.cache_resource(show_spinner="Loading the model…", max_entries=2)
+def shipped_model(which: str):
+    """A shipped model ("gpt2" or "llama"): the weights are read-only, one copy shared by every session."""
+    return load_model(SHIPPED_MODELS[which][0])
 
 
 def remember(name: str, inputs, compute):
@@ -288,16 +288,20 @@ elif section == "Speculative decoding":
             st.caption("Every word is the same, so any draft guesses right. Pick a scenario whose output varies "
                        "(previous-token, content) or sampling in the sidebar to see guesses rejected.")
     else:
-        kind = cols[2].segmented_control("Draft", REAL_DRAFTS[:2], default=REAL_DRAFTS[0], key=REAL_DRAFT,
-                                         required=True)
+        kind = cols[2].segmented_control("Draft", REAL_DRAFTS, default=REAL_DRAFTS[0], key=REAL_DRAFT,
+                                         required=True, format_func=lambda d: "the Llama" if d == "another model" else d,
+                                         help="prompt lookup: tokens that followed an earlier match; early exit: "
+                                              "the GPT-2's own first 2 layers; the Llama: kvlab's other model, "
+                                              "which shares the GPT-2's tokenizer.")
         temperature = cols[3].slider("Temperature (0: greedy)", 0.0, 1.5, 0.0, 0.1, key=REAL_TEMPERATURE)
-        real = shipped_model()
+        real = shipped_model("gpt2")
         text = st.text_input("Prompt", REAL_PROMPT_TEXT, key=REAL_PROMPT, max_chars=400)
         settings = Sampling(strategy="sample" if temperature else "greedy", temperature=temperature or 1.0)
         try:
             ids = encode(real, text).ids
+            helper = shipped_model("llama") if kind == "another model" else None
             run = remember("spec_real", (text, words, k, kind, temperature),
-                           lambda: speculate_real(real, ids, words, k, kind, settings=settings))
+                           lambda: speculate_real(real, ids, words, k, kind, settings=settings, draft_model=helper))
         except RealModelError as err:
             fail(err)
         st.markdown(f"**{md_escape(real.name)}, draft: {md_escape(run.draft)}** ({same_as_target(run)}): "

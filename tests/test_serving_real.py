@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from viz.core.real.model import RealModelError, encode, generate, load_model
+from viz.core.real.model import LLAMA_DIR, RealModelError, encode, generate, load_model
 from viz.core.real.speculative import early_exit_model, speculate_real
 from viz.core.scenario import Sampling
 from serving_fixtures import one_thread  # noqa: F401  (autouse: one torch thread)
@@ -29,6 +29,15 @@ def test_greedy_speculation_gives_the_models_own_tokens(real, draft):
         assert run.same_words and run.max_logit_diff < 1e-4
         assert run.target_passes == 1 + len(run.rounds) <= 30
     assert run.words == tuple(real.tokenizer.decode([i]).replace(" ", "␣").replace("\n", "↵") for i in run.ids)
+
+
+def test_the_shipped_llama_drafts_for_the_gpt2(real):
+    """The Llama shares the GPT-2's tokenizer: drafting for it, greedy output is still the GPT-2's own."""
+    llama = load_model(LLAMA_DIR, "cpu")
+    ids = list(encode(real, PROMPTS[0]).ids)
+    run = speculate_real(real, ids, 30, 4, "another model", draft_model=llama)
+    assert list(run.ids) == generate(real, ids, 30) and run.draft == llama.name
+    assert 0 < run.accepted < run.drafted  # two models that agree on some words, not all
 
 
 def test_a_model_drafting_for_itself_is_always_right(real):

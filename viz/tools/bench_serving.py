@@ -5,8 +5,9 @@ with the engine's work counts and measured times (``python -m viz bench``).
   and prefix caching, and a tight pool under both preemptions: ticks to finish, mean time to first
   token and per output token (the page's clock), multiply-adds and keys the engine computed, and
   the measured wall time of the whole run on this machine.
-* **Speculative decoding**: the toy with both drafts and the shipped GPT-2 with prompt lookup and an
-  early exit: guesses kept, target passes against plain decoding, and both timed in turn.
+* **Speculative decoding**: the toy with both drafts and the shipped GPT-2 with prompt lookup, an
+  early exit and the shipped Llama drafting: guesses kept, target passes against plain decoding,
+  and both timed back to back.
 * **FlashAttention**: bytes each pass moves between slow and fast memory at growing lengths, and the
   tiled pass timed against the engine's one-pass prefill (on a CPU the tiles are ordinary torch calls,
   so they are slower: the saving is the traffic a GPU kernel avoids, not this machine's time).
@@ -24,7 +25,7 @@ import torch
 from ..core.engine import ToyModel
 from ..core.flash import MAX_FLASH_TOKENS, flash_attention, flash_traffic, naive_traffic
 from ..core.presets import load_preset, sequence
-from ..core.real.model import encode, load_model
+from ..core.real.model import LLAMA_DIR, encode, load_model
 from ..core.real.speculative import speculate_real
 from ..core.scheduler import serve
 from ..core.speculative import DraftSpec, speculate
@@ -125,11 +126,12 @@ def measure_speculation(config: BenchConfig, device: torch.device) -> list[SpecP
             run, spec, plain = _in_turn(lambda: speculate(scenario, words, k, draft), repeats)
             points.append(SpecPoint("toy", draft.kind, k, words, run.acceptance, run.target_passes, run.plain_passes,
                                     run.same_words, spec, plain))
-    real = load_model(None, device)
+    real, llama = load_model(None, device), load_model(LLAMA_DIR, device)
     ids = list(encode(real, REAL_PROMPT).ids)
     tokens = 32 if config.quick else 64
-    for draft in ("prompt lookup", "early exit"):
-        run, spec, plain = _in_turn(lambda: speculate_real(real, ids, tokens, 4, draft, layers=2), repeats)
+    for draft in ("prompt lookup", "early exit", "another model"):
+        run, spec, plain = _in_turn(lambda: speculate_real(real, ids, tokens, 4, draft, layers=2, draft_model=llama),
+                                    repeats)
         points.append(SpecPoint(real.name, run.draft, 4, tokens, run.acceptance, run.target_passes, run.plain_passes,
                                 run.same_words, spec, plain))
     return points

@@ -12,7 +12,8 @@ max(0, p − q). Drafts (:data:`REAL_DRAFTS`):
    and output layer, as a smaller model with its own cache. Layer-skipping drafts (LayerSkip) train
    the model to exit early; the shipped model was not, so its early exits guess worse.
 3. **another model**: any causal LM with the same tokenizer (pass ``draft_model``), e.g. a small
-   model drafting for a larger one.
+   model drafting for a larger one; kvlab ships a Llama of about the GPT-2's size with its tokenizer,
+   which shows the mechanics (and how often two models agree) but not a speed-up.
 
 What this module does not do: train a draft, share the draft's cache with the target's, or run
 batched sequences.
@@ -152,7 +153,8 @@ def speculate_real(real: RealModel, ids: list[int] | tuple[int, ...], new_tokens
     if draft == "prompt lookup":
         helper, label = _Lookup(ngram, vocab), f"prompt lookup ({ngram}-gram)"
     else:
-        if draft == "another model" and (draft_model is None or draft_model.shape.vocab != vocab):
+        if draft == "another model" and (draft_model is None
+                                         or draft_model.tokenizer.get_vocab() != real.tokenizer.get_vocab()):
             raise RealModelError("another model drafts only with the same tokenizer and vocabulary")
         small = early_exit_model(real, layers) if draft == "early exit" else draft_model
         helper, label = _ModelDraft(small, settings.seed + 1), small.name
