@@ -246,7 +246,8 @@ def prefix_figure(off: ServingRun, on: ServingRun) -> go.Figure:
 # -- speculative decoding -----------------------------------------------------------------------
 def rounds_figure(run, current: int | None = None) -> go.Figure:
     """One row per round: the fed word, then each guess green (kept) or red (rejected, and the ones
-    after it grey), then the target's new word (gold: a bonus after all were kept)."""
+    after it grey), then the target's new word (gold: a bonus after every guess was kept; blue: the
+    target's own choice in place of a rejected guess, or with no guess at all)."""
     rounds = run.rounds
     width = max((len(r.guesses) for r in rounds), default=0) + 2
     z = np.full((len(rounds), width), np.nan)
@@ -256,7 +257,7 @@ def rounds_figure(run, current: int | None = None) -> go.Figure:
         for i, guess in enumerate(rnd.guesses):
             z[r, i + 1] = 1 if i < rnd.accepted else (2 if i == rnd.accepted else 3)
             text[r, i + 1] = safe(guess)
-        z[r, width - 1] = 4 if rnd.bonus else 5
+        z[r, width - 1] = 4 if rnd.bonus and rnd.guesses else 5  # no guess: a plain step
         text[r, width - 1] = safe(rnd.new_word)
     palette = [MASKED, "#7bc47f", "#e57373", "#eeeeee", GOLD, BLUE]
     k = len(palette)
@@ -266,7 +267,8 @@ def rounds_figure(run, current: int | None = None) -> go.Figure:
     data = [go.Heatmap(z=z, x=x, y=y, text=text, texttemplate="%{text}", textfont_size=12, colorscale=colorscale,
                        zmin=-0.5, zmax=k - 0.5, showscale=False, xgap=3, ygap=3, hoverinfo="skip")]
     for label, color in (("kept", "#7bc47f"), ("rejected", "#e57373"), ("not checked", "#eeeeee"),
-                         ("target's replacement", BLUE), ("bonus word", GOLD)):
+                         ("the target's own word (a rejected guess, or no guess)", BLUE),
+                         ("bonus word (every guess kept)", GOLD)):
         data.append(go.Scatter(x=[None], y=[None], mode="markers", name=label,
                                marker=dict(color=color, size=12, symbol="square")))
     shapes = [rect(-0.5, width - 0.5, current - 0.5, current + 0.5, GOLD)] if current is not None else []
