@@ -35,16 +35,15 @@ decoding (:mod:`viz.core.speculative`) or draw.
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
 
 from .budget import BUDGET, BYTE_RATE, ELEMENT, Shape, Work, attend_work
 from .engine import Generation, Step, ToyModel, WorkCounts
-from .paged import BlockPool, OutOfBlocks, PagedKVCache
+from .paged import OutOfBlocks, PagedKVCache
+from .prefix_cache import BlockKey, CachingPool
 from .scenario import Scenario
 from .timing import timed
 from .workload import (BlockState, Iteration, RequestOutcome, SequenceState, ServeRequest, ServingConfig,
@@ -55,60 +54,6 @@ RUN_BUDGET_MS = BUDGET.ms / 4  # a click computes up to two runs and checks both
 MAX_POOL_BYTES = 64 * 2**20  # the pool's keys and values, allocated up front
 ITERATION_MS, BLOCK_MS, REQUEST_MS = 0.25, 0.006, 0.03  # reference ms of scheduling per iteration
 _RECORDS = ("k", "v", "pos", "token", "value", "n")
-BlockKey = tuple  # (previous block's key, ((token, value), …)): a full block's name
-
-
-class CachingPool(BlockPool):
-    """A block pool that remembers full blocks by name (prefix caching).
-
-    A named block whose last holder lets go is not returned to the free list but kept, evictable,
-    in least-recently-freed order; a prompt that names it takes it back. A new block comes from the
-    free list first, then by evicting the oldest cached one.
-    """
-
-    def __init__(self, *args, caching: bool, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.caching = caching
-        self.by_key: dict[BlockKey, int] = {}
-        self.key_of: dict[int, BlockKey] = {}
-        self.evictable: OrderedDict[int, None] = OrderedDict()
-        self.handed: list[int] = []  # blocks allocated since the last iteration was recorded
-        self.returned: list[int] = []  # blocks that went back to the free list or the cache
-
-    @property
-    def available(self) -> int:
-        return self.free_blocks + len(self.evictable)
-
-    def allocate(self) -> int:
-        if not self.free_blocks and self.evictable:
-            block, _ = self.evictable.popitem(last=False)  # the least recently freed cached block
-            del self.by_key[self.key_of.pop(block)]
-            heapq.heappush(self._free, block)
-        block = super().allocate()
-        self.handed.append(block)
-        return block
-
-    def release(self, block: int) -> None:
-        assert self.refcount[block] > 0, "block released twice"
-        self.refcount[block] -= 1
-        if self.refcount[block] == 0:
-            self.returned.append(block)
-            if block in self.key_of:
-                self.evictable[block] = None
-            else:
-                heapq.heappush(self._free, block)
-
-    def take(self, block: int) -> None:
-        """Hand a cached block to one more holder (a prefix hit)."""
-        if self.refcount[block] == 0:
-            del self.evictable[block]
-        self.refcount[block] += 1
-
-    def name(self, block: int, key: BlockKey) -> None:
-        """Remember a block that just became full; the first block with a name keeps it."""
-        if self.caching and key not in self.by_key and block not in self.key_of:
-            self.by_key[key] = block
-            self.key_of[block] = key
 
 
 @dataclass
