@@ -4,23 +4,17 @@ app starts from it with the hosting settings, and the health endpoint answers.""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 import tomllib
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from viz.tools.server import StreamlitServer
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str, timeout: float = 5.0) -> tuple[int, str]:
@@ -60,28 +54,14 @@ def fresh_venv(tmp_path_factory) -> Path:
 
 def test_app_starts_from_requirements_in_a_fresh_venv(fresh_venv, tmp_path):
     """streamlit run app.py from that environment serves the health endpoint and the page."""
-    port = _free_port()
-    server = subprocess.Popen(
-        [str(fresh_venv / "bin" / "streamlit"), "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                status, body = _get(f"http://127.0.0.1:{port}/_stcore/health")
-                break
-            except OSError:
-                assert server.poll() is None, server.stderr.read().decode()[-2000:]
-                assert time.monotonic() < deadline, "the server did not answer in 180 s"
-                time.sleep(1)
+    server = StreamlitServer(tmp_path / "server.log", command=(str(fresh_venv / "bin" / "streamlit"),))
+    with server:  # started; raises with the server's log if /_stcore/health does not answer
+        status, body = _get(f"{server.url}/_stcore/health")
         assert (status, body.strip()) == (200, "ok")
-        status, page = _get(f"http://127.0.0.1:{port}/")
+        status, page = _get(f"{server.url}/")
         assert status == 200 and "<div id=\"root\">" in page
         probe = [str(fresh_venv / "bin" / "python"), "-c",
                  "import torch, viz; print(torch.__version__); viz.generate(viz.load_preset('seed'), 2)"]
         version = subprocess.run(probe, cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert version.returncode == 0, version.stderr[-2000:]
         assert version.stdout.strip().endswith("+cpu")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)

@@ -234,7 +234,7 @@ def bench_app_latency(config: BenchConfig, device: torch.device) -> SectionResul
     points = []
     for name, step in config.latency:
         result = latency.measure(LATENCY_SCENARIOS[name], step, config.latency_repeats)
-        points.append(LatencyPoint(name, step, result["decode_step_click_s"], result["prefill_stepper_click_s"]))
+        points.append(LatencyPoint(name, step, result.decode_step_click_s, result.prefill_stepper_click_s))
     table = Table(("scenario", "step", "Decode: Step click", "Prefill: stepper click"),
                   tuple((p.scenario, str(p.step), format_seconds(p.decode_step_click_s),
                          format_seconds(p.prefill_stepper_click_s)) for p in points))

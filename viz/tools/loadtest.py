@@ -1,41 +1,39 @@
-"""A classroom load test: many browser sessions using the real app at once.
+"""A classroom load test: many sessions using the real app at once, on one server or a cluster.
 
 ``python -m viz.tools.loadtest [--sessions 30] [--seconds 60]`` starts ``streamlit run app.py`` on a
-free loopback port (or uses ``--url``), opens that many independent browser sessions in Debian's
-Chromium, and lets each one behave like a student for the given time: open the Decode page, step,
-scrub back, switch the decode mode, visit Prefill, type a prompt. It reports the rerun latency each
-session saw (click to finished script run, p50 / p95), the errors (exceptions shown, timeouts), and
-the server's resident memory before the sessions, at their peak and after they closed.
+free loopback port (``--processes 1 2 4``: a HAProxy cluster of that many processes, one round per
+count, see ``viz.tools.cluster``; ``--url``: a running server) and lets each session behave like a
+student for the given time: open the Decode page, step, scrub back, switch the decode mode, visit
+Prefill and walk its position stepper, type a prompt. ``--client browser`` drives Debian's
+Chromium (what people see), ``--client socket`` speaks Streamlit's websocket protocol directly
+(``viz.tools.protocol``: the server alone). It reports the reruns finished per second, the rerun
+latency (click to finished run, p50 / p95), the errors (exceptions shown, failed runs, timeouts)
+and the servers' resident memory before the sessions, at their peak and after they closed.
 
-Needs the test extra (Playwright) and /usr/bin/chromium. Loopback only; bounded in time and count.
+Loopback only; bounded in time and count.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import random
-import socket
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Iterator
 from urllib.parse import urlparse
 
-from streamlit.proto.BackMsg_pb2 import BackMsg
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-from streamlit.proto.WidgetStates_pb2 import WidgetState
+from .chromium import launch_options
+from .cluster import Cluster
+from .protocol import ProtocolSession, RunLog, run_in_thread
+from .server import ROOT, StreamlitServer
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 MAX_SESSIONS = 60
 MAX_SECONDS = 600
 
@@ -51,12 +49,19 @@ class LoadResult:
     rss_baseline_mb: float
     rss_peak_mb: float
     rss_after_mb: float
+    processes: int | None = None  # behind HAProxy; None: one server, no load balancer
+
+    @property
+    def throughput_per_s(self) -> float:
+        """Finished reruns per second over the whole run."""
+        return self.reruns / self.seconds if self.seconds else float("nan")
 
     def summary(self) -> dict:
         data = asdict(self)
         data.pop("latencies_s")
         data.pop("run_times_s")
-        return {**data, "click_to_rerun_p50_s": percentile(self.latencies_s, 50),
+        return {**data, "reruns_per_s": self.throughput_per_s,
+                "click_to_rerun_p50_s": percentile(self.latencies_s, 50),
                 "click_to_rerun_p95_s": percentile(self.latencies_s, 95),
                 "server_run_p50_s": percentile(self.run_times_s, 50),
                 "server_run_p95_s": percentile(self.run_times_s, 95)}
@@ -90,113 +95,46 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+async def _finished_after(log: RunLog, before: int, timeout_s: float):
+    """The first run to finish after ``before`` runs had (viz.tools.protocol's definition)."""
+    deadline = time.monotonic() + timeout_s
+    while len(log.finished) <= before:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no finished rerun within {timeout_s:.0f} s")
+        await asyncio.sleep(0.02)  # frames arrive on this loop; the run log counts them
+    return log.finished[before]
 
 
-def start_server() -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
-         "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=5):
-                return process, base
-        except OSError:
-            if process.poll() is not None:
-                raise RuntimeError("streamlit run app.py exited before serving")
-            time.sleep(0.5)
-    process.kill()
-    raise RuntimeError("the server did not answer /_stcore/health within 180 s")
-
-
-# A run that finished: the whole script, or a fragment alone (the Prefill stepper reruns only its
-# fragment). Runs cut short by a rerun request or an error do not count.
-COMPLETE = (ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY,
-            ForwardMsg.ScriptFinishedStatus.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
-
-
-class RunWatch:
-    """Follows one page's websocket: every script run the server finished, with its arrival time.
-
-    A run that ends early because the script asked for a rerun (st.rerun after an edit) does not
-    count; only complete runs (of the whole script or of one fragment) do. Nothing depends on how
-    fast the browser draws.
-    """
-
-    def __init__(self, page) -> None:
-        self.finished: list[float] = []
-        self.run_times: list[float] = []  # from a run's new_session message to its script_finished
-        self._started: float | None = None
-        page.on("websocket", self._attach)
-
-    def _attach(self, socket) -> None:
-        socket.on("framereceived", self._frame)
-
-    def _frame(self, payload) -> None:
-        if isinstance(payload, str):
-            return
-        message = ForwardMsg()
-        try:
-            message.ParseFromString(payload)
-        except Exception:  # not a ForwardMsg (Streamlit may batch or compress in future versions)
-            return
-        kind = message.WhichOneof("type")
-        if kind == "new_session" and self._started is None:
-            self._started = time.monotonic()  # a chain of reruns counts from its first run
-        elif kind == "script_finished" and message.script_finished in COMPLETE:
-            now = time.monotonic()
-            self.finished.append(now)
-            if self._started is not None:
-                self.run_times.append(now - self._started)
-            self._started = None
-
-    async def finished_after(self, since: float, timeout_s: float) -> float:
-        """When the first complete run after ``since`` arrived, once no further run follows for 0.3 s."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            done = [t for t in self.finished if t >= since]
-            if done and time.monotonic() - done[-1] > 0.3:
-                return done[-1]
-            await asyncio.sleep(0.05)
-        raise TimeoutError(f"no finished rerun within {timeout_s:.0f} s")
-
-
-async def _act(page, watch: RunWatch, action, latencies: list[float], timeout_s: float) -> None:
+async def _act(page, log: RunLog, action, latencies: list[float], timeout_s: float) -> None:
     """Do something that makes the app rerun; record the time from the action to the finished run."""
-    start = time.monotonic()
+    before, start = len(log.finished), time.monotonic()
     try:
         await action()
-        end = await watch.finished_after(start, timeout_s)
+        run = await _finished_after(log, before, timeout_s)
     except Exception as err:
         what = getattr(action, "__self__", None) or getattr(action, "__qualname__", action)
         what = str(what).split("selector=")[-1]  # the locator's selector, not its page URL
         raise type(err)(f"{what}: {err}") from None
-    latencies.append(end - start)
-    if await page.locator('[data-testid="stException"]').count():
-        raise RuntimeError("an exception is shown")
+    latencies.append(run.finished_s - start)
+    if not run.ok or await page.locator('[data-testid="stException"]').count():
+        raise RuntimeError(f"the run failed or shows an exception: {run.exceptions}")
 
 
 async def _student(browser, base: str, seconds: float, seed: int, latencies: list[float],
-                   run_times: list[float], errors: list[str], timeout_s: float) -> None:
+                   run_times: list[float], errors: list[str], timeout_s: float, min_actions: int = 0) -> None:
     rng = random.Random(seed)
     context = await browser.new_context(viewport={"width": 1280, "height": 900})
     page = await context.new_page()
-    watch = RunWatch(page)
+    log = RunLog()
+    page.on("websocket", lambda socket: socket.on("framereceived", log.feed))
     try:
-        start = time.monotonic()
         await page.goto(f"{base}/decode", timeout=timeout_s * 1000)
-        await watch.finished_after(start, timeout_s)
+        await _finished_after(log, 0, timeout_s)
         deadline = time.monotonic() + seconds
         mode = "KV cache"
         sidebar = page.locator('[data-testid="stSidebar"]')
-        while time.monotonic() < deadline:
+        done = len(latencies)
+        while time.monotonic() < deadline or len(latencies) - done < min_actions:
             choice = rng.random()
             on_decode = urlparse(page.url).path.endswith("/decode")
             if choice < 0.1:
@@ -208,16 +146,16 @@ async def _student(browser, base: str, seconds: float, seed: int, latencies: lis
                     await box.fill(words)
                     await box.press("Enter")
 
-                await _act(page, watch, type_prompt, latencies, timeout_s)
+                await _act(page, log, type_prompt, latencies, timeout_s)
             elif choice < 0.2 or (not on_decode and choice < 0.4):
                 target = "Prefill" if on_decode else "Decode"
-                await _act(page, watch, sidebar.get_by_role("link", name=target).click, latencies, timeout_s)
+                await _act(page, log, sidebar.get_by_role("link", name=target).click, latencies, timeout_s)
             elif not on_decode:  # walk the prompt with the position stepper
                 forward = page.locator(".st-key-prefill_position_forward button").first
                 back = page.locator(".st-key-prefill_position_back button").first
                 options = [b for b in (forward, back) if await b.is_enabled()]
                 if options:
-                    await _act(page, watch, rng.choice(options).click, latencies, timeout_s)
+                    await _act(page, log, rng.choice(options).click, latencies, timeout_s)
             else:
                 back = page.get_by_role("button", name="Back")
                 if choice < 0.3:  # another decode mode (choosing the current one would not rerun)
@@ -228,159 +166,175 @@ async def _student(browser, base: str, seconds: float, seed: int, latencies: lis
                     action = back.click
                 else:
                     action = page.get_by_role("button", name="Step").click
-                await _act(page, watch, action, latencies, timeout_s)
+                await _act(page, log, action, latencies, timeout_s)
             await asyncio.sleep(rng.uniform(1.0, 4.0))  # a student reads before the next click
     except Exception as err:  # every failure of a session is a reported error, not a crash
         errors.append(f"session {seed}: {type(err).__name__}: {str(err).splitlines()[0][:160]}")
     finally:
-        run_times.extend(watch.run_times)
+        run_times.extend(run.chain_seconds for run in log.finished)
         await context.close()
 
 
 class SocketStudent:
-    """A session that speaks Streamlit's websocket protocol directly (no browser): it sends the
-    same messages a browser sends for a click or a page change and reads the server's replies.
-    It measures the server alone, which a browser on the same small machine would swamp."""
+    """A student without a browser (``viz.tools.protocol.ProtocolSession``): the same messages a
+    browser sends for a click or a page change. It measures the server alone, which browsers on
+    the same small machine would swamp."""
 
     def __init__(self, base: str, seed: int, timeout_s: float):
-        self.url = base.replace("http://", "ws://") + "/_stcore/stream"
-        self.origin = base
+        self.session = ProtocolSession(base, timeout_s)
         self.rng = random.Random(seed)
-        self.timeout_s = timeout_s
-        self.buttons: dict[str, str] = {}  # label -> widget id, from the last run's deltas
-        self.pages: dict[str, str] = {}  # url path -> page script hash
-        self.page_hash = ""
+        self.seed = seed
 
-    async def _run(self, socket, widgets: list[WidgetState], page_hash: str | None = None) -> float:
-        """Ask for a rerun; seconds until the server finished a complete run (reruns followed)."""
-        message = BackMsg()
-        state = message.rerun_script
-        state.query_string = ""
-        state.page_script_hash = page_hash if page_hash is not None else self.page_hash
-        state.widget_states.widgets.extend(widgets)
+    async def _timed(self, action, latencies: list[float], run_times: list[float]) -> None:
         start = time.monotonic()
-        await socket.send(message.SerializeToString())
-        self.buttons = {}
-        while True:
-            raw = await asyncio.wait_for(socket.recv(), self.timeout_s)
-            reply = ForwardMsg()
-            reply.ParseFromString(raw)
-            kind = reply.WhichOneof("type")
-            if kind == "delta" and reply.delta.WhichOneof("type") == "new_element":
-                element = reply.delta.new_element
-                if element.WhichOneof("type") == "button":
-                    self.buttons[element.button.label] = element.button.id
-                elif element.WhichOneof("type") == "exception":
-                    raise RuntimeError(f"the app raised: {element.exception.message[:120]}")
-            elif kind == "navigation":
-                self.pages = {page.url_pathname: page.page_script_hash for page in reply.navigation.app_pages}
-                self.page_hash = reply.navigation.page_script_hash
-            elif kind == "script_finished" and reply.script_finished in COMPLETE:
-                return time.monotonic() - start
+        run = await action
+        latencies.append(run.finished_s - start)
+        run_times.append(run.chain_seconds)
 
-    def _click(self, label: str) -> list[WidgetState]:
-        widget = WidgetState(id=self.buttons[label], trigger_value=True)
-        return [widget]
-
-    async def run(self, seconds: float, latencies: list[float], errors: list[str]) -> None:
-        import websockets
+    async def run(self, seconds: float, latencies: list[float], run_times: list[float], errors: list[str],
+                  min_actions: int = 0) -> None:
+        session = self.session
         try:
-            async with websockets.connect(self.url, subprotocols=["streamlit"], origin=self.origin,
-                                          max_size=None) as socket:
-                await self._run(socket, [], "")
-                await self._run(socket, [], self.pages["decode"])  # open the Decode page
-                deadline = time.monotonic() + seconds
-                while time.monotonic() < deadline:
-                    choice = self.rng.random()
-                    on_decode = self.page_hash == self.pages["decode"]
-                    if choice < 0.15:  # switch between Prefill and Decode
-                        target = self.pages[""] if on_decode else self.pages["decode"]
-                        latencies.append(await self._run(socket, [], target))
-                    elif on_decode and "Step" in self.buttons:
-                        label = "Back" if choice < 0.3 and "Back" in self.buttons else "Step"
-                        latencies.append(await self._run(socket, self._click(label)))
-                    else:
-                        latencies.append(await self._run(socket, []))
-                    await asyncio.sleep(self.rng.uniform(1.0, 4.0))  # a student reads
+            await session.open("decode")
+            deadline = time.monotonic() + seconds
+            actions = 0
+            while time.monotonic() < deadline or actions < min_actions:
+                actions += 1
+                choice = self.rng.random()
+                pages = session.log.pages
+                on_decode = session.log.page_hash == pages["decode"]
+                if choice < 0.15:  # switch between Prefill and Decode
+                    action = session.rerun(page_hash=pages[""] if on_decode else pages["decode"])
+                elif on_decode:
+                    action = session.click("Back" if choice < 0.3 and session.can_click("Back") else "Step")
+                else:  # walk the prompt with the position stepper (a fragment's run)
+                    forward = "prefill_position_forward"
+                    action = session.click(forward if session.can_click(forward) else "prefill_position_back")
+                await self._timed(action, latencies, run_times)
+                await asyncio.sleep(self.rng.uniform(1.0, 4.0))  # a student reads
         except Exception as err:  # every failure of a session is a reported error, not a crash
-            errors.append(f"socket session: {type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}")
+            errors.append(f"socket session {self.seed}: {type(err).__name__}: "
+                          f"{str(err).splitlines()[0][:160] if str(err) else ''}")
+        finally:
+            await session.close()
 
 
-async def _drive_sockets(base: str, sessions: int, seconds: float,
-                         timeout_s: float) -> tuple[list[float], list[float], list[str]]:
+async def _drive_sockets(base: str, sessions: int, seconds: float, timeout_s: float,
+                         min_actions: int = 0) -> tuple[list[float], list[float], list[str]]:
     latencies: list[float] = []
+    run_times: list[float] = []
     errors: list[str] = []
-    await asyncio.gather(*(SocketStudent(base, i, timeout_s).run(seconds, latencies, errors)
+    await asyncio.gather(*(SocketStudent(base, i, timeout_s).run(seconds, latencies, run_times, errors, min_actions)
                            for i in range(sessions)))
-    return latencies, list(latencies), errors  # here the click-to-rerun time is the server's
+    return latencies, run_times, errors
 
 
-async def _drive(base: str, sessions: int, seconds: float,
-                 timeout_s: float) -> tuple[list[float], list[float], list[str]]:
+async def _drive(base: str, sessions: int, seconds: float, timeout_s: float,
+                 min_actions: int = 0) -> tuple[list[float], list[float], list[str]]:
     from playwright.async_api import async_playwright
     latencies: list[float] = []
     run_times: list[float] = []
     errors: list[str] = []
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = await playwright.chromium.launch(**launch_options())
         try:
-            await asyncio.gather(*(_student(browser, base, seconds, i, latencies, run_times, errors, timeout_s)
+            await asyncio.gather(*(_student(browser, base, seconds, i, latencies, run_times, errors, timeout_s, min_actions)
                                    for i in range(sessions)))
         finally:
             await browser.close()
     return latencies, run_times, errors
 
 
-def _run_async(coroutine):
-    """Run a coroutine in its own event loop on its own thread, so that run_load also works where
-    the calling thread already runs a loop (a sync Playwright session, Jupyter)."""
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvlab-load") as pool:
-        return pool.submit(asyncio.run, coroutine).result()
+@contextlib.contextmanager
+def serving(url: str | None, processes: int | None) -> Iterator[tuple[str, list[int], list[str]]]:
+    """The address to load, the server pids (for memory) and each process's own address (for
+    warming up): a running server at ``url``, a HAProxy cluster of ``processes``, or one server."""
+    if url:
+        yield url, [], [url]
+    elif processes:
+        with Cluster(processes, workdir=ROOT / "artifacts" / f"loadtest-cluster-{processes}") as cluster:
+            yield cluster.url, cluster.pids, [server.url for server in cluster.servers]
+    else:
+        with StreamlitServer(ROOT / "artifacts" / "loadtest-server.log") as server:
+            yield server.url, [server.pid], [server.url]
+
+
+async def _warm(backend: str, timeout_s: float) -> None:
+    """One visit to Decode and Prefill: imports, caches and the first page builds of one process."""
+    session = ProtocolSession(backend, timeout_s)
+    try:
+        await session.open("decode")
+        await session.rerun(page_hash=session.log.pages[""])
+    finally:
+        await session.close()
 
 
 def run_load(sessions: int, seconds: float, url: str | None = None, timeout_s: float = 120.0,
-             settle_s: float = 15.0, client: str = "browser", after_s: float | None = None) -> LoadResult:
-    """Start (or use) a server, warm it with one visit, then run the sessions and measure.
+             settle_s: float = 15.0, client: str = "browser", after_s: float | None = None,
+             processes: int | None = None, min_actions: int = 0) -> LoadResult:
+    """Start (or use) a server or a cluster, warm every process with one visit, then run the
+    sessions and measure.
 
     client: "browser" (Chromium pages, what people see) or "socket" (protocol-level sessions,
-    the server alone). The memory 'after' is read ``after_s`` seconds after the sessions closed:
-    by default once Streamlit's disconnected-session TTL has passed, when it may free them."""
+    the server alone). processes: that many app processes behind HAProxy (None: one server
+    without a load balancer). min_actions: each session acts at least this often, however long
+    it takes (so a test's count does not depend on the machine's speed). The memory 'after' is read ``after_s`` seconds after the sessions
+    closed: by default once Streamlit's disconnected-session TTL has passed, when it may free them."""
     if after_s is None:
         from streamlit import config
         after_s = float(config.get_option("server.disconnectedSessionTTL")) + 10
     if not 1 <= sessions <= MAX_SESSIONS or not 0 < seconds <= MAX_SECONDS:
         raise ValueError(f"sessions must be 1..{MAX_SESSIONS} and seconds 1..{MAX_SECONDS}")
-    process, base = (None, url) if url else start_server()
-    pid = process.pid if process else None
-    try:
-        _run_async(_drive(base, 1, 1.0, timeout_s))  # imports, caches and the first page build
+    if client not in ("browser", "socket"):
+        raise ValueError("client must be 'browser' or 'socket'")
+
+    def memory() -> float:
+        return sum(rss_mb(pid) for pid in pids) if pids else float("nan")
+
+    with serving(url, processes) as (base, pids, backends):
+        for backend in backends:
+            run_in_thread(_warm(backend, timeout_s))
+        if client == "browser":
+            run_in_thread(_drive(base, 1, 1.0, timeout_s))  # the browser's first page load
         time.sleep(settle_s)
-        baseline = rss_mb(pid) if pid else float("nan")
+        baseline = memory()
         peak = baseline
-        done = False
+        done = threading.Event()
 
         def sample() -> None:
             nonlocal peak
-            while not done:
-                peak = max(peak, rss_mb(pid))
-                time.sleep(0.5)
+            while not done.wait(0.5):
+                peak = max(peak, memory())
 
-        sampler = threading.Thread(target=sample, daemon=True) if pid else None
-        if sampler:
-            sampler.start()
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         start = time.monotonic()
         drive = _drive if client == "browser" else _drive_sockets
-        latencies, run_times, errors = _run_async(drive(base, sessions, seconds, timeout_s))
-        elapsed = time.monotonic() - start
-        done = True
+        try:
+            latencies, run_times, errors = run_in_thread(drive(base, sessions, seconds, timeout_s, min_actions))
+        finally:
+            elapsed = time.monotonic() - start
+            done.set()
+            sampler.join()
         time.sleep(after_s)
         gc.collect()
-        after = rss_mb(pid) if pid else float("nan")
-        return LoadResult(sessions, elapsed, len(latencies), latencies, run_times, errors, baseline, peak, after)
-    finally:
-        if process:
-            process.terminate()
-            process.wait(timeout=30)
+        return LoadResult(sessions, elapsed, len(latencies), latencies, run_times, errors, baseline, peak,
+                          memory(), processes)
+
+
+def report(result: LoadResult) -> str:
+    """The result in a few lines for the terminal."""
+    summary = result.summary()
+    where = f"{result.processes} process(es) behind HAProxy" if result.processes else "one server"
+    lines = [f"{where}, {result.sessions} sessions for {result.seconds:.0f} s: {result.reruns} reruns "
+             f"({result.throughput_per_s:.1f}/s), {len(result.errors)} errors",
+             f"  click to finished rerun: p50 {summary['click_to_rerun_p50_s'] * 1000:.0f} ms, "
+             f"p95 {summary['click_to_rerun_p95_s'] * 1000:.0f} ms",
+             f"  server script run:       p50 {summary['server_run_p50_s'] * 1000:.0f} ms, "
+             f"p95 {summary['server_run_p95_s'] * 1000:.0f} ms",
+             f"  memory (all processes): {result.rss_baseline_mb:.0f} MB before, {result.rss_peak_mb:.0f} MB "
+             f"at the peak, {result.rss_after_mb:.0f} MB after the sessions closed"]
+    return "\n".join(lines + [f"  {error}" for error in result.errors[:10]])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -388,29 +342,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=30)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--url", help="use a running server instead of starting one (no memory figures)")
+    parser.add_argument("--processes", type=int, nargs="+",
+                        help="run through a HAProxy cluster of N processes; several counts: one round each")
     parser.add_argument("--client", choices=("browser", "socket"), default="browser",
                         help="Chromium pages (default) or protocol-level websocket sessions")
-    parser.add_argument("--out", help="write the summary and every latency as JSON")
+    parser.add_argument("--after", type=float, help="seconds to wait before reading memory after the sessions "
+                                                    "(default: Streamlit's disconnected-session TTL + 10 s)")
+    parser.add_argument("--out", help="write the summaries and every latency as JSON")
     args = parser.parse_args(argv)
-    try:
-        result = run_load(args.sessions, args.seconds, args.url, client=args.client)
-    except (ValueError, RuntimeError) as err:
-        print(f"error: {err}", file=sys.stderr)
+    if args.url and args.processes:
+        print("error: --url and --processes exclude each other", file=sys.stderr)
         return 2
-    summary = result.summary()
-    print(f"{result.sessions} sessions for {result.seconds:.0f} s: {result.reruns} reruns, {len(result.errors)} errors")
-    print(f"click to finished rerun: p50 {summary['click_to_rerun_p50_s'] * 1000:.0f} ms, "
-          f"p95 {summary['click_to_rerun_p95_s'] * 1000:.0f} ms (browser, clicks and network included)")
-    print(f"server script run:       p50 {summary['server_run_p50_s'] * 1000:.0f} ms, "
-          f"p95 {summary['server_run_p95_s'] * 1000:.0f} ms")
-    print(f"server memory: {result.rss_baseline_mb:.0f} MB before, {result.rss_peak_mb:.0f} MB at the peak, "
-          f"{result.rss_after_mb:.0f} MB after the sessions closed")
-    for error in result.errors[:10]:
-        print(f"  {error}")
+    results = []
+    try:
+        for processes in args.processes or [None]:
+            result = run_load(args.sessions, args.seconds, args.url, client=args.client,
+                              after_s=args.after, processes=processes)
+            print(report(result), flush=True)
+            results.append(result)
+    except (ValueError, RuntimeError) as err:
+        print(f"error: {str(err).splitlines()[0]}", file=sys.stderr)
+        return 2
     if args.out:
-        Path(args.out).write_text(json.dumps({**summary, "latencies_s": result.latencies_s,
-                                              "run_times_s": result.run_times_s}, indent=1))
-    return 0 if not result.errors else 1
+        Path(args.out).write_text(json.dumps([{**r.summary(), "latencies_s": r.latencies_s,
+                                               "run_times_s": r.run_times_s} for r in results], indent=1))
+    return 0 if not any(r.errors for r in results) else 1
 
 
 if __name__ == "__main__":

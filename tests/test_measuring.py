@@ -1,0 +1,99 @@
+"""The measuring tools' own logic, on hand-made inputs: when a run has finished (viz.tools.protocol),
+how the renderer's time is split (viz.tools.timeline) and what a server profile counts (viz.tools.profile)."""
+
+from __future__ import annotations
+
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+from viz.tools.profile import kind_of, summarise
+from viz.tools.protocol import RunLog, ends_run
+from viz.tools.timeline import main_thread
+
+
+def new_session(run_id: str, fragment: str = "") -> bytes:
+    message = ForwardMsg()
+    message.new_session.initialize.session_id = "session-1"
+    message.metadata.run.script_run_id = run_id
+    if fragment:
+        message.metadata.run.fragment_ids.append(fragment)
+    return message.SerializeToString()
+
+
+def button(label: str, key: str, fragment: str = "", disabled: bool = False) -> bytes:
+    message = ForwardMsg()
+    message.delta.new_element.button.label = label
+    message.delta.new_element.button.id = f"$$ID-0123abcd-{key}"
+    message.delta.new_element.button.disabled = disabled
+    message.delta.fragment_id = fragment
+    return message.SerializeToString()
+
+
+def finished(status: int) -> bytes:
+    message = ForwardMsg()
+    message.script_finished = status
+    return message.SerializeToString()
+
+
+def test_a_run_cut_short_for_a_rerun_is_not_finished():
+    """st.rerun's early end does not count; the run after it does, and its chain starts at the first run."""
+    log = RunLog()
+    log.feed(new_session("a"), at=1.0)
+    log.feed(finished(ForwardMsg.FINISHED_EARLY_FOR_RERUN), at=1.2)
+    assert log.finished == [] and not ends_run(ForwardMsg.FromString(finished(ForwardMsg.FINISHED_EARLY_FOR_RERUN)))
+    log.feed(new_session("b"), at=1.3)
+    log.feed(button("Step", "decode_step"), at=1.4)
+    log.feed(finished(ForwardMsg.FINISHED_SUCCESSFULLY), at=1.5)
+    [run] = log.finished
+    assert run.run_id == "b" and run.ok and run.end_frame == 5
+    assert abs(run.seconds - 0.2) < 1e-9 and abs(run.chain_seconds - 0.5) < 1e-9
+    assert run.bytes_by_kind["button"] == len(button("Step", "decode_step"))
+    assert log.session_id == "session-1" and len(log.runs) == 2
+
+
+def test_a_fragment_run_finishes_and_its_buttons_keep_their_fragment():
+    """A fragment's run counts as finished; a button drawn in it is found by label and by key, with its fragment."""
+    log = RunLog()
+    log.feed(new_session("c", fragment="frag-1"))
+    log.feed(button("", "prefill_position_forward", fragment="frag-1", disabled=True))
+    log.feed(finished(ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY))
+    assert log.finished[0].fragment and log.finished[0].ok
+    forward = log.buttons["prefill_position_forward"]
+    assert forward.fragment_id == "frag-1" and forward.disabled
+
+
+def test_a_compile_error_finishes_the_run_but_does_not_succeed():
+    """A run that ends with a compile error has finished (nothing else will come) and is not ok."""
+    log = RunLog()
+    log.feed(new_session("d"))
+    log.feed(finished(ForwardMsg.FINISHED_WITH_COMPILE_ERROR))
+    assert len(log.finished) == 1 and not log.finished[0].ok
+
+
+def trace_event(name: str, ts: float, dur: float) -> dict:
+    return {"name": name, "ph": "X", "pid": 1, "tid": 7, "ts": ts, "dur": dur}
+
+
+def test_main_thread_time_is_split_by_own_time():
+    """A task's nested script, layout and paint get their own time; the task keeps the rest; long tasks are listed."""
+    events = [{"name": "kvlab:sync", "ph": "R", "pid": 1, "tid": 7, "ts": 0},
+              {"name": "thread_name", "ph": "M", "pid": 1, "tid": 7, "args": {"name": "CrRendererMain"}},
+              trace_event("RunTask", 0, 100_000), trace_event("FunctionCall", 10_000, 50_000),
+              trace_event("MinorGC", 20_000, 5_000), trace_event("Layout", 70_000, 10_000),
+              trace_event("Paint", 85_000, 5_000), trace_event("RunTask", 200_000, 10_000),
+              {"name": "FunctionCall", "ph": "X", "pid": 2, "tid": 7, "ts": 0, "dur": 99_000}]
+    result = main_thread(events, 0, 150_000)
+    assert result.busy_ms == {"scripting": 45.0, "style": 0.0, "layout": 10.0, "paint": 5.0, "gc": 5.0,
+                              "other": 35.0}
+    assert result.long_tasks_ms == [100.0] and result.total_ms == 100.0
+
+
+def test_profile_counts_the_innermost_known_kind_and_leaves_out_waiting_threads():
+    """A JSON encoder under Plotly counts as Plotly JSON, Streamlit frames only when nothing more specific runs."""
+    plotly = ["run (streamlit/runtime/scriptrunner/script_runner.py:1)", "to_json (plotly/io/_json.py:2)",
+              "encode (json/encoder.py:3)"]
+    engine = ["run (streamlit/runtime/scriptrunner/script_runner.py:1)", "step (viz/core/engine.py:9)"]
+    idle = ["Thread.run (threading.py:1)", "Condition.wait (threading.py:2)"]
+    assert kind_of(plotly) == "Plotly JSON encoding" and kind_of(engine) == "engine (viz/core, torch)"
+    summary = summarise([(plotly, 3), (engine, 1), (idle, 10)])
+    assert summary["idle"] == 10 and summary["samples"] == 4
+    assert dict(summary["kinds"]) == {"Plotly JSON encoding": 0.75, "engine (viz/core, torch)": 0.25}
