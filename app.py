@@ -31,6 +31,7 @@ PAGES = [
     st.Page("pages/real_model.py", title="Real model", icon=":material/neurology:", url_path="real_model"),
     st.Page("pages/at_scale.py", title="At scale", icon=":material/calculate:", url_path="at_scale"),
     st.Page("pages/memory.py", title="Memory", icon=":material/view_module:", url_path="memory"),
+    st.Page("pages/serving.py", title="Serving", icon=":material/dns:", url_path="serving"),
 ]
 page = st.navigation(PAGES)
 guard.begin()

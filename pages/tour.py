@@ -1,13 +1,16 @@
 """Guided tour: the article's walkthrough, one step at a time, with predict-then-reveal questions."""
 
+from dataclasses import replace
+
 import streamlit as st
 
 from viz import generate, load_preset
 from viz.core.engine import MODES
 from viz.core.explain import check_cache, explain_position
-from viz.figures import toy
-from viz.core.tour import (Question, question_even, question_keys, question_mask, question_no_match,
-                      question_stale, question_winner)
+from viz.figures import serving, toy
+from viz.core.scheduler import serve
+from viz.core.tour import (TOUR_SERVER, Question, question_even, question_join, question_keys, question_mask,
+                           question_no_match, question_prefix, question_stale, question_winner, tour_workload)
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot, stepper
 
@@ -113,6 +116,28 @@ def step_bug() -> None:
                 "recomputation agree at every step.")
 
 
+def step_server() -> None:
+    st.markdown("One sequence keeps one growing cache. A server keeps **many** at once, in fixed-size blocks "
+                "of one pool, and decides at every iteration who computes: new prompts (prefill), one more "
+                "token for each running request (decode), or nobody while memory is short. Here three "
+                "requests send the seed's prompt, made cache-safe; two fit at once.")
+    served = seed.cache_safe()
+    workload = tour_workload(served)
+    continuous = serve(served, workload, TOUR_SERVER)
+    static = serve(served, workload, replace(TOUR_SERVER, policy="static"))
+    plot(serving.timeline_figure(continuous, title="Continuous batching: C takes B's slot when B is done"),
+         key="tour_continuous")
+    plot(serving.timeline_figure(static, title="Static batching: C waits for the whole batch"), key="tour_static")
+    ask(6, question_join(continuous, static, 2))
+    shared = next(it.index for it in continuous.iterations if any(len(b.owners) > 1 for b in it.blocks))
+    plot(serving.pool_figure(continuous, shared), key="tour_pool")
+    ask(7, question_prefix(continuous, 2))
+    st.markdown("The same ideas run real servers (vLLM, TGI, TensorRT-LLM): paged blocks, continuous "
+                "batching, chunked prefill, prefix caching, speculative decoding and FlashAttention. The "
+                "Serving page runs each of them on your scenario.")
+    st.page_link("pages/serving.py", label="Open the Serving page", icon=":material/dns:")
+
+
 STEPS = [
     ("The prompt, its values and four heads", step_prompt),
     ("Prefill and the causal mask", step_mask),
@@ -122,6 +147,7 @@ STEPS = [
     ("Decode without a cache", step_no_cache),
     ("Decode with the KV cache", step_cache),
     ("The cache bug in the article", step_bug),
+    ("From one cache to a server", step_server),
 ]
 
 header("Guided tour", "The article's example, step by step. Commit to an answer before you reveal it. "

@@ -21,12 +21,12 @@ def _forward(at):
 
 
 def test_every_step_renders(tour):
-    """All eight steps render without an exception."""
+    """All nine steps render without an exception."""
     titles = []
-    for _ in range(7):
+    for _ in range(8):
         _forward(tour)
         titles.append(tour.subheader[0].value)
-    assert titles[-1] == "8. The cache bug in the article"
+    assert titles[-2:] == ["8. The cache bug in the article", "9. From one cache to a server"]
     assert next(b for b in tour.button if b.key == "tour_step_forward").disabled
 
 
@@ -51,3 +51,24 @@ def test_cache_bug_step_shows_six_and_seven(tour):
     table = tour.dataframe[0].value
     assert table.loc[1, "KV cache"] == pytest.approx(6.0, abs=1e-4)
     assert table.loc[1, "recompute"] == pytest.approx(7.0, abs=1e-4)
+
+
+def test_closing_chapter_asks_about_the_server_with_the_engines_answers(tour):
+    """The last step serves three requests: its answers are the scheduler's time to first token and prefix hits."""
+    from dataclasses import replace
+
+    from viz.core.scheduler import serve
+    from viz.core.tour import TOUR_SERVER, question_join, question_prefix, tour_workload
+
+    for _ in range(8):
+        _forward(tour)
+    served = load_preset("seed").cache_safe()
+    continuous = serve(served, tour_workload(served), TOUR_SERVER)
+    static = serve(served, tour_workload(served), replace(TOUR_SERVER, policy="static"))
+    join, prefix = question_join(continuous, static, 2), question_prefix(continuous, 2)
+    assert continuous.outcomes[2].ttft < static.outcomes[2].ttft and continuous.outcomes[2].prefix_hits == 2
+    questions = [r for r in tour.radio if (r.key or "").startswith("tour_answer")]
+    assert [r.options for r in questions] == [join.options, prefix.options]
+    questions[1].set_value(prefix.options[prefix.answer]).run()
+    next(b for b in tour.button if b.key == "tour_reveal_button_7").click().run()
+    assert "Right: **2**" in tour.success[0].value

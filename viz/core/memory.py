@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from .engine import KVCache
 from .gpus import GPUS, Gpu
 from .model_config import ModelConfig
+from .text import whole_number
 
 DTYPE_BITS = {"fp32": 32, "fp16/bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "int2": 2}
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
@@ -60,11 +61,10 @@ class MemoryConfigError(ValueError):
 
 
 def _integer(field: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise MemoryConfigError(field, f"must be a whole number, got {value!r}")
-    if not low <= value <= high:
-        raise MemoryConfigError(field, f"must be between {low:,} and {high:,}, got {value:,}")
-    return value
+    try:
+        return whole_number(value, low, high)
+    except ValueError as err:
+        raise MemoryConfigError(field, str(err)) from None
 
 
 # -- the calculator ----------------------------------------------------------------------------

@@ -138,7 +138,7 @@ class Scenario:
         try:
             data = json.loads(text)
         except (ValueError, RecursionError) as err:
-            raise ScenarioError("", f"not valid JSON ({_clip(err)})") from None
+            raise ScenarioError("", f"not valid JSON ({text_check.shown(err)})") from None
         return _parse(data)
 
     # -- edits that keep the scenario consistent --------------------------------------------
@@ -188,13 +188,9 @@ def _number_out(x: float) -> float | int:
     return int(x) if float(x).is_integer() and abs(x) < 2**53 else x
 
 
-def _clip(text: object, limit: int = 60) -> str:
-    return text_check.shown(text, limit)
-
-
 def _text(path: str, value: Any, limit: int, *, allow_empty: bool = True, multiline: bool = True) -> str:
     if not isinstance(value, str):
-        raise ScenarioError(path, f"must be text, got {_kind(value)}")
+        raise ScenarioError(path, f"must be text, got {text_check.kind(value)}")
     if len(value) > limit:
         raise ScenarioError(path, f"is too long ({len(value):,} characters; the limit is {limit:,})")
     problem = text_check.problem(value, multiline=multiline)
@@ -210,14 +206,9 @@ def _name(path: str, value: Any, limit: int) -> str:
     return _text(path, value, limit, allow_empty=False, multiline=False)
 
 
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "text", bool: "true/false",
-            type(None): "null"}.get(type(value), type(value).__name__)
-
-
 def _number(path: str, value: Any, low: float = -MAX_ABS_NUMBER, high: float = MAX_ABS_NUMBER) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ScenarioError(path, f"must be a number, got {_kind(value)}")
+        raise ScenarioError(path, f"must be a number, got {text_check.kind(value)}")
     x = float(value) if not isinstance(value, int) or abs(value) < 2**63 else math.inf
     if not math.isfinite(x):
         raise ScenarioError(path, "must be a finite number")
@@ -227,18 +218,15 @@ def _number(path: str, value: Any, low: float = -MAX_ABS_NUMBER, high: float = M
 
 
 def _integer(path: str, value: Any, low: int, high: int) -> int:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ScenarioError(path, f"must be a whole number, got {_kind(value)}")
-    if not low <= value <= high:
-        raise ScenarioError(path, f"must be between {low:,} and {high:,}, got {value:,}")
-    return value
+    try:
+        return text_check.whole_number(value, low, high)
+    except ValueError as err:
+        raise ScenarioError(path, str(err)) from None
 
 
 def _list(path: str, value: Any, limit: int, *, what: str) -> list:
     if not isinstance(value, list):
-        raise ScenarioError(path, f"must be a list, got {_kind(value)}")
+        raise ScenarioError(path, f"must be a list, got {text_check.kind(value)}")
     if len(value) > limit:
         raise ScenarioError(path, f"has {len(value):,} {what}; the limit is {limit}")
     return value
@@ -246,10 +234,10 @@ def _list(path: str, value: Any, limit: int, *, what: str) -> list:
 
 def _object(path: str, value: Any, allowed: set[str]) -> Mapping[str, Any]:
     if not isinstance(value, dict):
-        raise ScenarioError(path, f"must be an object, got {_kind(value)}")
+        raise ScenarioError(path, f"must be an object, got {text_check.kind(value)}")
     unknown = sorted(set(value) - allowed)
     if unknown:
-        raise ScenarioError(path, f"unknown field '{_clip(unknown[0])}' "
+        raise ScenarioError(path, f"unknown field '{text_check.shown(unknown[0])}' "
                                   f"(known: {', '.join(sorted(allowed))})")
     return value
 
@@ -262,7 +250,7 @@ def _parse(data: Any) -> Scenario:
     data = _object("", data, _TOP_FIELDS)
     version = data.get("version", VERSION)
     if version != VERSION or isinstance(version, bool):
-        raise ScenarioError("version", f"unsupported scenario version {_clip(repr(version))} "
+        raise ScenarioError("version", f"unsupported scenario version {text_check.shown(repr(version))} "
                                        f"(this kvlab reads version {VERSION})")
     title = _text("title", data.get("title", ""), MAX_TITLE_CHARS, multiline=False)
     description = _text("description", data.get("description", ""), MAX_TEXT_CHARS)
@@ -290,7 +278,7 @@ def _parse(data: Any) -> Scenario:
         name = _name(f"heads[{i}].name", item.get("name", f"head {i + 1}"), MAX_NAME_CHARS)
         rule = item.get("rule")
         if not isinstance(rule, str):
-            raise ScenarioError(f"heads[{i}].rule", f"must be text, got {_kind(rule)}")
+            raise ScenarioError(f"heads[{i}].rule", f"must be text, got {text_check.kind(rule)}")
         heads.append(Head(name=name, rule=rule))
 
     vocab_raw = _list("vocab", data.get("vocab"), MAX_VOCAB, what="words") if "vocab" in data else None

@@ -10,7 +10,7 @@ breaks only where a field may hold several lines (the prompt, the description).
 
 :func:`problem` says what is wrong in words that name the character and where it is;
 :func:`shown` makes any text safe to quote in a message (clipped, such characters as ``\\uXXXX``);
-:func:`first_line` and :func:`clip` shorten error messages.
+:func:`first_line` and :func:`clip` shorten error messages; :func:`whole_number` checks a count.
 """
 
 from __future__ import annotations
@@ -64,3 +64,20 @@ def clip(text: object, limit: int = 60) -> str:
 def shown(text: object, limit: int = 60) -> str:
     """Text to quote in a message: clipped to ``limit`` characters, unusable characters as \\uXXXX."""
     return _UNUSABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", clip(text, limit))
+
+
+def kind(value: object) -> str:
+    """What a JSON-like value is, in words: 'an object', 'text', 'true/false', …"""
+    return {dict: "an object", list: "a list", str: "text", bool: "true/false",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def whole_number(value: object, low: int, high: int) -> int:
+    """``value`` as a whole number from ``low`` to ``high`` (3.0 counts as 3); ValueError says why."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"must be a whole number, got {kind(value)}")
+    if not low <= value <= high:
+        raise ValueError(f"must be between {low:,} and {high:,}, got {value:,}")
+    return value

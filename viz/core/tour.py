@@ -1,6 +1,7 @@
 """The guided tour's questions: predict-then-reveal, with every answer read from engine results.
 
-The tour follows the article's walkthrough on the seed scenario. Each question's options include
+The tour follows the article's walkthrough on the seed scenario, then closes with one sequence's
+cache becoming a server's: a few requests on one block pool (:mod:`viz.core.scheduler`). Each question's options include
 the engine's own number and plausible wrong ones (the values people usually guess), so the answer
 checked in class is always the one kvlab computes.
 """
@@ -11,6 +12,8 @@ from dataclasses import dataclass
 
 from .engine import Trace
 from .explain import fmt
+from .scenario import Scenario
+from .workload import ServingConfig, ServingRun, Workload, make_request
 
 
 @dataclass(frozen=True)
@@ -86,3 +89,42 @@ def question_stale(full: Trace, kv: Trace, head: int) -> Question:
                     "Recomputing is right: n is now the new length, so only the newest token is 'last'. The "
                     "cached key of the old last token still says 'last', because it was encoded when n was "
                     "smaller. A key that depends on the future cannot be cached.")
+
+
+# -- the closing chapter: from one sequence's cache to a server's ------------------------------
+TOUR_SERVER = ServingConfig(num_blocks=12, block_size=2, max_batch=2, prefix_caching=True, overhead=4)
+
+
+def tour_workload(scenario: Scenario) -> Workload:
+    """Three requests sending the scenario's prompt: a long answer and a short one at once, then a third."""
+    prompt = " ".join(scenario.tokens)
+    rows = [("A", 0, 8), ("B", 0, 2), ("C", 6, 4)]
+    return Workload("the tour", tuple(make_request(scenario, name, arrival, prompt, new)
+                                      for name, arrival, new in rows))
+
+
+def question_prefix(run: ServingRun, request: int) -> Question:
+    """How many prompt tokens a request computes when an earlier one computed the same prompt."""
+    outcome, size = run.outcomes[request], run.config.block_size
+    n, hits = outcome.prompt_length, outcome.prefix_hits
+    options, answer = _choices(n - hits, [0, 1, n])
+    return Question(f"'{outcome.name}' sends the same {n}-token prompt that an earlier request already "
+                    f"computed. With prefix caching and blocks of {size} tokens, how many of its prompt tokens "
+                    "must the server still compute?", options, answer,
+                    f"{n - hits}. The first {hits} tokens fill {hits // size} full block"
+                    f"{'s' if hits // size != 1 else ''} that the earlier request left in the cache, so their keys "
+                    "and values are taken as they are. A block is shared only when it is full, and the last "
+                    "prompt token is always computed: its query gives the first prediction.")
+
+
+def question_join(continuous: ServingRun, static: ServingRun, request: int) -> Question:
+    """When a late request's first token comes under continuous batching, given static batching's time."""
+    name = continuous.outcomes[request].name
+    fast, slow = continuous.outcomes[request].ttft, static.outcomes[request].ttft
+    options, answer = _choices(fast, [slow, slow / 2, slow * 2])
+    return Question(f"Two sequences fit at once. '{name}' arrives while both slots are busy. With static "
+                    f"batching its first token comes {slow} ticks after it arrives. How long with continuous "
+                    "batching?", options, answer,
+                    f"{fmt(fast)} ticks. Static batching waits until the whole batch has finished its longest "
+                    f"answer; continuous batching gives '{name}' the slot of the short request the moment "
+                    "that one is done.")

@@ -1,0 +1,368 @@
+"""Serving: how a server decodes many requests at once, on the toy's real tensors."""
+
+from dataclasses import replace
+
+import pandas as pd
+import streamlit as st
+
+from viz.core.flash import BLOCK_SIZES as TILE_SIZES
+from viz.core.flash import MAX_FLASH_TOKENS, flash_attention, traffic_sweep
+from viz.core.presets import sequence
+from viz.core.memory import format_bytes
+from viz.core.real.model import SHIPPED_MODELS, RealModelError, encode, load_model
+from viz.core.real.speculative import REAL_DRAFTS, speculate_real
+from viz.core.scheduler import same_as_alone, serve
+from viz.core.scenario import Sampling
+from viz.core.serving_explain import (compare_policies, narrate_chunking, narrate_iteration, narrate_prefix,
+                                      narrate_round, narrate_visit)
+from viz.core.speculative import DRAFTS, MAX_K, MAX_SPEC_TOKENS, DraftSpec, speculate
+from viz.core.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BATCH, MAX_BLOCKS, MAX_OVERHEAD,
+                               MAX_REQUESTS, PREEMPTIONS, WORKLOADS, ServingConfig, ServingError, ServingRun, Workload,
+                               check_workload, make_request, serving_refusal, workload_preset)
+from viz.figures import serving as figs
+from viz.ui import state
+from viz.ui.common import header, md_escape, plot, stepper
+
+state.require_frame()
+SECTION = "serving_section"
+CACHE_SAFE = "serving_cache_safe"
+PRESET = "serving_preset_{}"
+EDITOR = "serving_editor_{}_{}"
+GOOD_WORKLOAD = "serving_good_workload_{}"  # the last workload that parsed, per section
+BLOCKS = "serving_blocks"
+BLOCK_SIZE = "serving_block_size"
+BATCH = "serving_batch"
+PREEMPTION = "serving_preemption"
+OVERHEAD = "serving_overhead"
+STEP = "serving_step_{}"
+STEP_COUNT = "serving_step_count_{}"  # iterations of the run last stepped through: a new run starts at 1
+POLICY = "serving_policy"
+CHUNK = "serving_chunk"
+RESULTS = "serving_results"  # this visitor's last results, each kept with the inputs that made it
+MODEL = "serving_spec_model"
+DRAFT = "serving_draft"
+DRAFT_HEADS = "serving_draft_heads"
+NGRAM = "serving_ngram"
+K = "serving_k"
+WORDS = "serving_words"
+REAL_PROMPT = "serving_real_prompt"
+REAL_DRAFT = "serving_real_draft"
+REAL_TEMPERATURE = "serving_real_temperature"
+FLASH_TOKENS = "serving_flash_tokens"
+TILE_Q = "serving_tile_q"
+TILE_K = "serving_tile_k"
+FLASH_HEAD = "serving_flash_head"
+SECTIONS = ("Continuous batching", "Chunked prefill", "Prefix caching", "Speculative decoding", "FlashAttention")
+SUGGESTED = {"Continuous batching": "a burst", "Chunked prefill": "one long prompt among short ones",
+             "Prefix caching": "a shared system prompt"}
+REAL_PROMPT_TEXT = 'The "return" statement leaves the current function call with the expression list'
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=2)
+def shipped_model(which: str):
+    """A shipped model ("gpt2" or "llama"): the weights are read-only, one copy shared by every session."""
+    return load_model(SHIPPED_MODELS[which][0])
+
+
+def remember(name: str, inputs, compute):
+    """A pure result kept in this visitor's session with the inputs that made it, so clicks that only
+    step through it do not compute it again."""
+    kept = st.session_state.setdefault(RESULTS, {})
+    if name not in kept or kept[name][0] != inputs:
+        kept[name] = (inputs, compute())
+    return kept[name][1]
+
+
+def fail(err: Exception) -> None:
+    st.error(md_escape(str(err)), icon=":material/error:")
+    st.stop()
+
+
+def workload_editor(section: str) -> Workload:
+    """A preset, editable as a table; a refused edit keeps the last workload that parsed."""
+    names = list(WORKLOADS)
+    preset = st.selectbox("Workload", names, index=names.index(SUGGESTED[section]), key=PRESET.format(section),
+                          help="Requests with an arrival time, a prompt and how many new tokens they ask for.")
+    base = workload_preset(scenario, preset)
+    frame = pd.DataFrame({"request": [r.name for r in base.requests], "arrives": [r.arrival for r in base.requests],
+                          "prompt": [" ".join(r.tokens) for r in base.requests],
+                          "new tokens": [r.max_new_tokens for r in base.requests]})
+    with st.expander(f"Edit the requests (at most {MAX_REQUESTS})", expanded=False):
+        edited = st.data_editor(frame, num_rows="dynamic", width="stretch", key=EDITOR.format(section, preset),
+                                column_config={"arrives": st.column_config.NumberColumn("arrives (tick)", step=1),
+                                               "new tokens": st.column_config.NumberColumn(step=1)})
+    try:
+        rows = edited.to_dict("records")
+        requests = [make_request(scenario, str(r["request"] or "").strip(), _whole(r["arrives"]),
+                                 str(r["prompt"] or ""), _whole(r["new tokens"])) for r in rows]
+        workload = Workload(preset, check_workload(requests))
+        st.session_state[GOOD_WORKLOAD.format(section)] = (scenario, workload)
+        return workload
+    except ServingError as err:
+        st.error(md_escape(str(err)) + " — showing the last workload that worked.", icon=":material/error:")
+        good = st.session_state.get(GOOD_WORKLOAD.format(section))
+        return good[1] if good and good[0] == scenario else base
+
+
+def _whole(value) -> int:
+    """A table cell as a whole number, or -1 (refused by make_request) when it is not one."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return -1
+    return int(number) if number.is_integer() else -1
+
+
+def server_settings() -> ServingConfig:
+    with st.container(horizontal=True):  # wraps instead of squeezing (presenter type, narrow screens)
+        blocks = st.slider("Blocks in the pool", 4, MAX_BLOCKS, 32, key=BLOCKS, width=220)
+        size = st.select_slider("Block size (tokens)", BLOCK_SIZES, 4, key=BLOCK_SIZE, width=180)
+        batch = st.slider("Sequences at once", 1, MAX_BATCH, 4, key=BATCH, width=180)
+        preemption = st.segmented_control("When blocks run out", PREEMPTIONS, default=PREEMPTIONS[0],
+                                          key=PREEMPTION, required=True,
+                                          help="recompute: drop the blocks, compute the tokens again later; "
+                                               "swap: copy them out to slower memory and back.")
+        overhead = st.slider("Fixed ticks per iteration", 0, MAX_OVERHEAD, 8, key=OVERHEAD, width=200,
+                             help="The clock: one tick per token an iteration computes, plus this much per "
+                                  "iteration (a GPU reads every weight once per iteration).")
+    return ServingConfig(num_blocks=blocks, block_size=size, max_batch=batch, preemption=preemption,
+                         overhead=overhead)
+
+
+def step_through(run: ServingRun, name: str) -> None:
+    """Stepper, narration, timeline, memory and the table of one iteration of ``run``."""
+    key, count = STEP.format(name), len(run.iterations)
+    if st.session_state.get(STEP_COUNT.format(name)) != (count, run.config):
+        st.session_state[STEP_COUNT.format(name)] = (count, run.config)
+        st.session_state[key] = 1
+    index = stepper(key, count, "Iteration", format_label=lambda i: f"{i} · ticks {run.iterations[i - 1].start}–"
+                                                                     f"{run.iterations[i - 1].end}") - 1
+    st.info(md_escape(narrate_iteration(run, index)), icon=":material/record_voice_over:")
+    plot(figs.timeline_figure(run, index), key=f"serving_timeline_{name}")
+    if run.config.policy == "static":
+        plot(figs.reservation_figure(run, index), key=f"serving_memory_{name}")
+    else:
+        plot(figs.pool_figure(run, index), key=f"serving_memory_{name}")
+    st.dataframe(figs.iteration_table(run, index), hide_index=True, width="stretch")
+
+
+def same_as_target(run) -> str:
+    if not run.greedy:
+        return "sampled: the target's distribution, not its exact words"
+    return "identical to the target alone" if run.same_words else "NOT the target's words"
+
+
+def check_identical(runs: list[ServingRun]) -> None:
+    """Every request of every run against decoding it alone."""
+    same = [remember(f"same_{i}", (r.scenario, r.workload, r.config), lambda r=r: same_as_alone(r))
+            for i, r in enumerate(runs)]
+    if all(all(s) for s in same):
+        st.success("Every request's words, contexts and logits are identical, bit for bit, to decoding it alone "
+                   f"({', '.join(r.config.policy + ' batching' for r in runs[:2])}).",
+                   icon=":material/check_circle:")
+    else:
+        st.error("Some request differs from decoding it alone; the tables say which.", icon=":material/error:")
+
+
+header("Serving", "How a server decodes many requests at once: who computes in each iteration, how blocks "
+                  "are shared and reclaimed, and two ways to make each token cheaper — on the toy's real tensors.")
+scenario = state.scenario()
+refusal = serving_refusal(scenario)
+if refusal:
+    st.info(md_escape(refusal), icon=":material/info:")
+    if st.toggle("Use the cache-safe form of those heads on this page", value=True, key=CACHE_SAFE):
+        scenario = scenario.cache_safe()
+section = st.segmented_control("Show", SECTIONS, default=SECTIONS[0], key=SECTION, required=True)
+if serving_refusal(scenario) and section != "FlashAttention":
+    st.warning("This part needs keys that do not depend on n: turn the cache-safe form back on.",
+               icon=":material/warning:")
+    st.stop()
+
+if section in SUGGESTED:
+    workload = workload_editor(section)
+    config = server_settings()
+    st.caption("Limits per click: " + ", ".join(f"{v:,} {k}" for k, v in LIMITS.items()) + ".")
+
+if section == "Continuous batching":
+    st.markdown("A static batch starts together and ends with its longest answer. **Continuous batching** "
+                "(iteration-level scheduling, as in Orca and vLLM) decides at every iteration who computes: a "
+                "request joins as soon as a slot and the blocks for its prompt are free, and leaves the moment "
+                "it is done. When the pool runs out, the request admitted last is preempted.")
+    try:
+        continuous = remember("continuous", (scenario, workload, config), lambda: serve(scenario, workload, config))
+        static = remember("static", (scenario, workload, config),
+                          lambda: serve(scenario, workload, replace(config, policy="static")))
+    except ServingError as err:
+        fail(err)
+    comparison = compare_policies(continuous, static)
+    cols = st.columns(5)
+    cols[0].metric("Finished after", continuous.makespan, delta=continuous.makespan - static.makespan,
+                   delta_color="inverse", help=f"Ticks to finish every request. Static batching: {static.makespan}.")
+    cols[1].metric("Throughput", f"{continuous.throughput:.3g}",
+                   delta=f"{continuous.throughput - static.throughput:+.3g}",
+                   help=f"Tokens per 100 ticks. Static batching: {static.throughput:.3g}.")
+    cols[2].metric("Mean TTFT", f"{continuous.mean('ttft'):.3g}",
+                   delta=f"{continuous.mean('ttft') - static.mean('ttft'):+.3g}", delta_color="inverse",
+                   help=f"Time to first token, in ticks. Static batching: {static.mean('ttft'):.3g}.")
+    cols[3].metric("Padding rows", continuous.padding, delta=continuous.padding - static.padding,
+                   delta_color="inverse", help=f"Rows computed for nothing. Static batching: {static.padding}.")
+    cols[4].metric("Preemptions", continuous.preemptions,
+                   help=f"{continuous.recomputed} tokens to recompute, {format_bytes(continuous.swap_bytes)} swapped.")
+    st.caption(md_escape(comparison.text))
+    policy = st.segmented_control("Step through", ["continuous", "static"], default="continuous", key=POLICY,
+                                  required=True)
+    step_through(continuous if policy == "continuous" else static, policy)
+    plot(figs.timeline_figure(static if policy == "continuous" else continuous),
+         key="serving_other_timeline")
+    plot(figs.metrics_figure([("continuous", continuous), ("static", static)]), key="serving_metrics")
+    plot(figs.utilisation_figure([("continuous", continuous), ("static", static)]), key="serving_use")
+    st.dataframe(figs.requests_table(continuous), hide_index=True, width="stretch")
+    check_identical([continuous, static])
+
+elif section == "Chunked prefill":
+    st.markdown("Without chunking, a new prompt is computed whole in an iteration of its own, and every running "
+                "request waits for it. **Chunked prefill** computes at most a chunk of prompt tokens per "
+                "iteration, beside every running request's next token.")
+    chunk = st.select_slider("Chunk (prompt tokens per iteration)", CHUNK_SIZES, 8, key=CHUNK)
+    try:
+        whole = remember("whole", (scenario, workload, config), lambda: serve(scenario, workload, config))
+        chunked_config = replace(config, chunk_size=chunk)
+        chunked = remember("chunked", (scenario, workload, chunked_config),
+                           lambda: serve(scenario, workload, chunked_config))
+    except ServingError as err:
+        fail(err)
+    longest = max(range(len(workload.requests)), key=lambda i: len(workload.requests[i].tokens))
+    st.info(md_escape(narrate_chunking(whole, chunked, longest)), icon=":material/record_voice_over:")
+    plot(figs.token_times_figure([("whole prompts", whole), (f"chunks of {chunk}", chunked)], longest),
+         key="serving_token_times")
+    st.subheader(f"Chunks of {chunk}, iteration by iteration")
+    step_through(chunked, "chunked")
+    check_identical([chunked])
+
+elif section == "Prefix caching":
+    st.markdown("Automatic prefix caching (vLLM) names every **full** block by its tokens and all tokens before "
+                "it. A later prompt that starts with the same full blocks takes them instead of computing their "
+                "keys and values again. Only full blocks are shared: a partly filled block is still being "
+                "written by its owner, and its name is not final until it is full. The last prompt token is "
+                "always computed, because its query gives the first prediction.")
+    try:
+        off = remember("prefix_off", (scenario, workload, config), lambda: serve(scenario, workload, config))
+        on_config = replace(config, prefix_caching=True)
+        on = remember("prefix_on", (scenario, workload, on_config), lambda: serve(scenario, workload, on_config))
+    except ServingError as err:
+        fail(err)
+    st.info(md_escape(narrate_prefix(off, on, len(scenario.heads))), icon=":material/record_voice_over:")
+    cols = st.columns(3)
+    cols[0].metric("Prompt tokens reused", on.prefix_hits)
+    cols[1].metric("Keys not recomputed", f"{off.work.keys_encoded - on.work.keys_encoded:,}")
+    cols[2].metric("Mean TTFT", f"{on.mean('ttft'):.3g}",
+                   delta=f"{on.mean('ttft') - off.mean('ttft'):+.3g}", delta_color="inverse")
+    plot(figs.prefix_figure(off, on), key="serving_prefix")
+    st.subheader("With prefix caching, iteration by iteration")
+    step_through(on, "prefix")
+    check_identical([on])
+
+elif section == "Speculative decoding":
+    st.markdown("A cheap **draft** guesses the next k words; the target checks all of them in **one** pass "
+                "over the last word and the guesses. Greedy keeps a guess while it is the target's own choice; "
+                "sampling keeps it with probability min(1, p/q) and draws a replacement from max(0, p − q), "
+                "which leaves the target's distribution exactly as it was. Rejected guesses are cut from the cache.")
+    model = st.segmented_control("Model", ["toy", "real model"], default="toy", key=MODEL, required=True)
+    cols = st.columns([1, 1, 1.3, 1])
+    k = cols[0].slider("Guesses per round (k)", 1, MAX_K, 4, key=K)
+    words = cols[1].slider("Words to make", 2, MAX_SPEC_TOKENS, 24, key=WORDS)
+    if model == "toy":
+        kind = cols[2].segmented_control("Draft", DRAFTS, default=DRAFTS[0], key=DRAFT, required=True)
+        if kind == "fewer heads":
+            heads = cols[3].slider("Draft keeps the first … heads", 1, len(scenario.heads),
+                                   max(1, len(scenario.heads) // 2), key=state.widget_key(DRAFT_HEADS))
+            draft = DraftSpec(kind, heads=heads)
+        else:
+            draft = DraftSpec(kind, ngram=cols[3].slider("Match the last … tokens", 1, 4, 1, key=NGRAM))
+        try:
+            run = remember("spec", (scenario, words, k, draft), lambda: speculate(scenario, words, k, draft))
+        except ServingError as err:
+            fail(err)
+        st.markdown(f"**Output** ({same_as_target(run)}): {md_escape(' '.join(run.words))}")
+        if len(set(run.words)) == 1:
+            st.caption("Every word is the same, so any draft guesses right. Pick a scenario whose output varies "
+                       "(previous-token, content) or sampling in the sidebar to see guesses rejected.")
+    else:
+        kind = cols[2].segmented_control("Draft", REAL_DRAFTS, default=REAL_DRAFTS[0], key=REAL_DRAFT,
+                                         required=True, format_func=lambda d: "the Llama" if d == "another model" else d,
+                                         help="prompt lookup: tokens that followed an earlier match; early exit: "
+                                              "the GPT-2's own first 2 layers; the Llama: kvlab's other model, "
+                                              "which shares the GPT-2's tokenizer.")
+        temperature = cols[3].slider("Temperature (0: greedy)", 0.0, 1.5, 0.0, 0.1, key=REAL_TEMPERATURE)
+        real = shipped_model("gpt2")
+        text = st.text_input("Prompt", REAL_PROMPT_TEXT, key=REAL_PROMPT, max_chars=400)
+        settings = Sampling(strategy="sample" if temperature else "greedy", temperature=temperature or 1.0)
+        try:
+            ids = encode(real, text).ids
+            helper = shipped_model("llama") if kind == "another model" else None
+            run = remember("spec_real", (text, words, k, kind, temperature),
+                           lambda: speculate_real(real, ids, words, k, kind, settings=settings, draft_model=helper))
+        except RealModelError as err:
+            fail(err)
+        st.markdown(f"**{md_escape(real.name)}, draft: {md_escape(run.draft)}** ({same_as_target(run)}): "
+                    f"{md_escape(''.join(run.prompt))} → **{md_escape(''.join(run.words))}**")
+    cols = st.columns(4)
+    cols[0].metric("Guesses kept", f"{run.acceptance:.0%}", help=f"{run.accepted} of {run.drafted}.")
+    cols[1].metric("Target passes", run.target_passes, delta=run.target_passes - run.plain_passes,
+                   delta_color="inverse", help=f"Plain decoding: {run.plain_passes}, one per word.")
+    cols[2].metric("Measured time", f"{run.seconds * 1e3:.1f} ms",
+                   delta=f"{(run.seconds - run.plain_seconds) * 1e3:+.1f} ms", delta_color="inverse",
+                   help=f"Plain decoding: {run.plain_seconds * 1e3:.1f} ms (one measurement on this busy machine).")
+    cols[3].metric("Largest logit difference", f"{run.max_logit_diff:.2g}",
+                   help="Against plain decoding: the verification pass sums each row together with the "
+                        "guesses' masked keys, which rounds the last bits differently.")
+    if run.rounds:
+        index = stepper("serving_round", len(run.rounds), "Round") - 1
+        st.info(md_escape(narrate_round(run.rounds[index], run.greedy)), icon=":material/record_voice_over:")
+        plot(figs.rounds_figure(run, index), key="serving_rounds")
+        plot(figs.cache_length_figure(run), key="serving_cache_length")
+    st.dataframe(figs.spec_table(run), hide_index=True, width="stretch")
+    st.caption("Speculation saves target passes. It saves time where a target pass costs far more than a draft "
+               "pass, as on a GPU where each pass reads every weight; on this CPU the toy's passes all cost about "
+               "the same fixed overhead, so a model draft saves little, and prompt lookup, which costs nothing, "
+               "saves the most.")
+
+else:
+    st.markdown("The naive pass writes the whole n × n score matrix to slow memory and reads it back, twice. "
+                "**FlashAttention** computes the same attention tile by tile in fast memory: a running maximum "
+                "m, a running sum l and a running output o per query row, rescaled by exp(m_old − m_new) "
+                "whenever a tile raises the maximum (the online softmax). Nothing n × n is ever stored.")
+    cols = st.columns(4)
+    n = cols[0].slider("Tokens (the prompt repeated)", 1, MAX_FLASH_TOKENS, 32, key=FLASH_TOKENS,
+                       help="The tile walk needs more than a few tokens to show anything.")
+    bq = cols[1].select_slider("Query tile (rows)", TILE_SIZES, 8, key=TILE_Q)
+    bk = cols[2].select_slider("Key tile (columns)", TILE_SIZES, 8, key=TILE_K)
+    names = scenario.head_names
+    head = names.index(cols[3].selectbox("Head", names, key=state.widget_key(FLASH_HEAD)))
+    tokens, values = sequence(scenario, n)
+    try:
+        run = remember("flash", (scenario, n, bq, bk),
+                       lambda: flash_attention(scenario, bq, bk, tokens=tokens, values=values))
+    except ValueError as err:
+        fail(err)
+    index = stepper("serving_tile", len(run.visits), "Tile") - 1
+    st.info(md_escape(narrate_visit(run, index, head)), icon=":material/record_voice_over:")
+    plot(figs.flash_tiles_figure(run, index, head, names[head]), key="serving_tiles")
+    st.dataframe(figs.running_table(run, index, head), hide_index=True, width="stretch")
+    cols = st.columns(3)
+    saved = run.naive.total - run.flash.total
+    cols[0].metric("Bytes moved, tiled", format_bytes(run.flash.total),
+                   delta=f"{'-' if saved > 0 else '+'}{format_bytes(abs(saved))} vs naive", delta_color="inverse",
+                   help=f"The naive pass moves {format_bytes(run.naive.total)}.")
+    cols[1].metric("Fast memory needed", format_bytes(run.flash_fast_bytes),
+                   help=f"The naive pass needs each head's n × n scores at once: {format_bytes(run.naive_fast_bytes)}.")
+    cols[2].metric("Largest |tiled − naive|", f"{run.max_abs_diff:.2g}",
+                   help=f"Within the bound {run.tolerance:.2g}: the same sums in another order, one rescale per tile.")
+    st.dataframe(figs.traffic_table(run), hide_index=True, width="stretch")
+    shape = (len(scenario.heads), scenario.d_k)
+    points = remember("sweep", (shape, bq, bk), lambda: traffic_sweep(scenario, bq, bk))
+    large = remember("sweep_large", shape, lambda: traffic_sweep(scenario, TILE_SIZES[-1], TILE_SIZES[-1]))
+    plot(figs.traffic_figure(points, bq, bk, large, TILE_SIZES[-1]), key="serving_traffic")
+    st.caption("With small tiles each key tile is read again for every query tile below it, which can cost more "
+               "than the score matrix saves; FlashAttention uses the largest tiles that fit in a GPU's fast "
+               "memory, and the saving grows with the sequence.")

@@ -1,0 +1,76 @@
+"""Tier 3 (browser): the Serving page in Chromium: every section renders and steps, visitor text in a
+request name stays text, and presenter mode fits the projector sizes. Screenshots of each."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from viz import load_preset
+from viz.core.scheduler import serve
+from viz.core.serving_explain import narrate_iteration
+from viz.core.workload import ServingConfig, workload_preset
+
+SECTIONS = ("Chunked prefill", "Prefix caching", "Speculative decoding", "FlashAttention")
+HOSTILE = "<b>R1</b>"  # short enough for a request name; it must show as typed
+
+
+def show(app, section: str) -> None:
+    with app.rerun():
+        app.page.get_by_role("radio", name=section, exact=True).click()
+    app.assert_no_exception()
+
+
+def test_continuous_batching_steps_and_every_section_renders(app):
+    """The first iteration's narration is the engine's; → moves to the next; each section draws without errors."""
+    app.open("/serving")
+    app.assert_no_exception()
+    scenario = load_preset("seed").cache_safe()
+    run = serve(scenario, workload_preset(scenario, "a burst"), ServingConfig(num_blocks=32))
+    expect(app.main.get_by_text(narrate_iteration(run, 0), exact=True)).to_be_visible()
+    expect(app.main.get_by_text("identical, bit for bit", exact=False)).to_be_visible()
+    app.screenshot("serving-continuous")
+    with app.rerun():
+        app.page.locator(".st-key-serving_step_continuous_forward button").first.click()
+    expect(app.main.get_by_text(narrate_iteration(run, 1), exact=True)).to_be_visible()
+    for section in SECTIONS:
+        show(app, section)
+        expect(app.main.get_by_test_id("stAlert").first).to_be_visible()
+        app.screenshot(f"serving-{section.lower().replace(' ', '-')}")
+    expect(app.main.get_by_text(re.compile(r"^Tile 1 of \d+: queries 1–8"))).to_be_visible()
+
+
+def test_real_model_speculation_runs_in_the_browser(app):
+    """The shipped GPT-2 drafts with prompt lookup; the page says the output is the model's own."""
+    app.open("/serving")
+    show(app, "Speculative decoding")
+    with app.rerun():
+        app.page.get_by_role("radio", name="real model", exact=True).click()
+    app.assert_no_exception()
+    expect(app.main.get_by_text("identical to the target alone", exact=False)).to_be_visible()
+    app.screenshot("serving-speculative-real")
+
+
+def test_a_request_name_that_looks_like_html_stays_text(app):
+    """A request renamed to HTML shows as typed in the tables and charts, and no script runs."""
+    app.open("/serving")
+    editor = app.expander("Edit the requests").get_by_test_id("stDataFrame")
+    app.edit_cell(editor, 0, "request", HOSTILE)
+    app.assert_no_exception()
+    expect(app.main.get_by_test_id("stAlert").filter(has_text=f"{HOSTILE} computes its whole prompt")).to_be_visible()
+    expect(app.main.locator(".ytick text", has_text=HOSTILE).first).to_be_visible()  # the timeline's row label
+    assert app.dialogs == []
+    assert app.main.locator("b", has_text="R1").count() == 0
+
+
+def test_presenter_mode_fits_projectors_and_phones(app):
+    """Presenter mode at 1280 × 720 and 1920 × 1080, and a phone at 390 × 844: no control cut short."""
+    for width, height, present in ((1280, 720, 1), (1920, 1080, 1), (390, 844, 0)):
+        app.page.set_viewport_size({"width": width, "height": height})
+        app.open("/serving", present=present)
+        app.assert_no_exception()
+        controls = app.main.get_by_test_id("stSlider").filter(has_text="Blocks in the pool")
+        expect(controls).to_be_visible()
+        assert not app.clipped(app.main.get_by_test_id("stButtonGroup").first)
+        app.screenshot(f"serving-{'presenter' if present else 'phone'}-{width}x{height}")

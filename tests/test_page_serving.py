@@ -1,0 +1,174 @@
+"""Tier 2: the Serving page renders inside the app, every section shows the engine's own numbers and
+narration, and bad input is refused in words while the last good workload stays."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from apptest_helpers import by_label
+
+from viz import load_preset
+from viz.core.flash import flash_attention
+from viz.core.presets import sequence
+from viz.core.scheduler import serve
+from viz.core.serving_explain import narrate_chunking, narrate_iteration, narrate_prefix, narrate_visit
+from viz.core.speculative import DraftSpec, speculate
+from viz.core.workload import ServingConfig, workload_preset
+from viz.ui.common import md_escape
+
+PAGE = "pages/serving.py"
+SCENARIO = load_preset("seed").cache_safe()  # the app opens with the seed; the page uses its cache-safe form
+DEFAULT = ServingConfig(num_blocks=32)
+
+
+@pytest.fixture
+def at(app):
+    """The app, switched to the Serving page."""
+    app.switch_page(PAGE).run()
+    assert not app.exception, [e.value for e in app.exception]
+    return app
+
+
+def rerun(at):
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def section(at, name: str):
+    at.segmented_control(key="serving_section").set_value(name)
+    return rerun(at)
+
+
+def metric(at, label: str) -> str:
+    return by_label(at.metric, label).value
+
+
+def narration(at) -> list[str]:
+    """The info boxes' markdown source: narration is escaped, so the text shows exactly as the core wrote it."""
+    return [i.value for i in at.info]
+
+
+def test_seed_is_served_in_its_cache_safe_form(at):
+    """The seed's 'last' head reads n: the page says so and serves the cache-safe form by default."""
+    assert any(md_escape("'last' reads n") in text for text in narration(at))
+    assert at.toggle(key="serving_cache_safe").value
+    at.toggle(key="serving_cache_safe").set_value(False)
+    rerun(at)
+    assert any("needs keys that do not depend on n" in w.value for w in at.warning)
+    section(at, "FlashAttention")
+    assert not at.warning  # tiles work for any head
+
+
+def test_continuous_batching_shows_the_engine_numbers_and_steps(at):
+    """Metrics, narration and the identity check come from serve(); stepping narrates the next iteration."""
+    workload = workload_preset(SCENARIO, "a burst")
+    continuous = serve(SCENARIO, workload, DEFAULT)
+    static = serve(SCENARIO, workload, replace(DEFAULT, policy="static"))
+    assert metric(at, "Finished after") == str(continuous.makespan)
+    assert metric(at, "Padding rows") == str(continuous.padding)
+    assert md_escape(narrate_iteration(continuous, 0)) in narration(at)
+    assert any("identical, bit for bit" in s.value for s in at.success)
+    at.button(key="serving_step_continuous_forward").click()
+    rerun(at)
+    assert md_escape(narrate_iteration(continuous, 1)) in narration(at)
+    at.segmented_control(key="serving_policy").set_value("static")
+    rerun(at)
+    assert md_escape(narrate_iteration(static, 0)) in narration(at)
+
+
+def test_settings_change_the_run_and_preemption_shows(at):
+    """A small pool of small blocks makes the burst preempt; swapping is counted in bytes."""
+    at.slider(key="serving_blocks").set_value(8)
+    at.select_slider(key="serving_block_size").set_value(2)
+    at.segmented_control(key="serving_preemption").set_value("swap")
+    rerun(at)
+    config = ServingConfig(num_blocks=8, block_size=2, preemption="swap")
+    run = serve(SCENARIO, workload_preset(SCENARIO, "a burst"), config)
+    assert run.preemptions > 0
+    assert metric(at, "Preemptions") == str(run.preemptions)
+
+
+def test_a_pool_too_small_is_refused_in_words(at):
+    """A request that cannot fit the pool is refused with the reason; nothing raises."""
+    at.slider(key="serving_blocks").set_value(4)
+    at.select_slider(key="serving_block_size").set_value(1)
+    rerun(at)
+    assert any("the pool has 4" in e.value for e in at.error)
+
+
+def test_a_bad_workload_edit_keeps_the_last_good_workload(at):
+    """A request with no new tokens is refused under the table, and the page keeps serving the preset."""
+    key = "serving_editor_Continuous batching_a burst"
+    at.session_state[key] = {"edited_rows": {"0": {"new tokens": 0}}, "added_rows": [], "deleted_rows": []}
+    rerun(at)
+    assert any("new tokens must be a whole number" in e.value for e in at.error)
+    workload = workload_preset(SCENARIO, "a burst")
+    assert metric(at, "Finished after") == str(serve(SCENARIO, workload, DEFAULT).makespan)
+    at.session_state[key] = {"edited_rows": {"0": {"new tokens": 2}}, "added_rows": [], "deleted_rows": [1, 2, 3, 4, 5]}
+    rerun(at)
+    assert not at.error
+    requests = next(d.value for d in at.dataframe if "words" in d.value.columns)
+    assert requests["request"].tolist() == ["R1"] and requests["words"].iloc[0].count(" ") == 1
+
+
+def test_chunked_prefill_section_narrates_the_trade(at):
+    """The chunked-prefill line is the engine's comparison for the long request."""
+    section(at, "Chunked prefill")
+    workload = workload_preset(SCENARIO, "one long prompt among short ones")
+    whole = serve(SCENARIO, workload, DEFAULT)
+    chunked = serve(SCENARIO, workload, replace(DEFAULT, chunk_size=8))
+    assert md_escape(narrate_chunking(whole, chunked, 3)) in narration(at)
+    at.select_slider(key="serving_chunk").set_value(16)
+    rerun(at)
+    assert md_escape(narrate_chunking(whole, serve(SCENARIO, workload, replace(DEFAULT, chunk_size=16)), 3)) in narration(at)
+
+
+def test_prefix_caching_section_counts_what_it_saved(at):
+    """Tokens reused and keys not recomputed are the engine's counts."""
+    section(at, "Prefix caching")
+    workload = workload_preset(SCENARIO, "a shared system prompt")
+    off = serve(SCENARIO, workload, DEFAULT)
+    on = serve(SCENARIO, workload, replace(DEFAULT, prefix_caching=True))
+    assert metric(at, "Prompt tokens reused") == str(on.prefix_hits)
+    assert metric(at, "Keys not recomputed") == f"{off.work.keys_encoded - on.work.keys_encoded:,}"
+    assert md_escape(narrate_prefix(off, on, len(SCENARIO.heads))) in narration(at)
+
+
+def test_speculative_section_toy_and_real(at):
+    """The toy's output and acceptance are speculate()'s; the real model runs and says it matches itself."""
+    section(at, "Speculative decoding")
+    run = speculate(SCENARIO, 24, 4, DraftSpec("fewer heads", heads=2))
+    assert any(" ".join(run.words) in m.value for m in at.markdown)
+    assert metric(at, "Target passes") == str(run.target_passes)
+    at.segmented_control(key="serving_draft").set_value("prompt lookup")
+    rerun(at)
+    lookup = speculate(SCENARIO, 24, 4, DraftSpec("prompt lookup", ngram=1))
+    assert metric(at, "Target passes") == str(lookup.target_passes)
+    at.segmented_control(key="serving_spec_model").set_value("real model")
+    rerun(at)
+    assert any("identical to the target alone" in m.value for m in at.markdown)
+    at.segmented_control(key="serving_real_draft").set_value("another model")
+    rerun(at)
+    assert any("llama" in m.value and "identical to the target alone" in m.value for m in at.markdown)
+    at.text_input(key="serving_real_prompt").set_value("")
+    rerun(at)
+    assert any("empty" in e.value for e in at.error)
+
+
+def test_flash_section_steps_through_the_tiles(at):
+    """The tile narration and the largest difference are flash_attention()'s; a tile too small for the length is refused."""
+    section(at, "FlashAttention")
+    tokens, values = sequence(SCENARIO, 32)
+    run = flash_attention(SCENARIO, 8, 8, tokens=tokens, values=values)
+    assert md_escape(narrate_visit(run, 0, 0)) in narration(at)
+    at.button(key="serving_tile_forward").click()
+    rerun(at)
+    assert md_escape(narrate_visit(run, 1, 0)) in narration(at)
+    assert metric(at, "Largest |tiled − naive|") == f"{run.max_abs_diff:.2g}"
+    at.slider(key="serving_flash_tokens").set_value(128)
+    at.select_slider(key="serving_tile_q").set_value(1)
+    at.select_slider(key="serving_tile_k").set_value(1)
+    rerun(at)
+    assert any("choose larger tiles" in e.value for e in at.error)

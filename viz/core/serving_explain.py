@@ -1,0 +1,181 @@
+"""Plain words for the Serving page: one line per scheduler iteration, speculative round and
+FlashAttention tile, and the comparisons the page draws, all read from engine results.
+
+Like :mod:`viz.core.explain`, nothing here computes; every number comes from a run's dataclasses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .explain import fmt
+from .flash import FlashRun
+from .speculative import Round
+from .workload import ServingRun
+
+
+def _names(names: list[str]) -> str:
+    if len(names) <= 2:
+        return " and ".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _blocks(blocks: tuple[int, ...]) -> str:
+    return "block " + str(blocks[0]) if len(blocks) == 1 else "blocks " + ", ".join(map(str, blocks))
+
+
+def narrate_iteration(run: ServingRun, index: int) -> str:
+    """What one iteration did, for a presenter: who computed what, who waited and why, the blocks."""
+    it = run.iterations[index]
+    names = [r.name for r in run.workload.requests]
+    parts = []
+    decoding = [names[i] for i, s in enumerate(it.states) if s.phase == "decode"]
+    if decoding:
+        parts.append(f"{_names(decoding)} decode{'s' if len(decoding) == 1 else ''} one token "
+                     f"{'each' if len(decoding) > 1 else ''}".rstrip())
+    for i, s in enumerate(it.states):
+        if s.phase != "prefill":
+            continue
+        request = run.workload.requests[i]
+        total = len(request.tokens) + len(_words_before(run, i, index))
+        if s.fed == s.cache_length:
+            what = f"computes its whole prompt ({s.fed} tokens)" if s.fed == len(request.tokens) else \
+                f"computes all {s.fed} of its tokens again"
+        else:
+            what = f"computes {s.fed} token{'s' if s.fed != 1 else ''} ({s.cache_length} of {total} now cached)"
+        parts.append(f"{names[i]} {what}" + (f" [{s.event}]" if s.event else ""))
+    reasons: dict[str, list[str]] = {}
+    for i, s in enumerate(it.states):
+        if s.reason and s.phase in ("waiting", "swapped", "idle"):
+            reasons.setdefault(s.reason, []).append(names[i])
+        elif s.event and s.phase not in ("prefill", "decode"):
+            parts.append(f"{names[i]} {s.event}")
+    parts += [f"{_names(who)}: {reason}" for reason, who in reasons.items()]
+    done = [names[i] for i, s in enumerate(it.states) if s.predicted is not None and s.phase != "idle"
+            and len(_words_before(run, i, index)) + 1 == run.workload.requests[i].max_new_tokens]
+    if done:
+        parts.append(f"{_names(done)} finish{'es' if len(done) == 1 else ''}")
+    memory = []
+    if it.allocated:
+        memory.append(f"{_blocks(it.allocated)} handed out")
+    if it.freed:
+        memory.append(f"{_blocks(it.freed)} given back")
+    if run.config.policy == "static":
+        memory.append(f"{it.reserved_slots} of {run.config.slots} slots reserved, {it.filled_slots} filled")
+    else:
+        memory.append(f"{it.reserved_slots // run.config.block_size} of {run.config.num_blocks} blocks in use")
+    cost = f"{run.config.overhead} fixed + {it.tokens} tokens" + (f" + {it.padding} padding" if it.padding else "")
+    return (f"Iteration {index + 1}, ticks {it.start}–{it.end} ({cost}): " + "; ".join(parts)
+            + ". " + "; ".join(memory).capitalize() + ".")
+
+
+def _words_before(run: ServingRun, request: int, index: int) -> list[str]:
+    """The words request ``request`` had chosen before iteration ``index``."""
+    return [s.predicted for it in run.iterations[:index] for s in [it.states[request]] if s.predicted]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Continuous batching against static batching of the same workload, in numbers and words."""
+
+    makespan: tuple[int, int]  # (continuous, static) ticks
+    throughput: tuple[float, float]
+    ttft: tuple[float, float]
+    tpot: tuple[float, float]
+    padding: tuple[int, int]
+    text: str
+
+
+def compare_policies(continuous: ServingRun, static: ServingRun) -> Comparison:
+    pairs = dict(makespan=(continuous.makespan, static.makespan),
+                 throughput=(continuous.throughput, static.throughput),
+                 ttft=(continuous.mean("ttft"), static.mean("ttft")),
+                 tpot=(continuous.mean("tpot"), static.mean("tpot")),
+                 padding=(continuous.padding, static.padding))
+    faster = static.makespan / max(continuous.makespan, 1)
+    text = (f"Continuous batching finishes the workload in {continuous.makespan} ticks, static batching in "
+            f"{static.makespan} ({faster:.3g}× as long). Mean time to first token: "
+            f"{fmt(pairs['ttft'][0])} against {fmt(pairs['ttft'][1])} ticks, because a request starts as soon "
+            f"as a slot and blocks are free instead of waiting for a whole batch to end. Static batching "
+            f"computed {static.padding} padding rows: shorter prompts padded to the longest, and finished "
+            "requests holding their slot until the longest answer is done.")
+    if pairs["tpot"][0] > pairs["tpot"][1]:
+        text += (f" Its time per output token is lower ({fmt(pairs['tpot'][1])} against "
+                 f"{fmt(pairs['tpot'][0])}): new prompts joining a continuous batch slow the others' steps.")
+    return Comparison(text=text, **pairs)
+
+
+def narrate_chunking(whole: ServingRun, chunked: ServingRun, request: int) -> str:
+    """The chunked-prefill trade for one long request, against whole-prompt prefill."""
+    name = whole.workload.requests[request].name
+    a, b = whole.outcomes[request], chunked.outcomes[request]
+    others = [i for i in range(len(whole.outcomes)) if i != request]
+
+    def worst_gap(run: ServingRun) -> int:
+        gaps = [y - x for i in others for x, y in zip(run.outcomes[i].token_times, run.outcomes[i].token_times[1:])]
+        return max(gaps, default=0)
+
+    return (f"Chunks of {chunked.config.chunk_size}: '{name}' gets its first token after {b.ttft} ticks instead of "
+            f"{a.ttft}; the other requests' longest wait between two tokens drops from {worst_gap(whole)} to "
+            f"{worst_gap(chunked)} ticks, because no iteration computes more than "
+            f"{chunked.config.chunk_size} prompt tokens beside their decodes.")
+
+
+def narrate_prefix(off: ServingRun, on: ServingRun, num_heads: int) -> str:
+    """What prefix caching saved on this workload, counted by the engine."""
+    hits = on.prefix_hits
+    keys = off.work.keys_encoded - on.work.keys_encoded
+    if not hits:
+        return ("No prompt starts with a full block of tokens that an earlier request computed, so there is "
+                "nothing to reuse here; the preset 'a shared system prompt' has one.")
+    return (f"{hits} prompt tokens were found in cached blocks, so the engine encoded {keys:,} fewer keys "
+            f"({num_heads} heads × {hits}) and {off.work.values_encoded - on.work.values_encoded} fewer values, "
+            f"and computed {off.work.scores - on.work.scores:,} fewer attention scores. Mean time to first "
+            f"token: {fmt(on.mean('ttft'))} ticks with the cache, {fmt(off.mean('ttft'))} without.")
+
+
+def narrate_round(rnd: Round, greedy: bool) -> str:
+    """One draft-then-verify round in words."""
+    if not rnd.guesses:
+        return (f"Round {rnd.index + 1}: no guess (nothing to look up, or the last word to make); the target "
+                f"feeds '{rnd.fed}' alone and picks '{rnd.new_word}', a plain decode step.")
+    checks = []
+    for i, (guess, p, q) in enumerate(zip(rnd.guesses, rnd.p_guess, rnd.q_guess)):
+        kept = i < rnd.accepted
+        if greedy:
+            checks.append(f"'{guess}' {'is' if kept else 'is not'} the target's choice")
+        else:
+            rule = f"p = {p:.2f}, q = {q:.2f}, draw {rnd.draws[i]:.2f} {'<' if kept else '≥'} min(1, p/q)"
+            checks.append(f"'{guess}' {'kept' if kept else 'rejected'} ({rule})")
+        if not kept:
+            break
+    ending = (f"all {len(rnd.guesses)} kept, and the last row gives '{rnd.new_word}' for free" if rnd.bonus
+              else f"the target puts '{rnd.new_word}' in place of the first rejected guess")
+    return (f"Round {rnd.index + 1}: the draft guesses {', '.join(repr(g) for g in rnd.guesses)}. One target "
+            f"pass over '{rnd.fed}' and the guesses grows the cache from {rnd.cache_before} to "
+            f"{rnd.cache_verified}; " + "; ".join(checks) + f"; {ending}. The cache is cut back to "
+            f"{rnd.cache_after}: {rnd.accepted + 1} new word{'s' if rnd.accepted else ''} for one pass.")
+
+
+def narrate_visit(run: FlashRun, index: int, head: int) -> str:
+    """One FlashAttention tile for one head, in words."""
+    v = run.visits[index]
+    (r0, r1), (c0, c1) = v.rows, v.cols
+    row = r1 - 1  # speak for the tile's last query row
+    token = run.tokens[row]
+    before, after = float(v.max_before[head, -1]), float(v.max_after[head, -1])
+    rescale = float(v.rescale[head, -1])
+    start = "first tile" if v.k_tile == 0 else f"key tile {v.k_tile + 1}"
+    if v.k_tile == 0:
+        update = f"its running max starts at {fmt(after)}"
+    elif after > before:
+        update = (f"the max rises from {fmt(before)} to {fmt(after)}, so the old sum and output are multiplied "
+                  f"by exp({fmt(before)} − {fmt(after)}) = {rescale:.3g} before the new terms are added")
+    else:
+        update = f"the max stays {fmt(after)}, so the old terms keep their scale (× 1)"
+    ending = (f"Last tile for these rows: context = {fmt(float(v.out_after[head, -1]))} / "
+              f"{fmt(float(v.sum_after[head, -1]))} = {fmt(float(v.contexts[head, -1]))}, written once."
+              if v.last_for_rows else "More key tiles to come; nothing is written yet.")
+    return (f"Tile {index + 1} of {len(run.visits)}: queries {r0 + 1}–{r1} against keys {c0 + 1}–{c1} ({start}), "
+            f"{v.bytes_read:,} bytes loaded into fast memory. For '{token}': {update}; running sum "
+            f"{fmt(float(v.sum_after[head, -1]))}. {ending}")

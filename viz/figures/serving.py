@@ -1,0 +1,391 @@
+"""Figures and tables for the Serving page, drawn from the core's results
+(:mod:`viz.core.workload`, :mod:`viz.core.speculative`, :mod:`viz.core.flash`).
+
+Pure functions from results to plotly figures or pandas tables; no arithmetic beyond layout and unit
+labels. Request names, prompts and words are HTML-escaped with :func:`safe` before they reach plotly.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..core.flash import FlashRun, TrafficPoint
+from ..core.memory import format_bytes
+from ..core.speculative import SpecRun
+from ..core.workload import ServingRun
+from .base import BLUE, GOLD, MASKED, RED, figure, frame, rect, safe
+from .memory import FREE, GREEN, GREY, SEQUENCE_COLORS
+
+PHASE_COLORS = {"prefill": "#e67e22", "decode": BLUE, "waiting": "#d5dbe5", "swapped": "#8e44ad",
+                "idle": "#f1c6c0"}
+PHASE_LABELS = {"prefill": "prefill (prompt or recompute)", "decode": "decode one token",
+                "waiting": "waiting (arrived, not computing)", "swapped": "swapped out", "idle": "idle slot (static)"}
+CACHED = "#9fd3c7"
+BLOCKS_PER_ROW = 16
+
+
+def _color(i: int) -> str:
+    return SEQUENCE_COLORS[i % len(SEQUENCE_COLORS)]
+
+
+def _plain(title: str, height: int, **extra) -> dict:
+    """A white plot area, the legend below it (large presenter type cannot push it into the title):
+    the layout of every chart here."""
+    return frame(title, height, top=50, background="white",
+                 legend=dict(orientation="h", yanchor="top", y=-0.18, x=0, xanchor="left"), **extra)
+
+
+# -- continuous batching ------------------------------------------------------------------------
+def timeline_figure(run: ServingRun, current: int | None = None, title: str | None = None) -> go.Figure:
+    """One row per request, one bar per iteration coloured by what it did, a dot per token produced."""
+    names = [safe(r.name) for r in run.workload.requests]
+    data = []
+    for phase, color in PHASE_COLORS.items():
+        xs, ys, bases, hover = [], [], [], []
+        for it in run.iterations:
+            for i, s in enumerate(it.states):
+                if s.phase == phase:
+                    xs.append(it.duration)
+                    ys.append(names[i])
+                    bases.append(it.start)
+                    note = f" · {safe(s.event)}" if s.event else (f" · {safe(s.reason)}" if s.reason else "")
+                    hover.append(f"{names[i]}, iteration {it.index + 1}: {PHASE_LABELS[phase]}"
+                                 + (f", {s.fed} tokens" if s.fed else "") + note)
+        if xs:
+            data.append(go.Bar(x=xs, y=ys, base=bases, orientation="h", name=PHASE_LABELS[phase],
+                               marker=dict(color=color, line=dict(color="white", width=0.5)),
+                               customdata=hover, hovertemplate="%{customdata}<extra></extra>"))
+    tx, ty = [], []
+    for i, o in enumerate(run.outcomes):
+        tx += list(o.token_times)
+        ty += [names[i]] * len(o.token_times)
+    data.append(go.Scatter(x=tx, y=ty, mode="markers", name="a token is ready", hoverinfo="skip",
+                           marker=dict(symbol="line-ns-open", size=14, color="#222", line=dict(width=2))))
+    ax = [r.arrival for r in run.workload.requests]
+    data.append(go.Scatter(x=ax, y=names, mode="markers", name="arrives", hovertemplate="arrives at %{x}<extra></extra>",
+                           marker=dict(symbol="triangle-right", size=11, color=GREEN)))
+    shapes = []
+    if current is not None:
+        it = run.iterations[current]
+        shapes.append(rect(it.start, it.end, 0, 1, GOLD, ref=("x", "paper")))
+    layout = _plain(title or f"{run.config.policy.capitalize()} batching, iteration by iteration (time in ticks)",
+                    170 + 34 * len(names), barmode="overlay", shapes=shapes, xaxis=dict(rangemode="tozero"),
+                    yaxis=dict(type="category", categoryorder="array", categoryarray=names[::-1]))
+    return figure(data, layout)
+
+
+def pool_figure(run: ServingRun, index: int) -> go.Figure:
+    """The block pool after one iteration: each block coloured by the request holding it, gold when
+    shared, teal when it only holds cached tokens, white when free; its fill written inside."""
+    it = run.iterations[index]
+    names = [r.name for r in run.workload.requests]
+    size = run.config.block_size
+    n = len(it.blocks)
+    rows = -(-n // BLOCKS_PER_ROW)
+    z = np.full((rows, BLOCKS_PER_ROW), np.nan)
+    text = np.full((rows, BLOCKS_PER_ROW), "", dtype=object)
+    hover = np.full((rows, BLOCKS_PER_ROW), "", dtype=object)
+    palette = [FREE, CACHED, GOLD] + [_color(i) for i in range(len(names))]
+    for b, block in enumerate(it.blocks):
+        r, c = divmod(b, BLOCKS_PER_ROW)
+        if len(block.owners) > 1:
+            z[r, c] = 2
+        elif block.owners:
+            z[r, c] = 3 + block.owners[0]
+        else:
+            z[r, c] = 1 if block.cached else 0
+        holders = ", ".join(safe(names[o]) for o in block.owners)
+        text[r, c] = (safe(names[block.owners[0]]) if len(block.owners) == 1 else
+                      f"×{len(block.owners)}" if block.owners else ("cached" if block.cached else ""))
+        new = " (handed out now)" if b in it.allocated else (" (given back now)" if b in it.freed else "")
+        hover[r, c] = (f"block {b}{new}<br>{block.filled} of {size} slots filled<br>"
+                       + (f"held by {holders}" if holders else "cached, free to reuse" if block.cached else "free"))
+    k = len(palette)
+    colorscale = [item for i in range(k) for item in ([i / k, palette[i]], [(i + 1) / k, palette[i]])]
+    data = [go.Heatmap(z=z, text=text, texttemplate="%{text}", textfont_size=11, customdata=hover,
+                       hovertemplate="%{customdata}<extra></extra>", colorscale=colorscale, zmin=-0.5,
+                       zmax=k - 0.5, showscale=False, xgap=3, ygap=3)]
+    for label, color, line in (("shared by several", GOLD, GREY), ("cached, no holder", CACHED, GREY),
+                               ("free", FREE, GREY), ("handed out in this iteration", "white", RED)):
+        data.append(go.Scatter(x=[None], y=[None], mode="markers", name=label,
+                               marker=dict(color=color, size=12, symbol="square", line=dict(color=line, width=2))))
+    shapes = [rect(b % BLOCKS_PER_ROW - 0.5, b % BLOCKS_PER_ROW + 0.5, b // BLOCKS_PER_ROW - 0.5,
+                   b // BLOCKS_PER_ROW + 0.5, RED, 2) for b in it.allocated]
+    used = it.reserved_slots // size
+    layout = _plain(f"The pool after iteration {index + 1}: {used} of {n} blocks of {size} in use", 110 + 44 * rows,
+                    shapes=shapes,
+                    xaxis=dict(visible=False), yaxis=dict(visible=False, autorange="reversed"))
+    return figure(data, layout)
+
+
+def reservation_figure(run: ServingRun, index: int) -> go.Figure:
+    """Static batching's memory after one iteration: slots each request reserved and how many it filled."""
+    it = run.iterations[index]
+    names = [safe(r.name) for r in run.workload.requests]
+    live = [i for i, s in enumerate(it.states) if s.phase in ("prefill", "decode", "idle")]
+    filled = [it.states[i].cache_length for i in live]
+    reserved = [run.workload.requests[i].max_cached for i in live]
+    data = [go.Bar(y=[names[i] for i in live], x=filled, orientation="h", name="filled", marker_color=BLUE),
+            go.Bar(y=[names[i] for i in live], x=[r - f for r, f in zip(reserved, filled)], orientation="h",
+                   name="reserved, still empty", marker_color=MASKED)]
+    layout = _plain(f"Static batching reserves prompt + every new token up front: {it.reserved_slots} of "
+                    f"{run.config.slots} slots reserved, {it.filled_slots} filled", 140 + 30 * max(1, len(live)),
+                    barmode="stack", xaxis=dict(title="token slots", range=[0, max(run.config.slots / 2, 1)]))
+    return figure(data, layout)
+
+
+def metrics_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
+    """Time to first token and time per output token per request, one bar group per run."""
+    layout_axes = dict(xaxis=dict(domain=[0, 0.47]), xaxis2=dict(domain=[0.53, 1], anchor="y2"),
+                       yaxis=dict(title="ticks"), yaxis2=dict(anchor="x2"))
+    data = []
+    colors = [BLUE, "#e67e22", GREEN, "#8e44ad"]
+    for k, (label, run) in enumerate(runs):
+        names = [safe(o.name) for o in run.outcomes]
+        data.append(go.Bar(x=names, y=[o.ttft for o in run.outcomes], name=safe(label),
+                           marker_color=colors[k % 4], legendgroup=label,
+                           hovertemplate=f"{safe(label)}: %{{x}} first token after %{{y}} ticks<extra></extra>"))
+        data.append(go.Bar(x=names, y=[o.tpot if o.tpot is not None else 0 for o in run.outcomes], name=safe(label),
+                           marker_color=colors[k % 4], legendgroup=label, showlegend=False, xaxis="x2", yaxis="y2",
+                           hovertemplate=f"{safe(label)}: %{{x}} %{{y:.3g}} ticks per token<extra></extra>"))
+    annotations = [dict(text=text, x=x, y=1.04, xref="paper", yref="paper", showarrow=False, yanchor="bottom")
+                   for text, x in (("time to first token", 0.235), ("time per output token", 0.765))]
+    return figure(data, _plain("Per request: waiting for the first token, then the pace of the rest", 380,
+                               barmode="group", annotations=annotations, **layout_axes))
+
+
+def utilisation_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
+    """Share of the pool's slots reserved and filled over time."""
+    data = []
+    colors = [BLUE, "#e67e22", GREEN]
+    for k, (label, run) in enumerate(runs):
+        x = [t for it in run.iterations for t in (it.start, it.end)]
+        for what, dash in (("reserved", "solid"), ("filled", "dot")):
+            y = [getattr(it, f"{what}_slots") / run.config.slots for it in run.iterations for _ in (0, 1)]
+            data.append(go.Scatter(x=x, y=y, mode="lines", name=f"{safe(label)}: {what}",
+                                   line=dict(color=colors[k % 3], dash=dash)))
+    return figure(data, _plain("Pool use over time (ticks): slots set aside and slots holding a token", 320,
+                               yaxis=dict(title="share of the pool",
+                                                                            tickformat=".0%", range=[0, 1.05])))
+
+
+def requests_table(run: ServingRun, same: Sequence[bool] | None = None) -> pd.DataFrame:
+    """Per request: arrival, sizes, timings, what preemption and prefix caching did, the words."""
+    table = pd.DataFrame({
+        "request": [o.name for o in run.outcomes],
+        "arrives": [o.arrival for o in run.outcomes],
+        "prompt": [o.prompt_length for o in run.outcomes],
+        "first token": [o.first_token for o in run.outcomes],
+        "TTFT": [o.ttft for o in run.outcomes],
+        "TPOT": [None if o.tpot is None else round(o.tpot, 2) for o in run.outcomes],
+        "preempted": [o.preemptions for o in run.outcomes],
+        "recomputed": [o.recomputed for o in run.outcomes],
+        "prefix hits": [o.prefix_hits for o in run.outcomes],
+        "words": [" ".join(o.words) for o in run.outcomes],
+    })
+    if same is not None:
+        table["same as alone"] = ["yes" if s else "NO" for s in same]
+    return table
+
+
+def iteration_table(run: ServingRun, index: int) -> pd.DataFrame:
+    """Every request during one iteration."""
+    it = run.iterations[index]
+    return pd.DataFrame({
+        "request": [r.name for r in run.workload.requests],
+        "doing": [s.phase for s in it.states],
+        "computed": [s.fed for s in it.states],
+        "held": [s.cache_length for s in it.states],
+        "block table": [" ".join(map(str, s.table)) for s in it.states],
+        "chose": [s.predicted or "" for s in it.states],
+        "note": [s.event or s.reason for s in it.states],
+    })
+
+
+def token_times_figure(runs: Sequence[tuple[str, ServingRun]], highlight: int) -> go.Figure:
+    """When each request's tokens are ready, one panel per run; the highlighted request in orange."""
+    data, annotations = [], []
+    height = 1 / len(runs)
+    layout: dict = {}
+    for k, (label, run) in enumerate(runs):
+        suffix = "" if k == 0 else str(k + 1)
+        names = [safe(o.name) for o in run.outcomes]
+        for i, o in enumerate(run.outcomes):
+            data.append(go.Scatter(x=list(o.token_times), y=[names[i]] * len(o.token_times), mode="markers+lines",
+                                   marker=dict(size=8, color="#e67e22" if i == highlight else BLUE),
+                                   line=dict(color="#e67e22" if i == highlight else "#b8c4d6", width=1),
+                                   showlegend=False, xaxis=f"x{suffix}", yaxis=f"y{suffix}",
+                                   hovertemplate=f"{names[i]}: a token at %{{x}}<extra></extra>"))
+        top = 1 - k * height
+        layout[f"xaxis{suffix}"] = dict(anchor=f"y{suffix}", title="time (ticks)" if k == len(runs) - 1 else None,
+                                        matches="x" if k else None)
+        layout[f"yaxis{suffix}"] = dict(domain=[top - height + 0.08, top - 0.04], type="category")
+        annotations.append(dict(text=safe(label), x=0, y=top - 0.02, xref="paper", yref="paper", showarrow=False,
+                                xanchor="left", yanchor="bottom", font=dict(size=13)))
+    return figure(data, _plain("Every dot is a token ready; long gaps are requests stalled behind a prefill",
+                               140 + 180 * len(runs), annotations=annotations, **layout))
+
+
+def prefix_figure(off: ServingRun, on: ServingRun) -> go.Figure:
+    """Per request: prompt tokens computed and taken from cached blocks, with and without prefix caching."""
+    names = [safe(o.name) for o in on.outcomes]
+    computed = [o.prompt_length - o.prefix_hits for o in on.outcomes]
+    data = [go.Bar(x=names, y=[o.prompt_length for o in off.outcomes], name="computed, no prefix caching",
+                   marker_color=GREY, offsetgroup="off"),
+            go.Bar(x=names, y=computed, name="computed, with prefix caching", marker_color=BLUE, offsetgroup="on"),
+            go.Bar(x=names, y=[o.prefix_hits for o in on.outcomes], base=computed, name="taken from cached blocks",
+                   marker_color=CACHED, offsetgroup="on")]
+    return figure(data, _plain("Prompt tokens per request: keys and values computed, or reused", 320,
+                               barmode="group", yaxis=dict(title="prompt tokens")))
+
+
+# -- speculative decoding -----------------------------------------------------------------------
+def rounds_figure(run, current: int | None = None) -> go.Figure:
+    """One row per round: the fed word, then each guess green (kept) or red (rejected, and the ones
+    after it grey), then the target's new word (gold: a bonus after every guess was kept; blue: the
+    target's own choice in place of a rejected guess, or with no guess at all)."""
+    rounds = run.rounds
+    width = max((len(r.guesses) for r in rounds), default=0) + 2
+    z = np.full((len(rounds), width), np.nan)
+    text = np.full((len(rounds), width), "", dtype=object)
+    for r, rnd in enumerate(rounds):
+        z[r, 0], text[r, 0] = 0, safe(rnd.fed)
+        for i, guess in enumerate(rnd.guesses):
+            z[r, i + 1] = 1 if i < rnd.accepted else (2 if i == rnd.accepted else 3)
+            text[r, i + 1] = safe(guess)
+        z[r, width - 1] = 4 if rnd.bonus and rnd.guesses else 5  # no guess: a plain step
+        text[r, width - 1] = safe(rnd.new_word)
+    palette = [MASKED, "#7bc47f", "#e57373", "#eeeeee", GOLD, BLUE]
+    k = len(palette)
+    colorscale = [item for i in range(k) for item in ([i / k, palette[i]], [(i + 1) / k, palette[i]])]
+    y = [f"round {r.index + 1}" for r in rounds]
+    x = ["fed"] + [f"guess {i}" for i in range(1, width - 1)] + ["target's word"]
+    data = [go.Heatmap(z=z, x=x, y=y, text=text, texttemplate="%{text}", textfont_size=12, colorscale=colorscale,
+                       zmin=-0.5, zmax=k - 0.5, showscale=False, xgap=3, ygap=3, hoverinfo="skip")]
+    for label, color in (("kept", "#7bc47f"), ("rejected", "#e57373"), ("not checked", "#eeeeee"),
+                         ("the target's own word (a rejected guess, or no guess)", BLUE),
+                         ("bonus word (every guess kept)", GOLD)):
+        data.append(go.Scatter(x=[None], y=[None], mode="markers", name=label,
+                               marker=dict(color=color, size=12, symbol="square")))
+    shapes = [rect(-0.5, width - 0.5, current - 0.5, current + 0.5, GOLD)] if current is not None else []
+    layout = _plain("Each round: the guesses, which the target kept, and the word it adds",
+                    150 + 30 * max(1, len(rounds)), shapes=shapes,
+                    xaxis=dict(side="top", type="category"), yaxis=dict(autorange="reversed", type="category"))
+    layout["legend"]["y"] = -0.02  # no x axis below this grid
+    return figure(data, layout)
+
+
+def cache_length_figure(run) -> go.Figure:
+    """The target's cache length: up by the verification pass, down by the rollback, round by round."""
+    xs, ys = [], []
+    for rnd in run.rounds:
+        xs += [rnd.index + 0.0, rnd.index + 0.5, rnd.index + 1.0]
+        ys += [rnd.cache_before, rnd.cache_verified, rnd.cache_after]
+    data = [go.Scatter(x=xs, y=ys, mode="lines+markers", line=dict(color=BLUE, shape="linear"),
+                       name="keys held", hovertemplate="%{y} keys<extra></extra>")]
+    return figure(data, _plain("Cache length: the verification pass appends every guess; rejected ones are cut",
+                               280, xaxis=dict(title="round"), yaxis=dict(title="keys in the cache"), showlegend=False))
+
+
+def spec_table(run) -> pd.DataFrame:
+    """Speculative against plain decoding: passes, work and measured time."""
+    toy = isinstance(run, SpecRun)
+    spec_work = run.target_work.multiply_adds + run.draft_work.multiply_adds if toy else None
+    return pd.DataFrame({
+        "": ["speculative", "plain"],
+        "target passes": [run.target_passes, run.plain_passes],
+        "words": [len(run.words)] * 2,
+        "multiply-adds (target + draft)": [spec_work, run.plain_work.multiply_adds] if toy else ["—", "—"],
+        "measured time": [f"{run.seconds * 1e3:.2f} ms", f"{run.plain_seconds * 1e3:.2f} ms"],
+    })
+
+
+# -- FlashAttention ----------------------------------------------------------------------------
+def flash_tiles_figure(run: FlashRun, index: int, head: int, head_name: str) -> go.Figure:
+    """The n × n scores of one head: tiles already done, the current one (gold) with its numbers,
+    the ones still to come, and the ones above the diagonal that are never loaded (hatched grey)."""
+    n = run.n
+    z = np.full((n, n), np.nan)
+    text = np.full((n, n), "", dtype=object)
+    for visit in run.visits[: index + 1]:
+        (r0, r1), (c0, c1) = visit.rows, visit.cols
+        block = visit.scores[head].numpy()
+        z[r0:r1, c0:c1] = np.where(np.isfinite(block), block, np.nan)
+        if visit.index == index and n <= 24:
+            text[r0:r1, c0:c1] = [[("" if not np.isfinite(s) else f"{s:.0f}") for s in row] for row in block]
+    labels = [f"{i + 1} · {safe(t)}" for i, t in enumerate(run.tokens)]
+    shapes = []
+    current = run.visits[index]
+    q_tiles, k_tiles = run.tiles
+    visited = {(v.q_tile, v.k_tile) for v in run.visits}
+    for qi in range(q_tiles):
+        for kj in range(k_tiles):
+            r0, c0 = qi * run.block_q, kj * run.block_k
+            r1, c1 = min(r0 + run.block_q, n), min(c0 + run.block_k, n)
+            if (qi, kj) not in visited:
+                shapes.append(dict(type="rect", x0=c0 - 0.5, x1=c1 - 0.5, y0=r0 - 0.5, y1=r1 - 0.5,
+                                   fillcolor=MASKED, line=dict(width=0), layer="below"))
+            else:
+                shapes.append(rect(c0 - 0.5, c1 - 0.5, r0 - 0.5, r1 - 0.5, "#9aa5b8", 1))
+    shapes.append(rect(current.cols[0] - 0.5, current.cols[1] - 0.5, current.rows[0] - 0.5, current.rows[1] - 0.5,
+                       GOLD, 4))
+    data = [go.Heatmap(z=z, x=labels, y=labels, text=text, texttemplate="%{text}", colorscale="RdBu", zmid=0,
+                       showscale=False, xgap=1, ygap=1, hovertemplate="query %{y}<br>key %{x}<br>%{z}<extra></extra>")]
+    cell = 30 if n <= 16 else max(6, 480 // n)
+    return figure(data, frame(f"Head '{safe(head_name)}': tile {index + 1} of {len(run.visits)} (gold); grey "
+                              f"tiles are above the diagonal and never loaded", 140 + cell * n, top=90,
+                              background="white", shapes=shapes,
+                              xaxis=dict(type="category", side="top", tickangle=-45 if n > 8 else 0),
+                              yaxis=dict(type="category", autorange="reversed")))
+
+
+def running_table(run: FlashRun, index: int, head: int) -> pd.DataFrame:
+    """The current tile's rows: the running max before and after, the rescale, the sum and the output."""
+    v = run.visits[index]
+    rows = range(v.rows[0], v.rows[1])
+    return pd.DataFrame({
+        "query": [f"{r + 1} · {run.tokens[r]}" for r in rows],
+        "max before": [float(x) for x in v.max_before[head]],
+        "max after": [float(x) for x in v.max_after[head]],
+        "rescale exp(before − after)": [float(x) for x in v.rescale[head]],
+        "running sum l": [float(x) for x in v.sum_after[head]],
+        "running output o": [float(x) for x in v.out_after[head]],
+        "o / l so far": [float(x) for x in v.contexts[head]],
+    })
+
+
+def traffic_table(run: FlashRun) -> pd.DataFrame:
+    """Every item both passes move between slow and fast memory."""
+    rows = [("naive", what, r, w) for what, r, w in run.naive.items]
+    rows += [("tiled", what, r, w) for what, r, w in run.flash.items]
+    return pd.DataFrame({"pass": [r[0] for r in rows], "what": [r[1] for r in rows],
+                         "read": [format_bytes(r[2]) if r[2] else "" for r in rows],
+                         "written": [format_bytes(r[3]) if r[3] else "" for r in rows]})
+
+
+def traffic_figure(points: Sequence[TrafficPoint], block_q: int, block_k: int,
+                   large: Sequence[TrafficPoint] = (), large_tile: int = 0) -> go.Figure:
+    """Bytes moved by the naive and the tiled pass against sequence length (log scales), and by a
+    pass with large tiles for comparison."""
+    n = [p.n for p in points]
+    data = [go.Scatter(x=n, y=[p.naive for p in points], name="naive: writes and reads S and P", mode="lines+markers",
+                       line=dict(color=RED), customdata=[format_bytes(p.naive) for p in points],
+                       hovertemplate="n = %{x}: %{customdata}<extra></extra>"),
+            go.Scatter(x=n, y=[p.flash for p in points], name=f"tiled, {block_q} × {block_k} tiles",
+                       mode="lines+markers", line=dict(color=BLUE), customdata=[format_bytes(p.flash) for p in points],
+                       hovertemplate="n = %{x}: %{customdata}<extra></extra>"),
+            go.Scatter(x=n, y=[p.score_matrix for p in points], name="one n × n score matrix (all heads)",
+                       mode="lines", line=dict(color=GREY, dash="dot"),
+                       customdata=[format_bytes(p.score_matrix) for p in points],
+                       hovertemplate="n = %{x}: %{customdata}<extra></extra>")]
+    if large:
+        data.append(go.Scatter(x=[p.n for p in large], y=[p.flash for p in large], mode="lines+markers",
+                               name=f"tiled, {large_tile} × {large_tile} tiles", line=dict(color=GREEN, dash="dash"),
+                               customdata=[format_bytes(p.flash) for p in large],
+                               hovertemplate="n = %{x}: %{customdata}<extra></extra>"))
+    return figure(data, _plain("Bytes between slow and fast memory per prefill pass, against tokens", 360,
+                               xaxis=dict(type="log"), yaxis=dict(title="bytes", type="log")))
