@@ -114,6 +114,7 @@ class HeadCheck:
     full_matched: list[str]  # keys that match when every key is encoded again
     stale: list[int]  # 0-based positions whose cached key differs from what re-encoding gives
     text: str  # a plain sentence when the contexts differ, else ""
+    summary: str = ""  # the same in one short sentence, for the top of a lesson screen
 
 
 @dataclass(frozen=True)
@@ -164,8 +165,12 @@ def check_cache(kv: Trace, full: Trace, step: int) -> CacheCheck:
         full_keys = full_rows[h, : b.seq_len].nonzero().flatten().tolist()
         kv_context, full_context = float(a.context[h]), float(b.context[h])
         gap = abs(kv_context - full_context)
-        text = ""
+        text = summary = ""
         if gap > 0:
+            because = ("" if not stale else f", because the cached key of {_keys(stale, tokens)} went stale"
+                       if len(stale) == 1 else f", because {len(stale)} of its cached keys went stale")
+            summary = (f"Head '{head.name}' gets {fmt(kv_context)} with the KV cache but {fmt(full_context)} "
+                       f"when every key is encoded again{because}.")
             text = (f"Head '{head.name}' ({head.rule}) reads n, the length of the sequence when a key "
                     f"is written. {_stale_phrase(stale, tokens)} So with the cache, the newest query "
                     f"{_key(a.seq_len - 1, tokens)} {_matching(kv_keys, tokens)} and gets context "
@@ -173,7 +178,8 @@ def check_cache(kv: Trace, full: Trace, step: int) -> CacheCheck:
                     f"{_matching(full_keys, tokens)} and gets {fmt(full_context)}. A real model's keys "
                     "never depend on later tokens, so its cache never goes stale.")
         checks.append(HeadCheck(head.name, head.rule, cacheable, kv_context, full_context, gap,
-                                [tokens[j] for j in kv_keys], [tokens[j] for j in full_keys], stale, text))
+                                [tokens[j] for j in kv_keys], [tokens[j] for j in full_keys], stale, text,
+                                summary))
     return CacheCheck(step, checks, a.token, b.token)
 
 

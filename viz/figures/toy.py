@@ -159,7 +159,7 @@ def prediction_figure(trace: Trace, step: int = 0) -> go.Figure:
     layout["yaxis2"].update(range=[0, 1.15])
     for suffix in ("", "2"):
         layout[f"xaxis{suffix}"].update(type="category", tickangle=-30 if len(words) > 2 else 0)
-    return figure(data, frame(f"Next word: '{safe(s.token)}'", 330, background="white", showlegend=False,
+    return figure(data, frame(f"Logits and probabilities → '{safe(s.token)}'", 330, background="white", showlegend=False,
                               **layout))
 
 
