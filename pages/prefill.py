@@ -103,7 +103,6 @@ def tokens_and_mask(trace) -> None:
     with left:
         st.dataframe({"position": list(range(1, n + 1)), "token": pre.tokens, "value V": list(scenario.values)},
                      hide_index=True, width="stretch")
-        st.caption(f"{n} tokens · d_k = {scenario.d_k} · scores are ±√d_k = ±{fmt(scenario.d_k ** 0.5)}")
     with right:
         plot(toy.causal_mask_figure(trace), key="mask")
 
@@ -156,4 +155,6 @@ if not state.presenter():
         st.markdown(f"**{md_escape(state.scenario().title)}** · {md_escape(state.scenario().description)}")
     else:
         st.caption("A custom scenario: edited in the sidebar, opened from a file or a link.")
+    shape = state.scenario()
+    st.caption(f"{len(shape.tokens)} tokens · d_k = {shape.d_k} · scores are ±√d_k = ±{fmt(shape.d_k ** 0.5)}")
 lesson()

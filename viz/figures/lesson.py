@@ -80,14 +80,14 @@ def attention_figure(frame_: LessonFrame, head: str, *, newest_key: bool = False
         shapes.append(dict(type="line", x0=0.5, x1=0.5, y0=-0.5, y1=rows - 0.5, xref="x", yref="y",
                            line=dict(color=INK, width=2, dash="dot")))
     row_px = ROW_PX if rows <= CELL_TEXT_ROWS else max(6, 640 // rows)
-    layout = frame(title, 36 + TICKS_PX + row_px * rows + (44 if legend else 10), top=36 + TICKS_PX,
-                   xaxis=dict(tickvals=list(range(cols)), ticktext=x_labels, side="top", tickangle=-45,
+    layout = frame(title, 36 + TICKS_PX + row_px * rows + (34 if legend else 0), top=36,
+                   xaxis=dict(tickvals=list(range(cols)), ticktext=x_labels, side="bottom", tickangle=-45,
                               showticklabels=cols <= 64, showgrid=False, zeroline=False),
                    yaxis=dict(tickvals=list(range(rows)), ticktext=y_labels, autorange="reversed",
                               showgrid=False, zeroline=False),
                    shapes=shapes, showlegend=bool(legend),
                    legend=dict(orientation="h", x=0, xref="container", y=0, yanchor="bottom", yref="container"))
-    layout["margin"]["b"] = 44 if legend else 10
+    layout["margin"]["b"] = TICKS_PX + (34 if legend else 0)
     return figure([trace, *legend], layout)
 
 
