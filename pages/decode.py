@@ -164,7 +164,7 @@ def work(traces, step: int, compared: int) -> None:
         st.caption("Step forward to see decode work; prefill did "
                    f"{kv.prefill.attention.counts.scores:,} scores for all {len(kv.scenario.tokens)} prompt tokens.")
         return
-    plot(toy.work_figure(traces, cumulative), key="work")
+    plot(toy.work_figure(traces, cumulative), key="work", table=True)
     last = {m: t.steps[min(compared, len(t.steps) - 1)].counts for m, t in traces.items()}
     st.caption(f"At length {kv.steps[compared].seq_len}: keys encoded {last['recompute'].keys_encoded:,} without a "
                f"cache vs {last['kv'].keys_encoded:,} with it (n per token, so n² in total, against 1 per "

@@ -73,8 +73,8 @@ def every_head(trace, position: int) -> None:
                 f"{md_escape(', '.join(pre.tokens[: position]))}:")
     for row in explain_position(trace, position - 1):
         st.markdown(f"- {md_escape(row.text)}")
-    plot(toy.small_multiples(trace, position - 1), key="multiples")
-    plot(toy.contexts_figure(trace, position - 1), key="contexts")
+    plot(toy.small_multiples(trace, position - 1), key="multiples", table=True)
+    plot(toy.contexts_figure(trace, position - 1), key="contexts", table=True)
 
 
 def stages(trace, head: int, position: int) -> None:
@@ -84,7 +84,7 @@ def stages(trace, head: int, position: int) -> None:
                 + ("keys can be cached" if trace.cacheable[head] else "**reads n: its keys change as the sequence "
                                                                        "grows, so they cannot be cached**"))
     if pre.q[head].abs().sum() > 0:
-        plot(toy.qk_figure(trace, head), key="qk")
+        plot(toy.qk_figure(trace, head), key="qk", table=True)
     else:
         st.info("This rule compares the query with the key (it reads q), so there is no single K row per "
                 "key: each score is +√d_k where the rule holds for that (query, key) pair and −√d_k "
@@ -92,7 +92,7 @@ def stages(trace, head: int, position: int) -> None:
     cols = st.columns(2)
     for i, stage in enumerate(toy.STAGES):
         with cols[i % 2]:
-            plot(toy.stage_figure(trace, head, stage, position - 1), key=f"stage_{stage}")
+            plot(toy.stage_figure(trace, head, stage, position - 1), key=f"stage_{stage}", table=True)
 
 
 def tokens_and_mask(trace) -> None:
@@ -104,7 +104,7 @@ def tokens_and_mask(trace) -> None:
         st.dataframe({"position": list(range(1, n + 1)), "token": pre.tokens, "value V": list(scenario.values)},
                      hide_index=True, width="stretch")
     with right:
-        plot(toy.causal_mask_figure(trace), key="mask")
+        plot(toy.causal_mask_figure(trace), key="mask", table=True)
 
 
 def to_word(trace) -> None:
@@ -116,7 +116,7 @@ def to_word(trace) -> None:
                 f"[{', '.join(fmt(float(c)) for c in step.context)}]; multiplied by W_vocab it gives one "
                 "logit per word.")
     st.dataframe(toy.vocab_table(trace), hide_index=True, width="stretch")
-    plot(toy.prediction_figure(trace), key="prediction")
+    plot(toy.prediction_figure(trace), key="prediction", table=True)
     settings_text = (f"{s.strategy}, temperature {fmt(s.temperature)}, "
                      f"top-k {s.top_k or 'off'}, top-p {fmt(s.top_p) if s.top_p < 1 else 'off'}"
                      + (f", seed {s.seed}" if s.strategy == "sample" else ""))

@@ -12,6 +12,7 @@ import html
 from typing import Any, Sequence
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import torch
 
@@ -100,9 +101,10 @@ COLOR_SCALES = {"weights": dict(colorscale="Blues", zmin=0, zmax=1),
 def heatmap_trace(z: torch.Tensor, x: list[str], y: list[str], *, kind: str = "weights", hover: str = "",
                   visible: torch.Tensor | None = None, key_values: Sequence[float] | None = None,
                   annotate: bool | None = None, text: np.ndarray | None = None,
-                  ref: tuple[str, str] = ("x", "y")) -> go.Heatmap:
+                  ref: tuple[str, str] = ("x", "y"), scale: str | None = None) -> go.Heatmap:
     """One heatmap trace. Masked cells (-inf, or False in ``visible``) are left empty (grey) and
-    labelled 'masked'; ``%{customdata}`` in ``hover`` is the key's value when ``key_values`` is given."""
+    labelled 'masked'; ``%{customdata}`` in ``hover`` is the key's value when ``key_values`` is given;
+    ``scale`` titles a colour bar (none without it)."""
     z = z.detach().double().cpu()
     rows, cols = z.shape
     finite = torch.isfinite(z) if visible is None else torch.isfinite(z) & visible.cpu()
@@ -117,7 +119,17 @@ def heatmap_trace(z: torch.Tensor, x: list[str], y: list[str], *, kind: str = "w
         texttemplate="%{text}" if annotate else None, textfont=dict(size=12),
         xgap=2 if cols <= 40 else 0, ygap=2 if rows <= 40 else 0, customdata=custom,
         hovertemplate=(hover or "query %{y}<br>key %{x}<br>%{z:.4g}") + "<extra></extra>",
-        showscale=False, xaxis=ref[0], yaxis=ref[1], **COLOR_SCALES[kind])
+        showscale=scale is not None, colorbar=_colorbar(kind, scale), xaxis=ref[0], yaxis=ref[1],
+        **COLOR_SCALES[kind])
+
+
+def _colorbar(kind: str, title: str | None) -> dict | None:
+    if title is None:
+        return None
+    bar: dict[str, Any] = dict(title=dict(text=title, side="right"), thickness=12, len=0.9)
+    if kind == "signs":
+        bar.update(tickvals=[-1, 1], ticktext=["−1", "+1"])
+    return bar
 
 
 def matrix_axes(cols: int, side: str = "top") -> tuple[dict, dict]:
@@ -130,7 +142,7 @@ def heatmap(z: torch.Tensor, x: list[str], y: list[str], title: str, *, kind: st
             hover: str = "", highlight_row: int | None = None,
             highlight_cells: Sequence[tuple[int, int]] = (), annotate: bool | None = None,
             height: int | None = None, visible: torch.Tensor | None = None,
-            key_values: Sequence[float] | None = None) -> go.Figure:
+            key_values: Sequence[float] | None = None, scale: str | None = None) -> go.Figure:
     """An annotated heatmap figure (see :func:`heatmap_trace`), with optional gold row outline and
     red cell outlines. x and y labels must already be escaped."""
     rows, cols = z.shape
@@ -140,6 +152,25 @@ def heatmap(z: torch.Tensor, x: list[str], y: list[str], title: str, *, kind: st
     xaxis, yaxis = matrix_axes(cols)
     cell = 34 if rows <= 16 else max(8, 640 // rows)  # long sequences shrink their rows
     trace = heatmap_trace(z, x, y, kind=kind, hover=hover, visible=visible, key_values=key_values,
-                          annotate=annotate)
+                          annotate=annotate, scale=scale)
     return figure([trace], frame(title, height or max(200, 100 + cell * rows), top=80, xaxis=xaxis,
                                  yaxis=yaxis, shapes=shapes))
+
+
+def figure_table(fig: go.Figure) -> pd.DataFrame:
+    """A figure's numbers as one long table (the accessible alternative to looking at it): one row
+    per heatmap cell, bar or point, named by its panel (trace or subplot title), row and column."""
+    titles = [note.text for note in fig.layout.annotations or ()]
+    rows = []
+    for trace in fig.data:
+        cell = int((trace.xaxis or "x")[1:] or 1) - 1  # the subplot the trace is drawn in
+        panel = " · ".join(p for p in (titles[cell] if cell < len(titles) else "", trace.name or "") if p)
+        if trace.type == "heatmap":
+            z = np.asarray(trace.z, dtype=float)
+            xs = list(trace.x) if trace.x is not None else list(range(z.shape[1]))
+            ys = list(trace.y) if trace.y is not None else list(range(z.shape[0]))
+            rows += [(panel, html.unescape(str(y)), html.unescape(str(x)), None if np.isnan(v) else float(v))
+                     for y, line in zip(ys, z) for x, v in zip(xs, line)]
+        elif trace.x is not None and trace.y is not None and trace.x[0] is not None:
+            rows += [(panel, "", html.unescape(str(x)), float(y)) for x, y in zip(trace.x, trace.y)]
+    return pd.DataFrame(rows, columns=["panel", "row", "column", "value"])

@@ -74,8 +74,8 @@ def qk_figure(trace: Trace, head: int) -> go.Figure:
     dims = [str(i + 1) for i in range(d_k)]
     layout, refs = grid(1, 2, ("Q (one row per query)", "K (one row per key)"), hspace=0.08)
     hover = "token %{y}<br>dimension %{x}<br>%{z:+.0f}"
-    data = [heatmap_trace(tensor, dims, names, kind="signs", hover=hover, annotate=False, ref=ref)
-            for tensor, ref in ((pre.q[head], refs[0]), (pre.k[head], refs[1]))]
+    data = [heatmap_trace(tensor, dims, names, kind="signs", hover=hover, annotate=False, ref=ref, scale=scale)
+            for tensor, ref, scale in ((pre.q[head], refs[0], None), (pre.k[head], refs[1], "entry"))]
     for suffix in ("", "2"):
         layout[f"xaxis{suffix}"].update(title=dict(text=f"dimension (d_k = {d_k})"), showticklabels=d_k <= 16)
         layout[f"yaxis{suffix}"].update(type="category", autorange="reversed")
@@ -89,7 +89,7 @@ def contexts_figure(trace: Trace, position: int | None = None) -> go.Figure:
     heads = len(trace.scenario.heads)
     fig = heatmap(pre.contexts, labels(pre.tokens), [safe(h) for h in trace.scenario.head_names],
                   "Contexts: Σ weights · values, one per head and position", kind="values",
-                  hover="head %{y}<br>position %{x}<br>context %{z:.4g}")
+                  hover="head %{y}<br>position %{x}<br>context %{z:.4g}", scale="context")
     if position is not None:
         fig.layout.shapes = [rect(position - 0.5, position + 0.5, -0.5, heads - 0.5, GOLD)]
     return fig
@@ -114,11 +114,15 @@ def small_multiples(trace: Trace, position: int | None = None) -> go.Figure:
             shapes.append(rect(-0.5, n - 0.5, position - 0.5, position + 0.5, GOLD, 2, ref))
     for i, (xref, yref) in enumerate(refs):
         suffix = xref[1:]
-        layout[f"xaxis{suffix}"].update(type="category", showticklabels=False)
+        # keys under the bottom row of panels, queries left of the first column (when they fit)
+        bottom = i + cols >= len(heads)
+        layout[f"xaxis{suffix}"].update(type="category", showticklabels=bottom and n <= 12, tickangle=-45)
         layout[f"yaxis{suffix}"].update(type="category", autorange="reversed",
                                         showticklabels=i % cols == 0 and n <= 12)
-    return figure(data, frame("Attention weights of every head (rows: queries, columns: keys)",
-                              max(260, 230 * rows), shapes=shapes, **layout))
+    fig = frame("Attention weights of every head (rows: queries, columns: keys)",
+                max(260, 230 * rows) + (60 if n <= 12 else 0), shapes=shapes, **layout)
+    fig["margin"]["b"] = 70 if n <= 12 else 10
+    return figure(data, fig)
 
 
 # -- from context to the next word -------------------------------------------------------------
@@ -247,8 +251,11 @@ def work_figure(traces: dict[str, Trace], cumulative: bool = False) -> go.Figure
                 line=dict(color=MODE_COLORS[mode], dash="dot" if mode == "reencode" else None),
                 legendgroup=mode, showlegend=xref == "x", xaxis=xref, yaxis=yref,
                 hovertemplate=f"{MODE_NAMES[mode]}<br>length %{{x}}<br>%{{y:,}}<extra></extra>"))
-    for suffix in ("", "2"):
-        layout[f"xaxis{suffix}"].update(title=dict(text="sequence length n"), tickformat="d")
+    lengths = [s.seq_len for t in traces.values() for s in t.steps[1:]]
+    span = max(lengths) - min(lengths) if lengths else 0
+    for suffix in ("", "2"):  # whole lengths only: never "5 5 5 6 6 6"
+        layout[f"xaxis{suffix}"].update(title=dict(text="sequence length n"), tickformat="d",
+                                        tick0=min(lengths, default=0), dtick=max(1, math.ceil(span / 8)))
         layout[f"yaxis{suffix}"].update(rangemode="tozero")
     what = "summed over the steps so far" if cumulative else "in each decode step"
     return figure(data, frame(f"Work {what}, counted by the engine", 360, background="white",

@@ -10,6 +10,7 @@ import streamlit as st
 
 from ..core.division import DivisionByZero
 from ..core.lesson import LessonFrame
+from ..figures.base import figure_table
 from ..figures.lesson import attention_figure, cache_figure, frame_tables, words_figure
 from . import state
 
@@ -40,11 +41,17 @@ def presenter_text(fig: go.Figure) -> go.Figure:
     return fig
 
 
-def plot(fig: go.Figure, key: str | None = None) -> None:
-    """Show a plotly figure at full width; in presenter mode with larger type."""
+def plot(fig: go.Figure, key: str | None = None, table: bool = False) -> None:
+    """Show a plotly figure at full width; in presenter mode with larger type. ``table`` adds a
+    folded "As a table" under it (its numbers, built only when opened)."""
     if state.presenter():
         presenter_text(fig)
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key=key)
+    if table:
+        box = st.expander("As a table", key=f"{key}_table", on_change="rerun")
+        if box.open:
+            with box:
+                st.dataframe(figure_table(fig), hide_index=True, width="stretch", height=240)
 
 
 def frame_style(presenter: bool) -> str:
