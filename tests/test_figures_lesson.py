@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
+from lesson_fixtures import long_scenario
 from viz import Scenario, generate, load_preset
 from viz.core.engine import MODES
 from viz.core.explain import check_cache, fmt
 from viz.core.lesson import WINDOW, decode_frame, make_window, prefill_frame
-from viz.core.presets import sequence
 from viz.figures import lesson
 from viz.ui.common import PRESENTER_TEXT_PX, presenter_text
-
-
-def _long(tokens: int = 20) -> Scenario:
-    """The seed's heads over its prompt repeated to ``tokens`` tokens."""
-    seed = load_preset("seed")
-    data = json.loads(seed.to_json())
-    data["tokens"], data["values"] = sequence(seed, tokens)
-    data.pop("prompt", None)
-    return Scenario.from_dict(data)
 
 
 def _runs(scenario: Scenario, steps: int) -> dict:
@@ -79,7 +69,7 @@ def test_heatmap_cells_use_the_text_template_and_show_near_zeros_as_0():
                                                     (64, True, False)])
 def test_heatmaps_stay_readable_as_they_grow(tokens, whole, numbers):
     """Cell numbers only where they fit; the whole large matrix gets a colour scale instead."""
-    runs = _runs(_long(tokens - 5 if tokens > 8 else tokens), 5)
+    runs = _runs(long_scenario(tokens - 5 if tokens > 8 else tokens), 5)
     frame = decode_frame(runs["kv"], runs["kv"], runs["recompute"], 5, 0, whole=whole)
     heat = lesson.attention_figure(frame, "even").data[0]
     assert (heat.text is not None) == numbers

@@ -10,15 +10,14 @@ at least 16 px.
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from playwright.sync_api import expect
 
-from viz import Scenario, generate, load_preset
+from lesson_fixtures import long_scenario
+from viz import generate, load_preset
 from viz.core.explain import narrate_step
-from viz.core.presets import sequence
 from viz.core.share import View, decode_scenario, encode_view
 from viz.ui.common import PRESENTER_TEXT_PX
 
@@ -28,15 +27,6 @@ SIZES = [(1280, 720), (1920, 1080)]
 FIGURE_TEXT_JS = """chart => [...chart.querySelectorAll('svg text')]
     .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
     .map(t => [t.textContent.trim(), parseFloat(getComputedStyle(t).fontSize)])"""
-
-
-def long_scenario(tokens: int = 20) -> Scenario:
-    """The seed's heads over its prompt repeated to ``tokens`` prompt tokens."""
-    seed = load_preset("seed")
-    data = json.loads(seed.to_json())
-    data["tokens"], data["values"] = sequence(seed, tokens)
-    data.pop("prompt", None)
-    return Scenario.from_dict(data)
 
 
 CASES = {"seed": (load_preset("seed"), 1), "35 tokens": (long_scenario(), 15)}
