@@ -13,6 +13,7 @@ from viz.core.engine import MODE_LABELS, MODES
 from viz.core.explain import check_cache, narrate_step
 from viz.core.lesson import decode_frame
 from viz.core.scenario import MAX_DECODE_STEPS
+from viz.figures import lesson as lesson_figures
 from viz.figures import toy
 from viz.ui import guard, state
 from viz.ui.common import division_notices, header, head_picker, lesson_screen, lesson_tables, md_escape, plot
@@ -27,7 +28,8 @@ MODE_PICKER = "decode_mode_picker"
 WHOLE = "decode_whole"
 CUMULATIVE = "decode_cumulative"
 TAB = "decode_tab"
-TABS = ("Cache vs recompute", "Work", "Text and table", "Figures as tables")
+TABS = ("Cache vs recompute", "Work", "Text and table", "Replay in the browser", "Figures as tables")
+REPLAYED = 64  # steps the replay holds at most (the newest)
 SHORT = {"kv": "KV cache", "recompute": "recompute", "reencode": "re-encode"}
 FIX = "Fix: n → q.pos"
 
@@ -126,8 +128,12 @@ def lesson() -> None:
             text_and_table(shown, shown_step)
     if tabs[3].open:
         with tabs[3]:
+            replay(scenario, shown.mode, head)
+    if tabs[4].open:
+        with tabs[4]:
             lesson_tables(frame, heads)
-    state.sync_url()  # a fragment's rerun skips the frame's own sync after the page
+    state.sync_url()  # a fragment's rerun skips the frame's own sync and memory after the page
+    guard.remember()
 
 
 def compare(traces, check, step: int, compared: int) -> None:
@@ -171,6 +177,22 @@ def work(traces, step: int, compared: int) -> None:
                f"token, n in total); query-key scores {last['recompute'].scores:,} for a full recompute vs "
                f"{last['kv'].scores:,}; multiply-adds {last['recompute'].multiply_adds:,} vs "
                f"{last['kv'].multiply_adds:,}.")
+
+
+def replay(scenario, mode: str, head: int) -> None:
+    """Every step reached so far, sent once: the slider replays them without asking the server."""
+    horizon = st.session_state[HORIZON]
+    if horizon == 0:
+        st.caption("Step forward first: the replay holds every step computed so far.")
+        return
+    run = decode_traces(scenario, horizon, (mode,))[0][mode]  # already computed: nothing new is run
+    reached = len(run.steps) - 1
+    steps = range(max(0, reached - REPLAYED + 1), reached + 1)
+    frames = [decode_frame(run, run, None, s, head) for s in steps]
+    st.caption(f"Steps {steps[0]}–{reached} of the {toy.MODE_NAMES[mode]} run, head "
+               f"'{md_escape(scenario.head_names[head])}': drag the slider; the browser redraws each step "
+               "from numbers it already has.")
+    plot(lesson_figures.replay_figure(frames, scenario.head_names[head]), key="replay")
 
 
 def text_and_table(shown, shown_step: int) -> None:

@@ -64,7 +64,8 @@ def lesson() -> None:
     if tabs[4].open:
         with tabs[4]:
             lesson_tables(frame, heads)
-    state.sync_url()  # a fragment's rerun skips the frame's own sync after the page
+    state.sync_url()  # a fragment's rerun skips the frame's own sync and memory after the page
+    guard.remember()
 
 
 def every_head(trace, position: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apptest_helpers import array, figure, scenario, shown
+from apptest_helpers import array, figure, figures, scenario, shown
 from viz.ui import state
 
 
@@ -128,3 +128,16 @@ def test_text_so_far_has_one_generated_token_per_step(decode):
         _button(decode, "Step").click().run()
         text = next(m.value for m in decode.markdown if "→ next:" in m.value)
         assert text.count(":blue-background[") == k
+
+
+def test_replay_sends_every_step_reached(decode):
+    """The replay tab holds one frame per step reached, each the engine's weights for that step."""
+    from viz import generate, load_preset
+    _button(decode, "Run 8").click().run()
+    decode.session_state["decode_tab"] = "Replay in the browser"
+    decode.run()
+    spec = next(f for f in figures(decode) if f.get("frames"))
+    assert [frame["name"] for frame in spec["frames"]] == [str(s) for s in range(9)]
+    weights = generate(load_preset("seed"), 4, "kv").steps[3].attention.weights[0, 0]  # head 'even', step 3
+    newest = array(spec["frames"][3]["data"][0]["z"])[-1]
+    assert newest == pytest.approx(weights.double().tolist(), abs=1e-6)

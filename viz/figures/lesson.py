@@ -196,3 +196,24 @@ def frame_tables(frame_: LessonFrame, heads: list[str]) -> list[tuple[str, pd.Da
     return [("Attention weights (rows: queries, columns: keys; empty: masked)", weights),
             ("Keys and values" + (" in the KV cache" if view.cached else " encoded again"), cache),
             ("Next word", words)]
+
+
+def replay_figure(frames: list[LessonFrame], head: str) -> go.Figure:
+    """The attention window of every step computed so far in one figure: a slider (and Play) steps
+    through them in the browser, with no round trip to the server. Every frame is the engine's."""
+    figs = [attention_figure(f, head) for f in frames]
+    last = figs[-1]
+    names = [str(f.step) for f in frames]
+    animate = dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))
+    layout = last.layout.to_plotly_json()
+    layout["height"] = max(fig.layout.height for fig in figs) + 70
+    layout["margin"]["b"] += 70
+    layout["showlegend"] = False
+    layout["sliders"] = [dict(active=len(frames) - 1, currentvalue=dict(prefix="step "), pad=dict(t=TICKS_PX),
+                              steps=[dict(label=name, method="animate", args=[[name], animate]) for name in names])]
+    return go.Figure(
+        data=[last.data[0]], layout=layout,
+        frames=[go.Frame(name=name, data=[fig.data[0]], traces=[0],
+                         layout=dict(title=fig.layout.title, xaxis=fig.layout.xaxis, yaxis=fig.layout.yaxis,
+                                     shapes=[s for s in fig.layout.shapes if s.line.color == GOLD or s.line.dash]))
+                for name, fig in zip(names, figs)])
