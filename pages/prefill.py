@@ -9,7 +9,7 @@ import streamlit as st
 
 from viz.core.division import divisions_by_zero
 from viz.core.explain import explain_position, fmt, no_match_rows
-from viz.core.lesson import prefill_frame
+from viz.core.lesson import make_window, prefill_frame
 from viz.core.presets import matching_preset
 from viz.figures import toy
 from viz.ui import guard, state
@@ -51,7 +51,7 @@ def lesson() -> None:
     tabs = st.tabs(TABS, key=TAB, on_change="rerun")
     if tabs[0].open:
         with tabs[0]:
-            every_head(trace, position)
+            every_head(trace, position, whole)
     if tabs[1].open:
         with tabs[1]:
             stages(trace, head, position)
@@ -68,13 +68,15 @@ def lesson() -> None:
     guard.remember()
 
 
-def every_head(trace, position: int) -> None:
+def every_head(trace, position: int, whole: bool) -> None:
     pre = trace.prefill
     st.markdown(f"**{md_escape(pre.tokens[position - 1])}** (position {position}) sees "
                 f"{md_escape(', '.join(pre.tokens[: position]))}:")
     for row in explain_position(trace, position - 1):
         st.markdown(f"- {md_escape(row.text)}")
-    plot(toy.small_multiples(trace, position - 1), key="multiples", table=True)
+    n = len(pre.tokens)
+    plot(toy.small_multiples(trace, position - 1, make_window(n, n, position - 1, centre=True, whole=whole)),
+         key="multiples", table=True)
     plot(toy.contexts_figure(trace, position - 1), key="contexts", table=True)
 
 

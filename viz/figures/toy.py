@@ -16,6 +16,7 @@ import torch
 
 from ..core.engine import Trace
 from ..core.explain import CacheCheck, fmt
+from ..core.lesson import Window
 from ..core.rules import compile_rule
 from .base import (BLUE, GOLD, MASKED, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
                    matrix_axes, rect, safe)
@@ -95,23 +96,30 @@ def contexts_figure(trace: Trace, position: int | None = None) -> go.Figure:
     return fig
 
 
-def small_multiples(trace: Trace, position: int | None = None) -> go.Figure:
-    """Attention weights of every head in a grid, the current query row outlined."""
+def small_multiples(trace: Trace, position: int | None = None, window: Window | None = None) -> go.Figure:
+    """Attention weights of every head in a grid, the current query row outlined; with ``window``
+    only its query rows and keys (viz.core.lesson.make_window), so a long prompt stays light."""
     pre = trace.prefill
-    names = labels(pre.tokens)
+    n_all = len(pre.tokens)
+    rows_at = torch.tensor(window.rows if window else range(n_all), dtype=torch.long)
+    keys_at = torch.tensor(window.keys if window else range(n_all), dtype=torch.long)
+    tokens = labels(pre.tokens)
+    row_names, key_names = [tokens[i] for i in rows_at.tolist()], [tokens[j] for j in keys_at.tolist()]
+    visible = pre.attention.visible[rows_at][:, keys_at]
     heads = trace.scenario.head_names
-    n = len(names)
+    n = len(key_names)
     cols = min(4, len(heads))
     rows = math.ceil(len(heads) / cols)
     layout, refs = grid(rows, cols, [safe(h) for h in heads], hspace=0.04,
                         vspace=0.12 if rows > 1 else 0.05)
     data, shapes = [], []
+    focus = rows_at.tolist().index(position) if position is not None and position in rows_at.tolist() else None
     for h, ref in zip(range(len(heads)), refs):
-        data.append(heatmap_trace(pre.weights[h], names, names, kind="weights", annotate=False, ref=ref,
-                                  visible=pre.attention.visible,
+        data.append(heatmap_trace(pre.weights[h][rows_at][:, keys_at], key_names, row_names, kind="weights",
+                                  annotate=False, ref=ref, visible=visible,
                                   hover="query %{y}<br>key %{x}<br>weight %{z:.3f}"))
-        if position is not None:
-            shapes.append(rect(-0.5, n - 0.5, position - 0.5, position + 0.5, GOLD, 2, ref))
+        if focus is not None:
+            shapes.append(rect(-0.5, n - 0.5, focus - 0.5, focus + 0.5, GOLD, 2, ref))
     for i, (xref, yref) in enumerate(refs):
         suffix = xref[1:]
         # keys under the bottom row of panels, queries left of the first column (when they fit)
