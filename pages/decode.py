@@ -73,7 +73,7 @@ def controls(step: int) -> None:
 
 
 @guard.fragment
-def lesson() -> None:
+def decode_lesson() -> None:
     """The decode view: controls, lesson screen and tabs, rerun alone on every click inside it."""
     scenario = state.scenario()
     step = state.step()
@@ -210,4 +210,4 @@ if not state.presenter():
     header("Decode", "One new token at a time: its query attends to every key so far. With a KV cache "
                      "only the new token's key and value are computed; without one, everything is redone.")
 st.session_state[MODE_PICKER] = state.mode()
-lesson()
+decode_lesson()

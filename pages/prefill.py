@@ -25,7 +25,7 @@ TABS = ("Every head", "Stages of one head", "Tokens and mask", "From context to 
 
 
 @guard.fragment
-def lesson() -> None:
+def prefill_lesson() -> None:
     """The prefill view: stepper, lesson screen and tabs, rerun alone on every click inside it."""
     scenario = state.scenario()
     traces, _ = decode_traces(scenario, 0, ("kv",))  # the session's kv run: prefill and its prediction
@@ -160,4 +160,4 @@ if not state.presenter():
         st.caption("A custom scenario: edited in the sidebar, opened from a file or a link.")
     shape = state.scenario()
     st.caption(f"{len(shape.tokens)} tokens · d_k = {shape.d_k} · scores are ±√d_k = ±{fmt(shape.d_k ** 0.5)}")
-lesson()
+prefill_lesson()
