@@ -92,10 +92,11 @@ def stages(trace, head: int, position: int) -> None:
         st.info("This rule compares the query with the key (it reads q), so there is no single K row per "
                 "key: each score is +√d_k where the rule holds for that (query, key) pair and −√d_k "
                 "where it does not.", icon=":material/compare_arrows:")
-    cols = st.columns(2)
-    for i, stage in enumerate(toy.STAGES):
-        with cols[i % 2]:
-            plot(toy.stage_figure(trace, head, stage, position - 1), key=f"stage_{stage}", table=True)
+    stages_ = list(toy.STAGES)
+    for pair in (stages_[:2], stages_[2:]):  # row by row, so a phone stacks them in pipeline order
+        for col, stage in zip(st.columns(2), pair):
+            with col:
+                plot(toy.stage_figure(trace, head, stage, position - 1), key=f"stage_{stage}", table=True)
 
 
 def tokens_and_mask(trace) -> None:

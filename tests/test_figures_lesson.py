@@ -100,3 +100,14 @@ def test_prefill_frame_shows_what_prefill_writes():
     assert [w.token for w in frame.words if w.chosen] == ["nice"]
     tables = lesson.frame_tables(frame, load_preset("seed").head_names)
     assert [title for title, _ in tables][2] == "Next word" and len(tables[1][1]) == 4
+
+
+def test_stage_heatmaps_at_13_tokens_have_no_colliding_labels():
+    """At 13 tokens the stage cells drop 'masked' (grey says it) and show two decimals; 1e-7 reads 0."""
+    from viz.figures import toy
+    trace = generate(long_scenario(13), 1)
+    text = toy.stage_figure(trace, 0, "weights").data[0].text
+    assert all(cell != "masked" and len(cell) <= 4 for row in text for cell in row)
+    assert text[0][1] == "" and list(text[3][:5]) == ["0", ".5", "0", ".5", ""]
+    seed = toy.stage_figure(generate(load_preset("seed"), 1), 0, "weights").data[0].text
+    assert seed[0][1] == "masked" and seed[3][0] == "0"  # four keys: the word fits, near-zero is 0

@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from ..core.explain import fmt
+from ..core.explain import NEAR_ZERO, fmt
 
 # Okabe and Ito's colour-blind-safe palette: blue, orange and vermillion stay apart for every common
 # kind of colour blindness (and by lightness in grey). Gold outlines the row in focus, red marks a
@@ -86,10 +86,18 @@ def grid(rows: int, cols: int, titles: Sequence[str] = (), *, hspace: float = 0.
     return layout, refs
 
 
-def _cell(x: float, kind: str) -> str:
-    if kind == "weights" and 0 < abs(x) < 5e-4:
-        return "≈0"  # softmax never gives exactly 0 to a visible key; the hover shows the number
-    return fmt(x)
+def short(x: float) -> str:
+    """A number in a small cell, narrow enough for its type: .33, .5, 1, -8, and 0 for near-zeros."""
+    if abs(x) < NEAR_ZERO:
+        return "0"
+    text = f"{x:.2f}".rstrip("0").rstrip(".")
+    return text[1:] if text.startswith("0.") else ("-" + text[2:] if text.startswith("-0.") else text)
+
+
+def _cell(x: float, narrow: bool) -> str:
+    """Cell text: the number as people write it (0 for near-zeros; the hover has every digit),
+    shortened to two decimals when the cells are narrow."""
+    return short(x) if narrow else fmt(x)
 
 
 COLOR_SCALES = {"weights": dict(colorscale="Blues", zmin=0, zmax=1),
@@ -109,9 +117,10 @@ def heatmap_trace(z: torch.Tensor, x: list[str], y: list[str], *, kind: str = "w
     rows, cols = z.shape
     finite = torch.isfinite(z) if visible is None else torch.isfinite(z) & visible.cpu()
     annotate = (rows * cols <= 400) if annotate is None else annotate
-    if annotate and text is None:
+    if annotate and text is None:  # "masked" only where it fits; grey says it everywhere
         values, keep = z.tolist(), finite.tolist()
-        text = np.array([[(_cell(v, kind) if k else "masked") for v, k in zip(vr, kr)]
+        narrow = cols > 8
+        text = np.array([[(_cell(v, narrow) if k else ("" if narrow else "masked")) for v, k in zip(vr, kr)]
                          for vr, kr in zip(values, keep)], dtype=object)
     custom = np.array([[fmt(v) for v in key_values]] * rows, dtype=object) if key_values is not None else None
     return go.Heatmap(

@@ -13,23 +13,15 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from ..core.explain import NEAR_ZERO, fmt
+from ..core.explain import fmt
 from ..core.lesson import CacheView, LessonFrame
-from .base import BLUE, GOLD, INK, MASKED, RED, figure, frame, grid, rect, safe
+from .base import BLUE, GOLD, INK, MASKED, RED, figure, frame, grid, rect, safe, short
 
 CELL_TEXT_COLUMNS = 16  # cell numbers are drawn up to this many keys (they no longer fit beyond)
 CELL_TEXT_ROWS = 24
 ROW_PX = 24  # height of one matrix row (16 px cell text fits)
 TICKS_PX = 74  # room for key labels at -45°
 WORD_PX = 28  # height of one bar of the next-word chart
-
-
-def short(x: float) -> str:
-    """A weight in a cell, narrow enough for 16 px type in a small cell: .33, .5, 1, and 0 for near-zeros."""
-    if abs(x) < NEAR_ZERO:
-        return "0"
-    text = f"{x:.2f}".rstrip("0").rstrip(".")
-    return text[1:] if text.startswith("0.") else (text if text not in ("", "-0") else "0")
 
 
 def _ticks(frame_: LessonFrame, positions: tuple[int, ...]) -> list[str]:
