@@ -18,13 +18,14 @@ from . import state
 PLOT_CONFIG = {"displaylogo": False, "displayModeBar": "hover",
                "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 PRESENTER_TEXT_PX = 16  # the smallest text inside a figure in presenter mode (cells, ticks, legends)
+PRESENTER_FONT_PX = 18  # the figure's base type in presenter mode (what nothing sets for itself)
 PRESENTER_TITLE_PX = 19
 
 
 def presenter_text(fig: go.Figure) -> go.Figure:
     """Every text inside a figure at least PRESENTER_TEXT_PX: layout, cells, subplot titles, titles."""
     layout = fig.layout
-    layout.font.size = max(layout.font.size or 0, PRESENTER_TEXT_PX)
+    layout.font.size = max(layout.font.size or 0, PRESENTER_FONT_PX)
     layout.title.font.size = max(layout.title.font.size or 0, PRESENTER_TITLE_PX)
     layout.legend.font.size = max(layout.legend.font.size or 0, PRESENTER_TEXT_PX)
     for note in layout.annotations:
