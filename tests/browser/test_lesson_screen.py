@@ -147,3 +147,18 @@ def test_fix_reruns_the_whole_app(app):
     heads = app.expander("Heads", app.sidebar)
     expect(app.cell(heads.get_by_test_id("stDataFrame"), 1, "rule")).to_have_text("k.pos == q.pos")
     app.assert_no_exception()
+
+
+def test_phone_stacks_the_lesson_in_pipeline_order(app):
+    """At 390×844 the lesson figures stack attention → cache → next word, right after the controls,
+    and no plot toolbar covers a title until the chart is touched."""
+    app.page.set_viewport_size({"width": 390, "height": 844})
+    app.open("/decode", **encode_view(View(load_preset("seed"), step=1, head=1)))
+    tops = [chart(app, title).bounding_box()["y"] for title in ("Attention · head", "KV cache:", "Next word:")]
+    assert tops == sorted(tops), tops
+    step = button(app, "Step").bounding_box()
+    assert step["y"] < tops[0]
+    shown = app.main.locator(".modebar-group").evaluate_all("groups => groups.map(g => getComputedStyle(g).opacity)")
+    assert shown and set(shown) == {"0"}, shown  # the toolbar appears on hover (a tap) only
+    app.assert_no_exception()
+    app.screenshot("lesson-decode-phone")

@@ -14,9 +14,9 @@ from ..figures.base import figure_table
 from ..figures.lesson import attention_figure, cache_figure, frame_tables, words_figure
 from . import state
 
-# The toolbar shows on hover only, so it never covers a figure's title (on a phone: after a tap).
+# The toolbar shows on hover only (on a phone: after a tap), and short, so it stays clear of titles.
 PLOT_CONFIG = {"displaylogo": False, "displayModeBar": "hover",
-               "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+               "modeBarButtonsToRemove": ["lasso2d", "select2d", "zoomIn2d", "zoomOut2d", "autoScale2d"]}
 PRESENTER_TEXT_PX = 16  # the smallest text inside a figure in presenter mode (cells, ticks, legends)
 PRESENTER_FONT_PX = 18  # the figure's base type in presenter mode (what nothing sets for itself)
 PRESENTER_TITLE_PX = 19
