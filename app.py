@@ -17,7 +17,7 @@ import streamlit as st
 import torch
 
 from viz.ui import guard, sidebar, state
-from viz.ui.common import favicon, md_escape
+from viz.ui.common import favicon
 
 # Many small requests at once: one torch thread per script run keeps sessions from fighting over
 # the cores. KVLAB_TORCH_THREADS raises it (the Cost page's timings use whatever is set here).
@@ -57,7 +57,7 @@ st.html(f"<style>{style}</style>")
 top = st.container()  # the guard's message goes above whatever the page drew before it failed
 refused = state.refused_edits() if editors else []
 if refused:  # the sidebar shows each message next to its editor; the page says what is in force
-    top.warning(f"Your last edit of the {md_escape(', '.join(refused))} was refused (the sidebar says why): "
+    top.warning(f"Your last edit of the {', '.join(refused)} was refused (the sidebar says why): "
                 "this page still shows the last good scenario.", icon=":material/history:")
 with guard.frame(f"the page {page.title}", top):
     page.run()

@@ -28,7 +28,7 @@ from viz.ui import guard, state
 from apptest_helpers import errors, scenario
 
 PAGES = ["pages/prefill.py", "pages/decode.py", "pages/tour.py", "pages/cost.py", "pages/real_model.py",
-         "pages/at_scale.py", "pages/memory.py", "pages/home.py"]
+         "pages/at_scale.py", "pages/memory.py"]
 GENERATED_LINKS = 30
 
 # Text a visitor might paste: markup, scripts, right-to-left marks, zero-width characters,

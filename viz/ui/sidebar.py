@@ -73,7 +73,7 @@ def _heads(scenario: Scenario) -> None:
             "rule": st.column_config.TextColumn("rule", required=True, width="medium",
                                                 help="e.g. k.pos % 2 == 0, k.pos == q.pos, True"),
             "cacheable": st.column_config.TextColumn(
-                "cacheable", help="Rules that read n change old keys as the sequence grows, "
+                "cacheable", width=96, help="Rules that read n change old keys as the sequence grows, "
                                   "so a KV cache would hold stale keys."),
         })
     if not edited[["name", "rule"]].equals(base[["name", "rule"]]):

@@ -238,8 +238,9 @@ HOME_PATH = ""  # the home page's url path: it shows no view, so its address car
 VIEW_KEYS = ("s", "step", "mode", "head", "pos")  # an old link at / with any of these meant Prefill
 
 
-def url_params(url_path: str) -> dict[str, str]:
-    """The query parameters of the current view on the page at ``url_path``."""
+def url_params(url_path: str | None = None) -> dict[str, str]:
+    """The query parameters of the current view on the page at ``url_path`` (None: a page that
+    shows the view, e.g. from inside a page's fragment)."""
     return {} if url_path == HOME_PATH else encode_view(current_view())
 
 
@@ -249,7 +250,7 @@ def old_prefill_link() -> bool:
     return bool(st.session_state.pop(OPENED_AT_HOME_WITH_VIEW, False))
 
 
-def sync_url(url_path: str) -> None:
+def sync_url(url_path: str | None = None) -> None:
     """Write the current view into the URL, so the address bar is always a share link.
 
     Compared with what the address bar holds now, not with what was written last: a page change

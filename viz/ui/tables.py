@@ -127,3 +127,18 @@ def scenario_from_vocab(scenario: Scenario, frame: pd.DataFrame) -> Scenario:
     if not words:
         raise ScenarioError("vocab", "the vocabulary is empty; keep at least one word")
     return scenario.with_vocab(words)
+
+
+HEADER_CHAR_PX = 8.5  # about one character of a grid header at the app's font, in pixels
+HEADER_PADDING_PX = 36  # the cell's padding and the header's sort/menu room
+
+
+def header_widths(frame: pd.DataFrame) -> dict[str, int]:
+    """A width in pixels for each column that shows its whole header and its longest cell
+    (st.dataframe sizes columns to their cells and cuts a longer header short)."""
+    widths = {}
+    for column in frame.columns:
+        longest = max([len(str(column))] + [len(f"{value:,}" if isinstance(value, int) else str(value))
+                                            for value in frame[column]])
+        widths[str(column)] = int(longest * HEADER_CHAR_PX + HEADER_PADDING_PX)
+    return widths
