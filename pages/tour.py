@@ -35,12 +35,11 @@ def ask(index: int, question: Question) -> bool:
     with st.container(border=True, key=f"tour_question_{index}"):
         prompt = md_escape(question.prompt)
         st.markdown(f"### Vote first: {prompt}" if presenter else f"**Predict first:** {prompt}")
-        if presenter:  # large options a class can vote on by letter
-            st.markdown("  \n".join(f"**{LETTERS[i]}.** {md_escape(option)}"
-                                     for i, option in enumerate(question.options)))
-        label = "The class's answer (optional)" if presenter else "Your answer"
-        choice = st.radio(label, question.options, key=f"tour_answer_{index}", horizontal=True,
+        # In presenter mode the options are lettered, one a line, for a class voting by letter.
+        choice = st.radio("The class's answer (optional)" if presenter else "Your answer", question.options,
+                          key=f"tour_answer_{index}", horizontal=not presenter,
                           index=question.options.index(chosen[index]) if chosen.get(index) else None,
+                          format_func=(lambda o: f"{LETTERS[question.options.index(o)]}. {o}") if presenter else str,
                           disabled=revealed,  # options are engine numbers and the seed's words
                           label_visibility="visible" if presenter else "collapsed")
         if not revealed:
@@ -197,12 +196,14 @@ STEPS = [
     ("From one cache to a server", step_server),
 ]
 
-st.title("Guided tour")
-st.caption(f"The worked example of the article {article.link()}, step by step. Commit to an answer before you "
-           "reveal it; your score is on the last step. The tour always uses the seed scenario; the other pages "
-           "use yours.")
-if state.presenter():
-    st.caption("Presenter mode: read the question aloud, let the class vote by letter, then press Reveal.")
+if state.presenter():  # the room goes to the question, its options large
+    st.html("<style>[class*='st-key-tour_question_'] [data-testid='stRadio'] label p { font-size: 1.5rem; }</style>")
+    st.caption("Guided tour · read the question aloud, let the class vote by letter, then press Reveal.")
+else:
+    st.title("Guided tour")
+    st.caption(f"The worked example of the article {article.link()}, step by step. Commit to an answer before "
+               "you reveal it; your score is on the last step. The tour always uses the seed scenario; the other "
+               "pages use yours.")
 if state.TOUR_STEPPER not in st.session_state:  # back from another page, or opened from a link
     st.session_state[state.TOUR_STEPPER] = state.tour_step()
 index = stepper(state.TOUR_STEPPER, len(STEPS), "Step", format_label=lambda i: f"{i}. {STEPS[i - 1][0]}") - 1

@@ -136,7 +136,7 @@ def _texts_outside_questions(at, questions) -> list[str]:
     for kind in ("markdown", "caption", "info", "success", "error", "warning", "subheader", "title"):
         for element in at.get(kind):
             text = shown(str(element.value))
-            if any(prompt in text for prompt in asked) or text.startswith("**A.**"):
+            if any(prompt in text for prompt in asked):
                 continue
             texts.append(text)
     for frame in at.dataframe:
@@ -168,7 +168,8 @@ def test_nothing_gives_an_answer_away_before_reveal(tour, presenter):
     for index, question in enumerate(questions):  # in order, as a class goes through the tour
         _go_to(tour, STEP_OF_QUESTION[index])
         radio = next(r for r in tour.radio if r.key == f"tour_answer_{index}")
-        assert radio.options == question.options
+        letters = [f"{letter}. " for letter in "ABCDEFGH"[:len(question.options)]] if presenter else [""] * 9
+        assert radio.options == [f"{letter}{o}" for letter, o in zip(letters, question.options)]
         answer = question.options[question.answer]
         others = [_answer_pattern(o) for o in question.options if o != answer]
         # a text that names the answer gives it away unless it names every other option as well

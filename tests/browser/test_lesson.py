@@ -54,14 +54,16 @@ def test_tour_vote_then_reveal_in_presenter_mode(app):
     voting = app.main.locator('[class*="st-key-tour_question_1"]')
     expect(voting.get_by_role("heading", name=re.compile("^Vote first"))).to_be_visible()
     for letter, option in zip("ABCD", question.options):
-        expect(voting).to_contain_text(f"{letter}. {option}")
+        expect(voting.get_by_test_id("stRadio")).to_contain_text(f"{letter}. {option}")
     assert app.font_size_px(voting.locator("h3")) >= 24  # read from the back of the room
+    assert app.font_size_px(voting.get_by_test_id("stRadio").locator("label p").first) >= 24
     outside = app.page.evaluate(OUTSIDE_QUESTIONS_JS)
     assert not re.search(rf"(?<![\d.]){re.escape(answer)}(?!\d)", outside), "the answer shows before Reveal"
     expect(app.main.locator(".js-plotly-plot")).to_have_count(0)
     app.screenshot("tour-presenter-before-reveal")
 
-    voting.get_by_text(answer, exact=True).click()  # the class's answer, recorded at Reveal
+    letter = "ABCD"[question.answer]
+    voting.get_by_text(f"{letter}. {answer}", exact=True).click()  # the class's answer, recorded at Reveal
     app.click_button("Reveal", voting)
     expect(voting.get_by_test_id("stAlertContentSuccess")).to_contain_text(f"Right: {answer}")
     expect(app.main.locator(".js-plotly-plot").first).to_be_visible()

@@ -176,9 +176,9 @@ def share_link(place, url_path: str) -> None:
     params = state.url_params(url_path)
     link = urlunsplit((parts.scheme, parts.netloc, "/" + path, urlencode(params), ""))
     with place:
-        st.caption("Link to exactly this view (the address bar holds it too); the copy button is on the "
-                   "right of the box:" if params else "Link to this page:")
-        st.code(link, language=None, wrap_lines=True)
+        st.caption("**Copy link** to exactly this view (the address bar holds it too): the button at the "
+                   "right of the box" if params else "Link to this page:")
+        st.code(link, language=None, wrap_lines=False)
 
 
 def render(editors: bool = True):
