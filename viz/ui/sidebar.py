@@ -20,6 +20,13 @@ from . import state, tables
 from .common import md_escape
 
 UPLOAD_SEEN = "kv_upload_seen"  # file id of the last applied upload, so it is applied once
+# Accessibility (axe-core, WCAG AA): captions and the links in them at a contrast of at least 4.5:1
+# (Streamlit fades them to 3.9:1), and the link box cut short rather than a scrolling region a
+# keyboard cannot reach (its copy button copies the whole link).
+ACCESSIBLE_CSS = ("<style>[data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] p"
+                  " { color: #5c5b59; opacity: 1; }"
+                  " [data-testid='stCaptionContainer'] a { color: #1f5fa8; }"
+                  " .st-key-kv_share_link pre { overflow: hidden; text-overflow: ellipsis; }</style>")
 
 
 @st.cache_resource
@@ -187,6 +194,7 @@ def render(editors: bool = True):
     In presenter mode only the toggle, the preset, the badge and the link remain; on a page that
     does not read the scenario (``editors`` False) the preset picker and the editors are left out."""
     with st.sidebar:
+        st.html(ACCESSIBLE_CSS)
         presenter = st.toggle("Presenter mode", value=state.presenter(), key=state.PRESENTER_TOGGLE,
                               help="Large type for a projector; editing panels fold away; ← and → step.")
         state.set_presenter(presenter)
