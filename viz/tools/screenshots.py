@@ -41,7 +41,7 @@ def readme_shots() -> list[Shot]:
     """Home, Decode a few steps in, the tour's vote, and Decode in presenter mode."""
     return [Shot("home", "/"), Shot("decode", "/decode", {"step": "3"}),
             Shot("tour", "/tour", {"tour": "3"}),
-            Shot("presenter", "/decode", {"step": "3", "present": "1"}, 1280, 720)]
+            Shot("presenter", "/decode", {"step": "3", "present": "1"}, 1920, 1080)]
 
 
 REVIEW_SIZES = (("1440x900", 1440, 900, False), ("presenter-1280x720", 1280, 720, True),
