@@ -76,11 +76,12 @@ def _heads(scenario: Scenario) -> None:
         base, num_rows="dynamic", width="stretch", key=state.widget_key("heads"),
         disabled=["cacheable"],
         column_config={
-            "name": st.column_config.TextColumn("name", required=True, max_chars=40),
-            "rule": st.column_config.TextColumn("rule", required=True, width="medium",
+            # widths that fit the sidebar with every header in full (the cell editor widens to edit)
+            "name": st.column_config.TextColumn("name", required=True, max_chars=40, width=64),
+            "rule": st.column_config.TextColumn("rule", required=True, width=110,
                                                 help="e.g. k.pos % 2 == 0, k.pos == q.pos, True"),
             "cacheable": st.column_config.TextColumn(
-                "cacheable", width=96, help="Rules that read n change old keys as the sequence grows, "
+                "cacheable", width=94, help="Rules that read n change old keys as the sequence grows, "
                                   "so a KV cache would hold stale keys."),
         })
     if not edited[["name", "rule"]].equals(base[["name", "rule"]]):

@@ -129,8 +129,8 @@ def scenario_from_vocab(scenario: Scenario, frame: pd.DataFrame) -> Scenario:
     return scenario.with_vocab(words)
 
 
-HEADER_CHAR_PX = 8.5  # about one character of a grid header at the app's font, in pixels
-HEADER_PADDING_PX = 36  # the cell's padding and the header's sort/menu room
+HEADER_CHAR_PX = 7.2  # about one character of a grid header or cell (14 px type), in pixels
+HEADER_PADDING_PX = 22  # the cell's padding
 
 
 def header_widths(frame: pd.DataFrame) -> dict[str, int]:
@@ -140,5 +140,5 @@ def header_widths(frame: pd.DataFrame) -> dict[str, int]:
     for column in frame.columns:
         longest = max([len(str(column))] + [len(f"{value:,}" if isinstance(value, int) else str(value))
                                             for value in frame[column]])
-        widths[str(column)] = int(longest * HEADER_CHAR_PX + HEADER_PADDING_PX)
+        widths[str(column)] = math.ceil(longest * HEADER_CHAR_PX + HEADER_PADDING_PX)
     return widths
