@@ -30,7 +30,7 @@ from functools import lru_cache
 import torch
 
 from .model_config import ConfigError, ModelConfig, meta_model
-from .text import clip, first_line
+from .text import brief
 
 LIBRARY_DTYPES = {"fp32": torch.float32, "fp16/bf16": torch.bfloat16}  # what a DynamicCache stores as-is
 MAX_LAYOUT_TOKENS = 100_000_000
@@ -143,7 +143,7 @@ def _run(canonical: str, tokens: int, dtype: str) -> tuple[tuple[str, tuple, tup
                 model.base_model(input_ids=ids, past_key_values=cache, use_cache=True)
     except Exception as err:  # the model's own forward pass, on shapes only
         raise ConfigError("transformers could not run this model on the meta device: "
-                          f"{clip(first_line(err), 160)}") from None
+                          f"{brief(err)}") from None
     out = []
     for layer in cache.layers:
         keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from .text import clip, first_line
+from .text import brief, clip
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 MAX_CONFIG_BYTES = 64 * 1024
@@ -215,7 +215,7 @@ def read_config(text: str | bytes) -> dict:
     except json.JSONDecodeError as err:
         raise ConfigError(f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
     except (ValueError, RecursionError) as err:
-        raise ConfigError(f"not valid JSON: {_first_line(err)}") from None
+        raise ConfigError(f"not valid JSON: {brief(err)}") from None
     if not isinstance(raw, dict):
         raise ConfigError("a config.json is a JSON object ({...}), not a " + type(raw).__name__)
     if not isinstance(raw.get("model_type"), str) or not raw["model_type"]:
@@ -267,7 +267,7 @@ def hf_config(raw: dict):
     try:
         config = CONFIG_MAPPING[kind](**fields).get_text_config(decoder=True)
     except Exception as err:  # a config class validates its fields in its own ways
-        raise ConfigError(f"transformers refused this {kind} config: {_first_line(err)}") from None
+        raise ConfigError(f"transformers refused this {kind} config: {brief(err)}") from None
     if config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         raise ConfigError(f"'{clip(kind)}' is not a decoder language model transformers can build")
     for label, (cap, keys) in SIZE_CAPS.items():  # again, now with the class's defaults filled in
@@ -286,7 +286,7 @@ def model_config(raw: dict, name: str = "Your config.json", source: str = "") ->
     except ConfigError:
         raise
     except Exception as err:  # a config class's own properties can refuse their combination
-        raise ConfigError(f"transformers could not read this config: {_first_line(err)}") from None
+        raise ConfigError(f"transformers could not read this config: {brief(err)}") from None
     canonical = json.dumps(raw, sort_keys=True)
     counts = parameter_counts(canonical)
     dtype_name = str(raw.get("torch_dtype") or raw.get("dtype") or "")
@@ -372,7 +372,7 @@ def meta_model(canonical: str, dtype: torch.dtype = torch.float32) -> torch.nn.M
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation="eager")
     except Exception as err:  # a config that passes its class can still fail to build
-        raise ConfigError(f"transformers could not build this model: {_first_line(err)}") from None
+        raise ConfigError(f"transformers could not build this model: {brief(err)}") from None
     return model.to(dtype).eval().requires_grad_(False)
 
 
@@ -416,7 +416,3 @@ def preset(name: str) -> ModelConfig:
     if name not in PRESET_FILES:
         raise ConfigError(f"no preset called '{clip(name)}'")
     return model_config(read_config(preset_text(name)), name, PRESET_FILES[name][1])
-
-
-def _first_line(err: BaseException) -> str:
-    return clip(first_line(err).strip(), 160)

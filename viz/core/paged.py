@@ -33,7 +33,6 @@ import torch
 
 from .cache import TokenInfo, _check_truncate
 from .engine import Generation, ToyModel
-from .rules import compile_rule
 from .scenario import MAX_DECODE_STEPS, Scenario
 
 MAX_BLOCK_SIZE = 64
@@ -323,10 +322,9 @@ def same_outputs(a: PagedRun, b: PagedRun) -> bool:
 
 def sharing_refusal(scenario: Scenario) -> str:
     """Why prompts with a common prefix cannot share blocks, or "" when they can."""
-    readers = [head.name for head in scenario.heads if not compile_rule(head.rule).cacheable]
-    if not readers:
+    names = scenario.n_readers()
+    if not names:
         return ""
-    names = ", ".join(f"'{name}'" for name in readers)
     return (f"Head {names} reads n, so a prompt key depends on how long the whole prompt is: the "
             "same prefix inside a longer prompt gets different keys, and sharing its blocks would "
             "be wrong. Sharing needs the cache-safe form of the rule.")

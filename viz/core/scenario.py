@@ -176,6 +176,10 @@ class Scenario:
         heads = tuple(replace(h, rule=cache_safe_rule(h.rule)) for h in self.heads)
         return _validated(replace(self, heads=heads))
 
+    def n_readers(self) -> str:
+        """The names of the heads whose rule reads ``n`` (not cacheable), quoted and joined, or ""."""
+        return ", ".join(f"'{h.name}'" for h in self.heads if not compile_rule(h.rule).cacheable)
+
     def default_value(self, token: str) -> float:
         """A token without a value takes its vocabulary value, or 1."""
         return next((w.value for w in self.vocab if w.token == token), 1.0)

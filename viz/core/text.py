@@ -10,7 +10,7 @@ breaks only where a field may hold several lines (the prompt, the description).
 
 :func:`problem` says what is wrong in words that name the character and where it is;
 :func:`shown` makes any text safe to quote in a message (clipped, such characters as ``\\uXXXX``);
-:func:`first_line` and :func:`clip` shorten error messages; :func:`whole_number` checks a count.
+:func:`first_line`, :func:`brief` and :func:`clip` shorten error messages; :func:`whole_number` checks a count.
 """
 
 from __future__ import annotations
@@ -51,8 +51,15 @@ def problem(text: str, *, multiline: bool = False) -> str | None:
 
 
 def first_line(err: BaseException) -> str:
-    """An error's message in one line (torch's can run to many), or its type if it has none."""
-    return (str(err).splitlines() or [type(err).__name__])[0]
+    """An error's message in one line (torch's can run to many): its first line with text, or its
+    type if it has none."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return lines[0] if lines else type(err).__name__
+
+
+def brief(err: BaseException, limit: int = 160) -> str:
+    """An error's first line, clipped: what a message quotes from a library's error."""
+    return clip(first_line(err), limit)
 
 
 def clip(text: object, limit: int = 60) -> str:

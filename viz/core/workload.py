@@ -32,7 +32,6 @@ from typing import NamedTuple
 import torch
 
 from .engine import WorkCounts
-from .rules import compile_rule
 from .scenario import Scenario
 from .tokenizer import tokenize
 
@@ -92,10 +91,9 @@ def token_values(scenario: Scenario, tokens: list[str] | tuple[str, ...]) -> tup
 
 def serving_refusal(scenario: Scenario) -> str:
     """Why this scenario cannot be served with shared, chunked or recomputed keys, or "" if it can."""
-    readers = [head.name for head in scenario.heads if not compile_rule(head.rule).cacheable]
-    if not readers:
+    names = scenario.n_readers()
+    if not names:
         return ""
-    names = ", ".join(f"'{name}'" for name in readers)
     return (f"Head {names} reads n, so a key depends on how long the sequence was when it was "
             "encoded. A chunk, a shared prefix block or a recomputed key would then hold other "
             "numbers than decoding the request alone, so the server needs the cache-safe form.")

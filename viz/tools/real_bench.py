@@ -24,15 +24,15 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Callable
 
 import torch
 
 from ..core.device import describe_device
+from ..core.timing import timed
 from ..core.real.model import (SHIPPED_MODELS, CachedDecoder, Decoder, RealModel, RealModelError, UncachedDecoder,
-                               encode, generate, load_model, measure_cache, sync_device)
+                               encode, generate, load_model, measure_cache)
 
 PROMPT = 'The "return" statement'
 LENGTHS = (16, 32, 64, 128, 256)
@@ -51,12 +51,9 @@ def _medians(device: torch.device, runs: dict[str, Timed], repeats: int) -> dict
     for round_ in range(repeats + 1):
         for name, (setup, run) in runs.items():
             setup()
-            sync_device(device)
-            start = time.perf_counter()
-            run()
-            sync_device(device)
+            elapsed, _ = timed(run, device)
             if round_:
-                times[name].append(time.perf_counter() - start)
+                times[name].append(elapsed)
     return {name: statistics.median(values) for name, values in times.items()}
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import statistics
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +38,8 @@ import torch
 from ..device import pick_device
 from ..model_config import SLIDING_KINDS, ConfigError, layer_kinds, tokens_kept
 from ..sampling import SampleResult, sample
+from ..text import brief
+from ..timing import timed
 from ..scenario import MAX_TEMPERATURE, STRATEGIES, Sampling
 from .folder import FolderError, check_folder, display_name, scrub
 
@@ -232,7 +233,7 @@ def load_model(path: str | Path | None = None, device: str | torch.device | None
                                                      attn_implementation="eager", **kwargs)
     except (OSError, ValueError, KeyError, TypeError, ImportError, RuntimeError) as err:
         raise RealModelError(f"could not load a causal language model from '{display_name(str(path))}': "
-                             f"{scrub(_first_line(err), folder, str(path))}") from None
+                             f"{scrub(brief(err), folder, str(path))}") from None
     model = model.to(dev).eval().requires_grad_(False)
     name = next((label for shipped, label in SHIPPED_MODELS.values() if folder == shipped),
                 display_name(str(path)))
@@ -258,22 +259,13 @@ def _shape(model: torch.nn.Module) -> ModelShape:
     try:
         kinds = tuple(layer_kinds(config))
     except (ConfigError, ValueError, TypeError) as err:
-        raise RealModelError(f"cannot tell which layers use a sliding window: {_first_line(err)}") from None
+        raise RealModelError(f"cannot tell which layers use a sliding window: {brief(err)}") from None
     window = getattr(config, "sliding_window", None) or getattr(config, "attention_chunk_size", None) or 0
     return ModelShape(layers=config.num_hidden_layers, heads=heads, kv_heads=kv_heads,
                       head_dim=head_dim, vocab=model.get_output_embeddings().weight.shape[0],
                       max_positions=min(positions, MAX_SEQ_LEN),
                       parameters=sum(p.numel() for p in model.parameters()), layer_kinds=kinds,
                       window=int(window))
-
-
-def _first_line(err: BaseException) -> str:
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return _clip(lines[0] if lines else type(err).__name__, 160)
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # -- tokens -----------------------------------------------------------------------------------
@@ -319,13 +311,6 @@ def check_sampling(settings: Sampling) -> Sampling:
 def _prediction(logits: torch.Tensor) -> Prediction:
     logits = logits.detach().float().cpu()  # (vocab,)
     return Prediction(logits, torch.softmax(logits.double(), dim=-1))
-
-
-def sync_device(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
 
 
 # -- decoding ---------------------------------------------------------------------------------
@@ -568,10 +553,7 @@ def compare_cache(real: RealModel, ids: list[int] | tuple[int, ...], steps: int,
             for repeat in range(repeats):
                 if repeat:
                     decoder.rewind(1)
-                sync_device(real.device)
-                start = time.perf_counter()
-                logits[i] = decoder.decode_step(chosen[i][-1])
-                sync_device(real.device)
-                times.append(time.perf_counter() - start)
+                elapsed, logits[i] = timed(lambda: decoder.decode_step(chosen[i][-1]), real.device)
+                times.append(elapsed)
             seconds[i].append(statistics.median(times))
     return CacheComparison(len(ids), chosen[0], chosen[1], diffs, seq_lens, seconds[0], seconds[1])
