@@ -21,7 +21,7 @@ from viz.ui.common import md_escape
 from apptest_helpers import by_label, edit_table, errors, scenario, shown
 
 PAGES = ["pages/prefill.py", "pages/decode.py", "pages/tour.py", "pages/cost.py", "pages/real_model.py",
-         "pages/at_scale.py", "pages/memory.py"]
+         "pages/at_scale.py", "pages/memory.py", "pages/home.py"]
 
 
 def rendered(at) -> list[tuple[str, str]]:
