@@ -1,10 +1,14 @@
 """kvlab: the router and the shared frame around every page.
 
 Restores the view from the URL, draws the shared sidebar (scenario editors, presets, presenter
-mode, device badge), runs the selected page, then writes the view back into the URL so the address
-bar is always a share link. The sidebar and the page run inside the guard (viz.ui.guard): whatever
-they raise becomes a short message, the last view that rendered comes back, the traceback goes to
-the server log.
+mode, device badge, the link to this view), runs the selected page, then writes the view back into
+the URL so the address bar is always a share link. The sidebar and the page run inside the guard
+(viz.ui.guard): whatever they raise becomes a short message, the last view that rendered comes
+back, the traceback goes to the server log.
+
+The navigation is ordered as a lesson: start (Home, the guided tour), the two phases (Prefill,
+Decode), what the cache costs and saves (Cost, Memory, At scale), then the real thing (Real model,
+Serving). Home is served at /; a link made before Home existed (/ with a view in it) opens Prefill.
 """
 
 import os
@@ -19,29 +23,40 @@ from viz.ui.common import favicon, frame_style
 # the cores. KVLAB_TORCH_THREADS raises it (the Cost page's timings use whatever is set here).
 torch.set_num_threads(int(os.environ.get("KVLAB_TORCH_THREADS", "1")))
 st.set_page_config(page_title="kvlab", page_icon=favicon(), layout="wide")
-state.init()
 
 # Each url_path is its file's name: until some session has called st.navigation, Streamlit's legacy
 # pages/ discovery answers a first visit by file name, and any other path shows "Page not found".
 PAGES = [
-    st.Page("pages/prefill.py", title="Prefill", icon=":material/grid_on:", default=True),  # served at /
-    st.Page("pages/decode.py", title="Decode", icon=":material/playlist_add:", url_path="decode"),
+    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),  # served at /
     st.Page("pages/tour.py", title="Guided tour", icon=":material/school:", url_path="tour"),
+    st.Page("pages/prefill.py", title="Prefill", icon=":material/grid_on:", url_path="prefill"),
+    st.Page("pages/decode.py", title="Decode", icon=":material/playlist_add:", url_path="decode"),
     st.Page("pages/cost.py", title="Cost", icon=":material/speed:", url_path="cost"),
-    st.Page("pages/real_model.py", title="Real model", icon=":material/neurology:", url_path="real_model"),
-    st.Page("pages/at_scale.py", title="At scale", icon=":material/calculate:", url_path="at_scale"),
     st.Page("pages/memory.py", title="Memory", icon=":material/view_module:", url_path="memory"),
+    st.Page("pages/at_scale.py", title="At scale", icon=":material/calculate:", url_path="at_scale"),
+    st.Page("pages/real_model.py", title="Real model", icon=":material/neurology:", url_path="real_model"),
     st.Page("pages/serving.py", title="Serving", icon=":material/dns:", url_path="serving"),
 ]
+# Pages that read the scenario show its editors; the others (Home, the tour on the seed, Cost on its
+# benchmark scenario, Real model on its own model) leave them out of the sidebar.
+EDITOR_PAGES = {"prefill", "decode", "memory", "at_scale", "serving"}
 page = st.navigation(PAGES)
+state.init(page.url_path)
 guard.begin()
+editors = page.url_path in EDITOR_PAGES
 with guard.frame("the sidebar", st.sidebar):
-    sidebar.render()
+    link = sidebar.render(editors)
 # The sidebar's width is in pixels, so presenter mode's large type does not widen it; presenter
 # mode (editors folded away) gives the room to the main area.
 st.html(frame_style(state.presenter()))
 top = st.container()  # the guard's message goes above whatever the page drew before it failed
+refused = state.refused_edits() if editors else []
+if refused:  # the sidebar shows each message next to its editor; the page says what is in force
+    top.warning(f"Your last edit of the {', '.join(refused)} was refused (the sidebar says why): "
+                "this page still shows the last good scenario.", icon=":material/history:")
 with guard.frame(f"the page {page.title}", top):
     page.run()
 guard.remember()
-state.sync_url()
+with guard.frame("the link to this view", st.sidebar):
+    sidebar.share_link(link, page.url_path)
+state.sync_url(page.url_path)

@@ -18,6 +18,7 @@ from viz.figures import memory as figures
 from viz.figures import roofline as roof
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot
+from viz.ui.tables import header_widths
 
 state.require_frame()
 MODEL = "scale_model"
@@ -152,8 +153,9 @@ with gpu_tab:
                    "would suggest." if fit.pooled_sequences != fit.sequences else "."), icon=":material/info:")
     plot(figures.gpu_split_figure(fit, batch), key="scale_split")
     st.markdown(f"**Every GPU** ({gpus} × each, weights in {weights_dtype})")
-    st.dataframe(figures.gpu_table(fits_by_gpu(memory, gpus, weights_dtype, usable, reserve)),
-                 hide_index=True, width="stretch")
+    gpu_table = figures.gpu_table(fits_by_gpu(memory, gpus, weights_dtype, usable, reserve))
+    st.dataframe(gpu_table, hide_index=True, width="stretch",  # every header in full
+                 column_config={c: st.column_config.Column(width=w) for c, w in header_widths(gpu_table).items()})
     st.caption("Memory: nvidia-smi's total (rocm-smi for the MI300X), with sources in viz/core/gpus.py; the "
                "README lists them.")
 

@@ -20,6 +20,13 @@ def counts(table) -> dict:
             for column in table.columns if table[column].dtype.kind == "i"}
 
 
+@st.cache_data(max_entries=4, ttl=600, show_spinner="Measuring a quick first sweep on this machine…")
+def quick_measurement(device: str, config: sweep.LiveConfig) -> sweep.CostMeasurement:
+    """The small sweep shown on arrival, one per device and configuration, shared for ten minutes
+    (a first visit never waits long, and many arrivals do not each time the machine)."""
+    return sweep.live_cost(device, None, config)
+
+
 header("Cost", "Decoding with and without the KV cache: the work the engine counts, next to the "
                "time it takes on this machine, measured live.")
 
@@ -63,12 +70,19 @@ if st.session_state.get(FAILURE):
     st.warning(st.session_state[FAILURE], icon=":material/hourglass_top:")
 
 measurement = results.get(device)
+if measurement is None:  # on arrival: a quick sweep, so the page never opens empty
+    try:
+        measurement = quick_measurement(device, sweep.QUICK)
+        st.info(f"A quick first measurement (decode up to n = {sweep.QUICK.decode_sizes[-1]}, about "
+                f"{sweep.QUICK.budget_s:g} s). Press **Measure** for the full sweep.", icon=":material/speed:")
+    except (sweep.MeasurementBusy, RuntimeError, ValueError):
+        st.info("Press **Measure** to time decoding on this machine. Until then, the plain version: "
+                "without a cache every new token redoes the whole n × n attention, O(n²) work per token; "
+                "with a cache it computes one new key and reads the n cached ones, O(n).",
+                icon=":material/speed:")
 summary = sweep.summarize_cost(measurement) if measurement else None
 if measurement is None:
-    st.info("Press **Measure** to time decoding on this machine. Until then, the plain version: "
-            "without a cache every new token redoes the whole n × n attention, O(n²) work per token; "
-            "with a cache it computes one new key and reads the n cached ones, O(n).",
-            icon=":material/speed:")
+    pass
 elif summary is None:
     st.warning("The measurement was cut short before it timed both decode modes at one size; "
                "press Measure again.")

@@ -54,10 +54,12 @@ choice = st.segmented_control("Model", list(SHIPPED), default=list(SHIPPED)[0], 
 shipped = str(SHIPPED[choice])
 if state.public_host():  # a public server never lets visitors name folders on its disk
     path = ""
-else:
-    path = st.text_input("Model directory", key=REAL_PATH, placeholder="empty: the shipped model chosen above",
-                         help="Any local Hugging Face causal-LM folder (config.json, *.safetensors, tokenizer "
-                              "files). Nothing is downloaded.").strip()
+else:  # for whoever runs kvlab on their own machine: folded away, a student starts with the shipped models
+    with st.expander("Advanced: another model from a folder on this machine", icon=":material/folder_open:",
+                     expanded=bool(st.session_state.get(REAL_PATH))):
+        path = st.text_input("Model directory", key=REAL_PATH, placeholder="empty: the shipped model chosen above",
+                             help="Any local Hugging Face causal-LM folder (config.json, *.safetensors, tokenizer "
+                                  "files). Nothing is downloaded.").strip()
 try:
     real = shared_model(path or shipped)
     st.session_state[REAL_GOOD_PATH] = path

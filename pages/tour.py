@@ -9,15 +9,13 @@ from viz.core.engine import MODES
 from viz.core.explain import check_cache, explain_position
 from viz.figures import serving, toy
 from viz.core.scheduler import serve
-from viz.core.tour import (TOUR_SERVER, Question, question_even, question_join, question_keys, question_mask,
+from viz.core.tour import (TOUR_SERVER, Question, tour_score, question_even, question_join, question_keys, question_mask,
                            question_no_match, question_prefix, question_stale, question_winner, tour_workload)
-from viz.ui import state
-from viz.ui.common import header, md_escape, plot, stepper
+from viz.ui import article, state
+from viz.ui.common import md_escape, plot, stepper
 
 state.require_frame()
-STEP = "tour_step"
-ANSWER = "tour_answer_{}"
-REVEALED = "tour_revealed_{}"
+LETTERS = "ABCDEFGH"
 
 seed = load_preset("seed")
 prefill = generate(seed, 1)
@@ -26,22 +24,39 @@ kv, full = runs["kv"], runs["recompute"]
 last_head = next(h for h, ok in enumerate(kv.cacheable) if not ok)
 
 
-def ask(index: int, question: Question) -> None:
-    """Ask, let the class commit to an answer, then reveal the engine's number."""
-    with st.container(border=True):
-        st.markdown(f"**Predict first:** {md_escape(question.prompt)}")
-        choice = st.radio("Your answer", question.options, index=None, key=ANSWER.format(index),
-                          horizontal=True, label_visibility="collapsed")
-        if st.button("Reveal", key=f"tour_reveal_button_{index}", icon=":material/visibility:"):
-            st.session_state[REVEALED.format(index)] = True
-        if st.session_state.get(REVEALED.format(index)):
-            right = question.options[question.answer]
-            if choice is None:
-                st.info(f"Answer: **{md_escape(right)}**. {md_escape(question.explanation)}")
-            elif choice == right:
-                st.success(f"Right: **{md_escape(right)}**. {md_escape(question.explanation)}")
-            else:
-                st.error(f"Not quite: it is **{md_escape(right)}**. {md_escape(question.explanation)}")
+def ask(index: int, question: Question) -> bool:
+    """Ask, let the student (or the class) commit to an answer, then reveal the engine's number.
+
+    Returns whether this question is revealed: a step draws whatever gives the answer away (its
+    figures, its numbers) only then. The choice is recorded at Reveal and counts for the score."""
+    presenter = state.presenter()
+    chosen = state.tour_choices()
+    revealed = index in chosen
+    with st.container(border=True, key=f"tour_question_{index}"):
+        prompt = md_escape(question.prompt)
+        st.markdown(f"### Vote first: {prompt}" if presenter else f"**Predict first:** {prompt}")
+        # In presenter mode the options are lettered, one a line, for a class voting by letter.
+        choice = st.radio("The class's answer (optional)" if presenter else "Your answer", question.options,
+                          key=f"tour_answer_{index}", horizontal=not presenter,
+                          index=question.options.index(chosen[index]) if chosen.get(index) else None,
+                          format_func=(lambda o: f"{LETTERS[question.options.index(o)]}. {o}") if presenter else str,
+                          disabled=revealed,  # options are engine numbers and the seed's words
+                          label_visibility="visible" if presenter else "collapsed")
+        if not revealed:
+            if st.button("Reveal", key=f"tour_reveal_button_{index}", icon=":material/visibility:",
+                         type="primary" if presenter else "secondary"):
+                state.reveal(index, choice)
+                st.rerun()
+            return False
+        right, picked = question.options[question.answer], chosen[index]
+        if picked is None:
+            st.info(f"Answer: **{md_escape(right)}**. {md_escape(question.explanation)}")
+        elif picked == right:
+            st.success(f"Right: **{md_escape(right)}**. {md_escape(question.explanation)}")
+        else:
+            st.error(f"Not quite: you chose {md_escape(picked)}, it is **{md_escape(right)}**. "
+                     f"{md_escape(question.explanation)}")
+    return True
 
 
 def step_prompt() -> None:
@@ -58,43 +73,45 @@ def step_prompt() -> None:
 
 def step_mask() -> None:
     st.markdown("Prefill handles every position of the prompt **in one pass**. To keep a token from "
-                "looking ahead, a causal mask hides all later positions before the softmax.")
-    plot(toy.causal_mask_figure(prefill), key="tour_mask")
-    ask(0, question_mask(prefill))
+                "looking ahead, a causal mask hides some positions before the softmax.")
+    if ask(0, question_mask(prefill)):
+        plot(toy.causal_mask_figure(prefill), key="tour_mask")
 
 
 def step_contexts() -> None:
     st.markdown("Each head scores every visible key: +√d_k = +8 where its rule holds, −8 where it does "
                 "not. Softmax turns the scores into weights, and the context is the weighted sum of values.")
-    plot(toy.small_multiples(prefill), key="tour_multiples")
-    ask(1, question_even(prefill))
-    st.markdown("At the last position, every head:")
-    for row in explain_position(prefill, len(prefill.prefill.tokens) - 1):
-        st.markdown(f"- {md_escape(row.text)}")
-    plot(toy.contexts_figure(prefill), key="tour_contexts")
+    st.dataframe({"position": list(range(1, len(prefill.prefill.tokens) + 1)),
+                  "token": prefill.prefill.tokens, "value": list(seed.values)}, hide_index=True)
+    if ask(1, question_even(prefill)):
+        plot(toy.small_multiples(prefill), key="tour_multiples")
+        st.markdown("At the last position, every head:")
+        for row in explain_position(prefill, len(prefill.prefill.tokens) - 1):
+            st.markdown(f"- {md_escape(row.text)}")
+        plot(toy.contexts_figure(prefill), key="tour_contexts")
 
 
 def step_nothing() -> None:
     st.markdown("What does a head do when its rule matches **no** visible key?")
-    ask(2, question_no_match(prefill))
-    plot(toy.stage_figure(prefill, 0, "weights", 0), key="tour_nothing")
+    if ask(2, question_no_match(prefill)):
+        plot(toy.stage_figure(prefill, 0, "weights", 0), key="tour_nothing")
 
 
 def step_logits() -> None:
     st.markdown("The context of the last position, one number per head, is multiplied by W_vocab: one "
                 "column per word, one row per head. The result is a logit per word.")
     st.dataframe(toy.vocab_table(prefill), hide_index=True)
-    ask(3, question_winner(prefill))
-    plot(toy.prediction_figure(prefill), key="tour_prediction")
+    if ask(3, question_winner(prefill)):
+        plot(toy.prediction_figure(prefill), key="tour_prediction")
 
 
 def step_no_cache() -> None:
-    st.markdown("The model appends 'nice' (value 7) and predicts again. Without a cache, **every** key "
-                "and value is computed again for the longer sequence, though only one token is new.")
-    st.info(md_escape(" ".join(f"{w}" for w in full.tokens[:5])) + " → "
-            + md_escape(f"{full.steps[1].counts.keys_encoded} keys encoded, "
-                        f"{full.steps[1].counts.scores} scores"))
-    ask(4, question_keys(full, kv))
+    st.markdown("The model appends the word it predicted and predicts again. Without a cache, **every** "
+                "key and value is computed again for the longer sequence, though only one token is new.")
+    if ask(4, question_keys(full, kv)):
+        st.info(md_escape(" ".join(f"{w}" for w in full.tokens[:5])) + " → "
+                + md_escape(f"{full.steps[1].counts.keys_encoded} keys encoded without a cache, "
+                            f"{kv.steps[1].counts.keys_encoded} with it"))
 
 
 def step_cache() -> None:
@@ -107,13 +124,13 @@ def step_cache() -> None:
 
 
 def step_bug() -> None:
-    st.markdown("The article prints the same decode context with and without the cache. kvlab computes "
-                "both, and they differ in one head:")
-    st.dataframe(toy.comparison_table(check_cache(kv, full, 1)), hide_index=True)
-    ask(5, question_stale(full, kv, last_head))
-    st.markdown("The cache-safe form of the rule reads the **query's** position instead of n: "
-                "`k.pos == q.pos`, 'attend to self'. The *cache-safe* preset uses it; there the cache and "
-                "recomputation agree at every step.")
+    st.markdown("The article prints the same decode context with and without the cache, and they differ "
+                "in one head. kvlab computes both:")
+    if ask(5, question_stale(full, kv, last_head)):
+        st.dataframe(toy.comparison_table(check_cache(kv, full, 1)), hide_index=True)
+        st.markdown("The cache-safe form of the rule reads the **query's** position instead of n: "
+                    "`k.pos == q.pos`, 'attend to self'. The *cache-safe* preset uses it; there the cache "
+                    "and recomputation agree at every step.")
 
 
 def step_server() -> None:
@@ -125,17 +142,46 @@ def step_server() -> None:
     workload = tour_workload(served)
     continuous = serve(served, workload, TOUR_SERVER)
     static = serve(served, workload, replace(TOUR_SERVER, policy="static"))
-    plot(serving.timeline_figure(continuous, title="Continuous batching: C takes B's slot when B is done"),
-         key="tour_continuous")
-    plot(serving.timeline_figure(static, title="Static batching: C waits for the whole batch"), key="tour_static")
-    ask(6, question_join(continuous, static, 2))
+    # One question at a time: each figure here shows the answer of the question before it.
+    if not ask(6, question_prefix(continuous, 2)):
+        return
     shared = next(it.index for it in continuous.iterations if any(len(b.owners) > 1 for b in it.blocks))
     plot(serving.pool_figure(continuous, shared), key="tour_pool")
-    ask(7, question_prefix(continuous, 2))
+    plot(serving.timeline_figure(static, title="Static batching: the third request waits for the whole batch"),
+         key="tour_static")
+    if not ask(7, question_join(continuous, static, 2)):
+        return
+    plot(serving.timeline_figure(continuous, title="Continuous batching: C takes B's slot when B is done"),
+         key="tour_continuous")
     st.markdown("The same ideas run real servers (vLLM, TGI, TensorRT-LLM): paged blocks, continuous "
                 "batching, chunked prefill, prefix caching, speculative decoding and FlashAttention. The "
                 "Serving page runs each of them on your scenario.")
     st.page_link("pages/serving.py", label="Open the Serving page", icon=":material/dns:")
+
+
+def questions() -> list[Question]:
+    """Every question of the tour, in order (index = the question's number in ``ask``)."""
+    served = seed.cache_safe()
+    continuous = serve(served, tour_workload(served), TOUR_SERVER)
+    static = serve(served, tour_workload(served), replace(TOUR_SERVER, policy="static"))
+    return [question_mask(prefill), question_even(prefill), question_no_match(prefill),
+            question_winner(prefill), question_keys(full, kv), question_stale(full, kv, last_head),
+            question_prefix(continuous, 2), question_join(continuous, static, 2)]
+
+
+def score() -> None:
+    """The tally of the revealed questions, and a way to start the questions again."""
+    asked = questions()
+    if len(asked) - 1 not in state.tour_choices():
+        st.caption("Your score appears here once the last question is revealed.")
+        return
+    tally = tour_score(asked, state.tour_choices())
+    st.markdown(f"**Your score: {tally.right} of {tally.total}** right"
+                + (f" ({tally.unanswered} revealed without a vote, {tally.unrevealed} not revealed yet)."
+                   if tally.unanswered or tally.unrevealed else "."))
+    if st.button("Start the questions again", icon=":material/restart_alt:", key="tour_again"):
+        state.forget_choices()
+        st.rerun()
 
 
 STEPS = [
@@ -150,10 +196,21 @@ STEPS = [
     ("From one cache to a server", step_server),
 ]
 
-header("Guided tour", "The article's example, step by step. Commit to an answer before you reveal it. "
-                      "The tour always uses the seed scenario; the other pages use yours.")
-index = stepper(STEP, len(STEPS), "Step", format_label=lambda i: f"{i}. {STEPS[i - 1][0]}") - 1
+if state.presenter():  # the room goes to the question, its options large
+    st.html("<style>[class*='st-key-tour_question_'] [data-testid='stRadio'] label p { font-size: 1.5rem; }</style>")
+    st.caption("Guided tour · read the question aloud, let the class vote by letter, then press Reveal.")
+else:
+    st.title("Guided tour")
+    st.caption(f"The worked example of the article {article.link()}, step by step. Commit to an answer before "
+               "you reveal it; your score is on the last step. The tour always uses the seed scenario; the other "
+               "pages use yours.")
+if state.TOUR_STEPPER not in st.session_state:  # back from another page, or opened from a link
+    st.session_state[state.TOUR_STEPPER] = state.tour_step()
+index = stepper(state.TOUR_STEPPER, len(STEPS), "Step", format_label=lambda i: f"{i}. {STEPS[i - 1][0]}") - 1
+state.set_tour_step(index + 1)
 title, render = STEPS[index]
 st.subheader(f"{index + 1}. {title}")
 render()
+if index == len(STEPS) - 1:
+    score()
 st.caption(f"Step {index + 1} of {len(STEPS)} · ← and → move through the tour.")

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from viz.ui import state
+
+# Every page script, as AppTest's switch_page names them (Prefill first: old links open there).
+ALL_PAGES = sorted((f"pages/{p.name}" for p in (Path(__file__).resolve().parents[1] / "pages").glob("*.py")),
+                   key=lambda page: (page != "pages/prefill.py", page))
 
 
 def scenario(at):

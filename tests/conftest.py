@@ -25,10 +25,13 @@ def explicit_navigation(monkeypatch):
 
 @pytest.fixture
 def app():
-    """The whole app (app.py's frame around the default page), run once with a fresh session."""
+    """The whole app (app.py's frame) on the Prefill page, the first page with the scenario editors,
+    with a fresh session (the default page, Home, shows no editors)."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file("../app.py", default_timeout=120)
     at.run()
+    assert not at.exception, at.exception
+    at.switch_page("pages/prefill.py").run()
     assert not at.exception, at.exception
     return at

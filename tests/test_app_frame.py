@@ -10,7 +10,7 @@ from viz import load_preset
 from viz.core.share import View, encode_view
 from viz.ui import state
 
-from apptest_helpers import by_label, edit_table, errors, scenario
+from apptest_helpers import by_label, edit_table, errors, scenario, shown
 
 
 def test_app_opens_with_the_seed(app):
@@ -169,3 +169,58 @@ def test_upload_applies_a_scenario_file_once(app):
     app.get("file_uploader")[0].upload("bad.json", b'{"version": 9}', "application/json").run()
     assert any("unsupported scenario version 9" in e for e in errors(app))
     assert scenario(app) == load_preset("previous-token")
+
+
+def test_home_is_the_default_page_with_three_paths_and_the_article():
+    """/ opens Home on the seed: three ways in, the source article linked, no view in the address."""
+    from viz.ui import article
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    at.run()
+    assert not at.exception
+    assert scenario(at) == load_preset("seed")
+    assert at.title[0].value.startswith("kvlab")
+    assert any(article.URL in m.value and article.TITLE in m.value for m in at.markdown)
+    assert {"Take the tour", "Present in class", "Explore"} <= {s.value for s in at.subheader}
+    assert not at.data_editor and not at.text_input  # Home does not use the editors
+    assert dict(at.query_params) == {}
+
+
+def test_present_in_class_turns_presenter_mode_on_and_opens_decode():
+    """Home's "Present Decode" turns presenter mode on (the toggle shows it) and opens Decode."""
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    at.run()
+    next(b for b in at.button if b.key == "home_present_decode").click().run()
+    assert not at.exception
+    assert at.session_state[state.PRESENTER] and by_label(at.toggle, "Presenter mode").value
+    assert at.title[0].value.startswith("Decode")
+    assert at.query_params.get("present") in ("1", ["1"])
+
+
+def test_an_old_link_at_the_root_opens_prefill():
+    """A link made when / was Prefill (a view in the query, no path) opens Prefill with that view."""
+    params = encode_view(View(load_preset("seed"), position=3))
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert at.title[0].value.startswith("Prefill") and at.session_state[state.POSITION] == 3
+    shown = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+    assert shown == params
+
+
+def test_a_refused_rule_is_announced_on_the_page(app):
+    """A rule that cannot be parsed gets a plain-words hint in the sidebar and a notice on the page."""
+    edit_table(app, "heads", edited_rows={0: {"rule": "k.pos =="}})
+    assert any("after `==` write a value, e.g. `k.pos == 1`" in shown(e) for e in errors(app))
+    assert any("still shows the last good scenario" in w.value for w in app.warning)
+    assert scenario(app).heads == load_preset("seed").heads
+
+
+@pytest.mark.parametrize("page, editors", [("pages/tour.py", False), ("pages/cost.py", False),
+                                           ("pages/memory.py", True), ("pages/decode.py", True)])
+def test_editors_only_on_pages_that_use_the_scenario(app, page, editors):
+    """The sidebar's scenario editors show where the page reads the scenario, and nowhere else."""
+    app.switch_page(page).run()
+    assert not app.exception
+    assert bool(app.text_input) == editors and bool(app.data_editor) == editors

@@ -62,7 +62,7 @@ def test_a_fault_that_is_not_the_visitors_does_not_loop(fails_on):
 
     fails_on(None)
     at = AppTest.from_file("../app.py", default_timeout=120)
-    at.run()
+    at.switch_page("pages/prefill.py").run()  # a first visit at /prefill (Home computes nothing)
     assert not at.exception
     assert guard.FAILED in errors(at)
     assert by_label(at.text_input, "Prompt").value == "Today's weather is so …"  # the sidebar drew

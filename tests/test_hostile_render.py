@@ -18,10 +18,9 @@ from viz import load_preset
 from viz.core.share import View, encode_view
 from viz.ui.common import md_escape
 
-from apptest_helpers import by_label, edit_table, errors, scenario, shown
+from apptest_helpers import ALL_PAGES, by_label, edit_table, errors, scenario, shown
 
-PAGES = ["pages/prefill.py", "pages/decode.py", "pages/tour.py", "pages/cost.py", "pages/real_model.py",
-         "pages/at_scale.py", "pages/memory.py"]
+PAGES = ALL_PAGES
 
 
 def rendered(at) -> list[tuple[str, str]]:

@@ -215,3 +215,20 @@ def test_compare_adds_curves(at):
     assert at.multiselect(key="scale_compare").value == ["Gemma-2-9B", "DeepSeek-V3"]
     curves = [trace for trace in figure(at, "Cache memory grows")["data"] if trace.get("mode") == "lines"]
     assert [trace["name"] for trace in curves] == ["Llama-2-7B", "Gemma-2-9B", "DeepSeek-V3"]
+
+
+def test_gpu_table_columns_are_wide_enough_for_their_headers():
+    """Each GPU-table column gets a width that holds its whole header and its longest cell."""
+    from viz.core.gpus import GPUS
+    from viz.core.memory import cache_memory, fits_by_gpu
+    from viz.core.model_config import preset
+    from viz.figures.memory import gpu_table
+    from viz.ui.tables import HEADER_CHAR_PX, HEADER_PADDING_PX, header_widths
+
+    table = gpu_table(fits_by_gpu(cache_memory(preset("Llama-2-7B"), 4096)))
+    assert len(table) == len(GPUS)
+    widths = header_widths(table)
+    assert set(widths) == set(table.columns)
+    for column, width in widths.items():
+        assert width >= len(column) * HEADER_CHAR_PX + HEADER_PADDING_PX
+        assert all(width >= len(str(cell)) * HEADER_CHAR_PX for cell in table[column])

@@ -33,6 +33,7 @@ def at() -> AppTest:
 def tiny(monkeypatch):
     """A small sweep instead of the page's real one, for tests about wiring rather than sizes."""
     monkeypatch.setattr(sweep, "LIVE", TINY)
+    monkeypatch.setattr(sweep, "QUICK", TINY)
 
 
 def rerun(at: AppTest) -> AppTest:
@@ -66,11 +67,14 @@ def measured(at: AppTest) -> CostMeasurement:
     return at.session_state[RESULTS][sweep.available_devices()[0]]
 
 
-def test_page_before_measuring_explains_and_offers_the_button(at):
-    """Before a click: no plots, an explanation, a Measure button, and the sweep's real sizes."""
+def test_page_on_arrival_shows_a_quick_measurement(at):
+    """Before a click: the quick sweep's measured plots, a Measure button, and the full sweep's real sizes."""
     assert measure_button(at).label == "Measure"
-    assert not at.get("plotly_chart")
-    assert any("Press **Measure**" in info.value for info in at.info)
+    quick = figure(at, "Decode: O(n²)")
+    sizes = {n for t in quick["data"] if t["xaxis"] == "x2" for n in t["x"]}
+    assert sizes and max(sizes) <= sweep.QUICK.decode_sizes[-1]
+    assert any("A quick first measurement" in info.value and "Press **Measure**" in info.value for info in at.info)
+    assert RESULTS not in at.session_state or not at.session_state[RESULTS]  # the session has measured nothing
     live = sweep.LIVE
     assert any(f"n = {live.decode_sizes[0]} … {live.decode_sizes[-1]} keys" in c.value for c in at.caption)
     assert "python -m viz bench --out results.json" in at.code[0].value
@@ -124,7 +128,7 @@ def test_a_busy_server_says_so_and_measures_nothing(at):
         click_measure(at)
     assert any("another measurement is running" in w.value for w in at.warning)
     assert at.session_state[RESULTS] == {}
-    assert not at.get("plotly_chart")
+    assert any("A quick first measurement" in info.value for info in at.info)  # still the arrival's sweep
 
 
 def test_a_failed_measurement_keeps_the_last_results(at, tiny, monkeypatch):

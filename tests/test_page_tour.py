@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from viz import generate, load_preset
 from viz.core.tour import question_even
+from viz.ui import state
+from viz.ui.common import md_escape
 
 
 @pytest.fixture
@@ -39,15 +44,37 @@ def test_reveal_checks_the_answer_against_the_engine(tour):
     tour.radio[0].set_value("12.5").run()
     next(b for b in tour.button if b.label == "Reveal").click().run()
     assert "Right" in tour.success[0].value
-    wrong = next(o for o in question.options if o != "12.5")
+    assert tour.radio[0].disabled and tour.session_state[state.TOUR_CHOICES] == {1: "12.5"}
+    _forward(tour)  # when nothing matches
+    wrong = next(o for o in tour.radio[0].options if o != "10")
     tour.radio[0].set_value(wrong).run()
-    assert "Not quite" in tour.error[0].value
+    next(b for b in tour.button if b.label == "Reveal").click().run()
+    assert "Not quite" in tour.error[0].value and "you chose" in tour.error[0].value
+
+
+def test_score_counts_the_recorded_choices(tour):
+    """The last step scores the choices made before Reveal; starting again clears them."""
+    _forward(tour)  # the mask: the right answer is "no"
+    tour.radio[0].set_value("no").run()
+    next(b for b in tour.button if b.label == "Reveal").click().run()
+    _go_to(tour, 9)
+    assert not any("Your score:" in m.value for m in tour.markdown)  # not before the last question
+    for index in (6, 7):
+        next(b for b in tour.button if b.key == f"tour_reveal_button_{index}").click().run()
+    score = next(m.value for m in tour.markdown if "Your score" in m.value)
+    assert "1 of 8" in score and "2 revealed without a vote, 5 not revealed yet" in score
+    next(b for b in tour.button if b.key == "tour_again").click().run()
+    assert tour.session_state[state.TOUR_CHOICES] == {}
+    assert not any("Your score:" in m.value for m in tour.markdown)
+    assert [r.disabled for r in tour.radio if (r.key or "").startswith("tour_answer")] == [False]
 
 
 def test_cache_bug_step_shows_six_and_seven(tour):
-    """The last step compares the cached 6 with the recomputed 7 for the 'last' head."""
+    """Once revealed, the cache-bug step compares the cached 6 with the recomputed 7 for the 'last' head."""
     for _ in range(7):
         _forward(tour)
+    assert not tour.dataframe  # the comparison gives the answer away: only after Reveal
+    next(b for b in tour.button if b.key == "tour_reveal_button_5").click().run()
     table = tour.dataframe[0].value
     assert table.loc[1, "KV cache"] == pytest.approx(6.0, abs=1e-4)
     assert table.loc[1, "recompute"] == pytest.approx(7.0, abs=1e-4)
@@ -68,7 +95,88 @@ def test_closing_chapter_asks_about_the_server_with_the_engines_answers(tour):
     join, prefix = question_join(continuous, static, 2), question_prefix(continuous, 2)
     assert continuous.outcomes[2].ttft < static.outcomes[2].ttft and continuous.outcomes[2].prefix_hits == 2
     questions = [r for r in tour.radio if (r.key or "").startswith("tour_answer")]
-    assert [r.options for r in questions] == [join.options, prefix.options]
-    questions[1].set_value(prefix.options[prefix.answer]).run()
-    next(b for b in tour.button if b.key == "tour_reveal_button_7").click().run()
+    assert [r.options for r in questions] == [prefix.options]  # one at a time
+    questions[0].set_value(prefix.options[prefix.answer]).run()
+    next(b for b in tour.button if b.key == "tour_reveal_button_6").click().run()
     assert "Right: **2**" in tour.success[0].value
+    questions = [r for r in tour.radio if (r.key or "").startswith("tour_answer")]
+    assert [r.options for r in questions] == [prefix.options, join.options]
+
+
+STEP_OF_QUESTION = {0: 2, 1: 3, 2: 4, 3: 5, 4: 6, 5: 8, 6: 9, 7: 9}  # question index -> tour step
+
+
+def _tour_questions():
+    """The tour's questions as the page asks them, from the engine."""
+    import importlib.util
+
+    from viz.core import tour as core_tour
+    seed = load_preset("seed")
+    prefill = generate(seed, 1)
+    full, kv = generate(seed, 9, "recompute"), generate(seed, 9, "kv")
+    last_head = next(h for h, ok in enumerate(kv.cacheable) if not ok)
+    from dataclasses import replace
+
+    from viz.core.scheduler import serve
+    served = seed.cache_safe()
+    continuous = serve(served, core_tour.tour_workload(served), core_tour.TOUR_SERVER)
+    static = serve(served, core_tour.tour_workload(served), replace(core_tour.TOUR_SERVER, policy="static"))
+    return [core_tour.question_mask(prefill), question_even(prefill), core_tour.question_no_match(prefill),
+            core_tour.question_winner(prefill), core_tour.question_keys(full, kv),
+            core_tour.question_stale(full, kv, last_head), core_tour.question_prefix(continuous, 2),
+            core_tour.question_join(continuous, static, 2)]
+
+
+def _texts_outside_questions(at, questions) -> list[str]:
+    """Every text the step shows (markdown, alerts, tables, figure titles, labels and hover text)
+    but the questions' own prompts and options."""
+    from apptest_helpers import figures, shown
+    asked = [shown(md_escape(q.prompt)) for q in questions]
+    texts = []
+    for kind in ("markdown", "caption", "info", "success", "error", "warning", "subheader", "title"):
+        for element in at.get(kind):
+            text = shown(str(element.value))
+            if any(prompt in text for prompt in asked):
+                continue
+            texts.append(text)
+    for frame in at.dataframe:
+        texts.append(frame.value.to_csv())
+    for spec in figures(at):
+        texts.append(json.dumps(spec["layout"].get("title", {})))
+        texts.append(json.dumps(spec["layout"].get("annotations", [])))
+        for trace in spec["data"]:
+            texts.append(json.dumps({k: trace.get(k) for k in ("text", "hovertext", "customdata", "z", "name")}))
+    return texts
+
+
+def _answer_pattern(answer: str) -> re.Pattern:
+    """The answer as a whole word or number (12.5 does not match 112.5 or 12.55)."""
+    return re.compile(rf"(?<![\w.]){re.escape(answer)}(?![\w]|\.\d)")
+
+
+def _go_to(at, step: int) -> None:
+    while at.session_state[state.TOUR_STEPPER] < step:
+        _forward(at)
+
+
+@pytest.mark.parametrize("presenter", [False, True], ids=["student", "presenter"])
+def test_nothing_gives_an_answer_away_before_reveal(tour, presenter):
+    """Before Reveal, no text, table or figure of a step holds its answer; after Reveal it is shown."""
+    if presenter:
+        next(t for t in tour.toggle if t.label == "Presenter mode").set_value(True).run()
+    questions = _tour_questions()
+    for index, question in enumerate(questions):  # in order, as a class goes through the tour
+        _go_to(tour, STEP_OF_QUESTION[index])
+        radio = next(r for r in tour.radio if r.key == f"tour_answer_{index}")
+        letters = [f"{letter}. " for letter in "ABCDEFGH"[:len(question.options)]] if presenter else [""] * 9
+        assert radio.options == [f"{letter}{o}" for letter, o in zip(letters, question.options)]
+        answer = question.options[question.answer]
+        others = [_answer_pattern(o) for o in question.options if o != answer]
+        # a text that names the answer gives it away unless it names every other option as well
+        # (the vocabulary table lists every word; it does not say which one wins)
+        leaks = [t for t in _texts_outside_questions(tour, questions)
+                 if _answer_pattern(answer).search(t) and not all(o.search(t) for o in others)]
+        assert not leaks, f"question {index + 1} shows its answer {answer!r} before Reveal: {leaks[:2]}"
+        next(b for b in tour.button if b.key == f"tour_reveal_button_{index}").click().run()
+        assert not tour.exception
+        assert any(_answer_pattern(answer).search(t) for t in _texts_outside_questions(tour, questions)), index

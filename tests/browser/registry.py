@@ -18,6 +18,7 @@ class RegisteredPage:
     title: str  # shown in the sidebar navigation
     script: str  # e.g. "pages/decode.py"
     url_path: str  # "/" for the default page, else "/decode"
+    editors: bool = True  # the sidebar shows the scenario editors (app.py's EDITOR_PAGES)
 
     @property
     def name(self) -> str:
@@ -28,7 +29,12 @@ class RegisteredPage:
 def registered_pages(app_file: Path = ROOT / "app.py") -> list[RegisteredPage]:
     """Every ``st.Page("pages/….py", …)`` call in app.py, read with ``ast`` (app.py is not run)."""
     pages = []
-    for node in ast.walk(ast.parse(app_file.read_text(encoding="utf-8"))):
+    tree = ast.parse(app_file.read_text(encoding="utf-8"))
+    editor_pages: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "EDITOR_PAGES" for t in node.targets):
+            editor_pages = set(ast.literal_eval(node.value))
+    for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "Page"):
             continue
         try:
@@ -42,7 +48,7 @@ def registered_pages(app_file: Path = ROOT / "app.py") -> list[RegisteredPage]:
             url_path = "/"
         else:
             url_path = "/" + (options.get("url_path") or inferred).strip("/")
-        pages.append(RegisteredPage(title, script, url_path))
+        pages.append(RegisteredPage(title, script, url_path, url_path.strip("/") in editor_pages))
     if not pages:
         raise ValueError("app.py registers no st.Page")
     return pages

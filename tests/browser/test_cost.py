@@ -1,4 +1,5 @@
-"""Tier 3 (browser): the Cost page loads in Chromium, measures on one click, and is screenshotted."""
+"""Tier 3 (browser): the Cost page loads in Chromium with a quick measurement, measures the full sweep on
+one click, and is screenshotted."""
 
 from __future__ import annotations
 
@@ -6,16 +7,17 @@ from playwright.sync_api import expect
 
 
 def test_cost_page_measures_on_a_click(app):
-    """Before a click the page explains and plots nothing; a click measures and draws both plots."""
+    """On arrival the page shows a quick measurement's two plots; a click measures the full sweep."""
     app.open("/cost")
     app.assert_no_exception()
-    expect(app.main.get_by_text("to time decoding on this machine")).to_have_count(1)
-    expect(app.main.locator(".js-plotly-plot")).to_have_count(0)
-    app.screenshot("cost-before")
+    expect(app.main.get_by_text("A quick first measurement")).to_have_count(1)
+    expect(app.main.locator(".js-plotly-plot")).to_have_count(2)
+    app.screenshot("cost-on-arrival")
 
     app.click_button("Measure")
     app.assert_no_exception()
     expect(app.main.locator(".js-plotly-plot")).to_have_count(2)
+    expect(app.main.get_by_text("A quick first measurement")).to_have_count(0)
     expect(app.main.get_by_text("Where the cache wins.")).to_have_count(1)
     expect(app.main.get_by_role("button", name="Measure again")).to_have_count(1)
     app.screenshot("cost-measured")

@@ -19,6 +19,7 @@ import pytest
 from playwright.sync_api import (Browser, BrowserContext, Dialog, Error as PlaywrightError, Locator,
                                  WebSocket, expect)
 
+from viz.tools.chromium import CONTENT_HEIGHT_JS, NEXT_PAINT_JS, SETTLED_JS
 from viz.tools.protocol import RunLog
 from viz.tools.server import ROOT, STREAM_PATH, StreamlitServer
 
@@ -34,25 +35,6 @@ TRACEBACK_MARKERS = ("Traceback (most recent call last)", "This app has encounte
 # markers of an editor and inside the first column of a dataframe.
 GRID_ROW_PX = 35
 GRID_FIRST_COLUMN_X = 40
-
-# Ready when a script run is over and nothing on the page is still loading.
-SETTLED_JS = """() => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  return !!app && app.dataset.testConnectionState === 'CONNECTED'
-    && app.dataset.testScriptState === 'notRunning'
-    && !document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSpinner"], '
-                               + '[data-testid="stSkeleton"]');
-}"""
-
-# Two animation frames: the browser has laid out and painted after a viewport change.
-NEXT_PAINT_JS = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
-
-# Height of everything that scrolls (Streamlit scrolls its main area and sidebar, not the document).
-CONTENT_HEIGHT_JS = """() => Math.max(document.documentElement.scrollHeight,
-  ...['stMain', 'stSidebarContent'].map(id => {
-      const el = document.querySelector(`[data-testid="${id}"]`);
-      return el ? el.scrollHeight + el.getBoundingClientRect().top : 0; }))"""
-
 
 def new_context(browser: Browser) -> BrowserContext:
     """A fresh context (its own Streamlit session) that records and dismisses JavaScript dialogs."""

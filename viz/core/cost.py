@@ -176,6 +176,10 @@ LIVE = LiveConfig(decode_sizes=(32, 64, 128, 256, 512, 1024, 2048, 4096), recomp
                   prefill_sizes=(16, 32, 64, 128, 256, 512),
                   plan=TimingPlan(warmup=1, min_repeats=3, max_repeats=7, target_s=0.02),
                   copy_bytes=64 * 2**20, budget_s=3.0, decode_share=0.6)
+# What the Cost page shows on arrival, before anyone presses Measure: the same sweep, smaller.
+QUICK = LiveConfig(decode_sizes=(32, 64, 128, 256, 512), recompute_max=512, prefill_sizes=(16, 32, 64, 128),
+                   plan=TimingPlan(warmup=1, min_repeats=2, max_repeats=3, target_s=0.005),
+                   copy_bytes=8 * 2**20, budget_s=1.0, decode_share=0.6)
 
 
 @dataclass(frozen=True)

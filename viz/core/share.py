@@ -1,4 +1,4 @@
-"""Share links: the whole view (scenario, decode step, mode, presenter) in a compact, versioned URL.
+"""Share links: the whole view (scenario, decode step, mode, presenter, head, position, tour step) in a compact, versioned URL.
 
 A scenario travels as ``1.`` + base64url(zlib(compact JSON)). Decoding checks the version, caps
 the decompressed size (a small link cannot expand into a huge one) and validates the scenario
@@ -17,6 +17,7 @@ from .engine import MODES
 from .scenario import MAX_DECODE_STEPS, MAX_JSON_BYTES, Scenario, ScenarioError
 
 LINK_VERSION = "1"
+MAX_TOUR_STEPS = 99  # a link's tour step above the tour's last step opens the last step
 MAX_PARAM_CHARS = 40_000  # a longer `s` parameter is refused before decoding
 
 
@@ -30,6 +31,7 @@ class View:
     presenter: bool = False
     head: int = 0  # the head shown in detail (0-based index into the scenario's heads)
     position: int = 1  # the Prefill page's query position (1-based)
+    tour: int = 1  # the guided tour's step (1-based)
 
 
 def encode_scenario(scenario: Scenario) -> str:
@@ -78,6 +80,8 @@ def encode_view(view: View) -> dict[str, str]:
         params["head"] = str(view.head + 1)  # 1-based, as the pages number heads
     if view.position != 1:
         params["pos"] = str(view.position)
+    if view.tour != 1:
+        params["tour"] = str(view.tour)
     return params
 
 
@@ -109,9 +113,10 @@ def decode_view(params: dict[str, str], default: Scenario) -> tuple[View, list[s
     step = _whole(params, "step", 0, MAX_DECODE_STEPS, "step", problems) or 0
     head = _whole(params, "head", 1, len(scenario.heads), "head", problems) or 1
     position = _whole(params, "pos", 1, len(scenario.tokens), "prompt position", problems) or 1
+    tour = _whole(params, "tour", 1, MAX_TOUR_STEPS, "tour step", problems) or 1
     mode = params.get("mode", "kv")
     if mode not in MODES:
         problems.append(f"unknown decode mode in this link (use one of {', '.join(MODES)})")
         mode = "kv"
     presenter = params.get("present", "0") in ("1", "true")
-    return View(scenario, step, mode, presenter, head - 1, position), problems
+    return View(scenario, step, mode, presenter, head - 1, position, tour), problems

@@ -128,3 +128,18 @@ def question_join(continuous: ServingRun, static: ServingRun, request: int) -> Q
                     f"{fmt(fast)} ticks. Static batching waits until the whole batch has finished its longest "
                     f"answer; continuous batching gives '{name}' the slot of the short request the moment "
                     "that one is done.")
+
+
+@dataclass(frozen=True)
+class Score:
+    right: int  # revealed with the right option chosen
+    total: int  # questions in the tour
+    unanswered: int  # revealed without a choice
+    unrevealed: int
+
+
+def tour_score(questions: list[Question], choices: dict[int, str | None]) -> Score:
+    """Tally the choices recorded at Reveal (question index -> option text, None for no vote)."""
+    right = sum(1 for i, q in enumerate(questions) if choices.get(i) == q.options[q.answer])
+    unanswered = sum(1 for i in range(len(questions)) if i in choices and choices[i] is None)
+    return Score(right, len(questions), unanswered, sum(1 for i in range(len(questions)) if i not in choices))

@@ -204,7 +204,7 @@ class SocketStudent:
                 pages = session.log.pages
                 on_decode = session.log.page_hash == pages["decode"]
                 if choice < 0.15:  # switch between Prefill and Decode
-                    action = session.rerun(page_hash=pages[""] if on_decode else pages["decode"])
+                    action = session.rerun(page_hash=pages["prefill"] if on_decode else pages["decode"])
                 elif on_decode:
                     action = session.click("Back" if choice < 0.3 and session.can_click("Back") else "Step")
                 else:  # walk the prompt with the position stepper (a fragment's run)
@@ -264,7 +264,7 @@ async def _warm(backend: str, timeout_s: float) -> None:
     session = ProtocolSession(backend, timeout_s)
     try:
         await session.open("decode")
-        await session.rerun(page_hash=session.log.pages[""])
+        await session.rerun(page_hash=session.log.pages["prefill"])
     finally:
         await session.close()
 

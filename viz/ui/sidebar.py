@@ -7,7 +7,7 @@ good scenario.
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 import torch
@@ -16,11 +16,17 @@ from ..core.device import describe_device, pick_device
 from ..core.presets import load_preset, matching_preset, preset_names
 from ..core.rules import RULE_LIBRARY
 from ..core.scenario import MAX_D_K, Scenario
-from ..core.share import encode_view
 from . import state, tables
 from .common import md_escape
 
 UPLOAD_SEEN = "kv_upload_seen"  # file id of the last applied upload, so it is applied once
+# Accessibility (axe-core, WCAG AA): captions and the links in them at a contrast of at least 4.5:1
+# (Streamlit fades them to 3.9:1), and the link box cut short rather than a scrolling region a
+# keyboard cannot reach (its copy button copies the whole link).
+ACCESSIBLE_CSS = ("<style>[data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] p"
+                  " { color: #5c5b59; opacity: 1; }"
+                  " [data-testid='stCaptionContainer'] a { color: #1f5fa8; }"
+                  " .st-key-kv_share_link pre { overflow: hidden; text-overflow: ellipsis; }</style>")
 
 
 @st.cache_resource
@@ -70,11 +76,12 @@ def _heads(scenario: Scenario) -> None:
         base, num_rows="dynamic", width="stretch", key=state.widget_key("heads"),
         disabled=["cacheable"],
         column_config={
-            "name": st.column_config.TextColumn("name", required=True, max_chars=40),
-            "rule": st.column_config.TextColumn("rule", required=True, width="medium",
+            # widths that fit the sidebar with every header in full (the cell editor widens to edit)
+            "name": st.column_config.TextColumn("name", required=True, max_chars=40, width=64),
+            "rule": st.column_config.TextColumn("rule", required=True, width=110,
                                                 help="e.g. k.pos % 2 == 0, k.pos == q.pos, True"),
             "cacheable": st.column_config.TextColumn(
-                "cacheable", help="Rules that read n change old keys as the sequence grows, "
+                "cacheable", width=94, help="Rules that read n change old keys as the sequence grows, "
                                   "so a KV cache would hold stale keys."),
         })
     if not edited[["name", "rule"]].equals(base[["name", "rule"]]):
@@ -166,24 +173,43 @@ def _save_and_share(scenario: Scenario) -> None:
 
         state.update("upload", load)
     _show_error("upload")
-    link = "?" + urlencode(encode_view(state.current_view()))
-    base = (st.context.url or "").split("?")[0]
-    st.caption("The address bar always holds a link to exactly this view. To copy it:")
-    st.code(base + link, language=None, wrap_lines=True)
 
 
-def render() -> None:
-    """The whole sidebar. In presenter mode only the toggle, the preset and the badge remain."""
+def share_link(place, url_path: str) -> None:
+    """The link to exactly this view with a copy button, drawn after the page ran (the page may have
+    moved its step). ``url_path`` is the page's path ("" for the home page)."""
+    parts = urlsplit(st.context.url or "http://localhost/")
+    base_path = (st.get_option("server.baseUrlPath") or "").strip("/")
+    path = "/".join(p for p in (base_path, url_path) if p)
+    params = state.url_params(url_path)
+    link = urlunsplit((parts.scheme, parts.netloc, "/" + path, urlencode(params), ""))
+    with place:
+        st.caption("**Copy link** to exactly this view (the address bar holds it too): the button at the "
+                   "right of the box" if params else "Link to this page:")
+        st.code(link, language=None, wrap_lines=False)
+
+
+def render(editors: bool = True):
+    """The whole sidebar; returns the place for :func:`share_link`, filled once the page has run.
+
+    In presenter mode only the toggle, the preset, the badge and the link remain; on a page that
+    does not read the scenario (``editors`` False) the preset picker and the editors are left out."""
     with st.sidebar:
-        presenter = st.toggle("Presenter mode", value=state.presenter(), key="kv_w_presenter",
+        st.html(ACCESSIBLE_CSS)
+        presenter = st.toggle("Presenter mode", value=state.presenter(), key=state.PRESENTER_TOGGLE,
                               help="Large type for a projector; editing panels fold away; ← and → step.")
         state.set_presenter(presenter)
-        _preset_picker()
+        if editors:
+            _preset_picker()
         st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")
         for notice in state.notices():
             st.warning(f"Share link: {md_escape(notice)}", icon=":material/link_off:")
-        if state.presenter():
-            return
+        link = st.container(key="kv_share_link")
+        if not editors:
+            st.caption("This page does not use the scenario editors; they are on Prefill, Decode, Memory, "
+                       "Serving and At scale.")
+        if state.presenter() or not editors:
+            return link
         scenario = state.scenario()
         with st.expander("Prompt and tokens", expanded=True, icon=":material/edit_note:"):
             _prompt_and_tokens(scenario)
@@ -193,5 +219,6 @@ def render() -> None:
             _vocab(state.scenario())
         with st.expander("d_k and sampling", icon=":material/tune:"):
             _model_and_sampling(state.scenario())
-        with st.expander("Save and share", icon=":material/share:"):
+        with st.expander("Save and open", icon=":material/save:"):
             _save_and_share(state.scenario())
+    return link

@@ -31,6 +31,7 @@ ERRORS = "kv_errors"
 STEP = "kv_step"
 MODE = "kv_mode"
 PRESENTER = "kv_presenter"
+PRESENTER_TOGGLE = "kv_w_presenter"  # the sidebar toggle's widget key
 NOTICES = "kv_notices"
 HEAD = "kv_head"  # the head shown in detail (0-based), shared by the pages
 POSITION = "kv_position"  # the Prefill page's query position (1-based)
@@ -38,6 +39,10 @@ READY = "kv_ready"
 LAST_GOOD = "kv_last_good"  # the last view (scenario, step, mode) that a page drew to the end
 GUARD_NOTICE = "kv_guard_notice"  # what the frame's guard tells the visitor on the next run
 RUN_FAILED = "kv_run_failed"  # something failed during this run: do not remember it as good
+TOUR_STEP = "kv_tour_step"  # the guided tour's step (1-based), kept while other pages show
+TOUR_STEPPER = "tour_step"  # the tour stepper's widget key (Streamlit drops it when the tour is not shown)
+OPENED_AT_HOME_WITH_VIEW = "kv_old_prefill_link"  # first visit at / with a view in the link
+TOUR_CHOICES = "tour_choices"  # {question index: the option chosen when it was revealed (None: no vote)}
 
 
 def public_host() -> bool:
@@ -58,11 +63,13 @@ def require_frame() -> None:
         st.rerun()
 
 
-def init() -> None:
+def init(url_path: str) -> None:
     """First run of a session: restore the view from the URL, else the seed preset."""
     if st.session_state.get(READY):
         return
     params = {key: st.query_params.get(key, "") for key in st.query_params.keys()}
+    st.session_state[OPENED_AT_HOME_WITH_VIEW] = (url_path == HOME_PATH
+                                                  and any(key in params for key in VIEW_KEYS))
     view, problems = decode_view(params, load_preset(DEFAULT_PRESET))
     st.session_state[SCENARIO] = view.scenario
     st.session_state[VERSION] = 0
@@ -72,6 +79,7 @@ def init() -> None:
     st.session_state[PRESENTER] = view.presenter
     st.session_state[HEAD] = view.head
     st.session_state[POSITION] = view.position
+    st.session_state[TOUR_STEP] = view.tour
     st.session_state[NOTICES] = problems
     st.session_state[READY] = True
 
@@ -124,6 +132,15 @@ def error(field: str) -> str | None:
     return st.session_state[ERRORS].get(field)
 
 
+FIELD_NAMES = {"prompt": "prompt", "tokens": "tokens", "heads": "heads (their rules)",
+               "vocab": "vocabulary", "sampling": "sampling settings", "upload": "scenario file"}
+
+
+def refused_edits() -> list[str]:
+    """What the refused edits were about, in words (empty when every edit applied)."""
+    return [FIELD_NAMES.get(field, field) for field in st.session_state[ERRORS]]
+
+
 def clear_error(field: str) -> None:
     st.session_state[ERRORS] = {k: v for k, v in st.session_state[ERRORS].items() if k != field}
 
@@ -154,6 +171,13 @@ def set_presenter(value: bool) -> None:
     st.session_state[PRESENTER] = bool(value)
 
 
+def start_presenting() -> None:
+    """Turn presenter mode on from a button (an on_click callback: it runs before the sidebar's
+    toggle is drawn, so the toggle shows it too)."""
+    set_presenter(True)
+    st.session_state[PRESENTER_TOGGLE] = True
+
+
 def notices() -> list[str]:
     """Messages about a share link that could not be fully restored."""
     return st.session_state[NOTICES]
@@ -182,17 +206,57 @@ def set_position(value: int) -> None:
     st.session_state[POSITION] = min(max(int(value), 1), len(scenario().tokens))
 
 
+def tour_step() -> int:
+    """The guided tour's step, 1-based (the tour page keeps it in range)."""
+    return max(int(st.session_state.get(TOUR_STEP, 1)), 1)
+
+
+def set_tour_step(value: int) -> None:
+    st.session_state[TOUR_STEP] = max(int(value), 1)
+
+
+def tour_choices() -> dict[int, str | None]:
+    """The tour's revealed questions and what was chosen for each before Reveal."""
+    return st.session_state.setdefault(TOUR_CHOICES, {})
+
+
+def reveal(index: int, choice: str | None) -> None:
+    """Reveal a tour question; the choice made before Reveal is recorded and no longer changes."""
+    tour_choices().setdefault(index, choice)
+
+
+def forget_choices() -> None:
+    """Start the tour's questions afresh (nothing revealed, no choices)."""
+    st.session_state[TOUR_CHOICES] = {}
+
+
 def current_view() -> View:
-    return View(scenario(), step(), mode(), presenter(), head(), position())
+    return View(scenario(), step(), mode(), presenter(), head(), position(), tour_step())
 
 
-def sync_url() -> None:
+HOME_PATH = ""  # the home page's url path: it shows no view, so its address carries none
+VIEW_KEYS = ("s", "step", "mode", "head", "pos")  # an old link at / with any of these meant Prefill
+
+
+def url_params(url_path: str | None = None) -> dict[str, str]:
+    """The query parameters of the current view on the page at ``url_path`` (None: a page that
+    shows the view, e.g. from inside a page's fragment)."""
+    return {} if url_path == HOME_PATH else encode_view(current_view())
+
+
+def old_prefill_link() -> bool:
+    """This session was opened by a link made before the home page, when / was Prefill (asked once:
+    the home page sends such a visitor on to Prefill, later visits to / stay home)."""
+    return bool(st.session_state.pop(OPENED_AT_HOME_WITH_VIEW, False))
+
+
+def sync_url(url_path: str | None = None) -> None:
     """Write the current view into the URL, so the address bar is always a share link.
 
     Compared with what the address bar holds now, not with what was written last: a page change
     in the navigation clears the query parameters, and they must come back at once.
     """
-    params = encode_view(current_view())
+    params = url_params(url_path)
     shown = {key: st.query_params.get(key, "") for key in st.query_params.keys()}
     if shown != params:
         st.query_params.from_dict(params)
