@@ -16,7 +16,7 @@ from viz.core.scenario import MAX_DECODE_STEPS
 from viz.figures import lesson as lesson_figures
 from viz.figures import toy
 from viz.ui import guard, state
-from viz.ui.common import division_notices, header, head_picker, lesson_screen, lesson_tables, md_escape, plot
+from viz.ui.common import division_notices, head_picker, lesson_header, lesson_screen, lesson_tables, md_escape, plot
 from viz.ui.runs import decode_traces
 
 state.require_frame()
@@ -206,8 +206,7 @@ def text_and_table(shown, shown_step: int) -> None:
                                                                      format="%.3f", width="medium")})
 
 
-if not state.presenter():
-    header("Decode", "One new token at a time: its query attends to every key so far. With a KV cache "
-                     "only the new token's key and value are computed; without one, everything is redone.")
+lesson_header("Decode", "One new token at a time: its query attends to every key so far. With a KV cache "
+                        "only the new token's key and value are computed; without one, everything is redone.")
 st.session_state[MODE_PICKER] = state.mode()
 decode_lesson()

@@ -13,7 +13,7 @@ from viz.core.lesson import make_window, prefill_frame
 from viz.core.presets import matching_preset
 from viz.figures import toy
 from viz.ui import guard, state
-from viz.ui.common import division_notices, head_picker, header, lesson_screen, lesson_tables, md_escape, plot, stepper
+from viz.ui.common import division_notices, head_picker, lesson_header, lesson_screen, lesson_tables, md_escape, plot, stepper
 from viz.ui.runs import decode_traces
 
 state.require_frame()
@@ -152,9 +152,9 @@ def no_match(trace) -> None:
             "instead (an *attention sink*).")
 
 
+lesson_header("Prefill", "The whole prompt goes through attention in one batched pass: every query row at "
+                         "once, with the causal mask hiding the future.")
 if not state.presenter():
-    header("Prefill", "The whole prompt goes through attention in one batched pass: every query row at "
-                      "once, with the causal mask hiding the future.")
     if matching_preset(state.scenario()):
         st.markdown(f"**{md_escape(state.scenario().title)}** · {md_escape(state.scenario().description)}")
     else:

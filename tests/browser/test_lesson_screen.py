@@ -98,7 +98,7 @@ def test_prefill_is_one_screen_in_presenter_mode(app, case, width, height):
     """At 1280×720 and 1920×1080 the prefill lesson (stepper, narration, figures) is on screen."""
     scenario, _ = CASES[case]
     app.page.set_viewport_size({"width": width, "height": height})
-    app.open("/", **encode_view(View(scenario, presenter=True, head=1, position=4)))
+    app.open("/prefill", **encode_view(View(scenario, presenter=True, head=1, position=4)))
     main = app.main
     parts = {
         "stepper back": main.locator(".st-key-prefill_position_back button").first,

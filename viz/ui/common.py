@@ -180,3 +180,15 @@ def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key
         plot(cache_figure(frame, heads), key="lesson_cache")
     with right:
         plot(words_figure(frame), key="lesson_words")
+
+
+def lesson_header(title: str, caption: str) -> None:
+    """A lesson page's title and caption; in presenter mode still there for screen readers and
+    tests, but visually hidden, so the lesson below fits one projector screen."""
+    if not state.presenter():
+        header(title, caption)
+        return
+    with st.container(key="lesson_title"):
+        st.html("<style>.st-key-lesson_title { position: absolute !important; width: 1px; height: 1px;"
+                " overflow: hidden; clip-path: inset(50%); white-space: nowrap; }</style>")
+        header(title, caption)
