@@ -67,3 +67,16 @@ def shown(markdown: str) -> str:
     """What a visitor reads in a Markdown body: backslash escapes (viz.ui.common.md_escape) removed."""
     import re
     return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def rerun(at):
+    """Run again and check nothing raised."""
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def on_page(app, page: str):
+    """The app, switched to ``page`` (a script under pages/), checked that nothing raised."""
+    return rerun(app.switch_page(page))
+

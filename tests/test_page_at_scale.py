@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import by_label, errors, figure
+from apptest_helpers import by_label, errors, figure, on_page, rerun
 
 import json
 
@@ -19,21 +19,12 @@ PAGE = "pages/at_scale.py"
 @pytest.fixture
 def at(app):
     """The app, switched to the At scale page."""
-    app.switch_page(PAGE).run()
-    assert not app.exception, [e.value for e in app.exception]
-    return app
+    return on_page(app, PAGE)
 
 
 def metric(at, label: str) -> str:
     """The value shown by the metric with this label."""
     return by_label(at.metric, label).value
-
-
-def rerun(at):
-    """Run again and check nothing raised."""
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def test_default_is_llama2_7b_with_the_published_2_gib(at):

@@ -12,6 +12,7 @@ from viz.core.cost import Bandwidth, CostMeasurement, DecodePoint, LiveConfig, P
 from viz.core.timing import Timing, TimingPlan
 from viz.core.engine import WorkCounts
 from viz.figures import cost
+from apptest_helpers import rerun
 
 PAGE = "pages/cost.py"
 RESULTS = "cost_results"
@@ -34,12 +35,6 @@ def tiny(monkeypatch):
     """A small sweep instead of the page's real one, for tests about wiring rather than sizes."""
     monkeypatch.setattr(sweep, "LIVE", TINY)
     monkeypatch.setattr(sweep, "QUICK", TINY)
-
-
-def rerun(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def measure_button(at: AppTest):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import by_label, errors, figure, shown
+from apptest_helpers import by_label, errors, figure, on_page, rerun, shown
 
 from viz import load_preset
 from viz.core.compress import CacheSpec, EvictionPolicy, compare_with_full
@@ -17,16 +17,7 @@ PAGE = "pages/memory.py"
 @pytest.fixture
 def at(app):
     """The app, switched to the Memory page."""
-    app.switch_page(PAGE).run()
-    assert not app.exception, [e.value for e in app.exception]
-    return app
-
-
-def rerun(at):
-    """Run again and check nothing raised."""
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return on_page(app, PAGE)
 
 
 def metric(at, label: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from apptest_helpers import by_label
+from apptest_helpers import by_label, on_page, rerun
 
 from viz import load_preset
 from viz.core.flash import flash_attention
@@ -25,15 +25,7 @@ DEFAULT = ServingConfig(num_blocks=32)
 @pytest.fixture
 def at(app):
     """The app, switched to the Serving page."""
-    app.switch_page(PAGE).run()
-    assert not app.exception, [e.value for e in app.exception]
-    return app
-
-
-def rerun(at):
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return on_page(app, PAGE)
 
 
 def section(at, name: str):
