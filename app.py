@@ -17,7 +17,7 @@ import streamlit as st
 import torch
 
 from viz.ui import guard, sidebar, state
-from viz.ui.common import favicon
+from viz.ui.common import favicon, frame_style
 
 # Many small requests at once: one torch thread per script run keeps sessions from fighting over
 # the cores. KVLAB_TORCH_THREADS raises it (the Cost page's timings use whatever is set here).
@@ -48,12 +48,7 @@ with guard.frame("the sidebar", st.sidebar):
     link = sidebar.render(editors)
 # The sidebar's width is in pixels, so presenter mode's large type does not widen it; presenter
 # mode (editors folded away) gives the room to the main area.
-presenter = state.presenter()
-style = f"section[data-testid='stSidebar'] {{ width: {300 if presenter else 400}px !important; }}"
-if presenter:
-    style += (" html { font-size: 21px; }"
-              " .block-container { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }")
-st.html(f"<style>{style}</style>")
+st.html(frame_style(state.presenter()))
 top = st.container()  # the guard's message goes above whatever the page drew before it failed
 refused = state.refused_edits() if editors else []
 if refused:  # the sidebar shows each message next to its editor; the page says what is in force

@@ -1,22 +1,37 @@
-"""Decode: one token at a time, with and without the KV cache."""
+"""Decode: one token at a time, with and without the KV cache.
+
+One lesson screen on top (the step controls, the stale-cache warning when there is one, the
+narration, the attention heatmap on its newest rows, the KV cache and the next word); the rest in
+tabs below. Everything a Step changes runs in one fragment, so a click reruns the decode view, not
+the sidebar and the frame.
+"""
 
 import streamlit as st
 
+from viz.core.division import divisions_by_zero
 from viz.core.engine import MODE_LABELS, MODES
 from viz.core.explain import check_cache, narrate_step
-from viz.figures import toy
+from viz.core.lesson import decode_frame
 from viz.core.scenario import MAX_DECODE_STEPS
-from viz.ui import state
-from viz.core.division import divisions_by_zero
+from viz.figures import lesson as lesson_figures
+from viz.figures import toy
+from viz.ui import guard, state
+from viz.ui.common import division_notices, head_picker, lesson_header, lesson_screen, lesson_tables, md_escape, plot
 from viz.ui.runs import decode_traces
-from viz.ui.common import division_notices, header, md_escape, plot
 
 state.require_frame()
 HORIZON = "decode_horizon"  # the furthest step reached, so the timeline can scrub back and forth
 TIMELINE = "decode_timeline"
 RUN_N = "decode_run_n"
 HEAD = "decode_head"
+MODE_PICKER = "decode_mode_picker"
+WHOLE = "decode_whole"
 CUMULATIVE = "decode_cumulative"
+TAB = "decode_tab"
+TABS = ("Cache vs recompute", "Work", "Text and table", "Replay in the browser", "Figures as tables")
+REPLAYED = 64  # steps the replay holds at most (the newest)
+SHORT = {"kv": "KV cache", "recompute": "recompute", "reencode": "re-encode"}
+FIX = "Fix: n → q.pos"
 
 
 def go_to(step: int) -> None:
@@ -33,108 +48,165 @@ def reset() -> None:
     st.session_state[HORIZON] = 0
 
 
-scenario = state.scenario()
-step = state.step()
-st.session_state[HORIZON] = max(st.session_state.get(HORIZON, 0), step)
-traces, grants = decode_traces(scenario, step)
-kv, full = traces["kv"], traces["recompute"]
-shown = traces[state.mode()]
-shown_step = len(shown.steps) - 1  # the step asked for, or as far as the work budget let this mode go
+def on_mode() -> None:
+    state.set_mode(st.session_state[MODE_PICKER])
 
-header("Decode", "One new token at a time: its query attends to every key so far. With a KV cache "
-                 "only the new token's key and value are computed; without one, everything is redone.")
 
-# One row that wraps instead of cutting labels short (presenter mode's large type, narrow screens).
-with st.container(horizontal=True, vertical_alignment="bottom"):
-    st.button("Reset", icon=":material/restart_alt:", on_click=reset,
-              disabled=step == 0 and st.session_state[HORIZON] == 0)
-    st.button("Back", icon=":material/arrow_back:", on_click=go_to, args=(step - 1,), shortcut="left",
-              disabled=step == 0, help="One step back (←)")
-    st.button("Step", icon=":material/arrow_forward:", on_click=go_to, args=(step + 1,), shortcut="right",
-              type="primary", disabled=step >= MAX_DECODE_STEPS, help="Generate one more token (→)")
-    run_n = st.number_input("Tokens to run", 1, MAX_DECODE_STEPS, 8, key=RUN_N, width=170)
-    st.button("Run", icon=":material/fast_forward:", on_click=go_to, args=(step + run_n,),
-              disabled=step >= MAX_DECODE_STEPS, help=f"Generate {run_n} more tokens")
-if st.session_state[HORIZON] > 0:
-    st.session_state[TIMELINE] = step
-    st.slider("Timeline (tokens generated)", 0, st.session_state[HORIZON], key=TIMELINE, on_change=on_timeline)
+def controls(step: int) -> None:
+    """Reset, Back, Step (← →), Run n and the timeline, in one row that wraps on a narrow screen."""
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.button("Reset", icon=":material/restart_alt:", on_click=reset,
+                  disabled=step == 0 and st.session_state[HORIZON] == 0)
+        st.button("Back", icon=":material/arrow_back:", on_click=go_to, args=(step - 1,), shortcut="left",
+                  disabled=step == 0, help="One step back (←)")
+        st.button("Step", icon=":material/arrow_forward:", on_click=go_to, args=(step + 1,), shortcut="right",
+                  type="primary", disabled=step >= MAX_DECODE_STEPS, help="Generate one more token (→)")
+        run_n = st.number_input("Tokens to run", 1, MAX_DECODE_STEPS, 8, key=RUN_N, width=110,
+                                label_visibility="collapsed", help="Tokens the Run button generates")
+        st.button(f"Run {run_n}", icon=":material/fast_forward:", on_click=go_to, args=(step + run_n,),
+                  disabled=step >= MAX_DECODE_STEPS, help=f"Generate {run_n} more tokens")
+        if st.session_state[HORIZON] > 0:
+            st.session_state[TIMELINE] = step
+            st.slider("Timeline (tokens generated)", 0, st.session_state[HORIZON], key=TIMELINE,
+                      on_change=on_timeline, width=260, label_visibility="collapsed",
+                      help="Scrub back and forth over the tokens generated so far")
 
-for note in dict.fromkeys(g.note for g in grants.values() if g.note):
-    st.warning(note, icon=":material/hourglass_top:")
-st.info(md_escape(narrate_step(shown, shown_step)), icon=":material/record_voice_over:")
-division_notices(divisions_by_zero(shown, shown_step))
 
-st.subheader("The text so far")
-prompt_text = " ".join(shown.tokens[: len(scenario.tokens)])
-generated = shown.tokens[len(scenario.tokens): len(scenario.tokens) + shown_step]  # the last one is only chosen
-st.markdown(f"{md_escape(prompt_text)} " + " ".join(f"**:blue-background[{md_escape(t)}]**" for t in generated)
-            + f" → next: **:orange-background[{md_escape(shown.steps[shown_step].token)}]**")
-mode = st.segmented_control("Show the run", list(MODES), format_func=lambda m: toy.MODE_NAMES[m],
-                            default=state.mode(), required=True, key="decode_mode_picker",
-                            help="\n".join(f"- **{toy.MODE_NAMES[m]}**: {MODE_LABELS[m]}" for m in MODES))
-if mode != state.mode():
-    state.set_mode(mode)
-    st.rerun()
+@guard.fragment
+def decode_lesson() -> None:
+    """The decode view: controls, lesson screen and tabs, rerun alone on every click inside it."""
+    scenario = state.scenario()
+    step = state.step()
+    st.session_state[HORIZON] = max(st.session_state.get(HORIZON, 0), step)
+    tab = st.session_state.get(TAB) or TABS[0]
+    # compute only what is shown: the picked mode, the two the cache check compares, and the
+    # third mode only for the work chart
+    wanted = {state.mode(), "kv", "recompute"} | ({"reencode"} if tab == "Work" else set())
+    traces, grants = decode_traces(scenario, step, tuple(m for m in MODES if m in wanted))
+    kv, full = traces["kv"], traces["recompute"]
+    shown = traces[state.mode()]
+    shown_step = len(shown.steps) - 1  # the step asked for, or as far as the work budget let this mode go
+    compared = min(len(kv.steps), len(full.steps)) - 1  # the latest step both runs reached
+    check = check_cache(kv, full, compared)
 
-left, right = st.columns([3, 2])
-with left:
+    controls(step)
+    for note in dict.fromkeys(g.note for g in grants.values() if g.note):
+        st.warning(note, icon=":material/hourglass_top:")
+    narration = md_escape(narrate_step(shown, shown_step))
+    if check.differing:  # the key moment of the page: beside the narration, right under Step
+        said, warned = st.columns(2)
+        said.info(narration, icon=":material/record_voice_over:")
+        with warned.container(horizontal=True, vertical_alignment="center"):
+            st.warning(" ".join(md_escape(h.summary) for h in check.differing), icon=":material/warning:",
+                       width="stretch")
+            if st.button(FIX, icon=":material/build:", help="Make every head cache-safe: each rule's n becomes q.pos"):
+                state.set_scenario(scenario.cache_safe())
+                st.rerun(scope="app")  # the sidebar's editors show the rules, so the whole app reruns
+    else:
+        st.info(narration, icon=":material/record_voice_over:")
+    division_notices(divisions_by_zero(shown, shown_step))
+
     heads = scenario.head_names
-    if st.session_state.get(HEAD) not in heads:
-        st.session_state[HEAD] = heads[0]
-    head = heads.index(st.segmented_control("Head", heads, key=HEAD, required=True, format_func=md_escape))
-    plot(toy.growing_attention_figure(shown, head), key="growing")
-    st.caption("Each decode step adds one query row. Gold outline: the newest query. "
-               + ("Red cell: the key written to the cache this step; the rest of that row is read from "
-                  "the cache." if state.mode() == "kv" else "Without a cache every key in that row was "
-                                                            "computed again."))
-with right:
-    plot(toy.prediction_figure(shown, shown_step), key="prediction")
-    st.dataframe(toy.generated_table(shown), hide_index=True, width="stretch", height=240,
-                 column_config={"p": st.column_config.ProgressColumn("p", min_value=0.0, max_value=1.0,
-                                                                     format="%.3f")})
+    with st.container(horizontal=True, vertical_alignment="center"):
+        head = head_picker(HEAD)
+        whole = st.toggle("Whole", key=WHOLE, help="Show every row and key, not only the newest ones")
+        st.segmented_control("Show the run", list(MODES), format_func=lambda m: SHORT[m], key=MODE_PICKER,
+                             required=True, on_change=on_mode, label_visibility="collapsed",
+                             help="\n".join(f"- **{SHORT[m]}**: {MODE_LABELS[m]}" for m in MODES))
+    frame = decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step, head, whole=whole)
+    lesson_screen(frame, heads, head, newest_key=shown.mode == "kv" and shown_step > 0)
 
-st.subheader("The KV cache")
-cache = kv.cache
-metrics = st.columns(4)
-metrics[0].metric("Entries", len(cache), delta=1 if len(kv.steps) > 1 else None)
-metrics[1].metric("Bytes held (K + V)", f"{cache.nbytes:,}")
-metrics[2].metric("Bytes reserved", f"{cache.allocated_nbytes:,}")
-metrics[3].metric("Times it grew", cache.growth_events, help="The buffers double when full, so growing is rare.")
-plot(toy.cache_figure(kv), key="cache")
-st.caption(f"Per entry: {len(heads)} heads × d_k = {scenario.d_k} key numbers plus 1 value, "
-           f"{cache.element_size} bytes each. Gold outline: the newest entry.")
+    tabs = st.tabs(TABS, key=TAB, on_change="rerun")
+    if tabs[0].open:
+        with tabs[0]:
+            compare(traces, check, step, compared)
+    if tabs[1].open:
+        with tabs[1]:
+            work(traces, step, compared)
+    if tabs[2].open:
+        with tabs[2]:
+            text_and_table(shown, shown_step)
+    if tabs[3].open:
+        with tabs[3]:
+            replay(scenario, shown.mode, head)
+    if tabs[4].open:
+        with tabs[4]:
+            lesson_tables(frame, heads)
+    state.sync_url()  # a fragment's rerun skips the frame's own sync and memory after the page
+    guard.remember()
 
-st.subheader("KV cache against recomputation")
-compared = min(len(kv.steps), len(full.steps)) - 1  # the latest step both runs reached
-if compared < step:
-    st.caption(f"Compared at step {compared}, the latest step the recomputed run reached.")
-check = check_cache(kv, full, compared)
-a, b = st.columns(2)
-a.metric("Largest |difference| in the context", f"{check.max_gap:.3g}")
-b.metric("Same next word?", "yes" if check.same_token else "no")
-st.dataframe(toy.comparison_table(check), hide_index=True, width="stretch")
-if check.differing:
-    for head in check.differing:
-        st.warning(md_escape(head.text), icon=":material/warning:")
-    st.button("Fix: make every head cache-safe (n → q.pos)", icon=":material/build:",
-              on_click=lambda: state.set_scenario(scenario.cache_safe()))
-elif not all(kv.cacheable):
-    st.info("A head reads n, but at this step the stale keys do not change its context yet. Step on.",
-            icon=":material/info:")
-else:
-    st.success("Every head is cacheable, so the KV cache gives exactly what recomputation gives, "
-               "with far less work.", icon=":material/check_circle:")
 
-st.subheader("Work per step, counted by the engine")
-cumulative = st.toggle("Sum over the steps so far", key=CUMULATIVE)
-if step == 0:
-    st.caption("Step forward to see decode work; prefill did "
-               f"{kv.prefill.attention.counts.scores:,} scores for all {len(scenario.tokens)} prompt tokens.")
-else:
-    plot(toy.work_figure(traces, cumulative), key="work")
-    last = {m: t.steps[compared].counts for m, t in traces.items()}
+def compare(traces, check, step: int, compared: int) -> None:
+    kv = traces["kv"]
+    cache = kv.cache
+    metrics = st.columns(4)
+    metrics[0].metric("Entries", len(cache), delta=1 if len(kv.steps) > 1 else None)
+    metrics[1].metric("Bytes held (K + V)", f"{cache.nbytes:,}")
+    metrics[2].metric("Bytes reserved", f"{cache.allocated_nbytes:,}")
+    metrics[3].metric("Times it grew", cache.growth_events, help="The buffers double when full, so growing is rare.")
+    st.caption(f"Per entry: {len(kv.scenario.heads)} heads × d_k = {kv.scenario.d_k} key numbers plus 1 value, "
+               f"{cache.element_size} bytes each.")
+    if compared < step:
+        st.caption(f"Compared at step {compared}, the latest step the recomputed run reached.")
+    a, b = st.columns(2)
+    a.metric("Largest |difference| in the context", f"{check.max_gap:.3g}")
+    b.metric("Same next word?", "yes" if check.same_token else "no")
+    st.dataframe(toy.comparison_table(check), hide_index=True, width="stretch")
+    if check.differing:
+        for head in check.differing:
+            st.markdown(md_escape(head.text))
+    elif not all(kv.cacheable):
+        st.info("A head reads n, but at this step the stale keys do not change its context yet. Step on.",
+                icon=":material/info:")
+    else:
+        st.success("Every head is cacheable, so the KV cache gives exactly what recomputation gives, "
+                   "with far less work.", icon=":material/check_circle:")
+
+
+def work(traces, step: int, compared: int) -> None:
+    kv = traces["kv"]
+    cumulative = st.toggle("Sum over the steps so far", key=CUMULATIVE)
+    if step == 0:
+        st.caption("Step forward to see decode work; prefill did "
+                   f"{kv.prefill.attention.counts.scores:,} scores for all {len(kv.scenario.tokens)} prompt tokens.")
+        return
+    plot(toy.work_figure(traces, cumulative), key="work", table=True)
+    last = {m: t.steps[min(compared, len(t.steps) - 1)].counts for m, t in traces.items()}
     st.caption(f"At length {kv.steps[compared].seq_len}: keys encoded {last['recompute'].keys_encoded:,} without a "
                f"cache vs {last['kv'].keys_encoded:,} with it (n per token, so n² in total, against 1 per "
                f"token, n in total); query-key scores {last['recompute'].scores:,} for a full recompute vs "
                f"{last['kv'].scores:,}; multiply-adds {last['recompute'].multiply_adds:,} vs "
                f"{last['kv'].multiply_adds:,}.")
+
+
+def replay(scenario, mode: str, head: int) -> None:
+    """Every step reached so far, sent once: the slider replays them without asking the server."""
+    horizon = st.session_state[HORIZON]
+    if horizon == 0:
+        st.caption("Step forward first: the replay holds every step computed so far.")
+        return
+    run = decode_traces(scenario, horizon, (mode,))[0][mode]  # already computed: nothing new is run
+    reached = len(run.steps) - 1
+    steps = range(max(0, reached - REPLAYED + 1), reached + 1)
+    frames = [decode_frame(run, run, None, s, head) for s in steps]
+    st.caption(f"Steps {steps[0]}–{reached} of the {toy.MODE_NAMES[mode]} run, head "
+               f"'{md_escape(scenario.head_names[head])}': drag the slider; the browser redraws each step "
+               "from numbers it already has.")
+    plot(lesson_figures.replay_figure(frames, scenario.head_names[head]), key="replay")
+
+
+def text_and_table(shown, shown_step: int) -> None:
+    prompt = len(shown.scenario.tokens)
+    generated = shown.tokens[prompt: prompt + shown_step]  # the last one is only chosen
+    st.markdown(f"{md_escape(' '.join(shown.tokens[:prompt]))} "
+                + " ".join(f"**:blue-background[{md_escape(t)}]**" for t in generated)
+                + f" → next: **:orange-background[{md_escape(shown.steps[shown_step].token)}]**")
+    st.dataframe(toy.generated_table(shown), hide_index=True, width="stretch", height=300,
+                 column_config={"p": st.column_config.ProgressColumn("p", min_value=0.0, max_value=1.0,
+                                                                     format="%.3f", width="medium")})
+
+
+lesson_header("Decode", "One new token at a time: its query attends to every key so far. With a KV cache "
+                        "only the new token's key and value are computed; without one, everything is redone.")
+st.session_state[MODE_PICKER] = state.mode()
+decode_lesson()

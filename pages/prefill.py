@@ -1,81 +1,139 @@
-"""Prefill: the whole prompt in one parallel pass, stage by stage."""
+"""Prefill: the whole prompt in one parallel pass, stage by stage.
+
+One lesson screen on top (the position stepper, what each head does there, the attention heatmap
+around that query, the keys and values prefill writes into the cache, and the next word); every
+stage, head and table in tabs below. The stepper and everything it drives run in one fragment.
+"""
 
 import streamlit as st
 
-from viz import generate
-from viz.core.presets import matching_preset
+from viz.core.division import divisions_by_zero
 from viz.core.explain import explain_position, fmt, no_match_rows
+from viz.core.lesson import make_window, prefill_frame
+from viz.core.presets import matching_preset
 from viz.figures import toy
 from viz.ui import guard, state
-from viz.core.division import divisions_by_zero
-from viz.ui.common import division_notices, header, md_escape, plot, stepper
+from viz.ui.common import division_notices, head_picker, lesson_header, lesson_screen, lesson_tables, md_escape, plot, stepper
+from viz.ui.runs import decode_traces
 
 state.require_frame()
 HEAD = "prefill_head"
 POSITION = "prefill_position"
+WHOLE = "prefill_whole"
+TAB = "prefill_tab"
+TABS = ("Every head", "Stages of one head", "Tokens and mask", "From context to word", "Figures as tables")
 
-scenario = state.scenario()
-trace = generate(scenario, 1)
-pre = trace.prefill
-n = len(pre.tokens)
-heads = scenario.head_names
-
-header("Prefill", "The whole prompt goes through attention in one batched pass: every query row at "
-                  "once, with the causal mask hiding the future.")
-if not state.presenter():
-    if matching_preset(scenario):
-        st.markdown(f"**{md_escape(scenario.title)}** · {md_escape(scenario.description)}")
-    else:
-        st.caption("A custom scenario: edited in the sidebar, opened from a file or a link.")
-division_notices(divisions_by_zero(trace))
-
-left, right = st.columns([2, 3])
-with left:
-    st.subheader("Tokens and values")
-    st.dataframe({"position": list(range(1, n + 1)), "token": pre.tokens,
-                  "value V": list(scenario.values)}, hide_index=True, width="stretch")
-    st.caption(f"{n} tokens · d_k = {scenario.d_k} · scores are ±√d_k = ±{fmt(scenario.d_k ** 0.5)}")
-with right:
-    plot(toy.causal_mask_figure(trace), key="mask")
 
 @guard.fragment
-def walk_and_stages() -> None:
-    """The stepper and the head picker rerun only this part of the page (not the sidebar)."""
-    st.subheader("Walk the prompt row by row")
-    position = stepper(POSITION, n, "Query position", format_label=lambda i: f"{i} · {pre.tokens[i - 1]}") - 1
-    st.markdown(f"**{md_escape(pre.tokens[position])}** (position {position + 1}) sees "
-                f"{md_escape(', '.join(pre.tokens[: position + 1]))}:")
-    for row in explain_position(trace, position):
-        st.markdown(f"- {md_escape(row.text)}")
-    plot(toy.small_multiples(trace, position), key="multiples")
+def prefill_lesson() -> None:
+    """The prefill view: stepper, lesson screen and tabs, rerun alone on every click inside it."""
+    scenario = state.scenario()
+    traces, _ = decode_traces(scenario, 0, ("kv",))  # the session's kv run: prefill and its prediction
+    trace = traces["kv"]
+    pre = trace.prefill
+    n = len(pre.tokens)
+    heads = scenario.head_names
+    st.session_state.setdefault(POSITION, state.position())  # a share link's position, on the first run
+    position = stepper(POSITION, n, "Query position", format_label=lambda i: f"{i} · {pre.tokens[i - 1]}")
+    state.set_position(position)
+    rows = explain_position(trace, position - 1)
+    head = state.head()
+    st.info(f"**{md_escape(pre.tokens[position - 1])}** (position {position}) sees "
+            f"{md_escape(', '.join(pre.tokens[:position]))}. " + md_escape(rows[head].text),
+            icon=":material/record_voice_over:")
+    division_notices(divisions_by_zero(trace))
+    with st.container(horizontal=True, vertical_alignment="center"):
+        head = head_picker(HEAD)
+        whole = st.toggle("Whole", key=WHOLE, help="Show every row and key, not only those around the position")
+    frame = prefill_frame(trace, position, head, whole=whole)
+    lesson_screen(frame, heads, head)
 
-    st.subheader("One head, stage by stage")
-    if st.session_state.get(HEAD) not in heads:
-        st.session_state[HEAD] = heads[0]
-    head_name = st.segmented_control("Head", heads, key=HEAD, required=True, format_func=md_escape)
-    head = heads.index(head_name)
+    tabs = st.tabs(TABS, key=TAB, on_change="rerun")
+    if tabs[0].open:
+        with tabs[0]:
+            every_head(trace, position, whole)
+    if tabs[1].open:
+        with tabs[1]:
+            stages(trace, head, position)
+    if tabs[2].open:
+        with tabs[2]:
+            tokens_and_mask(trace)
+    if tabs[3].open:
+        with tabs[3]:
+            to_word(trace)
+    if tabs[4].open:
+        with tabs[4]:
+            lesson_tables(frame, heads)
+    state.sync_url()  # a fragment's rerun skips the frame's own sync and memory after the page
+    guard.remember()
+
+
+def every_head(trace, position: int, whole: bool) -> None:
+    pre = trace.prefill
+    st.markdown(f"**{md_escape(pre.tokens[position - 1])}** (position {position}) sees "
+                f"{md_escape(', '.join(pre.tokens[: position]))}:")
+    for row in explain_position(trace, position - 1):
+        st.markdown(f"- {md_escape(row.text)}")
+    n = len(pre.tokens)
+    plot(toy.small_multiples(trace, position - 1, make_window(n, n, position - 1, centre=True, whole=whole)),
+         key="multiples", table=True)
+    plot(toy.contexts_figure(trace, position - 1), key="contexts", table=True)
+
+
+def stages(trace, head: int, position: int) -> None:
+    pre = trace.prefill
     rule = trace.scenario.heads[head].rule
-    cacheable = trace.cacheable[head]
-    st.markdown(f"Rule: {md_escape(rule)} · "
-                + ("keys can be cached" if cacheable else "**reads n: its keys change as the sequence grows, "
-                                                          "so they cannot be cached**"))
+    st.markdown(f"Head **{md_escape(trace.scenario.head_names[head])}**, rule {md_escape(rule)} · "
+                + ("keys can be cached" if trace.cacheable[head] else "**reads n: its keys change as the sequence "
+                                                                       "grows, so they cannot be cached**"))
     if pre.q[head].abs().sum() > 0:
-        plot(toy.qk_figure(trace, head), key="qk")
+        plot(toy.qk_figure(trace, head), key="qk", table=True)
     else:
         st.info("This rule compares the query with the key (it reads q), so there is no single K row per "
                 "key: each score is +√d_k where the rule holds for that (query, key) pair and −√d_k "
                 "where it does not.", icon=":material/compare_arrows:")
-    cols = st.columns(2)
-    for i, stage in enumerate(toy.STAGES):
-        with cols[i % 2]:
-            plot(toy.stage_figure(trace, head, stage, position), key=f"stage_{stage}")
-    plot(toy.contexts_figure(trace, position), key="contexts")
+    stages_ = list(toy.STAGES)
+    for pair in (stages_[:2], stages_[2:]):  # row by row, so a phone stacks them in pipeline order
+        for col, stage in zip(st.columns(2), pair):
+            with col:
+                plot(toy.stage_figure(trace, head, stage, position - 1), key=f"stage_{stage}", table=True)
 
 
-walk_and_stages()
+def tokens_and_mask(trace) -> None:
+    pre = trace.prefill
+    scenario = trace.scenario
+    n = len(pre.tokens)
+    left, right = st.columns([2, 3])
+    with left:
+        st.dataframe({"position": list(range(1, n + 1)), "token": pre.tokens, "value V": list(scenario.values)},
+                     hide_index=True, width="stretch")
+    with right:
+        plot(toy.causal_mask_figure(trace), key="mask", table=True)
 
-cases = no_match_rows(trace)
-if cases:
+
+def to_word(trace) -> None:
+    pre = trace.prefill
+    scenario = trace.scenario
+    step = trace.steps[0]
+    s = scenario.sampling
+    st.markdown(f"The context of the last position, {md_escape(pre.tokens[-1])}, is "
+                f"[{', '.join(fmt(float(c)) for c in step.context)}]; multiplied by W_vocab it gives one "
+                "logit per word.")
+    st.dataframe(toy.vocab_table(trace), hide_index=True, width="stretch")
+    plot(toy.prediction_figure(trace), key="prediction", table=True)
+    settings_text = (f"{s.strategy}, temperature {fmt(s.temperature)}, "
+                     f"top-k {s.top_k or 'off'}, top-p {fmt(s.top_p) if s.top_p < 1 else 'off'}"
+                     + (f", seed {s.seed}" if s.strategy == "sample" else ""))
+    st.markdown(f"Sampling: {settings_text} → **{md_escape(step.token)}** "
+                f"(p = {float(step.probs[step.sample.index]):.3f}). The Decode page appends it and goes on.")
+    no_match(trace)
+
+
+def no_match(trace) -> None:
+    """Rows where nothing matches: softmax still attends, evenly; said with this scenario's numbers."""
+    cases = no_match_rows(trace)
+    if not cases:
+        return
     with st.container(border=True):
         st.markdown("#### When nothing matches, softmax still attends to something")
         for row in cases[:8]:
@@ -85,22 +143,22 @@ if cases:
                         f"matches, every score is −√d_k, so {share} → context {fmt(row.context)}")
         if len(cases) > 8:
             st.caption(f"… and {len(cases) - 8} more rows like these.")
+        first = cases[0]
         st.markdown(
-            "Softmax turns scores into weights that always add up to 1, so a row cannot give "
-            "weight to *nothing*. The article's prose says 'none' for such rows (even tokens at "
-            "'Today'), but its code spreads the weight evenly and prints 10. Real models learn to park "
-            "unwanted attention on a harmless token instead (an *attention sink*).")
+            "Softmax turns scores into weights that always add up to 1, so a row cannot give weight to "
+            f"*nothing*. Prose may say 'none' for such a row (head {md_escape(first.head)} at "
+            f"'{md_escape(first.query)}'), but the computation spreads the weight evenly and gives "
+            f"{fmt(first.context)}. Real models learn to park unwanted attention on a harmless token "
+            "instead (an *attention sink*).")
 
-st.subheader("From the last context to the next word")
-step = trace.steps[0]
-s = scenario.sampling
-st.markdown(f"The context of the last position, {md_escape(pre.tokens[-1])}, is "
-            f"[{', '.join(fmt(float(c)) for c in step.context)}]; multiplied by W_vocab it gives one "
-            "logit per word.")
-st.dataframe(toy.vocab_table(trace), hide_index=True, width="stretch")
-plot(toy.prediction_figure(trace), key="prediction")
-settings_text = (f"{s.strategy}, temperature {fmt(s.temperature)}, "
-                 f"top-k {s.top_k or 'off'}, top-p {fmt(s.top_p) if s.top_p < 1 else 'off'}"
-                 + (f", seed {s.seed}" if s.strategy == "sample" else ""))
-st.markdown(f"Sampling: {settings_text} → **{md_escape(step.token)}** "
-            f"(p = {float(step.probs[step.sample.index]):.3f}). The Decode page appends it and goes on.")
+
+lesson_header("Prefill", "The whole prompt goes through attention in one batched pass: every query row at "
+                         "once, with the causal mask hiding the future.")
+if not state.presenter():
+    if matching_preset(state.scenario()):
+        st.markdown(f"**{md_escape(state.scenario().title)}** · {md_escape(state.scenario().description)}")
+    else:
+        st.caption("A custom scenario: edited in the sidebar, opened from a file or a link.")
+    shape = state.scenario()
+    st.caption(f"{len(shape.tokens)} tokens · d_k = {shape.d_k} · scores are ±√d_k = ±{fmt(shape.d_k ** 0.5)}")
+prefill_lesson()

@@ -21,15 +21,17 @@ GUARD = "A page, the sidebar or a fragment made to fail on purpose (guard)"
 
 @pytest.fixture
 def fails_on(monkeypatch):
-    """Make viz.generate (which every toy page calls) raise for scenarios whose tokens include a word."""
-    real = viz.generate
+    """Make the toy model (which every toy page builds, through viz.generate or the session's decode
+    runs) raise for scenarios whose tokens include a word."""
+    from viz.core.engine import ToyModel
+    real = ToyModel.__init__
 
     def install(word: str | None):
-        def generate(s, *args, **kwargs):
+        def init(self, s, *args, **kwargs):
             if word is None or word in s.tokens:
                 raise RuntimeError("a failure made on purpose")
-            return real(s, *args, **kwargs)
-        monkeypatch.setattr(viz, "generate", generate)
+            real(self, s, *args, **kwargs)
+        monkeypatch.setattr(ToyModel, "__init__", init)
     return install
 
 
@@ -47,7 +49,7 @@ def test_a_failing_edit_brings_the_last_good_scenario_back(app, fails_on, caplog
     assert scenario(app) == load_preset("seed")
     assert guard.RESTORED in _warnings(app)
     logged = next(r for r in caplog.records if r.name == "kvlab.app")
-    assert "Prefill failed" in logged.getMessage() and logged.exc_info[0] is RuntimeError
+    assert "prefill_lesson failed" in logged.getMessage() and logged.exc_info[0] is RuntimeError
     assert "a failure made on purpose" not in " ".join(errors(app) + _warnings(app))  # details stay in the log
     app.run()  # the notice is shown once
     assert guard.RESTORED not in _warnings(app) and not app.exception
@@ -86,14 +88,14 @@ def test_a_share_link_that_fails_falls_back_to_the_seed(fails_on):
 
 
 def test_a_failing_fragment_keeps_the_rest_of_the_page(app, monkeypatch):
-    """Prefill's position walk fails on its own: a message in its place, the rest of the page drawn."""
+    """Prefill's lesson (a fragment) fails on its own: a message in its place, the rest of the page drawn."""
     import viz.core.explain as explain
 
     monkeypatch.setattr(explain, "explain_position", lambda *a, **k: 1 / 0)
     app.run()
     assert not app.exception
     assert guard.FAILED in errors(app)
-    assert any(s.value == "From the last context to the next word" for s in app.subheader)
+    assert [t.value for t in app.title] == ["Prefill"]  # the header, outside the fragment
     assert app.session_state[state.RUN_FAILED]  # so this run is not remembered as good
     record(GUARD, "refused")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apptest_helpers import array, figure, scenario, shown
+from apptest_helpers import array, figure, figures, scenario, shown
 from viz.ui import state
 
 
@@ -33,11 +33,12 @@ def test_step_advances_the_trace(decode):
 
 
 def test_seed_cache_bug_is_shown_with_its_numbers(decode):
-    """After one step the 'last' head gives 6 with the cache and 7 recomputed, explained."""
+    """After one step the 'last' head gives 6 with the cache and 7 recomputed, said in a sentence."""
     _button(decode, "Step").click().run()
     assert _metric(decode, "Largest |difference| in the context") == "1"
     warning = shown(decode.warning[0].value)
-    assert "Head 'last'" in warning and "→ 6" in warning and "→ 7" in warning
+    assert warning == ("Head 'last' gets 6 with the KV cache but 7 when every key is encoded again, "
+                       "because the cached key of 'so' (position 4) went stale.")
     table = next(df.value for df in decode.dataframe if "|difference|" in df.value.columns)
     assert table.loc[1, "KV cache"] == pytest.approx(6.0, abs=1e-4)
     assert table.loc[1, "recompute"] == pytest.approx(7.0, abs=1e-4)
@@ -46,7 +47,7 @@ def test_seed_cache_bug_is_shown_with_its_numbers(decode):
 def test_one_click_fix_makes_the_cache_agree(decode):
     """The fix button rewrites the rule; afterwards cache and recomputation agree."""
     _button(decode, "Step").click().run()
-    _button(decode, "Fix: make every head cache-safe (n → q.pos)").click().run()
+    _button(decode, "Fix: n → q.pos").click().run()
     assert scenario(decode).heads[1].rule == "k.pos == q.pos"
     assert _metric(decode, "Largest |difference| in the context") == "0"
     assert decode.success
@@ -55,7 +56,7 @@ def test_one_click_fix_makes_the_cache_agree(decode):
 def test_run_n_back_reset_and_timeline(decode):
     """Run N jumps ahead, Back steps back, the timeline scrubs, Reset returns to prefill."""
     next(n for n in decode.number_input if n.label == "Tokens to run").set_value(5).run()
-    _button(decode, "Run").click().run()
+    _button(decode, "Run 5").click().run()
     assert decode.session_state[state.STEP] == 5
     _button(decode, "Back").click().run()
     assert decode.session_state[state.STEP] == 4
@@ -68,17 +69,26 @@ def test_run_n_back_reset_and_timeline(decode):
 
 
 def test_growing_heatmap_has_one_row_per_step(decode):
-    """The attention heatmap grows by one query row per step."""
+    """The attention heatmap grows by one query row per step, up to the window of the newest rows."""
     next(n for n in decode.number_input if n.label == "Tokens to run").set_value(3).run()
-    _button(decode, "Run").click().run()
-    rows = figure(decode, "Attention as it grew")["data"][0]["y"]
-    assert len(rows) == 4 + 3 and rows[-1].endswith("nice")
+    _button(decode, "Run 3").click().run()
+    rows = figure(decode, "Attention · head")["layout"]["yaxis"]["ticktext"]
+    assert len(rows) == 4 + 3 and rows[-1] == "7 · nice"
+    _button(decode, "Run 3").click().run()
+    _button(decode, "Step").click().run()
+    spec = figure(decode, "Attention · head")
+    assert "rows 4–11 of 11" in spec["layout"]["title"]["text"]
+    assert spec["layout"]["yaxis"]["ticktext"][0] == "4 · so"
+    assert spec["layout"]["xaxis"]["ticktext"][0] == "1 · Today"  # the first key stays in front
+    next(t for t in decode.toggle if t.label == "Whole").set_value(True).run()
+    assert len(figure(decode, "Attention · head")["layout"]["yaxis"]["ticktext"]) == 11
 
 
 def test_work_counts_are_plotted_from_the_engine(decode):
     """Recompute's scores grow with n², the cache's with n."""
+    decode.session_state["decode_tab"] = "Work"
     next(n for n in decode.number_input if n.label == "Tokens to run").set_value(4).run()
-    _button(decode, "Run").click().run()
+    _button(decode, "Run 4").click().run()
     spec = figure(decode, "Work in each decode step")
     series = {d["name"]: (array(d["x"]), array(d["y"])) for d in spec["data"] if d.get("xaxis", "x") == "x"}
     x, full = series["no cache (recompute)"]
@@ -113,7 +123,21 @@ def test_figures_for_every_head_count():
 
 def test_text_so_far_has_one_generated_token_per_step(decode):
     """At step k the text shows exactly k generated tokens, then the next one apart."""
+    decode.session_state["decode_tab"] = "Text and table"
     for k in (1, 2):
         _button(decode, "Step").click().run()
         text = next(m.value for m in decode.markdown if "→ next:" in m.value)
         assert text.count(":blue-background[") == k
+
+
+def test_replay_sends_every_step_reached(decode):
+    """The replay tab holds one frame per step reached, each the engine's weights for that step."""
+    from viz import generate, load_preset
+    _button(decode, "Run 8").click().run()
+    decode.session_state["decode_tab"] = "Replay in the browser"
+    decode.run()
+    spec = next(f for f in figures(decode) if f.get("frames"))
+    assert [frame["name"] for frame in spec["frames"]] == [str(s) for s in range(9)]
+    weights = generate(load_preset("seed"), 4, "kv").steps[3].attention.weights[0, 0]  # head 'even', step 3
+    newest = array(spec["frames"][3]["data"][0]["z"])[-1]
+    assert newest == pytest.approx(weights.double().tolist(), abs=1e-6)

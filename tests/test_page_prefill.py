@@ -14,8 +14,10 @@ def test_prefill_renders_the_seed_numbers(app):
     contexts = array(figure(app, "Contexts")["data"][0]["z"])
     assert [round(v, 4) for v in contexts[0]] == [10, 20, 20, 12.5]
     assert [round(v, 4) for v in contexts[3]] == [10, 15, 10.3333, 9]
+    app.session_state["prefill_tab"] = "From context to word"
+    app.run()
     assert "**nice**" in _markdown(app)
-    logits = array(figure(app, "Next word")["data"][0]["y"])
+    logits = array(figure(app, "Logits and probabilities")["data"][0]["y"])
     assert [round(v, 2) for v in logits] == [15.3, 14.2, 8.15]
 
 
@@ -38,6 +40,7 @@ def test_value_edit_changes_the_contexts(app):
 
 def test_rule_edit_changes_the_weights(app):
     """Changing a rule changes that head's attention weights."""
+    app.session_state["prefill_tab"] = "Stages of one head"
     edit_table(app, "heads", edited_rows={0: {"rule": "k.pos == 1"}})
     weights = array(figure(app, "Attention weights (softmax)")["data"][0]["z"])
     assert round(weights[3][0], 4) == 1.0
@@ -52,14 +55,21 @@ def test_bad_rule_keeps_the_old_weights(app):
 
 
 def test_head_selector_switches_the_stage_figures(app):
-    """Choosing another head redraws the stages for it."""
+    """Choosing another head redraws the stages and the lesson heatmap for it, and the link keeps it."""
+    app.session_state["prefill_tab"] = "Stages of one head"
     seg = [w for w in app.get("button_group") if getattr(w, "label", "") == "Head"][0]
-    seg.set_value("first").run()
+    seg.set_value(2).run()
+    assert "head 'first'" in figure(app, "Attention · head")["layout"]["title"]["text"]
+    assert app.query_params.get("head") in ("3", ["3"])
     assert "head 'first'" in figure(app, "Raw scores")["layout"]["title"]["text"]
 
 
 def test_no_match_rows_are_explained(app):
-    """The page explains the rows where nothing matches (the prose says 'none', the code 10)."""
+    """The page explains the rows where nothing matches, with this scenario's own numbers."""
+    app.session_state["prefill_tab"] = "From context to word"
+    app.run()
+    assert "(head even at 'Today'), but the computation spreads the weight evenly and gives 10." in (
+        _markdown(app).replace("\\", ""))
     assert "When nothing matches" in _markdown(app)
     assert "head **even** at **Today**" in _markdown(app)
 

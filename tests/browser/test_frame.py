@@ -25,7 +25,11 @@ def last_context(scenario: Scenario) -> str:
 
 
 def context_line(app):
-    """The Prefill sentence that states the last position's context vector."""
+    """The Prefill sentence that states the last position's context vector (in its own tab)."""
+    tab = app.main.get_by_role("tab", name="From context to word")
+    if tab.get_attribute("aria-selected") != "true":
+        with app.rerun():  # the page's tabs draw only the one that is open
+            tab.click()
     return app.main.locator("p", has_text="The context of the last position")
 
 
@@ -117,7 +121,7 @@ def test_presenter_mode_folds_editors_and_enlarges_type(app):
     assert app.query.get("present") == "1"
     for label in ("Reset", "Back", "Step", "Run"):  # large type must not cut the step controls short
         assert not app.clipped(app.main.get_by_role("button", name=label)), label
-    app.main.locator("h1").first.click()  # focus off the toggle: shortcuts skip focused widgets
+    app.main.get_by_test_id("stAlertContentInfo").first.click()  # focus off the toggle: shortcuts skip focused widgets
     with app.rerun():
         app.page.keyboard.press("ArrowRight")
     assert app.query.get("step") == "1"

@@ -12,10 +12,15 @@ from dataclasses import dataclass
 from .engine import Attention, Trace
 
 
+NEAR_ZERO = 5e-5  # shown as 0: below what four decimals can show (softmax weights of 1e-7, float error)
+
+
 def fmt(x: float) -> str:
-    """A number as people write it: 12.5, 10.333, 7 (never 7.000001)."""
-    text = f"{x:.4g}" if abs(x) < 1e4 else f"{x:,.0f}"
-    return text
+    """A number as people write it: 12.5, 10.333, 7 (never 7.000001), and 0 for anything whose
+    size is below :data:`NEAR_ZERO` (never 1.125e-07 or -0)."""
+    if abs(x) < NEAR_ZERO:
+        return "0"
+    return f"{x:.4g}" if abs(x) < 1e4 else f"{x:,.0f}"
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,7 @@ class HeadCheck:
     full_matched: list[str]  # keys that match when every key is encoded again
     stale: list[int]  # 0-based positions whose cached key differs from what re-encoding gives
     text: str  # a plain sentence when the contexts differ, else ""
+    summary: str = ""  # the same in one short sentence, for the top of a lesson screen
 
 
 @dataclass(frozen=True)
@@ -149,30 +155,59 @@ def check_cache(kv: Trace, full: Trace, step: int) -> CacheCheck:
     """
     a, b = kv.steps[step], full.steps[step]
     tokens = kv.tokens
+    kv_rows, full_rows = a.attention.matches[:, 0], b.attention.matches[:, 0]  # (heads, len)
+    length = min(kv_rows.shape[-1], full_rows.shape[-1])
+    differs = (kv_rows[:, :length] != full_rows[:, :length]).tolist()
     checks = []
     for h, (head, cacheable) in enumerate(zip(kv.scenario.heads, kv.cacheable)):
-        kv_row, full_row = a.attention.matches[h, 0], b.attention.matches[h, 0]  # (len,)
-        length = min(kv_row.shape[0], full_row.shape[0])
-        stale = [] if cacheable else [j for j in range(length) if bool(kv_row[j]) != bool(full_row[j])]
-        kv_keys = [tokens[j] for j in range(a.seq_len) if bool(kv_row[j])]
-        full_keys = [tokens[j] for j in range(b.seq_len) if bool(full_row[j])]
+        stale = [] if cacheable else [j for j, d in enumerate(differs[h]) if d]
+        kv_keys = kv_rows[h, : a.seq_len].nonzero().flatten().tolist()
+        full_keys = full_rows[h, : b.seq_len].nonzero().flatten().tolist()
         kv_context, full_context = float(a.context[h]), float(b.context[h])
         gap = abs(kv_context - full_context)
-        text = ""
+        text = summary = ""
         if gap > 0:
-            text = (f"Head '{head.name}' ({head.rule}) reads n. The cache still holds keys written when n "
-                    f"was smaller, so for the newest query '{a.query_token}' {_matching(kv_keys)} → "
-                    f"{fmt(kv_context)}. Encoding every key again with n = {b.seq_len}, {_matching(full_keys)} → "
-                    f"{fmt(full_context)}. Those cached keys went stale: a real model's keys never "
-                    "depend on later tokens.")
-        checks.append(HeadCheck(head.name, head.rule, cacheable, kv_context, full_context, gap, kv_keys,
-                                full_keys, stale, text))
+            because = ("" if not stale else f", because the cached key of {_keys(stale, tokens)} went stale"
+                       if len(stale) == 1 else f", because {len(stale)} of its cached keys went stale")
+            summary = (f"Head '{head.name}' gets {fmt(kv_context)} with the KV cache but {fmt(full_context)} "
+                       f"when every key is encoded again{because}.")
+            text = (f"Head '{head.name}' ({head.rule}) reads n, the length of the sequence when a key "
+                    f"is written. {_stale_phrase(stale, tokens)} So with the cache, the newest query "
+                    f"{_key(a.seq_len - 1, tokens)} {_matching(kv_keys, tokens)} and gets context "
+                    f"{fmt(kv_context)}; encoding every key again with n = {b.seq_len}, it "
+                    f"{_matching(full_keys, tokens)} and gets {fmt(full_context)}. A real model's keys "
+                    "never depend on later tokens, so its cache never goes stale.")
+        checks.append(HeadCheck(head.name, head.rule, cacheable, kv_context, full_context, gap,
+                                [tokens[j] for j in kv_keys], [tokens[j] for j in full_keys], stale, text,
+                                summary))
     return CacheCheck(step, checks, a.token, b.token)
 
 
-def _matching(keys: list[str]) -> str:
+LISTED = 4  # keys named in a sentence before "and N more"
+
+
+def _key(j: int, tokens: list[str]) -> str:
+    return f"'{tokens[j]}' (position {j + 1})"
+
+
+def _keys(positions: list[int], tokens: list[str]) -> str:
+    named = [_key(j, tokens) for j in positions[:LISTED]]
+    if len(positions) > LISTED:
+        return ", ".join(named) + f" and {len(positions) - LISTED} more"
+    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + f" and {named[-1]}"
+
+
+def _stale_phrase(stale: list[int], tokens: list[str]) -> str:
+    if not stale:
+        return "Its cached keys were written when n was smaller."
+    if len(stale) == 1:
+        return (f"The cached key of {_keys(stale, tokens)} was written when n was smaller and now "
+                "says the opposite of what encoding it again would: it went stale.")
+    return (f"The cached keys of {_keys(stale, tokens)} were written when n was smaller and now say "
+            "the opposite of what encoding them again would: they went stale.")
+
+
+def _matching(keys: list[int], tokens: list[str]) -> str:
     if not keys:
-        return "no key matches (the weight spreads evenly)"
-    if len(keys) == 1:
-        return f"only '{keys[0]}' matches"
-    return "the keys " + ", ".join(f"'{k}'" for k in keys[:-1]) + f" and '{keys[-1]}' match"
+        return "matches no key, so the weight spreads evenly"
+    return f"matches {_keys(keys, tokens)}"

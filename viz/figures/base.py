@@ -12,15 +12,22 @@ import html
 from typing import Any, Sequence
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from ..core.explain import fmt
+from ..core.explain import NEAR_ZERO, fmt
 
-BLUE = "#1f5fa8"
-GOLD = "#e0a100"
-RED = "#c0392b"
-MASKED = "#e6e6e6"
+# Okabe and Ito's colour-blind-safe palette: blue, orange and vermillion stay apart for every common
+# kind of colour blindness (and by lightness in grey). Gold outlines the row in focus, red marks a
+# single cell; masked cells are a neutral grey that no colour scale uses.
+BLUE = "#0072B2"
+GOLD = "#E69F00"
+RED = "#D55E00"
+PURPLE = "#CC79A7"
+SKY = "#56B4E9"
+MASKED = "#d9d9d9"
+INK = "#262730"  # text, and marks that must read on any cell colour
 
 
 def safe(text: str) -> str:
@@ -79,10 +86,18 @@ def grid(rows: int, cols: int, titles: Sequence[str] = (), *, hspace: float = 0.
     return layout, refs
 
 
-def _cell(x: float, kind: str) -> str:
-    if kind == "weights" and 0 < abs(x) < 5e-4:
-        return "≈0"  # softmax never gives exactly 0 to a visible key; the hover shows the number
-    return fmt(x)
+def short(x: float) -> str:
+    """A number in a small cell, narrow enough for its type: .33, .5, 1, -8, and 0 for near-zeros."""
+    if abs(x) < NEAR_ZERO:
+        return "0"
+    text = f"{x:.2f}".rstrip("0").rstrip(".")
+    return text[1:] if text.startswith("0.") else ("-" + text[2:] if text.startswith("-0.") else text)
+
+
+def _cell(x: float, narrow: bool) -> str:
+    """Cell text: the number as people write it (0 for near-zeros; the hover has every digit),
+    shortened to two decimals when the cells are narrow."""
+    return short(x) if narrow else fmt(x)
 
 
 COLOR_SCALES = {"weights": dict(colorscale="Blues", zmin=0, zmax=1),
@@ -94,16 +109,18 @@ COLOR_SCALES = {"weights": dict(colorscale="Blues", zmin=0, zmax=1),
 def heatmap_trace(z: torch.Tensor, x: list[str], y: list[str], *, kind: str = "weights", hover: str = "",
                   visible: torch.Tensor | None = None, key_values: Sequence[float] | None = None,
                   annotate: bool | None = None, text: np.ndarray | None = None,
-                  ref: tuple[str, str] = ("x", "y")) -> go.Heatmap:
+                  ref: tuple[str, str] = ("x", "y"), scale: str | None = None) -> go.Heatmap:
     """One heatmap trace. Masked cells (-inf, or False in ``visible``) are left empty (grey) and
-    labelled 'masked'; ``%{customdata}`` in ``hover`` is the key's value when ``key_values`` is given."""
+    labelled 'masked'; ``%{customdata}`` in ``hover`` is the key's value when ``key_values`` is given;
+    ``scale`` titles a colour bar (none without it)."""
     z = z.detach().double().cpu()
     rows, cols = z.shape
     finite = torch.isfinite(z) if visible is None else torch.isfinite(z) & visible.cpu()
     annotate = (rows * cols <= 400) if annotate is None else annotate
-    if annotate and text is None:
+    if annotate and text is None:  # "masked" only where it fits; grey says it everywhere
         values, keep = z.tolist(), finite.tolist()
-        text = np.array([[(_cell(v, kind) if k else "masked") for v, k in zip(vr, kr)]
+        narrow = cols > 8
+        text = np.array([[(_cell(v, narrow) if k else ("" if narrow else "masked")) for v, k in zip(vr, kr)]
                          for vr, kr in zip(values, keep)], dtype=object)
     custom = np.array([[fmt(v) for v in key_values]] * rows, dtype=object) if key_values is not None else None
     return go.Heatmap(
@@ -111,7 +128,17 @@ def heatmap_trace(z: torch.Tensor, x: list[str], y: list[str], *, kind: str = "w
         texttemplate="%{text}" if annotate else None, textfont=dict(size=12),
         xgap=2 if cols <= 40 else 0, ygap=2 if rows <= 40 else 0, customdata=custom,
         hovertemplate=(hover or "query %{y}<br>key %{x}<br>%{z:.4g}") + "<extra></extra>",
-        showscale=False, xaxis=ref[0], yaxis=ref[1], **COLOR_SCALES[kind])
+        showscale=scale is not None, colorbar=_colorbar(kind, scale), xaxis=ref[0], yaxis=ref[1],
+        **COLOR_SCALES[kind])
+
+
+def _colorbar(kind: str, title: str | None) -> dict | None:
+    if title is None:
+        return None
+    bar: dict[str, Any] = dict(title=dict(text=title, side="right"), thickness=12, len=0.9)
+    if kind == "signs":
+        bar.update(tickvals=[-1, 1], ticktext=["−1", "+1"])
+    return bar
 
 
 def matrix_axes(cols: int, side: str = "top") -> tuple[dict, dict]:
@@ -124,7 +151,7 @@ def heatmap(z: torch.Tensor, x: list[str], y: list[str], title: str, *, kind: st
             hover: str = "", highlight_row: int | None = None,
             highlight_cells: Sequence[tuple[int, int]] = (), annotate: bool | None = None,
             height: int | None = None, visible: torch.Tensor | None = None,
-            key_values: Sequence[float] | None = None) -> go.Figure:
+            key_values: Sequence[float] | None = None, scale: str | None = None) -> go.Figure:
     """An annotated heatmap figure (see :func:`heatmap_trace`), with optional gold row outline and
     red cell outlines. x and y labels must already be escaped."""
     rows, cols = z.shape
@@ -134,6 +161,25 @@ def heatmap(z: torch.Tensor, x: list[str], y: list[str], title: str, *, kind: st
     xaxis, yaxis = matrix_axes(cols)
     cell = 34 if rows <= 16 else max(8, 640 // rows)  # long sequences shrink their rows
     trace = heatmap_trace(z, x, y, kind=kind, hover=hover, visible=visible, key_values=key_values,
-                          annotate=annotate)
+                          annotate=annotate, scale=scale)
     return figure([trace], frame(title, height or max(200, 100 + cell * rows), top=80, xaxis=xaxis,
                                  yaxis=yaxis, shapes=shapes))
+
+
+def figure_table(fig: go.Figure) -> pd.DataFrame:
+    """A figure's numbers as one long table (the accessible alternative to looking at it): one row
+    per heatmap cell, bar or point, named by its panel (trace or subplot title), row and column."""
+    titles = [note.text for note in fig.layout.annotations or ()]
+    rows = []
+    for trace in fig.data:
+        cell = int((trace.xaxis or "x")[1:] or 1) - 1  # the subplot the trace is drawn in
+        panel = " · ".join(p for p in (titles[cell] if cell < len(titles) else "", trace.name or "") if p)
+        if trace.type == "heatmap":
+            z = np.asarray(trace.z, dtype=float)
+            xs = list(trace.x) if trace.x is not None else list(range(z.shape[1]))
+            ys = list(trace.y) if trace.y is not None else list(range(z.shape[0]))
+            rows += [(panel, html.unescape(str(y)), html.unescape(str(x)), None if np.isnan(v) else float(v))
+                     for y, line in zip(ys, z) for x, v in zip(xs, line)]
+        elif trace.x is not None and trace.y is not None and trace.x[0] is not None:
+            rows += [(panel, "", html.unescape(str(x)), float(y)) for x, y in zip(trace.x, trace.y)]
+    return pd.DataFrame(rows, columns=["panel", "row", "column", "value"])

@@ -16,6 +16,7 @@ import torch
 
 from ..core.engine import Trace
 from ..core.explain import CacheCheck, fmt
+from ..core.lesson import Window
 from ..core.rules import compile_rule
 from .base import (BLUE, GOLD, MASKED, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
                    matrix_axes, rect, safe)
@@ -74,11 +75,11 @@ def qk_figure(trace: Trace, head: int) -> go.Figure:
     dims = [str(i + 1) for i in range(d_k)]
     layout, refs = grid(1, 2, ("Q (one row per query)", "K (one row per key)"), hspace=0.08)
     hover = "token %{y}<br>dimension %{x}<br>%{z:+.0f}"
-    data = [heatmap_trace(tensor, dims, names, kind="signs", hover=hover, annotate=False, ref=ref)
-            for tensor, ref in ((pre.q[head], refs[0]), (pre.k[head], refs[1]))]
+    data = [heatmap_trace(tensor, dims, names, kind="signs", hover=hover, annotate=False, ref=ref, scale=scale)
+            for tensor, ref, scale in ((pre.q[head], refs[0], None), (pre.k[head], refs[1], "entry"))]
     for suffix in ("", "2"):
         layout[f"xaxis{suffix}"].update(title=dict(text=f"dimension (d_k = {d_k})"), showticklabels=d_k <= 16)
-        layout[f"yaxis{suffix}"].update(type="category", autorange="reversed")
+        layout[f"yaxis{suffix}"].update(type="category", autorange="reversed", showticklabels=suffix == "")
     return figure(data, frame(f"Q and K for head '{_head(trace, head)}': Q·K = +d_k where the rule holds, "
                               "−d_k where it does not", max(220, 90 + 34 * len(names)), **layout))
 
@@ -89,36 +90,47 @@ def contexts_figure(trace: Trace, position: int | None = None) -> go.Figure:
     heads = len(trace.scenario.heads)
     fig = heatmap(pre.contexts, labels(pre.tokens), [safe(h) for h in trace.scenario.head_names],
                   "Contexts: Σ weights · values, one per head and position", kind="values",
-                  hover="head %{y}<br>position %{x}<br>context %{z:.4g}")
+                  hover="head %{y}<br>position %{x}<br>context %{z:.4g}", scale="context")
     if position is not None:
         fig.layout.shapes = [rect(position - 0.5, position + 0.5, -0.5, heads - 0.5, GOLD)]
     return fig
 
 
-def small_multiples(trace: Trace, position: int | None = None) -> go.Figure:
-    """Attention weights of every head in a grid, the current query row outlined."""
+def small_multiples(trace: Trace, position: int | None = None, window: Window | None = None) -> go.Figure:
+    """Attention weights of every head in a grid, the current query row outlined; with ``window``
+    only its query rows and keys (viz.core.lesson.make_window), so a long prompt stays light."""
     pre = trace.prefill
-    names = labels(pre.tokens)
+    n_all = len(pre.tokens)
+    rows_at = torch.tensor(window.rows if window else range(n_all), dtype=torch.long)
+    keys_at = torch.tensor(window.keys if window else range(n_all), dtype=torch.long)
+    tokens = labels(pre.tokens)
+    row_names, key_names = [tokens[i] for i in rows_at.tolist()], [tokens[j] for j in keys_at.tolist()]
+    visible = pre.attention.visible[rows_at][:, keys_at]
     heads = trace.scenario.head_names
-    n = len(names)
+    n = len(key_names)
     cols = min(4, len(heads))
     rows = math.ceil(len(heads) / cols)
     layout, refs = grid(rows, cols, [safe(h) for h in heads], hspace=0.04,
                         vspace=0.12 if rows > 1 else 0.05)
     data, shapes = [], []
+    focus = rows_at.tolist().index(position) if position is not None and position in rows_at.tolist() else None
     for h, ref in zip(range(len(heads)), refs):
-        data.append(heatmap_trace(pre.weights[h], names, names, kind="weights", annotate=False, ref=ref,
-                                  visible=pre.attention.visible,
+        data.append(heatmap_trace(pre.weights[h][rows_at][:, keys_at], key_names, row_names, kind="weights",
+                                  annotate=False, ref=ref, visible=visible,
                                   hover="query %{y}<br>key %{x}<br>weight %{z:.3f}"))
-        if position is not None:
-            shapes.append(rect(-0.5, n - 0.5, position - 0.5, position + 0.5, GOLD, 2, ref))
+        if focus is not None:
+            shapes.append(rect(-0.5, n - 0.5, focus - 0.5, focus + 0.5, GOLD, 2, ref))
     for i, (xref, yref) in enumerate(refs):
         suffix = xref[1:]
-        layout[f"xaxis{suffix}"].update(type="category", showticklabels=False)
+        # keys under the bottom row of panels, queries left of the first column (when they fit)
+        bottom = i + cols >= len(heads)
+        layout[f"xaxis{suffix}"].update(type="category", showticklabels=bottom and n <= 12, tickangle=-45)
         layout[f"yaxis{suffix}"].update(type="category", autorange="reversed",
                                         showticklabels=i % cols == 0 and n <= 12)
-    return figure(data, frame("Attention weights of every head (rows: queries, columns: keys)",
-                              max(260, 230 * rows), shapes=shapes, **layout))
+    fig = frame("Attention weights of every head (rows: queries, columns: keys)",
+                max(260, 230 * rows) + (60 if n <= 12 else 0), shapes=shapes, **layout)
+    fig["margin"]["b"] = 70 if n <= 12 else 10
+    return figure(data, fig)
 
 
 # -- from context to the next word -------------------------------------------------------------
@@ -159,7 +171,7 @@ def prediction_figure(trace: Trace, step: int = 0) -> go.Figure:
     layout["yaxis2"].update(range=[0, 1.15])
     for suffix in ("", "2"):
         layout[f"xaxis{suffix}"].update(type="category", tickangle=-30 if len(words) > 2 else 0)
-    return figure(data, frame(f"Next word: '{safe(s.token)}'", 330, background="white", showlegend=False,
+    return figure(data, frame(f"Logits and probabilities → '{safe(s.token)}'", 330, background="white", showlegend=False,
                               **layout))
 
 
@@ -247,8 +259,11 @@ def work_figure(traces: dict[str, Trace], cumulative: bool = False) -> go.Figure
                 line=dict(color=MODE_COLORS[mode], dash="dot" if mode == "reencode" else None),
                 legendgroup=mode, showlegend=xref == "x", xaxis=xref, yaxis=yref,
                 hovertemplate=f"{MODE_NAMES[mode]}<br>length %{{x}}<br>%{{y:,}}<extra></extra>"))
-    for suffix in ("", "2"):
-        layout[f"xaxis{suffix}"].update(title=dict(text="sequence length n"), tickformat="d")
+    lengths = [s.seq_len for t in traces.values() for s in t.steps[1:]]
+    span = max(lengths) - min(lengths) if lengths else 0
+    for suffix in ("", "2"):  # whole lengths only: never "5 5 5 6 6 6"
+        layout[f"xaxis{suffix}"].update(title=dict(text="sequence length n"), tickformat="d",
+                                        tick0=min(lengths, default=0), dtick=max(1, math.ceil(span / 8)))
         layout[f"yaxis{suffix}"].update(rangemode="tozero")
     what = "summed over the steps so far" if cumulative else "in each decode step"
     return figure(data, frame(f"Work {what}, counted by the engine", 360, background="white",

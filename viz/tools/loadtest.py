@@ -159,7 +159,7 @@ async def _student(browser, base: str, seconds: float, seed: int, latencies: lis
             else:
                 back = page.get_by_role("button", name="Back")
                 if choice < 0.3:  # another decode mode (choosing the current one would not rerun)
-                    mode = rng.choice([m for m in ("no cache (recompute)", "KV cache", "no cache (re-encode keys)")
+                    mode = rng.choice([m for m in ("recompute", "KV cache", "re-encode")
                                        if m != mode])
                     action = page.locator(".st-key-decode_mode_picker button", has_text=mode).first.click
                 elif choice < 0.45 and await back.is_enabled():

@@ -245,7 +245,7 @@ def measure_clicks(browser, server: StreamlitServer, probe: ProbeLog, name: str,
         visitor.open("/decode", params)
         both_ways(lambda way: (f"Decode: {('Step', 'Back')[way]}",
                                main.get_by_role("button", name=("Step", "Back")[way]).first))
-        modes = ("no cache (recompute)", "KV cache")
+        modes = ("recompute", "KV cache")  # the picker's labels
         both_ways(lambda way: ("Decode: mode switch",
                                page.locator(".st-key-decode_mode_picker button", has_text=modes[way]).first))
         sidebar.get_by_text("d_k and sampling").click()

@@ -9,16 +9,63 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ..core.division import DivisionByZero
+from ..core.lesson import LessonFrame
+from ..figures.base import figure_table
+from ..figures.lesson import attention_figure, cache_figure, frame_tables, words_figure
 from . import state
 
-PLOT_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+# The toolbar shows on hover only (on a phone: after a tap), and short, so it stays clear of titles.
+PLOT_CONFIG = {"displaylogo": False, "displayModeBar": "hover",
+               "modeBarButtonsToRemove": ["lasso2d", "select2d", "zoomIn2d", "zoomOut2d", "autoScale2d"]}
+PRESENTER_TEXT_PX = 16  # the smallest text inside a figure in presenter mode (cells, ticks, legends)
+PRESENTER_FONT_PX = 18  # the figure's base type in presenter mode (what nothing sets for itself)
+PRESENTER_TITLE_PX = 19
 
 
-def plot(fig: go.Figure, key: str | None = None) -> None:
-    """Show a plotly figure at full width; in presenter mode with larger type."""
+def presenter_text(fig: go.Figure) -> go.Figure:
+    """Every text inside a figure at least PRESENTER_TEXT_PX: layout, cells, subplot titles, titles."""
+    layout = fig.layout
+    layout.font.size = max(layout.font.size or 0, PRESENTER_FONT_PX)
+    layout.title.font.size = max(layout.title.font.size or 0, PRESENTER_TITLE_PX)
+    layout.legend.font.size = max(layout.legend.font.size or 0, PRESENTER_TEXT_PX)
+    for note in layout.annotations:
+        note.font.size = max(note.font.size or 0, PRESENTER_TEXT_PX)
+    # Streamlit's theme gives ticks and axis titles sizes of their own: set them on every axis
+    big = dict(tickfont_size=PRESENTER_TEXT_PX, title_font_size=PRESENTER_TEXT_PX)
+    fig.for_each_xaxis(lambda axis: axis.update(big))
+    fig.for_each_yaxis(lambda axis: axis.update(big))
+    for trace in fig.data:
+        if "textfont" in trace:
+            trace.textfont.size = max(trace.textfont.size or 0, PRESENTER_TEXT_PX)
+        if "colorbar" in trace:
+            trace.colorbar.update(big)
+    return fig
+
+
+def plot(fig: go.Figure, key: str | None = None, table: bool = False) -> None:
+    """Show a plotly figure at full width; in presenter mode with larger type. ``table`` adds a
+    folded "As a table" under it (its numbers, built only when opened)."""
     if state.presenter():
-        fig.update_layout(font_size=18)
+        presenter_text(fig)
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key=key)
+    if table:
+        box = st.expander("As a table", key=f"{key}_table", on_change="rerun")
+        if box.open:
+            with box:
+                st.dataframe(figure_table(fig), hide_index=True, width="stretch", height=240)
+
+
+def frame_style(presenter: bool) -> str:
+    """The frame's CSS: the sidebar's width and, in presenter mode, large type that still lets a
+    lesson (controls, narration, figures) fit one screen from 1280 × 720 up. The root size follows
+    the window's height: about 17 px at 720 px, 21 px from 875 px up."""
+    style = f"section[data-testid='stSidebar'] {{ width: {300 if presenter else 400}px !important; }}"
+    if presenter:
+        style += (" html { font-size: clamp(16px, 2.4vh, 21px); }"
+                  " header[data-testid='stHeader'] { height: 2.75rem; min-height: 2.75rem; }"
+                  " .block-container { max-width: 100%; padding: 3rem 2rem 2rem 2rem; }"
+                  " .block-container h1 { padding-top: 0; }")
+    return f"<style>{style}</style>"
 
 
 # Every character CommonMark lets a backslash escape, but for , and ; which no construct uses.
@@ -100,3 +147,48 @@ def stepper(key: str, count: int, label: str, *, first: int = 1,
         else:
             st.markdown(f"{label}: {md_escape(format_label(current))}")
     return st.session_state[key]
+
+
+def head_picker(key: str, label: str = "Head") -> int:
+    """The head shown in detail (0-based): one choice shared by the pages and kept in share links."""
+    heads = state.scenario().head_names
+    st.session_state[key] = state.head()
+
+    def chosen() -> None:
+        state.set_head(st.session_state[key])
+
+    st.segmented_control(label, list(range(len(heads))), key=key, required=True, on_change=chosen,
+                         format_func=lambda h: md_escape(heads[h]), label_visibility="collapsed",
+                         help=f"{label}: which head the figures show")
+    return state.head()
+
+
+def lesson_tables(frame: LessonFrame, heads: list[str]) -> None:
+    """A lesson screen's figures as tables: the accessible alternative to the heatmaps and bars."""
+    for title, table in frame_tables(frame, heads):
+        st.markdown(f"**{md_escape(title)}**")
+        st.dataframe(table, hide_index=True, width="stretch")
+
+
+def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key: bool = False) -> None:
+    """The figures of a lesson screen side by side (stacked in this order on a phone): the attention
+    window, the keys and values under it, the next word."""
+    left, middle, right = st.columns([1.3, 1, 0.7])
+    with left:
+        plot(attention_figure(frame, heads[head], newest_key=newest_key), key="lesson_attention")
+    with middle:
+        plot(cache_figure(frame, heads), key="lesson_cache")
+    with right:
+        plot(words_figure(frame), key="lesson_words")
+
+
+def lesson_header(title: str, caption: str) -> None:
+    """A lesson page's title and caption; in presenter mode still there for screen readers and
+    tests, but visually hidden, so the lesson below fits one projector screen."""
+    if not state.presenter():
+        header(title, caption)
+        return
+    with st.container(key="lesson_title"):
+        st.html("<style>.st-key-lesson_title { position: absolute !important; width: 1px; height: 1px;"
+                " overflow: hidden; clip-path: inset(50%); white-space: nowrap; }</style>")
+        header(title, caption)

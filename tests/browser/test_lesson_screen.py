@@ -1,0 +1,164 @@
+"""Tier 3 (browser): Decode and Prefill as one-screen lessons in presenter mode, measured from element
+positions at the projector sizes, and the decode view's fragment keeping the share link.
+
+The seed after one decode step (its stale 'last' head) and a 35-token scenario with the same heads
+(15 stale cached keys) are opened from share links; nothing may need scrolling: the step controls,
+the narration, the stale-cache warning and its Fix button, the attention heatmap with its newest
+row, the KV cache and the next word lie inside the viewport, and every text inside those figures is
+at least 16 px.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from lesson_fixtures import long_scenario
+from viz import generate, load_preset
+from viz.core.explain import narrate_step
+from viz.core.share import View, decode_scenario, encode_view
+from viz.ui.common import PRESENTER_TEXT_PX
+
+SIZES = [(1280, 720), (1920, 1080)]
+
+# Every text element inside a chart's SVG (ticks, cells, titles, legends), with its computed size.
+FIGURE_TEXT_JS = """chart => [...chart.querySelectorAll('svg text')]
+    .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
+    .map(t => [t.textContent.trim(), parseFloat(getComputedStyle(t).fontSize)])"""
+
+
+CASES = {"seed": (load_preset("seed"), 1), "35 tokens": (long_scenario(), 15)}
+
+
+def chart(app, title: str):
+    """The Plotly chart whose title starts with ``title``."""
+    return app.main.get_by_test_id("stPlotlyChart").filter(has=app.page.locator("text.gtitle", has_text=title))
+
+
+def button(app, name: str):
+    """A button of the main area by its label (a keyboard shortcut adds " Shortcut →" to its name)."""
+    return app.main.get_by_role("button", name=re.compile(rf"^{re.escape(name)}(?: Shortcut .+)?$"))
+
+
+def assert_inside(app, name: str, locator) -> None:
+    """The element lies fully inside the viewport, with no scrolling."""
+    expect(locator).to_have_count(1)
+    box = locator.bounding_box()
+    view = app.page.viewport_size
+    assert box is not None, name
+    inside = (box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= view["width"] + 0.5
+              and box["y"] + box["height"] <= view["height"] + 0.5)
+    assert inside, f"{name} at {box} is not inside {view['width']}×{view['height']}"
+
+
+def assert_big_text(app, name: str, locator) -> None:
+    """Every text inside the figure is at least PRESENTER_TEXT_PX."""
+    texts = locator.evaluate(FIGURE_TEXT_JS)
+    assert texts, name
+    small = [(text, px) for text, px in texts if px < PRESENTER_TEXT_PX]
+    assert not small, f"{name}: text under {PRESENTER_TEXT_PX} px: {small[:6]}"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("width, height", SIZES)
+def test_decode_is_one_screen_in_presenter_mode(app, case, width, height):
+    """At 1280×720 and 1920×1080 the whole decode lesson is on screen, figure text ≥ 16 px."""
+    scenario, step = CASES[case]
+    app.page.set_viewport_size({"width": width, "height": height})
+    app.open("/decode", **encode_view(View(scenario, step=step, presenter=True, head=1)))
+    main = app.main
+    expect(main.get_by_test_id("stAlertContentInfo").first).to_contain_text(
+        narrate_step(generate(scenario, step + 1, "kv"), step))
+    parts = {
+        "Step": button(app, "Step"),
+        "Back": button(app, "Back"),
+        "Run": button(app, "Run 8"),
+        "narration": main.get_by_test_id("stAlertContentInfo").first,
+        "stale-cache warning": main.get_by_test_id("stAlertContentWarning").filter(has_text="went stale"),
+        "Fix": button(app, "Fix: n → q.pos"),
+        "attention heatmap": chart(app, "Attention · head 'last'"),
+        "KV cache": chart(app, "KV cache:"),
+        "next word": chart(app, "Next word:"),
+    }
+    for name, locator in parts.items():
+        assert_inside(app, name, locator)
+    for name in ("attention heatmap", "KV cache", "next word"):
+        assert_big_text(app, name, parts[name])
+    newest = f"{len(scenario.tokens) + step} · nice"  # the newest query row is labelled and in view
+    expect(parts["attention heatmap"].locator("text", has_text=newest).first).to_be_visible()
+    app.assert_no_exception()
+    app.screenshot(f"lesson-decode-{case.replace(' ', '')}-{width}x{height}")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("width, height", SIZES)
+def test_prefill_is_one_screen_in_presenter_mode(app, case, width, height):
+    """At 1280×720 and 1920×1080 the prefill lesson (stepper, narration, figures) is on screen."""
+    scenario, _ = CASES[case]
+    app.page.set_viewport_size({"width": width, "height": height})
+    app.open("/prefill", **encode_view(View(scenario, presenter=True, head=1, position=4)))
+    main = app.main
+    parts = {
+        "stepper back": main.locator(".st-key-prefill_position_back button").first,
+        "stepper forward": main.locator(".st-key-prefill_position_forward button").first,
+        "position": main.get_by_test_id("stSlider"),
+        "narration": main.get_by_test_id("stAlertContentInfo").first,
+        "attention heatmap": chart(app, "Attention · head 'last'"),
+        "cache": chart(app, "Cache after prefill"),
+        "next word": chart(app, "Next word:"),
+    }
+    expect(parts["narration"]).to_contain_text("(position 4) sees")
+    for name, locator in parts.items():
+        assert_inside(app, name, locator)
+    for name in ("attention heatmap", "cache", "next word"):
+        assert_big_text(app, name, parts[name])
+    app.assert_no_exception()
+    app.screenshot(f"lesson-prefill-{case.replace(' ', '')}-{width}x{height}")
+
+
+def test_a_step_reruns_only_the_decode_view_and_keeps_the_link(app):
+    """Step, the → key and the mode picker rerun the fragment; the address bar follows each of them."""
+    app.open("/decode")
+    app.click_button("Step")
+    assert app.query.get("step") == "1"
+    expect(app.main.get_by_test_id("stAlertContentWarning").filter(has_text="went stale")).to_have_count(1)
+    app.main.get_by_test_id("stAlertContentInfo").first.click()  # focus off the button: shortcuts skip it
+    with app.rerun():
+        app.page.keyboard.press("ArrowRight")
+    assert app.query.get("step") == "2"
+    with app.rerun():
+        app.main.locator(".st-key-decode_mode_picker button", has_text="recompute").first.click()
+    assert app.query.get("mode") == "recompute"
+    with app.rerun():
+        app.main.locator(".st-key-decode_head button", has_text="first").first.click()
+    assert app.query.get("head") == "3"
+    expect(chart(app, "Attention · head 'first'")).to_have_count(1)
+    app.assert_no_exception()
+
+
+def test_fix_reruns_the_whole_app(app):
+    """Fix rewrites the rules: the sidebar's heads table shows the cache-safe rule at once."""
+    app.open("/decode", step=1)
+    app.click_button("Fix: n → q.pos")
+    expect(app.main.get_by_test_id("stAlertContentWarning").filter(has_text="went stale")).to_have_count(0)
+    assert decode_scenario(app.query["s"]).heads[1].rule == "k.pos == q.pos"
+    heads = app.expander("Heads", app.sidebar)
+    expect(app.cell(heads.get_by_test_id("stDataFrame"), 1, "rule")).to_have_text("k.pos == q.pos")
+    app.assert_no_exception()
+
+
+def test_phone_stacks_the_lesson_in_pipeline_order(app):
+    """At 390×844 the lesson figures stack attention → cache → next word, right after the controls,
+    and no plot toolbar covers a title until the chart is touched."""
+    app.page.set_viewport_size({"width": 390, "height": 844})
+    app.open("/decode", **encode_view(View(load_preset("seed"), step=1, head=1)))
+    tops = [chart(app, title).bounding_box()["y"] for title in ("Attention · head", "KV cache:", "Next word:")]
+    assert tops == sorted(tops), tops
+    step = button(app, "Step").bounding_box()
+    assert step["y"] < tops[0]
+    shown = app.main.locator(".modebar-group").evaluate_all("groups => groups.map(g => getComputedStyle(g).opacity)")
+    assert shown and set(shown) == {"0"}, shown  # the toolbar appears on hover (a tap) only
+    app.assert_no_exception()
+    app.screenshot("lesson-decode-phone")

@@ -1,0 +1,113 @@
+"""Tier 1: the lesson screen's window, stale-key marks and figures (viz.core.lesson, viz.figures.lesson)."""
+
+from __future__ import annotations
+
+
+import pytest
+
+from lesson_fixtures import long_scenario
+from viz import Scenario, generate, load_preset
+from viz.core.engine import MODES
+from viz.core.explain import check_cache, fmt
+from viz.core.lesson import WINDOW, decode_frame, make_window, prefill_frame
+from viz.figures import lesson
+from viz.ui.common import PRESENTER_TEXT_PX, presenter_text
+
+
+def _runs(scenario: Scenario, steps: int) -> dict:
+    return {mode: generate(scenario, steps + 1, mode) for mode in MODES}
+
+
+def test_window_keeps_the_newest_rows_and_the_first_key():
+    """A 35-row matrix shows rows 28–35 and keys 1 and 29–35 (the first key kept in front)."""
+    window = make_window(35, 35, 34)
+    assert window.rows == tuple(range(27, 35))
+    assert window.keys == (0, *range(28, 35)) and window.skipped == 27
+    assert not window.complete
+    assert make_window(35, 35, 34, whole=True).complete
+    assert make_window(4, 4, 3).complete and make_window(4, 4, 3).skipped == 0
+
+
+def test_prefill_window_is_centred_on_the_position():
+    """Prefill's window holds the position near its middle."""
+    window = make_window(20, 20, 9, centre=True)
+    assert 9 in window.rows and window.rows[0] == 5 and len(window.rows) == WINDOW
+
+
+def test_seed_step_one_marks_the_stale_key_of_so():
+    """At seed step 1 the cache view marks head 'last' at 'so' (position 4) stale, and only that."""
+    runs = _runs(load_preset("seed"), 1)
+    frame = decode_frame(runs["kv"], runs["kv"], runs["recompute"], 1, 1)
+    assert frame.cache.stale == ((1, 3),) and frame.cache.written == (4,)
+    fig = lesson.cache_figure(frame, load_preset("seed").head_names)
+    assert [t.name for t in fig.data if t.type == "scatter"] == ["stale key", "new entry"]
+    red = [s for s in fig.layout.shapes if s.line.color == lesson.RED]
+    assert len(red) == 1 and (red[0].x0, red[0].y0) == (2.5, 0.5)  # column of 'so', row of 'last'
+
+
+def test_stale_summary_is_a_sentence():
+    """The short warning names the head, both numbers and the stale key, as a sentence."""
+    seed = load_preset("seed")
+    check = check_cache(generate(seed, 2, "kv"), generate(seed, 2, "recompute"), 1)
+    assert check.differing[0].summary == ("Head 'last' gets 6 with the KV cache but 7 when every key is "
+                                          "encoded again, because the cached key of 'so' (position 4) went stale.")
+
+
+def test_heatmap_cells_use_the_text_template_and_show_near_zeros_as_0():
+    """Cell numbers travel in the trace's text (no annotations); 1e-7 reads 0, a third .33."""
+    runs = _runs(load_preset("seed"), 1)
+    frame = decode_frame(runs["kv"], runs["kv"], runs["recompute"], 1, 1)
+    fig = lesson.attention_figure(frame, "last", newest_key=True)
+    heat = fig.data[0]
+    assert heat.texttemplate == "%{text}" and not fig.layout.annotations
+    assert heat.text[4][0] == "0" and heat.text[2][0] == ".33" and heat.text[0][1] == ""
+    assert "masked" in heat.customdata[0][1] and heat.customdata[4][0] == f"weight {fmt(5.6e-8)}" == "weight 0"
+    assert [t.name for t in fig.data[1:]] == ["newest query", "new key"]
+
+
+@pytest.mark.parametrize("tokens, whole, numbers", [(13, True, True), (35, False, True), (35, True, False),
+                                                    (64, True, False)])
+def test_heatmaps_stay_readable_as_they_grow(tokens, whole, numbers):
+    """Cell numbers only where they fit; the whole large matrix gets a colour scale instead."""
+    runs = _runs(long_scenario(tokens - 5 if tokens > 8 else tokens), 5)
+    frame = decode_frame(runs["kv"], runs["kv"], runs["recompute"], 5, 0, whole=whole)
+    heat = lesson.attention_figure(frame, "even").data[0]
+    assert (heat.text is not None) == numbers
+    assert heat.showscale == (not numbers)
+    assert heat.hovertext is not None and len(heat.hovertext) == len(frame.window.rows)
+
+
+def test_presenter_text_is_at_least_16_px():
+    """Presenter mode raises every font in a lesson figure (cells, ticks, legend, title) to ≥ 16 px."""
+    runs = _runs(load_preset("seed"), 1)
+    frame = decode_frame(runs["kv"], runs["kv"], runs["recompute"], 1, 1)
+    for fig in (lesson.attention_figure(frame, "last"), lesson.cache_figure(frame, ["a", "b", "c", "d"]),
+                lesson.words_figure(frame)):
+        spec = presenter_text(fig).to_plotly_json()
+        layout = spec["layout"]
+        assert layout["font"]["size"] >= PRESENTER_TEXT_PX and layout["legend"]["font"]["size"] >= PRESENTER_TEXT_PX
+        for name, axis in layout.items():
+            if name.startswith(("xaxis", "yaxis")):
+                assert axis["tickfont"]["size"] >= PRESENTER_TEXT_PX, name
+        assert all(t["textfont"]["size"] >= PRESENTER_TEXT_PX for t in spec["data"] if "textfont" in t)
+
+
+def test_prefill_frame_shows_what_prefill_writes():
+    """Prefill's frame: every prompt key under the window, the chosen next word first or marked."""
+    trace = generate(load_preset("seed"), 1)
+    frame = prefill_frame(trace, 4, 0)
+    assert frame.focus == 3 and frame.cache.cached and frame.cache.length == 4
+    assert [w.token for w in frame.words if w.chosen] == ["nice"]
+    tables = lesson.frame_tables(frame, load_preset("seed").head_names)
+    assert [title for title, _ in tables][2] == "Next word" and len(tables[1][1]) == 4
+
+
+def test_stage_heatmaps_at_13_tokens_have_no_colliding_labels():
+    """At 13 tokens the stage cells drop 'masked' (grey says it) and show two decimals; 1e-7 reads 0."""
+    from viz.figures import toy
+    trace = generate(long_scenario(13), 1)
+    text = toy.stage_figure(trace, 0, "weights").data[0].text
+    assert all(cell != "masked" and len(cell) <= 4 for row in text for cell in row)
+    assert text[0][1] == "" and list(text[3][:5]) == ["0", ".5", "0", ".5", ""]
+    seed = toy.stage_figure(generate(load_preset("seed"), 1), 0, "weights").data[0].text
+    assert seed[0][1] == "masked" and seed[3][0] == "0"  # four keys: the word fits, near-zero is 0

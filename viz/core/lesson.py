@@ -1,0 +1,208 @@
+"""What the Decode and Prefill lesson views show, as typed results.
+
+A lesson view is one screen: a window on one head's attention matrix (the newest query rows, or the
+rows around the Prefill position, and the keys they read), the keys and values under those
+columns (in the KV cache, or encoded again when there is no cache, with every stale cached key
+marked), and the next word. :class:`LessonFrame` holds one such screen for one decode step or one
+prefill position; the Decode page sends the frames of the steps computed so far, so a visitor can
+replay them in the browser.
+
+Selecting and copying only: every number here was computed by the engine (viz.core.engine) or
+compared by :func:`viz.core.explain.check_cache`; nothing is recomputed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .engine import Trace
+from .explain import check_cache, fmt
+
+WINDOW = 8  # query rows and keys a lesson view shows, unless the whole matrix is asked for
+WHOLE_CELLS = 256 * 256  # the largest matrix drawn whole; a bigger one shows its last 256 rows and keys
+TOP_WORDS = 8  # words the next-word view lists (the most likely ones)
+
+
+@dataclass(frozen=True)
+class Window:
+    """Which rows (query positions) and keys (key positions) of a matrix are shown, 0-based.
+
+    When the keys shown do not start at the first key, the first key is kept in front (so a head
+    that reads the first token still shows its weight) and ``skipped`` keys are left out after it.
+    """
+
+    rows: tuple[int, ...]
+    keys: tuple[int, ...]
+    total_rows: int
+    total_keys: int
+    capped: bool = False  # the whole matrix was asked for but is larger than WHOLE_CELLS
+
+    @property
+    def skipped(self) -> int:
+        """Keys hidden between the first key and the run of recent keys (0 when none are)."""
+        return self.keys[1] - self.keys[0] - 1 if len(self.keys) > 1 else 0
+
+    @property
+    def complete(self) -> bool:
+        return len(self.rows) == self.total_rows and len(self.keys) == self.total_keys
+
+
+def make_window(total_rows: int, total_keys: int, focus: int, size: int = WINDOW, *,
+                centre: bool = False, whole: bool = False) -> Window:
+    """A window of ``size`` rows holding row ``focus`` (at the end, or near the middle with
+    ``centre``) and the ``size`` keys ending at the last key its last row can see, the first key
+    kept in front; ``whole`` asks for everything, up to WHOLE_CELLS cells."""
+    capped = False
+    if whole:
+        if total_rows * total_keys <= WHOLE_CELLS:
+            return Window(tuple(range(total_rows)), tuple(range(total_keys)), total_rows, total_keys)
+        size, capped = math.isqrt(WHOLE_CELLS), True
+    size = max(2, size)
+    focus = min(max(focus, 0), total_rows - 1)
+    count = min(size, total_rows)
+    start = focus - count // 2 if centre else focus - count + 1
+    start = min(max(start, 0), total_rows - count)
+    rows = tuple(range(start, start + count))
+    last_key = min(rows[-1], total_keys - 1)
+    first = max(0, last_key - size + 1)
+    keys = tuple(range(first, last_key + 1))
+    if first == 1:  # one key short of the start: show it rather than a gap of one
+        keys = (0,) + keys
+    elif first > 1:  # keep the first key in front of the recent ones
+        keys = (0,) + keys[1:]
+    return Window(rows, keys, total_rows, total_keys, capped)
+
+
+def attention_window(trace: Trace, head: int, window: Window) -> torch.Tensor:
+    """One head's weights for the window's query rows over its keys, (rows, keys) float64,
+    NaN where the query cannot see the key. Prompt rows come from the prefill pass, later rows
+    from the decode steps (row p is the query of the step whose sequence was p + 1 long)."""
+    pre = trace.prefill.attention
+    prompt = pre.weights.shape[1]
+    keys = torch.tensor(window.keys, dtype=torch.long)
+    out = torch.full((len(window.rows), len(window.keys)), torch.nan, dtype=torch.float64)
+    for i, row in enumerate(window.rows):
+        if row < prompt:
+            weights, visible = pre.weights[head, row], pre.visible[row]
+        else:
+            step = trace.steps[row - prompt + 1].attention
+            weights, visible = step.weights[head, 0], step.visible[0]
+        seen = keys < weights.shape[0]
+        picked = keys[seen]
+        out[i, seen] = torch.where(visible[picked], weights[picked].double(), torch.nan)
+    return out
+
+
+@dataclass(frozen=True)
+class CacheView:
+    """The keys and values under a window's key columns, one K row per head.
+
+    ``signs`` is +1 where a key-only head's rule holds for the key, −1 where it does not, and 0
+    for a head whose rule reads the query (it has no key row: its scores come from the rule).
+    """
+
+    keys: tuple[int, ...]  # the key positions shown, 0-based (the window's)
+    signs: torch.Tensor  # (heads, len(keys))
+    values: torch.Tensor  # (len(keys),) float64
+    stale: tuple[tuple[int, int], ...]  # (head, key position) of every shown cached key that went stale
+    written: tuple[int, ...]  # shown positions whose key and value this step encoded
+    cached: bool  # True: entries of the KV cache; False: keys encoded again (no cache)
+    length: int  # entries in all
+    nbytes: int  # bytes the cache holds (0 without a cache)
+    compared: bool = True  # False: recomputation had not reached this step, so staleness is unknown
+
+
+@dataclass(frozen=True)
+class Word:
+    token: str
+    p: float
+    kept: bool  # survived top-k / top-p
+    chosen: bool
+
+
+@dataclass(frozen=True)
+class LessonFrame:
+    """One screen of a lesson: a decode step, or a prefill position."""
+
+    step: int  # decode step (0 = right after prefill), or the prefill query position (1-based)
+    tokens: tuple[str, ...]  # every token of the sequence so far, for labels
+    window: Window
+    weights: torch.Tensor  # (rows, keys) as :func:`attention_window` gives them
+    focus: int  # the query row outlined: the newest query, or the Prefill position (0-based)
+    cache: CacheView
+    words: tuple[Word, ...]  # the most likely next words, most likely first
+    next_token: str
+    next_p: float
+    caption: str  # one line saying what the frame shows
+
+
+def _words(trace: Trace, step: int) -> tuple[Word, ...]:
+    s = trace.steps[step]
+    probs = s.probs.double()
+    order = torch.sort(probs, descending=True, stable=True).indices[:TOP_WORDS].tolist()
+    kept = s.sample.kept.tolist()
+    vocab = trace.scenario.vocab_tokens
+    return tuple(Word(vocab[i], float(probs[i]), bool(kept[i]), i == s.sample.index) for i in order)
+
+
+def _key_only(trace: Trace) -> torch.Tensor:
+    from .rules import compile_rule
+    return torch.tensor([compile_rule(h.rule).key_only for h in trace.scenario.heads])
+
+
+def decode_frame(shown: Trace, kv: Trace, full: Trace | None, step: int, head: int, size: int = WINDOW,
+                 whole: bool = False) -> LessonFrame:
+    """Decode step ``step`` of the run ``shown`` (any mode) for one head: the newest query rows,
+    and under their keys the KV cache of the ``kv`` run (in kv mode) with each key that went stale
+    against the recomputed run ``full`` marked, or the keys encoded again (the other modes)."""
+    s = shown.steps[step]
+    rows = s.seq_len
+    window = make_window(rows, rows, rows - 1, size, whole=whole)
+    keys = torch.tensor(window.keys, dtype=torch.long)
+    key_only = _key_only(shown)
+    if shown.mode == "kv":
+        cache = kv.cache
+        signs = cache.keys()[:, keys, 0].detach().double().cpu()
+        values = cache.values()[keys].detach().double().cpu()
+        compared = full is not None and len(full.steps) > step
+        stale = ()
+        if compared and not all(shown.cacheable):
+            shown_keys = set(window.keys)
+            stale = tuple(sorted(p for p in check_cache(kv, full, step).stale if p[1] in shown_keys))
+        view = CacheView(window.keys, signs, values, stale, (rows - 1,) if step else window.keys, True,
+                         s.cache_length, s.cache_nbytes, compared)
+    else:
+        matches = s.attention.matches[:, 0, keys]  # (heads, keys): where each head's rule holds now
+        signs = torch.where(key_only[:, None], matches.double() * 2 - 1, torch.zeros((), dtype=torch.float64))
+        values = torch.tensor(list(shown.scenario.values) + [t.value for t in shown.steps[:step]],
+                              dtype=torch.float64)[keys]
+        view = CacheView(window.keys, signs, values, (), window.keys, False, 0, 0)
+    tokens = tuple(shown.tokens[:rows])
+    p = float(s.probs[s.sample.index])
+    if step == 0:
+        caption = f"After prefill · next word '{s.token}' (p = {p:.2f})"
+    else:
+        caption = f"Step {step} · newest query '{tokens[-1]}' (position {rows}) · next word '{s.token}' (p = {p:.2f})"
+    return LessonFrame(step, tokens, window, attention_window(shown, head, window), rows - 1, view,
+                       _words(shown, step), s.token, p, caption)
+
+
+def prefill_frame(trace: Trace, position: int, head: int, size: int = WINDOW, whole: bool = False) -> LessonFrame:
+    """Prefill at query ``position`` (1-based) for one head: the rows around it, and the keys and
+    values the prefill writes into the cache under their keys."""
+    pre = trace.prefill
+    n = len(pre.tokens)
+    window = make_window(n, n, position - 1, size, centre=True, whole=whole)
+    keys = torch.tensor(window.keys, dtype=torch.long)
+    view = CacheView(window.keys, pre.k[:, keys, 0].detach().double().cpu(), pre.v[keys].detach().double().cpu(),
+                     (), window.keys, True, n, 0)
+    s = trace.steps[0]
+    p = float(s.probs[s.sample.index])
+    context = float(pre.contexts[head, position - 1])
+    caption = (f"Query '{pre.tokens[position - 1]}' (position {position}) · context {fmt(context)} · "
+               f"after the last position the next word is '{s.token}' (p = {p:.2f})")
+    return LessonFrame(position, tuple(pre.tokens), window, attention_window(trace, head, window),
+                       position - 1, view, _words(trace, 0), s.token, p, caption)

@@ -1,0 +1,211 @@
+"""Figures for one lesson screen (viz.core.lesson.LessonFrame): the windowed attention heatmap, the
+keys and values under its columns (stale cached keys marked), and the next word.
+
+Built to fit a projector: rows and keys are the window's (the newest ones by default), cell
+numbers appear only where they fit (the trace's own text template, one trace per matrix), every
+cell has a hover, near-zero weights read 0, and outlines are explained by a legend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import torch
+
+from ..core.explain import fmt
+from ..core.lesson import CacheView, LessonFrame
+from .base import BLUE, GOLD, INK, MASKED, RED, figure, frame, grid, rect, safe, short
+
+CELL_TEXT_COLUMNS = 16  # cell numbers are drawn up to this many keys (they no longer fit beyond)
+CELL_TEXT_ROWS = 24
+ROW_PX = 24  # height of one matrix row (16 px cell text fits)
+TICKS_PX = 74  # room for key labels at -45°
+WORD_PX = 28  # height of one bar of the next-word chart
+
+
+def _ticks(frame_: LessonFrame, positions: tuple[int, ...]) -> list[str]:
+    return [f"{p + 1} · {safe(frame_.tokens[p])}" for p in positions]
+
+
+def _marker(name: str, color: str, symbol: str = "square-open") -> go.Scatter:
+    """A legend entry for an outline drawn as a shape (shapes have no legend of their own)."""
+    return go.Scatter(x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
+                      marker=dict(symbol=symbol, size=14, color=color, line=dict(width=3, color=color)))
+
+
+def attention_figure(frame_: LessonFrame, head: str, *, newest_key: bool = False) -> go.Figure:
+    """The window of one head's attention weights: query rows × keys, the focus row outlined in gold,
+    with ``newest_key`` the key written this step outlined in vermillion."""
+    window = frame_.window
+    title = f"Attention · head '{safe(head)}'" + (
+        "" if window.complete else f" · rows {window.rows[0] + 1}–{window.rows[-1] + 1} of {window.total_rows}")
+    z = frame_.weights.detach().double().cpu()
+    rows, cols = z.shape
+    visible = torch.isfinite(z)
+    values = z.tolist()
+    keep = visible.tolist()
+    fits = cols <= CELL_TEXT_COLUMNS and rows <= CELL_TEXT_ROWS
+    text = np.array([[short(v) if k else "" for v, k in zip(vr, kr)] for vr, kr in zip(values, keep)],
+                    dtype=object)
+    hover = np.array([[f"weight {fmt(v)}" if k else "masked: this key comes after the query"
+                       for v, k in zip(vr, kr)] for vr, kr in zip(values, keep)], dtype=object)
+    x_labels, y_labels = _ticks(frame_, window.keys), _ticks(frame_, window.rows)
+    trace = go.Heatmap(
+        z=z.numpy(), x=list(range(cols)), y=list(range(rows)), text=text if fits else None,
+        texttemplate="%{text}" if fits else None, customdata=hover, hoverongaps=True,
+        xgap=2 if cols <= 40 else 0, ygap=2 if rows <= 40 else 0, colorscale="Blues", zmin=0, zmax=1,
+        showscale=not fits, colorbar=dict(title=dict(text="weight"), thickness=12),
+        # the axes are numeric (tokens repeat), so the query and key labels travel as hover text
+        hovertext=np.array([[f"query {y}<br>key {x}" for x in x_labels] for y in y_labels], dtype=object),
+        hovertemplate="%{hovertext}<br>%{customdata}<extra></extra>", name="")
+    focus = window.rows.index(frame_.focus) if frame_.focus in window.rows else None
+    shapes, legend = [], []
+    if focus is not None:
+        shapes.append(rect(-0.5, cols - 0.5, focus - 0.5, focus + 0.5, GOLD, 4))
+        legend.append(_marker("newest query" if newest_key or frame_.cache.written != window.keys else "query in focus", GOLD))
+    if newest_key and focus is not None and frame_.focus in window.keys:
+        col = window.keys.index(frame_.focus)
+        shapes.append(rect(col - 0.5, col + 0.5, focus - 0.5, focus + 0.5, RED, 4))
+        legend.append(_marker("new key", RED))
+    if window.skipped:  # a dashed line where keys were left out
+        shapes.append(dict(type="line", x0=0.5, x1=0.5, y0=-0.5, y1=rows - 0.5, xref="x", yref="y",
+                           line=dict(color=INK, width=2, dash="dot")))
+    row_px = ROW_PX if rows <= CELL_TEXT_ROWS else max(6, 640 // rows)
+    layout = frame(title, 36 + TICKS_PX + row_px * rows + (34 if legend else 0), top=36,
+                   xaxis=dict(tickvals=list(range(cols)), ticktext=x_labels, side="bottom", tickangle=-45,
+                              showticklabels=cols <= 64, showgrid=False, zeroline=False),
+                   yaxis=dict(tickvals=list(range(rows)), ticktext=y_labels, autorange="reversed",
+                              showgrid=False, zeroline=False),
+                   shapes=shapes, showlegend=bool(legend),
+                   legend=dict(orientation="h", x=0, xref="container", y=0, yanchor="bottom", yref="container"))
+    layout["margin"]["b"] = TICKS_PX + (34 if legend else 0)
+    return figure([trace, *legend], layout)
+
+
+def _sign_text(signs: torch.Tensor) -> np.ndarray:
+    return np.array([["+1" if v > 0 else ("−1" if v < 0 else "q·k") for v in row] for row in signs.tolist()],
+                    dtype=object)
+
+
+def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
+    """The keys (one ±1 row per head) and values under the window's key columns: the KV cache's
+    entries, or the keys encoded again without a cache. Each stale cached key is outlined in
+    vermillion, the entry written this step in gold; a legend says which is which."""
+    view: CacheView = frame_.cache
+    positions = view.keys
+    cols = len(positions)
+    labels = _ticks(frame_, positions)
+    fits = cols <= CELL_TEXT_COLUMNS
+    head_labels = [safe(h) for h in heads]
+    signs = view.signs.detach().double().cpu()
+    values = view.values.detach().double().cpu()
+    layout, refs = grid(2, 1, (), vspace=0.16 / max(1.0, len(heads) ** 0.5), row_heights=[len(heads), 1])
+    stale = set(view.stale)
+    key_hover = np.array([[f"head {head_labels[h]}<br>cached key of {labels[c]}: {_sign_text(signs[h:h + 1, c:c + 1])[0, 0]}"
+                           + ("<br><b>stale</b>: encoding it again gives the opposite" if (h, positions[c]) in stale else "")
+                           for c in range(cols)] for h in range(len(heads))], dtype=object)
+    data = [
+        go.Heatmap(z=signs.numpy(), x=list(range(cols)), y=list(range(len(heads))), colorscale="RdBu",
+                   zmin=-1, zmax=1, showscale=False, text=_sign_text(signs) if fits else None,
+                   texttemplate="%{text}" if fits else None, customdata=key_hover, xgap=2, ygap=2,
+                   hovertemplate="%{customdata}<extra></extra>", xaxis=refs[0][0], yaxis=refs[0][1], name=""),
+        go.Heatmap(z=values[None, :].numpy(), x=list(range(cols)), y=[0], colorscale="Viridis", showscale=False,
+                   text=np.array([[fmt(v) for v in values.tolist()]], dtype=object) if fits else None,
+                   texttemplate="%{text}" if fits else None, xgap=2,
+                   customdata=np.array([[f"value of {label}: {fmt(v)}" for label, v in zip(labels, values.tolist())]],
+                                       dtype=object),
+                   hovertemplate="%{customdata}<extra></extra>", xaxis=refs[1][0], yaxis=refs[1][1], name=""),
+    ]
+    shapes, legend = [], []
+    for h, position in sorted(stale):
+        c = positions.index(position)
+        shapes.append(rect(c - 0.5, c + 0.5, h - 0.5, h + 0.5, RED, 5, refs[0]))
+    if stale:
+        legend.append(_marker("stale key", RED))
+    if len(view.written) == 1 and view.written[0] in positions:
+        c = positions.index(view.written[0])
+        shapes += [rect(c - 0.5, c + 0.5, -0.5, span - 0.5, GOLD, 3, ref)
+                   for span, ref in ((len(heads), refs[0]), (1, refs[1]))]
+        legend.append(_marker("new entry" if view.cached else "new key", GOLD))
+    layout["xaxis"].update(tickvals=list(range(cols)), ticktext=labels, showticklabels=False, showgrid=False,
+                           zeroline=False, range=[-0.5, cols - 0.5])
+    layout["xaxis2"].update(tickvals=list(range(cols)), ticktext=labels, tickangle=-45, showgrid=False,
+                            zeroline=False, range=[-0.5, cols - 0.5], showticklabels=cols <= 64)
+    layout["yaxis"].update(tickvals=list(range(len(heads))), ticktext=[f"K {h}" for h in head_labels],
+                           autorange="reversed", showgrid=False, zeroline=False)
+    layout["yaxis2"].update(tickvals=[0], ticktext=["V"], showgrid=False, zeroline=False)
+    if view.cached and view.nbytes:
+        title = f"KV cache: {view.length} entries, {view.nbytes:,} bytes"
+    elif view.cached:
+        title = f"Cache after prefill: {view.length} entries"
+    else:
+        title = "No cache: every key encoded again this step"
+    if not view.compared:
+        title += " (not compared yet)"
+    legend_rows = 1 if legend else 0
+    extra = dict(showlegend=bool(legend), legend=dict(orientation="h", x=0, y=-0.02, yanchor="top"))
+    row_px = min(30, 200 // len(heads))  # many heads: thinner rows, the figure stays one screen high
+    height = 36 + row_px * (len(heads) + 1) + 16 + TICKS_PX + 34 * legend_rows
+    layout_ = frame(title, height, top=36, background="white", shapes=shapes, **extra, **layout)
+    layout_["margin"]["b"] = 10 + TICKS_PX + 34 * legend_rows
+    layout_["legend"].update(x=0, xref="container", y=0, yanchor="bottom", yref="container")
+    return figure([*data, *legend], layout_)
+
+
+def words_figure(frame_: LessonFrame) -> go.Figure:
+    """The most likely next words as horizontal bars, the chosen one in gold, filtered ones faded."""
+    words = frame_.words
+    names = [safe(w.token) for w in words]
+    colors = [GOLD if w.chosen else (BLUE if w.kept else MASKED) for w in words]
+    p = [w.p for w in words]
+    bar = go.Bar(x=p, y=list(range(len(words))), orientation="h", marker=dict(color=colors),
+                 text=[f"{v:.2f}" for v in p], textposition="outside", cliponaxis=False, constraintext="none",
+                 customdata=np.array([[n, "chosen" if w.chosen else ("kept" if w.kept else "filtered out by top-k/top-p")]
+                                      for n, w in zip(names, words)], dtype=object),
+                 hovertemplate="%{customdata[0]}: p = %{x:.4f} (%{customdata[1]})<extra></extra>", name="")
+    layout = frame(f"Next word: '{safe(frame_.next_token)}'",
+                   80 + WORD_PX * len(words), top=36, background="white", showlegend=False,
+                   xaxis=dict(range=[0, 1.3], showgrid=True, tickvals=[0, 0.5, 1], title=dict(text="probability")),
+                   yaxis=dict(tickvals=list(range(len(words))), ticktext=names, autorange="reversed"))
+    return figure([bar], layout)
+
+
+def frame_tables(frame_: LessonFrame, heads: list[str]) -> list[tuple[str, pd.DataFrame]]:
+    """The lesson screen's figures as tables (for screen readers, and to copy numbers from)."""
+    window, view = frame_.window, frame_.cache
+    keys = [f"{p + 1} {frame_.tokens[p]}" for p in window.keys]
+    weights = pd.DataFrame(frame_.weights.numpy(), columns=keys)
+    weights.insert(0, "query", [f"{p + 1} {frame_.tokens[p]}" for p in window.rows])
+    cache = pd.DataFrame({"key": keys, "value V": [float(v) for v in view.values]})
+    stale = set(view.stale)
+    for h, name in enumerate(heads):
+        cache[f"K {name}"] = [("q·k" if s == 0 else f"{s:+.0f}") + (" stale" if (h, p) in stale else "")
+                              for s, p in zip(view.signs[h].tolist(), window.keys)]
+    words = pd.DataFrame({"word": [w.token for w in frame_.words], "p": [w.p for w in frame_.words],
+                          "chosen": [w.chosen for w in frame_.words],
+                          "kept by top-k/top-p": [w.kept for w in frame_.words]})
+    return [("Attention weights (rows: queries, columns: keys; empty: masked)", weights),
+            ("Keys and values" + (" in the KV cache" if view.cached else " encoded again"), cache),
+            ("Next word", words)]
+
+
+def replay_figure(frames: list[LessonFrame], head: str) -> go.Figure:
+    """The attention window of every step computed so far in one figure: a slider (and Play) steps
+    through them in the browser, with no round trip to the server. Every frame is the engine's."""
+    figs = [attention_figure(f, head) for f in frames]
+    last = figs[-1]
+    names = [str(f.step) for f in frames]
+    animate = dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))
+    layout = last.layout.to_plotly_json()
+    layout["height"] = max(fig.layout.height for fig in figs) + 70
+    layout["margin"]["b"] += 70
+    layout["showlegend"] = False
+    layout["sliders"] = [dict(active=len(frames) - 1, currentvalue=dict(prefix="step "), pad=dict(t=TICKS_PX),
+                              steps=[dict(label=name, method="animate", args=[[name], animate]) for name in names])]
+    return go.Figure(
+        data=[last.data[0]], layout=layout,
+        frames=[go.Frame(name=name, data=[fig.data[0]], traces=[0],
+                         layout=dict(title=fig.layout.title, xaxis=fig.layout.xaxis, yaxis=fig.layout.yaxis,
+                                     shapes=[s for s in fig.layout.shapes if s.line.color == GOLD or s.line.dash]))
+                for name, fig in zip(names, figs)])
