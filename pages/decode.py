@@ -132,8 +132,6 @@ def decode_lesson() -> None:
     if tabs[4].open:
         with tabs[4]:
             lesson_tables(frame, heads)
-    state.sync_url()  # a fragment's rerun skips the frame's own sync and memory after the page
-    guard.remember()
 
 
 def compare(traces, check, step: int, compared: int) -> None:

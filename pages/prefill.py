@@ -64,8 +64,6 @@ def prefill_lesson() -> None:
     if tabs[4].open:
         with tabs[4]:
             lesson_tables(frame, heads)
-    state.sync_url()  # a fragment's rerun skips the frame's own sync and memory after the page
-    guard.remember()
 
 
 def every_head(trace, position: int, whole: bool) -> None:

@@ -85,10 +85,14 @@ def frame(where: str, place=None) -> Iterator[None]:
 
 
 def fragment(func: Callable[..., None]) -> Callable[..., None]:
-    """``st.fragment`` whose body runs inside :func:`frame` (its reruns do not pass through app.py)."""
+    """``st.fragment`` whose body runs inside :func:`frame` and ends, as app.py does after a page, by
+    writing the view into the URL and remembering it as the last good one (its reruns skip app.py)."""
     @functools.wraps(func)
     def guarded(*args, **kwargs) -> None:
         with frame(f"the fragment {func.__name__}"):
             func(*args, **kwargs)
+            # a fragment's own rerun never reaches what app.py does after the page: the link and memory
+            state.sync_url()
+            remember()
 
     return st.fragment(guarded)
