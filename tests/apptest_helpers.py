@@ -51,6 +51,19 @@ def figure(at, title_part: str) -> dict:
     raise AssertionError(f"no figure titled {title_part!r}")
 
 
+def boards(at) -> list[dict]:
+    """Every lesson board on the page (viz.ui.board), as the spec sent to the browser."""
+    import json
+    return [json.loads(el.proto.json) for el in at.get("bidi_component") if el.proto.component_name == "kvlab_board"]
+
+
+def board(at, title_part: str) -> dict:
+    for spec in boards(at):
+        if title_part in spec["title"]:
+            return spec
+    raise AssertionError(f"no board titled {title_part!r}; have {[b['title'] for b in boards(at)]}")
+
+
 def array(value):
     """A trace field as nested lists: plotly sends numpy arrays as typed base64 ('bdata')."""
     import base64

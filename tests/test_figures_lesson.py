@@ -81,8 +81,7 @@ def test_presenter_text_is_at_least_16_px():
     """Presenter mode raises every font in a lesson figure (cells, ticks, legend, title) to ≥ 16 px."""
     runs = _runs(load_preset("seed"), 1)
     frame = decode_frame(runs["kv"], runs["kv"], runs["recompute"], 1, 1)
-    for fig in (lesson.attention_figure(frame, "last"), lesson.cache_figure(frame, ["a", "b", "c", "d"]),
-                lesson.words_figure(frame)):
+    for fig in (lesson.attention_figure(frame, "last"), lesson.cache_figure(frame, ["a", "b", "c", "d"])):
         spec = presenter_text(fig).to_plotly_json()
         layout = spec["layout"]
         assert layout["font"]["size"] >= PRESENTER_TEXT_PX and layout["legend"]["font"]["size"] >= PRESENTER_TEXT_PX

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apptest_helpers import array, figure, figures, scenario, shown
+from apptest_helpers import array, board, figure, figures, scenario, shown
 from viz.ui import state
 
 
@@ -72,16 +72,16 @@ def test_growing_heatmap_has_one_row_per_step(decode):
     """The attention heatmap grows by one query row per step, up to the window of the newest rows."""
     next(n for n in decode.number_input if n.label == "Tokens to run").set_value(3).run()
     _button(decode, "Run 3").click().run()
-    rows = figure(decode, "Attention · head")["layout"]["yaxis"]["ticktext"]
+    rows = [row["label"] for row in board(decode, "Attention · head")["groups"][0]["rows"]]
     assert len(rows) == 4 + 3 and rows[-1] == "7 · nice"
     _button(decode, "Run 3").click().run()
     _button(decode, "Step").click().run()
-    spec = figure(decode, "Attention · head")
-    assert "rows 4–11 of 11" in spec["layout"]["title"]["text"]
-    assert spec["layout"]["yaxis"]["ticktext"][0] == "4 · so"
-    assert spec["layout"]["xaxis"]["ticktext"][0] == "1 · Today"  # the first key stays in front
+    spec = board(decode, "Attention · head")
+    assert "rows 4–11 of 11" in spec["title"]
+    assert spec["groups"][0]["rows"][0]["label"] == "4 · so"
+    assert spec["columns"][0] == "1 · Today"  # the first key stays in front
     next(t for t in decode.toggle if t.label == "Whole").set_value(True).run()
-    assert len(figure(decode, "Attention · head")["layout"]["yaxis"]["ticktext"]) == 11
+    assert len(board(decode, "Attention · head")["groups"][0]["rows"]) == 11
 
 
 def test_work_counts_are_plotted_from_the_engine(decode):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apptest_helpers import array, edit_table, figure
+from apptest_helpers import array, board, edit_table, figure
 
 
 def _markdown(at) -> str:
@@ -59,7 +59,7 @@ def test_head_selector_switches_the_stage_figures(app):
     app.session_state["prefill_tab"] = "Stages of one head"
     seg = [w for w in app.get("button_group") if getattr(w, "label", "") == "Head"][0]
     seg.set_value(2).run()
-    assert "head 'first'" in figure(app, "Attention · head")["layout"]["title"]["text"]
+    assert "head 'first'" in board(app, "Attention · head")["title"]
     assert app.query_params.get("head") in ("3", ["3"])
     assert "head 'first'" in figure(app, "Raw scores")["layout"]["title"]["text"]
 

@@ -23,18 +23,20 @@ from viz.ui.common import PRESENTER_TEXT_PX
 
 SIZES = [(1280, 720), (1920, 1080)]
 
-# Every text element inside a chart's SVG (ticks, cells, titles, legends), with its computed size.
-FIGURE_TEXT_JS = """chart => [...chart.querySelectorAll('svg text')]
-    .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
-    .map(t => [t.textContent.trim(), parseFloat(getComputedStyle(t).fontSize)])"""
+# Every element of a lesson board holding text of its own (ticks, cells, titles, legends, bars), with
+# its computed size.
+FIGURE_TEXT_JS = """board => [...board.querySelectorAll('*')]
+    .filter(e => [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())
+                 && e.getBoundingClientRect().width > 0)
+    .map(e => [e.textContent.trim(), parseFloat(getComputedStyle(e).fontSize)])"""
 
 
 CASES = {"seed": (load_preset("seed"), 1), "35 tokens": (long_scenario(), 15)}
 
 
 def chart(app, title: str):
-    """The Plotly chart whose title starts with ``title``."""
-    return app.main.get_by_test_id("stPlotlyChart").filter(has=app.page.locator("text.gtitle", has_text=title))
+    """The lesson board (viz.ui.board) whose title starts with ``title``."""
+    return app.main.locator("figure.board").filter(has=app.page.locator("figcaption", has_text=title))
 
 
 def button(app, name: str):
@@ -87,7 +89,7 @@ def test_decode_is_one_screen_in_presenter_mode(app, case, width, height):
     for name in ("attention heatmap", "KV cache", "next word"):
         assert_big_text(app, name, parts[name])
     newest = f"{len(scenario.tokens) + step} · nice"  # the newest query row is labelled and in view
-    expect(parts["attention heatmap"].locator("text", has_text=newest).first).to_be_visible()
+    expect(parts["attention heatmap"].locator(".rowlabel", has_text=newest).first).to_be_visible()
     app.assert_no_exception()
     app.screenshot(f"lesson-decode-{case.replace(' ', '')}-{width}x{height}")
 
@@ -151,14 +153,31 @@ def test_fix_reruns_the_whole_app(app):
 
 def test_phone_stacks_the_lesson_in_pipeline_order(app):
     """At 390×844 the lesson figures stack attention → cache → next word, right after the controls,
-    and no plot toolbar covers a title until the chart is touched."""
+    each as wide as the screen allows and none wider."""
     app.page.set_viewport_size({"width": 390, "height": 844})
     app.open("/decode", **encode_view(View(load_preset("seed"), step=1, head=1)))
     tops = [chart(app, title).bounding_box()["y"] for title in ("Attention · head", "KV cache:", "Next word:")]
     assert tops == sorted(tops), tops
     step = button(app, "Step").bounding_box()
     assert step["y"] < tops[0]
-    shown = app.main.locator(".modebar-group").evaluate_all("groups => groups.map(g => getComputedStyle(g).opacity)")
-    assert shown and set(shown) == {"0"}, shown  # the toolbar appears on hover (a tap) only
+    for title in ("Attention · head", "KV cache:", "Next word:"):
+        box = chart(app, title).bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390, (title, box)
     app.assert_no_exception()
     app.screenshot("lesson-decode-phone")
+
+
+def test_step_repaints_the_board_with_a_hover_on_every_cell(app):
+    """The board follows a Step: the newest row appears, outlined, and every cell explains itself on
+    hover (its title) as the Plotly heatmap did."""
+    app.open("/decode", **encode_view(View(load_preset("seed"), step=1, head=1)))
+    attention = chart(app, "Attention · head 'last'")
+    expect(attention.locator(".rowlabel").last).to_have_text("5 · nice")
+    app.click_button("Step")
+    expect(attention.locator(".rowlabel").last).to_have_text("6 · nice")
+    tips = attention.locator(".cell").evaluate_all("cells => cells.map(c => c.title)")
+    assert len(tips) == 6 * 6 and all(tip.startswith("query ") for tip in tips), tips[:3]
+    assert all("\nweight " in tip or "masked" in tip for tip in tips), tips
+    assert tips[-6].startswith("query 6 · nice\nkey 1 · Today\n"), tips[-6]
+    expect(chart(app, "KV cache:").locator(".ring")).not_to_have_count(0)
+    app.assert_no_exception()

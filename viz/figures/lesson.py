@@ -1,5 +1,6 @@
-"""Figures for one lesson screen (viz.core.lesson.LessonFrame): the windowed attention heatmap, the
-keys and values under its columns (stale cached keys marked), and the next word.
+"""Plotly figures for one lesson screen (viz.core.lesson.LessonFrame) whose window is too large for
+the light board (viz.figures.board): the attention heatmap and the keys and values under its
+columns (stale cached keys marked), and the replay of every step; plus the screen as tables.
 
 Built to fit a projector: rows and keys are the window's (the newest ones by default), cell
 numbers appear only where they fit (the trace's own text template, one trace per matrix), every
@@ -15,13 +16,12 @@ import torch
 
 from ..core.explain import fmt
 from ..core.lesson import CacheView, LessonFrame
-from .base import BLUE, GOLD, INK, MASKED, RED, figure, frame, grid, rect, safe, short
+from .base import GOLD, INK, RED, figure, frame, grid, rect, safe, short
 
 CELL_TEXT_COLUMNS = 16  # cell numbers are drawn up to this many keys (they no longer fit beyond)
 CELL_TEXT_ROWS = 24
 ROW_PX = 24  # height of one matrix row (16 px cell text fits)
 TICKS_PX = 74  # room for key labels at -45°
-WORD_PX = 28  # height of one bar of the next-word chart
 
 
 def _ticks(frame_: LessonFrame, positions: tuple[int, ...]) -> list[str]:
@@ -151,24 +151,6 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     layout_["margin"]["b"] = 10 + TICKS_PX + 34 * legend_rows
     layout_["legend"].update(x=0, xref="container", y=0, yanchor="bottom", yref="container")
     return figure([*data, *legend], layout_)
-
-
-def words_figure(frame_: LessonFrame) -> go.Figure:
-    """The most likely next words as horizontal bars, the chosen one in gold, filtered ones faded."""
-    words = frame_.words
-    names = [safe(w.token) for w in words]
-    colors = [GOLD if w.chosen else (BLUE if w.kept else MASKED) for w in words]
-    p = [w.p for w in words]
-    bar = go.Bar(x=p, y=list(range(len(words))), orientation="h", marker=dict(color=colors),
-                 text=[f"{v:.2f}" for v in p], textposition="outside", cliponaxis=False, constraintext="none",
-                 customdata=np.array([[n, "chosen" if w.chosen else ("kept" if w.kept else "filtered out by top-k/top-p")]
-                                      for n, w in zip(names, words)], dtype=object),
-                 hovertemplate="%{customdata[0]}: p = %{x:.4f} (%{customdata[1]})<extra></extra>", name="")
-    layout = frame(f"Next word: '{safe(frame_.next_token)}'",
-                   80 + WORD_PX * len(words), top=36, background="white", showlegend=False,
-                   xaxis=dict(range=[0, 1.3], showgrid=True, tickvals=[0, 0.5, 1], title=dict(text="probability")),
-                   yaxis=dict(tickvals=list(range(len(words))), ticktext=names, autorange="reversed"))
-    return figure([bar], layout)
 
 
 def frame_tables(frame_: LessonFrame, heads: list[str]) -> list[tuple[str, pd.DataFrame]]:

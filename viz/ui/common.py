@@ -11,8 +11,10 @@ import streamlit as st
 from ..core.division import DivisionByZero
 from ..core.lesson import LessonFrame
 from ..figures.base import figure_table
-from ..figures.lesson import attention_figure, cache_figure, frame_tables, words_figure
+from ..figures.board import attention_board, cache_board, fits, words_board
+from ..figures.lesson import attention_figure, cache_figure, frame_tables
 from . import state
+from .board import board
 
 # The toolbar shows on hover only (on a phone: after a tap), and short, so it stays clear of titles.
 PLOT_CONFIG = {"displaylogo": False, "displayModeBar": "hover",
@@ -172,14 +174,21 @@ def lesson_tables(frame: LessonFrame, heads: list[str]) -> None:
 
 def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key: bool = False) -> None:
     """The figures of a lesson screen side by side (stacked in this order on a phone): the attention
-    window, the keys and values under it, the next word."""
+    window, the keys and values under it, the next word. A window that fits is drawn by the light
+    board; a larger one (the whole matrix of a long sequence) by Plotly, which zooms and pans."""
     left, middle, right = st.columns([1.3, 1, 0.7])
     with left:
-        plot(attention_figure(frame, heads[head], newest_key=newest_key), key="lesson_attention")
+        if fits(frame):
+            board(attention_board(frame, heads[head], newest_key=newest_key), key="lesson_attention")
+        else:
+            plot(attention_figure(frame, heads[head], newest_key=newest_key), key="lesson_attention")
     with middle:
-        plot(cache_figure(frame, heads), key="lesson_cache")
+        if fits(frame):
+            board(cache_board(frame, heads), key="lesson_cache")
+        else:
+            plot(cache_figure(frame, heads), key="lesson_cache")
     with right:
-        plot(words_figure(frame), key="lesson_words")
+        board(words_board(frame), key="lesson_words")
 
 
 def lesson_header(title: str, caption: str) -> None:

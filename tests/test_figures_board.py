@@ -1,0 +1,97 @@
+"""Tier 1: the lesson board's specs (viz.figures.board): what each cell, outline and bar says, text
+that reads on every cell colour, and visitor text carried as plain strings for textContent."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from lesson_fixtures import long_scenario
+from viz import Scenario, generate, load_preset
+from viz.core.engine import MODES
+from viz.core.explain import fmt
+from viz.core.lesson import decode_frame, prefill_frame
+from viz.figures import board
+from viz.figures.base import GOLD, RED
+
+BOARD_JS = Path(board.__file__).resolve().parents[1] / "ui" / "board.js"
+
+
+def _frame(scenario: Scenario, step: int, head: int = 1, whole: bool = False):
+    runs = {mode: generate(scenario, step + 1, mode) for mode in MODES}
+    return decode_frame(runs["kv"], runs["kv"], runs["recompute"], step, head, whole=whole)
+
+
+def _contrast(a: str, b: str) -> float:
+    la, lb = (board._luminance(board._hex_rgb(c)) for c in (a, b))
+    return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
+
+
+def test_seed_step_one_cache_marks_the_stale_key_of_so_and_the_new_entry():
+    """Head 'last' at 'so' (position 4) is outlined in vermillion; the entry written this step in gold
+    down both the keys and the value row; the legend names both, in that order."""
+    spec = board.cache_board(_frame(load_preset("seed"), 1), load_preset("seed").head_names)
+    assert spec["title"].startswith("KV cache: 5 entries")
+    assert [g["rows"][0]["label"] for g in spec["groups"]] == ["K even", "V"]
+    assert {"group": 0, "row": 1, "col": 3, "color": RED} in spec["outlines"]
+    assert [o for o in spec["outlines"] if o["color"] == RED] == [{"group": 0, "row": 1, "col": 3, "color": RED}]
+    assert [o for o in spec["outlines"] if o["color"] == GOLD] == [
+        {"group": g, "row": None, "col": 4, "color": GOLD} for g in (0, 1)]
+    assert [item["label"] for item in spec["legend"]] == ["stale key", "new entry"]
+    stale_cell = spec["groups"][0]["rows"][1]["cells"][3]
+    assert "stale" in stale_cell["tip"] and stale_cell["text"] in ("+1", "−1")
+    assert [c["text"] for c in spec["groups"][1]["rows"][0]["cells"]] == [fmt(v) for v in load_preset("seed").values] + ["7"]
+
+
+def test_attention_cells_read_as_people_write_numbers_and_masked_cells_are_empty():
+    """A third reads .33, a near-zero 0; keys after the query are grey, empty and say 'masked'."""
+    frame = _frame(load_preset("seed"), 1)
+    spec = board.attention_board(frame, "last", newest_key=True)
+    rows = spec["groups"][0]["rows"]
+    assert [r["label"] for r in rows] == [f"{i + 1} · {t}" for i, t in enumerate(frame.tokens)]
+    assert rows[2]["cells"][0]["text"] == ".33" and rows[4]["cells"][0]["text"] == "0"
+    assert rows[0]["cells"][1]["text"] == "" and "masked" in rows[0]["cells"][1]["tip"]
+    assert rows[4]["cells"][0]["tip"].endswith(f"weight {fmt(5.6e-8)}")
+    assert spec["outlines"] == [{"group": 0, "row": 4, "col": None, "color": GOLD},
+                                {"group": 0, "row": 4, "col": 4, "color": RED}]
+    assert [item["label"] for item in spec["legend"]] == ["newest query", "new key"]
+
+
+def test_every_cell_text_reads_on_its_colour():
+    """Black or white, whichever contrasts more: at least 4.5 : 1 on every shade of every scale."""
+    for scale in ("Blues", "RdBu", "Viridis"):
+        for i in range(101):
+            bg, fg = board.shade(scale, i / 100)
+            assert _contrast(bg, fg) >= 4.5, (scale, i, bg, fg)
+
+
+def test_windows_that_fit_go_to_the_board_and_whole_long_matrices_to_plotly():
+    """The default window always fits; the whole 35-token matrix does not (Plotly zooms it)."""
+    scenario = long_scenario(30)
+    assert board.fits(_frame(scenario, 5))
+    assert not board.fits(_frame(scenario, 5, whole=True))
+    assert board.fits(_frame(load_preset("seed"), 3, whole=True))
+
+
+def test_next_word_bars_mark_the_chosen_word():
+    """The chosen word's bar is gold; the title gives it with its probability; shares stay in 0..1."""
+    frame = prefill_frame(generate(load_preset("seed"), 1), 4, 0)
+    spec = board.words_board(frame)
+    chosen = [b for b in spec["bars"] if b["color"] == GOLD]
+    assert len(chosen) == 1 and chosen[0]["label"] == frame.next_token == "nice"
+    assert spec["title"] == f"Next word: 'nice' (p = {frame.next_p:.2f})"
+    assert all(0 <= b["share"] <= 1 for b in spec["bars"])
+    assert spec["legend"][0]["label"] == "chosen"
+
+
+@pytest.mark.parametrize("token", ["<img src=x onerror=alert(1)>", "**b** [l](u)", "&amp;"])
+def test_visitor_text_travels_verbatim_and_is_written_as_text(token):
+    """Tokens reach the spec unescaped (the board writes them with textContent, never as markup)."""
+    seed = load_preset("seed")
+    scenario = seed.with_tokens([token, *seed.tokens[1:]], list(seed.values))
+    spec = board.attention_board(_frame(scenario, 1), "last")
+    assert spec["groups"][0]["rows"][0]["label"] == f"1 · {token}"
+    source = BOARD_JS.read_text(encoding="utf-8")
+    assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function", source)

@@ -1,0 +1,169 @@
+"""The lesson screen's three figures as light drawing specs for the board (``viz/ui/board.js``).
+
+A lesson window is small (at most :data:`viz.core.lesson.WINDOW` rows and a few more keys), and the
+browser redraws it on every Step: drawn as Plotly charts it cost about a quarter of a second of
+scripting per click, drawn as a grid of boxes it costs a few milliseconds. The specs here hold
+everything the board shows, already decided: cell colours and the text colour that reads on them,
+the numbers as the cells print them, every hover line, outlines, legend entries and titles. The
+board only lays them out; nothing in the browser computes a number. Visitor text travels as plain
+strings and the board writes it with ``textContent``, never as markup.
+
+Windows larger than :data:`CELL_TEXT_COLUMNS` × :data:`CELL_TEXT_ROWS` (the "Whole" view of a long
+sequence) stay Plotly figures (``viz.figures.lesson``), where zoom and pan matter.
+
+Spec shapes (plain JSON):
+
+* matrix: ``{"kind": "matrix", "title", "columns": [label], "groups": [{"rows": [{"label", "cells":
+  [{"bg", "fg", "text", "tip"}]}]}], "outlines": [{"group", "row", "col", "color"}], "gap_after": col
+  or null, "legend": [{"label", "color"}], "label": str}``; an outline's ``col`` null spans the row,
+  ``row`` null spans the group's rows.
+* bars: ``{"kind": "bars", "title", "bars": [{"label", "share", "text", "color", "tip"}], "legend",
+  "axis": "probability", "label"}``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import plotly.colors
+
+from ..core.explain import fmt
+from ..core.lesson import LessonFrame
+from .base import BLUE, GOLD, MASKED, RED, short
+from .lesson import CELL_TEXT_COLUMNS, CELL_TEXT_ROWS
+
+BLACK, WHITE = "#000000", "#ffffff"
+
+
+def fits(frame_: LessonFrame) -> bool:
+    """Whether the frame's window is small enough for the board (else: a Plotly figure)."""
+    return len(frame_.window.keys) <= CELL_TEXT_COLUMNS and len(frame_.window.rows) <= CELL_TEXT_ROWS
+
+
+def _luminance(rgb: tuple[int, int, int]) -> float:
+    def channel(c: int) -> float:
+        c = c / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (channel(c) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def text_on(rgb: tuple[int, int, int]) -> str:
+    """Black or white, whichever contrasts more with the cell (always at least 4.58 : 1)."""
+    lum = _luminance(rgb)
+    return BLACK if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else WHITE
+
+
+@lru_cache(maxsize=4096)
+def shade(scale: str, share: float) -> tuple[str, str]:
+    """Cell colour at ``share`` (0..1) of a Plotly colour scale, and the text colour that reads on it."""
+    rgb = plotly.colors.unlabel_rgb(plotly.colors.sample_colorscale(scale, [min(max(share, 0.0), 1.0)])[0])
+    rgb = tuple(int(round(c)) for c in rgb)
+    return "#{:02x}{:02x}{:02x}".format(*rgb), text_on(rgb)
+
+
+def _hex_rgb(color: str) -> tuple[int, int, int]:
+    return tuple(int(color[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def _cell(scale: str, share: float, text: str, tip: str) -> dict:
+    bg, fg = shade(scale, share)
+    return {"bg": bg, "fg": fg, "text": text, "tip": tip}
+
+
+def _masked(tip: str) -> dict:
+    return {"bg": MASKED, "fg": text_on(_hex_rgb(MASKED)), "text": "", "tip": tip}
+
+
+def _labels(frame_: LessonFrame, positions: tuple[int, ...]) -> list[str]:
+    return [f"{p + 1} · {frame_.tokens[p]}" for p in positions]
+
+
+def attention_board(frame_: LessonFrame, head: str, *, newest_key: bool = False) -> dict:
+    """One head's attention window (see :func:`viz.figures.lesson.attention_figure`, same content):
+    rows are queries, columns keys, the focus row outlined in gold and, with ``newest_key``, the key
+    written this step in vermillion."""
+    window = frame_.window
+    title = f"Attention · head '{head}'" + (
+        "" if window.complete else f" · rows {window.rows[0] + 1}–{window.rows[-1] + 1} of {window.total_rows}")
+    columns, row_labels = _labels(frame_, window.keys), _labels(frame_, window.rows)
+    rows = []
+    for label, weights in zip(row_labels, frame_.weights.detach().double().cpu().tolist()):
+        cells = []
+        for key, w in zip(columns, weights):
+            where = f"query {label}\nkey {key}\n"
+            cells.append(_cell("Blues", w, short(w), where + f"weight {fmt(w)}") if w == w and abs(w) != float("inf")
+                         else _masked(where + "masked: this key comes after the query"))
+        rows.append({"label": label, "cells": cells})
+    outlines, legend = [], []
+    focus = window.rows.index(frame_.focus) if frame_.focus in window.rows else None
+    if focus is not None:
+        outlines.append({"group": 0, "row": focus, "col": None, "color": GOLD})
+        newest = newest_key or frame_.cache.written != window.keys
+        legend.append({"label": "newest query" if newest else "query in focus", "color": GOLD})
+        if newest_key and frame_.focus in window.keys:
+            outlines.append({"group": 0, "row": focus, "col": window.keys.index(frame_.focus), "color": RED})
+            legend.append({"label": "new key", "color": RED})
+    return {"kind": "matrix", "title": title, "columns": columns, "groups": [{"rows": rows}],
+            "outlines": outlines, "gap_after": 0 if window.skipped else None, "legend": legend,
+            "label": f"{title}: attention weights, rows are queries and columns keys"}
+
+
+def _sign(v: float) -> str:
+    return "+1" if v > 0 else ("−1" if v < 0 else "q·k")
+
+
+def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
+    """The keys (one ±1 row per head) and values under the window's keys (see
+    :func:`viz.figures.lesson.cache_figure`, same content): stale cached keys outlined in vermillion,
+    the entry written this step in gold."""
+    view = frame_.cache
+    columns = _labels(frame_, view.keys)
+    stale = set(view.stale)
+    key_rows = []
+    for h, (name, signs) in enumerate(zip(heads, view.signs.detach().double().cpu().tolist())):
+        cells = []
+        for c, (label, s) in enumerate(zip(columns, signs)):
+            tip = f"head {name}\n{'cached key' if view.cached else 'key'} of {label}: {_sign(s)}"
+            if (h, view.keys[c]) in stale:
+                tip += "\nstale: encoding it again gives the opposite"
+            cells.append(_cell("RdBu", (s + 1) / 2, _sign(s), tip))
+        key_rows.append({"label": f"K {name}", "cells": cells})
+    values = view.values.detach().double().cpu().tolist()
+    low, high = (min(values), max(values)) if values else (0.0, 0.0)
+    value_row = {"label": "V", "cells": [
+        _cell("Viridis", (v - low) / (high - low) if high > low else 0.5, fmt(v), f"value of {label}: {fmt(v)}")
+        for label, v in zip(columns, values)]}
+    outlines = [{"group": 0, "row": h, "col": view.keys.index(p), "color": RED} for h, p in sorted(stale)]
+    legend = [{"label": "stale key", "color": RED}] if stale else []
+    if len(view.written) == 1 and view.written[0] in view.keys:
+        col = view.keys.index(view.written[0])
+        outlines += [{"group": g, "row": None, "col": col, "color": GOLD} for g in (0, 1)]
+        legend.append({"label": "new entry" if view.cached else "new key", "color": GOLD})
+    if view.cached and view.nbytes:
+        title = f"KV cache: {view.length} entries, {view.nbytes:,} bytes"
+    elif view.cached:
+        title = f"Cache after prefill: {view.length} entries"
+    else:
+        title = "No cache: every key encoded again this step"
+    if not view.compared:
+        title += " (not compared yet)"
+    return {"kind": "matrix", "title": title, "columns": columns, "groups": [{"rows": key_rows}, {"rows": [value_row]}],
+            "outlines": outlines, "gap_after": None, "legend": legend,
+            "label": f"{title}: one key row per head (+1, −1 or q·k) and the values V, one column per key"}
+
+
+def words_board(frame_: LessonFrame) -> dict:
+    """The most likely next words as bars, the chosen one in gold, those top-k/top-p filtered out
+    in grey (see :func:`viz.figures.lesson.words_figure`, same content)."""
+    bars, seen = [], {}
+    for w in frame_.words:
+        kind = "chosen" if w.chosen else ("kept" if w.kept else "filtered out by top-k/top-p")
+        color = GOLD if w.chosen else (BLUE if w.kept else MASKED)
+        seen.setdefault(kind, color)
+        bars.append({"label": w.token, "share": min(max(w.p, 0.0), 1.0), "text": f"{w.p:.2f}", "color": color,
+                     "tip": f"{w.token}: p = {w.p:.4f} ({kind})"})
+    title = f"Next word: '{frame_.next_token}' (p = {frame_.next_p:.2f})"
+    return {"kind": "bars", "title": title, "bars": bars, "axis": "probability",
+            "legend": [{"label": label, "color": color, "fill": True} for label, color in seen.items()],
+            "label": f"{title}: the {len(bars)} most likely next words and their probabilities"}

@@ -1,0 +1,112 @@
+// kvlab's lesson board: draws one spec from viz/figures/board.py (a matrix or a bar chart).
+// Every number, colour and hover line arrives decided; this only lays them out. Visitor text is
+// written with textContent (never as markup). Streamlit calls the default export on every render
+// with the new spec; the board is rebuilt in one replaceChildren, a few milliseconds.
+
+const el = (tag, className, text) => {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+};
+
+function legend(items) {
+  const box = el("div", "legend");
+  for (const item of items) {
+    const entry = el("span", "entry");
+    const swatch = el("span", item.fill ? "swatch fill" : "swatch");
+    swatch.style.setProperty("--c", item.color);
+    entry.append(swatch, el("span", "", item.label));
+    box.append(entry);
+  }
+  return box;
+}
+
+function matrix(spec) {
+  const cols = spec.columns.length;
+  const grid = el("div", "grid");
+  grid.style.gridTemplateColumns = `minmax(3.5em, max-content) repeat(${cols}, minmax(0, 1fr))`;
+  const firstRow = [];  // grid row (1-based) where each group starts
+  const sizes = [];  // each grid row's height
+  let line = 1;
+  spec.groups.forEach((group, g) => {
+    if (g > 0) {
+      const spacer = el("div", "spacer");
+      spacer.style.cssText = `grid-row: ${line}; grid-column: 1 / -1`;
+      grid.append(spacer);
+      sizes.push("6px");
+      line += 1;
+    }
+    firstRow.push(line);
+    for (const row of group.rows) {
+      const label = el("div", "rowlabel", row.label);
+      label.title = row.label;
+      label.style.gridRow = line;
+      grid.append(label);
+      row.cells.forEach((cell, c) => {
+        const box = el("div", "cell", cell.text);
+        box.style.background = cell.bg;
+        box.style.color = cell.fg;
+        box.style.gridRow = line;
+        box.style.gridColumn = c + 2;
+        box.title = cell.tip;
+        if (spec.gap_after === c) box.classList.add("gap");
+        grid.append(box);
+      });
+      sizes.push("var(--cell)");
+      line += 1;
+    }
+  });
+  spec.columns.forEach((name, c) => {
+    const tick = el("div", "tick");
+    tick.style.gridRow = line;
+    tick.style.gridColumn = c + 2;
+    const text = el("span", "", name);
+    tick.title = name;
+    tick.append(text);
+    grid.append(tick);
+  });
+  sizes.push("var(--ticks)");
+  grid.style.gridTemplateRows = sizes.join(" ");
+  for (const o of spec.outlines) {
+    const rows = spec.groups[o.group].rows.length;
+    const top = firstRow[o.group] + (o.row === null ? 0 : o.row);
+    const ring = el("div", "ring");
+    ring.style.gridRow = `${top} / span ${o.row === null ? rows : 1}`;
+    ring.style.gridColumn = o.col === null ? "2 / -1" : `${o.col + 2} / span 1`;
+    ring.style.setProperty("--c", o.color);
+    grid.append(ring);
+  }
+  return grid;
+}
+
+function bars(spec) {
+  const box = el("div", "bars");
+  for (const bar of spec.bars) {
+    const label = el("div", "barlabel", bar.label);
+    label.title = bar.tip;
+    const track = el("div", "track");
+    track.title = bar.tip;
+    const fill = el("div", "fill");
+    fill.style.width = `${(bar.share * 80).toFixed(2)}%`;  // 80 %: room for the number after it
+    fill.style.background = bar.color;
+    track.append(fill, el("span", "value", bar.text));
+    box.append(label, track);
+  }
+  box.append(el("div", ""), el("div", "axis", spec.axis));
+  return box;
+}
+
+export default function (component) {
+  const { data, parentElement } = component;
+  if (!data) return;
+  const figure = el("figure", data.presenter ? "board presenter" : "board");
+  figure.setAttribute("role", "group");
+  figure.setAttribute("aria-label", data.label);
+  const head = el("div", "head");  // the title, and the legend beside it where there is room
+  head.append(el("figcaption", "title", data.title));
+  if (data.legend && data.legend.length) head.append(legend(data.legend));
+  figure.append(head, data.kind === "bars" ? bars(data) : matrix(data));
+  const old = parentElement.querySelector("figure.board");
+  if (old) old.replaceWith(figure); else parentElement.append(figure);
+}
