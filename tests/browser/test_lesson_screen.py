@@ -130,6 +130,8 @@ def test_a_step_reruns_only_the_decode_view_and_keeps_the_link(app):
     with app.rerun():
         app.page.keyboard.press("ArrowRight")
     assert app.query.get("step") == "2"
+    # the sidebar's Copy link box follows the fragment too (it is not rerun with it)
+    expect(app.sidebar.get_by_test_id("stCode")).to_contain_text("step=2")
     with app.rerun():
         app.main.locator(".st-key-decode_mode_picker button", has_text="recompute").first.click()
     assert app.query.get("mode") == "recompute"

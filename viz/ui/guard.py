@@ -24,7 +24,7 @@ from streamlit.errors import FragmentHandledException
 
 from ..core.presets import DEFAULT_PRESET, load_preset
 from ..core.share import View
-from . import state
+from . import sidebar, state
 
 log = logging.getLogger("kvlab.app")
 
@@ -94,5 +94,6 @@ def fragment(func: Callable[..., None]) -> Callable[..., None]:
             # a fragment's own rerun never reaches what app.py does after the page: the link and memory
             state.sync_url()
             remember()
+            sidebar.refresh_share_link()
 
     return st.fragment(guarded)

@@ -11,6 +11,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 import torch
+from streamlit.errors import StreamlitAPIException
 
 from ..core.device import describe_device, pick_device
 from ..core.presets import load_preset, matching_preset, preset_names
@@ -175,21 +176,39 @@ def _save_and_share(scenario: Scenario) -> None:
     _show_error("upload")
 
 
+LINK_SLOT = "kv_share_link_slot"  # (the box's placeholder, the page's path), for fragment reruns
+
+
 def share_link(place, url_path: str) -> None:
-    """The link to exactly this view with a copy button, drawn after the page ran (the page may have
-    moved its step). ``url_path`` is the page's path ("" for the home page)."""
+    """The link to exactly this view with a copy button, drawn into ``place`` (a placeholder made
+    before the page ran; the page may have moved its step). ``url_path`` is the page's path ("" for
+    the home page). A fragment fills the same placeholder again after its own rerun, which skips
+    app.py (:func:`refresh_share_link`): Streamlit allows that because the fragment also fills it
+    during every full run, before app.py does."""
     parts = urlsplit(st.context.url or "http://localhost/")
     base_path = (st.get_option("server.baseUrlPath") or "").strip("/")
     path = "/".join(p for p in (base_path, url_path) if p)
     params = state.url_params(url_path)
     link = urlunsplit((parts.scheme, parts.netloc, "/" + path, urlencode(params), ""))
-    with place:
+    st.session_state[LINK_SLOT] = (place, url_path)
+    with place.container():
         st.caption("**Copy link** to exactly this view (the address bar holds it too): the button at the "
                    "right of the box" if params else "Link to this page:")
         st.code(link, language=None, wrap_lines=False)
 
 
-def render(editors: bool = True):
+def refresh_share_link() -> None:
+    """At the end of a fragment's run: the Copy link box shows the view the fragment moved to."""
+    held = st.session_state.get(LINK_SLOT)
+    if held is None:
+        return
+    try:
+        share_link(*held)
+    except StreamlitAPIException:  # the sidebar failed before making the box: the address bar still holds the link
+        st.session_state.pop(LINK_SLOT, None)
+
+
+def render(editors: bool = True, url_path: str = ""):
     """The whole sidebar; returns the place for :func:`share_link`, filled once the page has run.
 
     In presenter mode only the toggle, the preset, the badge and the link remain; on a page that
@@ -204,7 +223,8 @@ def render(editors: bool = True):
         st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")
         for notice in state.notices():
             st.warning(f"Share link: {md_escape(notice)}", icon=":material/link_off:")
-        link = st.container(key="kv_share_link")
+        link = st.container(key="kv_share_link").empty()
+        st.session_state[LINK_SLOT] = (link, url_path)
         if not editors:
             st.caption("This page does not use the scenario editors; they are on Prefill, Decode, Memory, "
                        "Serving and At scale.")
