@@ -52,7 +52,7 @@ def figure(at, title_part: str) -> dict:
 
 
 def boards(at) -> list[dict]:
-    """Every lesson board on the page (viz.ui.board), as the spec sent to the browser."""
+    """Every lesson board on the page (viz.ui.components), as the spec sent to the browser."""
     import json
     return [json.loads(el.proto.json) for el in at.get("bidi_component") if el.proto.component_name == "kvlab_board"]
 

@@ -35,7 +35,7 @@ CASES = {"seed": (load_preset("seed"), 1), "35 tokens": (long_scenario(), 15)}
 
 
 def chart(app, title: str):
-    """The lesson board (viz.ui.board) whose title starts with ``title``."""
+    """The lesson board (viz.ui.components) whose title starts with ``title``."""
     return app.main.locator("figure.board").filter(has=app.page.locator("figcaption", has_text=title))
 
 
@@ -131,7 +131,7 @@ def test_a_step_reruns_only_the_decode_view_and_keeps_the_link(app):
         app.page.keyboard.press("ArrowRight")
     assert app.query.get("step") == "2"
     # the sidebar's Copy link box follows the fragment too (it is not rerun with it)
-    expect(app.sidebar.get_by_test_id("stCode")).to_contain_text("step=2")
+    expect(app.sidebar.get_by_role("textbox", name="Link to this view")).to_have_value(re.compile(r"step=2"))
     with app.rerun():
         app.main.locator(".st-key-decode_mode_picker button", has_text="recompute").first.click()
     assert app.query.get("mode") == "recompute"

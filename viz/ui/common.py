@@ -14,7 +14,7 @@ from ..figures.base import figure_table
 from ..figures.board import attention_board, cache_board, fits, words_board
 from ..figures.lesson import attention_figure, cache_figure, frame_tables
 from . import state
-from .board import board
+from .components import board
 
 # The toolbar shows on hover only (on a phone: after a tap), and short, so it stays clear of titles.
 PLOT_CONFIG = {"displaylogo": False, "displayModeBar": "hover",

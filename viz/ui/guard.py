@@ -38,6 +38,7 @@ RESTORED = ("That change made the page fail, so kvlab went back to the last scen
 def begin() -> None:
     """Start of a script run: show what the guard left for this run, and clear the failure flag."""
     st.session_state[state.RUN_FAILED] = False
+    st.session_state[state.LINK_DRAWN] = False
     notice = st.session_state.pop(state.GUARD_NOTICE, None)
     if notice:
         st.warning(notice, icon=":material/healing:")

@@ -19,6 +19,7 @@ from ..core.rules import RULE_LIBRARY
 from ..core.scenario import MAX_D_K, Scenario
 from . import state, tables
 from .common import md_escape
+from .components import copy_link
 
 UPLOAD_SEEN = "kv_upload_seen"  # file id of the last applied upload, so it is applied once
 # Accessibility (axe-core, WCAG AA): captions and the links in them at a contrast of at least 4.5:1
@@ -176,32 +177,37 @@ def _save_and_share(scenario: Scenario) -> None:
     _show_error("upload")
 
 
-LINK_SLOT = "kv_share_link_slot"  # (the box's placeholder, the page's path), for fragment reruns
+LINK_SLOT = "kv_share_link_slot"  # (the box's container, the page's path), for fragment reruns
 
 
 def share_link(place, url_path: str) -> None:
-    """The link to exactly this view with a copy button, drawn into ``place`` (a placeholder made
-    before the page ran; the page may have moved its step). ``url_path`` is the page's path ("" for
-    the home page). A fragment fills the same placeholder again after its own rerun, which skips
-    app.py (:func:`refresh_share_link`): Streamlit allows that because the fragment also fills it
-    during every full run, before app.py does."""
+    """The link to exactly this view with a copy button, drawn into ``place`` (a container made by
+    :func:`render` before the page ran; the page may have moved its step). ``url_path`` is the
+    page's path ("" for the home page). Drawn once per run: by a page's fragment when it has one
+    (:func:`refresh_share_link`, at the end of every run of the fragment, whose own reruns skip
+    app.py), else by app.py after the page."""
+    if st.session_state.get(state.LINK_DRAWN):
+        return
     parts = urlsplit(st.context.url or "http://localhost/")
     base_path = (st.get_option("server.baseUrlPath") or "").strip("/")
     path = "/".join(p for p in (base_path, url_path) if p)
     params = state.url_params(url_path)
     link = urlunsplit((parts.scheme, parts.netloc, "/" + path, urlencode(params), ""))
-    st.session_state[LINK_SLOT] = (place, url_path)
-    with place.container():
-        st.caption("**Copy link** to exactly this view (the address bar holds it too): the button at the "
-                   "right of the box" if params else "Link to this page:")
-        st.code(link, language=None, wrap_lines=False)
+    st.session_state[state.LINK_DRAWN] = True
+    with place:
+        st.caption("**Copy link** to exactly this view (the address bar holds it too)" if params
+                   else "Link to this page:")
+        copy_link(link, "Link to this view" if params else "Link to this page")
 
 
 def refresh_share_link() -> None:
-    """At the end of a fragment's run: the Copy link box shows the view the fragment moved to."""
+    """At the end of a fragment's run (its own, or the page's in a full run): the Copy link box shows
+    the view the fragment moved to. Streamlit lets a fragment fill a container made outside it when
+    it fills it on every full run too, as here."""
     held = st.session_state.get(LINK_SLOT)
     if held is None:
         return
+    st.session_state[state.LINK_DRAWN] = False  # a fragment's own rerun: draw it again
     try:
         share_link(*held)
     except StreamlitAPIException:  # the sidebar failed before making the box: the address bar still holds the link
@@ -223,7 +229,7 @@ def render(editors: bool = True, url_path: str = ""):
         st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")
         for notice in state.notices():
             st.warning(f"Share link: {md_escape(notice)}", icon=":material/link_off:")
-        link = st.container(key="kv_share_link").empty()
+        link = st.container(key="kv_share_link")
         st.session_state[LINK_SLOT] = (link, url_path)
         if not editors:
             st.caption("This page does not use the scenario editors; they are on Prefill, Decode, Memory, "

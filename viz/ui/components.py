@@ -1,0 +1,38 @@
+"""kvlab's two small custom components (Streamlit custom components v2: no iframe, the script runs
+in the page and writes visitor text with ``textContent`` only).
+
+* the **lesson board** draws the lesson screen's figures from the specs of :mod:`viz.figures.board`,
+  so a Step repaints in milliseconds instead of replotting three Plotly charts;
+* the **copy link** box shows the link to this view in a read-only field with a Copy button
+  (``st.code`` would load a syntax highlighter on every first view, about a third of a second of
+  scripting, for one line of plain text).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from . import state
+
+_HERE = Path(__file__).resolve().parent
+
+
+def _read(name: str) -> str:
+    return (_HERE / name).read_text(encoding="utf-8")
+
+
+_board = st.components.v2.component("kvlab_board", js=_read("board.js"), css=_read("board.css"))
+_copy_link = st.components.v2.component("kvlab_copy_link", js=_read("copy_link.js"), css=_read("copy_link.css"))
+
+
+def board(spec: dict, key: str) -> None:
+    """Draw one spec (a matrix or bars) at full width; larger type in presenter mode."""
+    _board(key=key, data={**spec, "presenter": state.presenter()}, width="stretch", height="content")
+
+
+def copy_link(link: str, label: str, key: str = "kv_copy_link") -> None:
+    """A read-only field holding ``link`` (selectable, named ``label`` for screen readers) and a
+    Copy button that puts it on the clipboard."""
+    _copy_link(key=key, data={"link": link, "label": label}, width="stretch", height="content")
