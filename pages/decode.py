@@ -17,7 +17,7 @@ from viz.figures import lesson as lesson_figures
 from viz.figures import toy
 from viz.ui import guard, state
 from viz.ui.common import division_notices, head_picker, lesson_header, lesson_screen, lesson_tables, md_escape, plot
-from viz.ui.runs import decode_traces
+from viz.ui.runs import decode_traces, decode_traces_ahead
 
 state.require_frame()
 HORIZON = "decode_horizon"  # the furthest step reached, so the timeline can scrub back and forth
@@ -28,6 +28,7 @@ MODE_PICKER = "decode_mode_picker"
 WHOLE = "decode_whole"
 CUMULATIVE = "decode_cumulative"
 TAB = "decode_tab"
+STEP, BACK = "decode_step", "decode_back"  # the buttons' keys: the board draws the next step at their click
 TABS = ("Cache vs recompute", "Work", "Text and table", "Replay in the browser", "Figures as tables")
 REPLAYED = 64  # steps the replay holds at most (the newest)
 SHORT = {"kv": "KV cache", "recompute": "recompute", "reencode": "re-encode"}
@@ -58,9 +59,9 @@ def controls(step: int) -> None:
         st.button("Reset", icon=":material/restart_alt:", on_click=reset,
                   disabled=step == 0 and st.session_state[HORIZON] == 0)
         st.button("Back", icon=":material/arrow_back:", on_click=go_to, args=(step - 1,), shortcut="left",
-                  disabled=step == 0, help="One step back (←)")
+                  disabled=step == 0, help="One step back (←)", key=BACK)
         st.button("Step", icon=":material/arrow_forward:", on_click=go_to, args=(step + 1,), shortcut="right",
-                  type="primary", disabled=step >= MAX_DECODE_STEPS, help="Generate one more token (→)")
+                  type="primary", disabled=step >= MAX_DECODE_STEPS, help="Generate one more token (→)", key=STEP)
         run_n = st.number_input("Tokens to run", 1, MAX_DECODE_STEPS, 8, key=RUN_N, width=110,
                                 label_visibility="collapsed", help="Tokens the Run button generates")
         st.button(f"Run {run_n}", icon=":material/fast_forward:", on_click=go_to, args=(step + run_n,),
@@ -82,7 +83,7 @@ def decode_lesson() -> None:
     # compute only what is shown: the picked mode, the two the cache check compares, and the
     # third mode only for the work chart
     wanted = {state.mode(), "kv", "recompute"} | ({"reencode"} if tab == "Work" else set())
-    traces, grants = decode_traces(scenario, step, tuple(m for m in MODES if m in wanted))
+    traces, grants, following = decode_traces_ahead(scenario, step, tuple(m for m in MODES if m in wanted))
     kv, full = traces["kv"], traces["recompute"]
     shown = traces[state.mode()]
     shown_step = len(shown.steps) - 1  # the step asked for, or as far as the work budget let this mode go
@@ -114,7 +115,18 @@ def decode_lesson() -> None:
                              required=True, on_change=on_mode, label_visibility="collapsed",
                              help="\n".join(f"- **{SHORT[m]}**: {MODE_LABELS[m]}" for m in MODES))
     frame = decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step, head, whole=whole)
-    lesson_screen(frame, heads, head, newest_key=shown.mode == "kv" and shown_step > 0)
+    # the frames a Step or a Back click shows next, sent now so the board draws them at the click
+    # (the rerun the click starts then brings the same numbers with the narration)
+    after = None
+    if following is not None and shown_step == step < MAX_DECODE_STEPS:
+        ahead = following[shown.mode]
+        after = decode_frame(ahead, following["kv"], following["recompute"] if shown.mode == "kv" else None,
+                             step + 1, head, whole=whole)
+    before = (decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step - 1, head, whole=whole)
+              if 0 < shown_step == step else None)
+    lesson_screen(frame, heads, head, newest_key=shown.mode == "kv" and shown_step > 0,
+                  turns=((after, STEP, "ArrowRight", shown.mode == "kv"),
+                         (before, BACK, "ArrowLeft", shown.mode == "kv" and shown_step > 1)))
 
     tabs = st.tabs(TABS, key=TAB, on_change="rerun")
     if tabs[0].open:

@@ -46,7 +46,10 @@ def prefill_lesson() -> None:
         head = head_picker(HEAD)
         whole = st.toggle("Whole", key=WHOLE, help="Show every row and key, not only those around the position")
     frame = prefill_frame(trace, position, head, whole=whole)
-    lesson_screen(frame, heads, head)
+    # the positions either side, computed by the same prefill: the board draws them at the click
+    turns = tuple((prefill_frame(trace, p, head, whole=whole) if 1 <= p <= n else None, f"{POSITION}_{way}", key, False)
+                  for p, way, key in ((position + 1, "forward", "ArrowRight"), (position - 1, "back", "ArrowLeft")))
+    lesson_screen(frame, heads, head, turns=turns)
 
     tabs = st.tabs(TABS, key=TAB, on_change="rerun")
     if tabs[0].open:

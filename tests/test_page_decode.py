@@ -141,3 +141,33 @@ def test_replay_sends_every_step_reached(decode):
     weights = generate(load_preset("seed"), 4, "kv").steps[3].attention.weights[0, 0]  # head 'even', step 3
     newest = array(spec["frames"][3]["data"][0]["z"])[-1]
     assert newest == pytest.approx(weights.double().tolist(), abs=1e-6)
+
+
+def _without_turns(spec: dict) -> dict:
+    return {k: v for k, v in spec.items() if k != "turns"}
+
+
+@pytest.mark.parametrize("mode", ["kv", "recompute"])
+def test_the_step_sent_ahead_is_the_step_the_server_shows(decode, mode):
+    """Every board holds the next step (drawn at the Step click) and the previous one (at Back); after
+    the click's rerun the board shows exactly that spec: the browser never shows a number early that
+    the server would not have shown."""
+    decode.session_state[state.MODE] = mode
+    _button(decode, "Step").click().run()
+    keys = ("lesson_attention", "lesson_cache", "lesson_words")
+    specs = [el for el in decode.get("bidi_component") if el.proto.component_name == "kvlab_board"]
+    assert len(specs) == 3
+    import json
+    sent = [json.loads(el.proto.json) for el in specs]
+    ahead = [next(t["spec"] for t in s["turns"] if t["selector"] == ".st-key-decode_step button") for s in sent]
+    behind = [next(t["spec"] for t in s["turns"] if t["selector"] == ".st-key-decode_back button") for s in sent]
+    assert [t["key"] for t in sent[0]["turns"]] == ["ArrowRight", "ArrowLeft"]
+    _button(decode, "Step").click().run()
+    now = [json.loads(el.proto.json) for el in decode.get("bidi_component") if el.proto.component_name == "kvlab_board"]
+    assert [_without_turns(s) for s in now] == [{**a, "presenter": False} for a in ahead], keys
+    _button(decode, "Back").click().run()
+    _button(decode, "Back").click().run()
+    back = [json.loads(el.proto.json) for el in decode.get("bidi_component") if el.proto.component_name == "kvlab_board"]
+    assert decode.session_state[state.STEP] == 0
+    assert [_without_turns(s) for s in back] == [{**b, "presenter": False} for b in behind]
+    assert [t["selector"] for t in back[0]["turns"]] == [".st-key-decode_step button"]  # nothing before step 0

@@ -89,3 +89,20 @@ def test_description_only_for_an_unedited_preset(app):
     edit_table(app, "tokens", edited_rows={0: {"value": 11.0}})
     assert "The worked example" not in _markdown(app)
     assert any("A custom scenario" in c.value for c in app.caption)
+
+
+def test_the_position_sent_ahead_is_the_one_the_server_shows(app):
+    """The boards hold the next and the previous position (drawn at the stepper's click or ←/→); after
+    the click's rerun the board shows exactly that spec."""
+    import json
+
+    def sent():
+        return [json.loads(el.proto.json) for el in app.get("bidi_component") if el.proto.component_name == "kvlab_board"]
+
+    forward = ".st-key-prefill_position_forward button"
+    next(b for b in app.button if b.key == "prefill_position_forward").click().run()
+    ahead = [next(t["spec"] for t in s["turns"] if t["selector"] == forward) for s in sent()]
+    assert [t["key"] for t in sent()[0]["turns"]] == ["ArrowRight", "ArrowLeft"]
+    next(b for b in app.button if b.key == "prefill_position_forward").click().run()
+    assert [{k: v for k, v in s.items() if k != "turns"} for s in sent()] == [{**a, "presenter": False} for a in ahead]
+    assert ahead[0]["outlines"][0]["row"] == 2  # the gold row: the third query, position 3

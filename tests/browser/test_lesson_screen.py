@@ -183,3 +183,34 @@ def test_step_repaints_the_board_with_a_hover_on_every_cell(app):
     assert tips[-6].startswith("query 6 · nice\nkey 1 · Today\n"), tips[-6]
     expect(chart(app, "KV cache:").locator(".ring")).not_to_have_count(0)
     app.assert_no_exception()
+
+
+# The last row label of each lesson board, read in the page (the boards live in shadow roots).
+LAST_ROWS_JS = """() => [...document.querySelectorAll('*')].filter(h => h.shadowRoot)
+    .map(h => h.shadowRoot.querySelector('figure.board')).filter(f => f)
+    .map(f => f.querySelector('figcaption').textContent + ' | '
+              + ([...f.querySelectorAll('.rowlabel')].map(e => e.textContent).pop() || ''))"""
+CLICK_THEN_READ_JS = "selector => { document.querySelector(selector).click(); return (" + LAST_ROWS_JS + ")(); }"
+# Read the boards once more at the end of the next key press's own dispatch (a listener on window,
+# after the board's on document).
+READ_AT_NEXT_KEY_JS = ("() => window.addEventListener('keydown', () => { window.__kvlabAtKey = ("
+                       + LAST_ROWS_JS + ")(); }, {once: true})")
+
+
+def test_step_and_arrow_keys_draw_the_next_frame_at_the_click(app):
+    """Step, Back and the arrow keys redraw the boards in the click's own event, before the server
+    answers, with the frame it sent ahead; the rerun then shows the same frame."""
+    app.open("/decode", **encode_view(View(load_preset("seed"), step=1, head=1)))
+    app.page.wait_for_function(f"() => ({LAST_ROWS_JS})().length === 3")  # the board's script loads once
+    before = app.page.evaluate(LAST_ROWS_JS)
+    with app.rerun():
+        at_click = app.page.evaluate(CLICK_THEN_READ_JS, ".st-key-decode_step button")
+    assert at_click != before and at_click[0].endswith("| 6 · nice") and at_click[1].startswith("KV cache: 6 entries")
+    assert app.page.evaluate(LAST_ROWS_JS) == at_click  # the rerun brought the same frame
+    app.main.get_by_test_id("stAlertContentInfo").first.click()  # focus off the button: shortcuts skip it
+    app.page.evaluate(READ_AT_NEXT_KEY_JS)
+    with app.rerun():
+        app.page.keyboard.press("ArrowLeft")
+    assert app.page.evaluate("() => window.__kvlabAtKey") == before  # drawn in the key's own event
+    assert app.query.get("step") == "1" and app.page.evaluate(LAST_ROWS_JS) == before
+    app.assert_no_exception()

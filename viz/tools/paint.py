@@ -10,6 +10,10 @@ reports the median (and the spread) of:
 
 * **input → painted**: the input event (or the navigation's start) to *figures painted*, the
   first settled frame after the message that finished the run (``viz.tools.timeline``);
+* **input → board drawn**: to the first lesson board drawn after the input (``viz/ui/board.js``
+  marks each draw). For Step and Back it is drawn at the click itself from the step the server sent
+  ahead; the narration and the rest of the view follow with the run (the column before); "—" where
+  no board was drawn;
 * **browser → send**: the input to the app's websocket message (the page's clock);
 * **send → server run**: to the start of the script run (loopback, Streamlit's event loop);
 * **server run**: the script run(s) the action caused (the probe; a run cut short by
@@ -77,6 +81,7 @@ class Sample:
     action: str
     traced: bool  # Chromium's trace was recording (main_thread filled; the timings carry its overhead)
     total: float  # input (navigation start) -> figures painted
+    board: float  # input -> the first lesson board drawn after it (nan: none), at the click when it had the step ahead
     browser_to_send: float  # input -> the app's websocket message sent
     send_to_server: float  # -> the server's script run starts (loopback, event loop, script thread)
     server_run: float  # the script run(s) the action caused, wall time (the probe)
@@ -190,6 +195,7 @@ class Visitor:
         sent = next(t for t in page["sent"] if t >= start)
         last = page["received"][run.end_frame - 1]
         painted = next(t for t in page["quiet"] if t > max(since, last))
+        board = next((t - start for t in page["boards"] if t >= start), float("nan"))
         records = self.probe.new()
         runs = [r for r in records if r["kind"] == "run"]
         first_start = min(r["start"] for r in runs) * 1000  # monotonic ms from here on
@@ -205,7 +211,7 @@ class Visitor:
         offset = sync_offset_us(events, page["sync"]) if events else None
         if offset is not None:
             main = main_thread(events, start * 1000 + offset, painted * 1000 + offset)
-        return Sample(scenario, action, trace, painted - start, sent - start, first_start - sent_net,
+        return Sample(scenario, action, trace, painted - start, board, sent - start, first_start - sent_net,
                       probe_sum("end") - probe_sum("start"), probe_sum("cpu"), probe_sum("engine"),
                       probe_sum("figures"), probe_sum("plotly_json"), probe_sum("arrow"),
                       sum(r["seconds"] for r in records if r["kind"] == "send") * 1000,
@@ -283,7 +289,7 @@ def measure_first_view(browser, server: StreamlitServer, probe: ProbeLog, name: 
     return samples
 
 
-COLUMNS = (("total", "input → painted"), ("browser_to_send", "browser → send"),
+COLUMNS = (("total", "input → painted"), ("board", "input → board drawn"), ("browser_to_send", "browser → send"),
            ("send_to_server", "send → server run"), ("server_run", "server run"), ("engine", "engine"),
            ("figures", "figures"), ("plotly_json", "Plotly JSON"), ("arrow", "Arrow"), ("protobuf", "protobuf"),
            ("to_socket", "run end → socket"), ("to_page", "socket → page"),
@@ -301,7 +307,7 @@ def summarise(samples: list[Sample]) -> list[dict]:
         traced = [s for s in group if s.traced]
         row = {"scenario": scenario, "action": action, "n": len(timed)}
         for key, _ in COLUMNS:
-            values = [getattr(s, key) for s in timed]
+            values = [v for v in (getattr(s, key) for s in timed) if v == v] or [float("nan")]  # nan: none
             row[key] = (_median(values), min(values), max(values))
         row["main_thread"] = {g: _median([s.main_thread.get(g, 0.0) for s in traced]) for g in MAIN_GROUPS}
         row["traced_total"] = _median([s.total for s in traced])
@@ -318,7 +324,8 @@ def render(rows: list[dict]) -> str:
     lines = ["| scenario | action | " + " | ".join(label for _, label in COLUMNS) + " |",
              "|---|---|" + "---:|" * len(COLUMNS)]
     for row in rows:
-        cells = [f"{row[key][0]:.0f}" + (f" ({row[key][1]:.0f}–{row[key][2]:.0f})" if key == "total" else "")
+        cells = [("—" if row[key][0] != row[key][0] else f"{row[key][0]:.0f}")
+                 + (f" ({row[key][1]:.0f}–{row[key][2]:.0f})" if key in ("total", "board") and row[key][0] == row[key][0] else "")
                  for key, _ in COLUMNS]
         lines.append(f"| {row['scenario']} | {row['action']} | " + " | ".join(cells) + " |")
     lines += ["", "| scenario | action | traced: input → painted | main thread: " + " / ".join(MAIN_GROUPS)

@@ -23,6 +23,7 @@ TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline"
                     "toplevel", "v8.execute"]
 LONG_TASK_MS = 50.0
 SYNC_MARK = "kvlab:sync"
+BOARD_MARK = "kvlab:board"  # viz/ui/board.js marks each time it draws a lesson board
 
 WATCH_JS = """
 (() => {
@@ -67,8 +68,10 @@ READ_JS = """since => {
   performance.mark('""" + SYNC_MARK + """');
   const sync = performance.getEntriesByName('""" + SYNC_MARK + """').pop().startTime;
   performance.clearMarks('""" + SYNC_MARK + """');
+  const boards = performance.getEntriesByName('""" + BOARD_MARK + """').map(e => e.startTime);
+  performance.clearMarks('""" + BOARD_MARK + """');
   return {inputs: after(w.inputs), sent: after(w.sent), received: w.received, quiet: after(w.quiet),
-          sync, now: performance.now()};
+          boards: after(boards), sync, now: performance.now()};
 }"""
 
 PAINTED_JS = """([count, since]) => {

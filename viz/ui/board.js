@@ -97,9 +97,7 @@ function bars(spec) {
   return box;
 }
 
-export default function (component) {
-  const { data, parentElement } = component;
-  if (!data) return;
+function draw(parentElement, data) {
   const figure = el("figure", data.presenter ? "board presenter" : "board");
   figure.setAttribute("role", "group");
   figure.setAttribute("aria-label", data.label);
@@ -109,4 +107,45 @@ export default function (component) {
   figure.append(head, data.kind === "bars" ? bars(data) : matrix(data));
   const old = parentElement.querySelector("figure.board");
   if (old) old.replaceWith(figure); else parentElement.append(figure);
+  performance.mark("kvlab:board");  // for python -m viz.tools.paint: when a board was redrawn
+}
+
+// Where a key press is typing, not a shortcut.
+const typing = target => !!(target && target.closest && target.closest("input, textarea, select, [contenteditable]"));
+
+// The turns of one board: a click on a turn's button (not disabled) or its key (no modifier, not
+// typing) draws the turn's spec at once. Listeners are replaced on every render, removed on unmount.
+function listen(parentElement, data) {
+  if (parentElement.__kvlabOff) parentElement.__kvlabOff();
+  const turns = data.turns || [];
+  if (!turns.length) { parentElement.__kvlabOff = null; return () => {}; }
+  const drawn = turn => draw(parentElement, { ...turn.spec, presenter: data.presenter });
+  const onClick = event => {
+    for (const turn of turns) {
+      const button = event.target.closest && event.target.closest(turn.selector);
+      if (button && !button.disabled) return drawn(turn);
+    }
+  };
+  const onKey = event => {
+    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey || typing(event.target)) return;
+    for (const turn of turns) {
+      const button = document.querySelector(turn.selector);
+      if (event.key === turn.key && button && !button.disabled) return drawn(turn);
+    }
+  };
+  document.addEventListener("click", onClick, true);
+  document.addEventListener("keydown", onKey, true);
+  const off = () => {
+    document.removeEventListener("click", onClick, true);
+    document.removeEventListener("keydown", onKey, true);
+  };
+  parentElement.__kvlabOff = off;
+  return off;
+}
+
+export default function (component) {
+  const { data, parentElement } = component;
+  if (!data) return;
+  draw(parentElement, data);
+  return listen(parentElement, data);
 }

@@ -172,23 +172,31 @@ def lesson_tables(frame: LessonFrame, heads: list[str]) -> None:
         st.dataframe(table, hide_index=True, width="stretch")
 
 
-def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key: bool = False) -> None:
+def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key: bool = False,
+                  turns: tuple[tuple[LessonFrame | None, str, str, bool], ...] = ()) -> None:
     """The figures of a lesson screen side by side (stacked in this order on a phone): the attention
     window, the keys and values under it, the next word. A window that fits is drawn by the light
-    board; a larger one (the whole matrix of a long sequence) by Plotly, which zooms and pans."""
-    left, middle, right = st.columns([1.3, 1, 0.7])
-    with left:
-        if fits(frame):
-            board(attention_board(frame, heads[head], newest_key=newest_key), key="lesson_attention")
-        else:
-            plot(attention_figure(frame, heads[head], newest_key=newest_key), key="lesson_attention")
-    with middle:
-        if fits(frame):
-            board(cache_board(frame, heads), key="lesson_cache")
-        else:
-            plot(cache_figure(frame, heads), key="lesson_cache")
-    with right:
-        board(words_board(frame), key="lesson_words")
+    board; a larger one (the whole matrix of a long sequence) by Plotly, which zooms and pans.
+
+    ``turns`` are the frames a control shows next, as (frame or None, the button's key, the keyboard
+    key that presses it, newest_key for that frame): the board gets them now and draws one the moment
+    its button is clicked or its key pressed; the rerun the click starts then brings the same frame."""
+    def specs(f: LessonFrame, newest: bool) -> list[dict]:
+        return [attention_board(f, heads[head], newest_key=newest), cache_board(f, heads), words_board(f)]
+
+    small = fits(frame)
+    shown = specs(frame, newest_key) if small else [None, None, words_board(frame)]
+    ahead = [(specs(f, newest), f".st-key-{button} button", key)
+             for f, button, key, newest in turns if f is not None and fits(f) == small]
+    figures = (lambda: attention_figure(frame, heads[head], newest_key=newest_key), lambda: cache_figure(frame, heads))
+    for i, column in enumerate(st.columns([1.3, 1, 0.7])):
+        key = ("lesson_attention", "lesson_cache", "lesson_words")[i]
+        with column:
+            if shown[i] is None:
+                plot(figures[i](), key=key)
+            else:
+                board(shown[i], key=key, turns=[{"selector": selector, "key": pressed, "spec": spec[i]}
+                                                 for spec, selector, pressed in ahead])
 
 
 def lesson_header(title: str, caption: str) -> None:

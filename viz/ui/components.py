@@ -27,9 +27,13 @@ _board = st.components.v2.component("kvlab_board", js=_read("board.js"), css=_re
 _copy_link = st.components.v2.component("kvlab_copy_link", js=_read("copy_link.js"), css=_read("copy_link.css"))
 
 
-def board(spec: dict, key: str) -> None:
-    """Draw one spec (a matrix or bars) at full width; larger type in presenter mode."""
-    _board(key=key, data={**spec, "presenter": state.presenter()}, width="stretch", height="content")
+def board(spec: dict, key: str, turns: list[dict] = ()) -> None:
+    """Draw one spec (a matrix or bars) at full width; larger type in presenter mode. Each of
+    ``turns`` ({"selector": a button's CSS selector, "key": a keyboard key, "spec"}) is drawn the
+    moment that button is clicked or that key pressed, before the rerun the click starts has
+    answered (it brings the same spec)."""
+    _board(key=key, data={**spec, "presenter": state.presenter(), "turns": list(turns)},
+           width="stretch", height="content")
 
 
 def copy_link(link: str, label: str, key: str = "kv_copy_link") -> None:

@@ -37,9 +37,27 @@ def _store(scenario: Scenario) -> _Runs:
 def decode_traces(scenario: Scenario, step: int, modes: tuple[str, ...] = MODES
                   ) -> tuple[dict[str, Trace], dict[str, Grant]]:
     """Each mode's trace up to prediction ``step`` (or as far as the budget lets it go), and the grants."""
+    traces, grants, _ = _extend(scenario, step, modes, ahead=False)
+    return traces, grants
+
+
+def decode_traces_ahead(scenario: Scenario, step: int, modes: tuple[str, ...] = MODES
+                        ) -> tuple[dict[str, Trace], dict[str, Grant], dict[str, Trace] | None]:
+    """As :func:`decode_traces`, and each mode's trace one step further (the step a Step click asks
+    for next, so the page can send it ahead) when that step fits the same rerun's budget too; else None."""
+    return _extend(scenario, step, modes, ahead=True)
+
+
+def _extend(scenario: Scenario, step: int, modes: tuple[str, ...], ahead: bool
+            ) -> tuple[dict[str, Trace], dict[str, Grant], dict[str, Trace] | None]:
     store = _store(scenario)
     wanted = step + 1
-    grants = grant(scenario, modes, wanted, {m: len(r.steps) for m, r in store.runs.items()})
+    done = {m: len(r.steps) for m, r in store.runs.items()}
+    further = grant(scenario, modes, wanted + 1, done) if ahead else None
+    if further is not None and not any(g.cut for g in further.values()):
+        grants, reach = further, wanted + 1  # one budget for this rerun: both steps fit in it
+    else:
+        grants, reach = grant(scenario, modes, wanted, done), wanted
     shared = next((r.prefill_result for r in store.runs.values() if r.prefill_result is not None), None)
     for mode in modes:
         run = store.runs.get(mode)
@@ -50,4 +68,5 @@ def decode_traces(scenario: Scenario, step: int, modes: tuple[str, ...] = MODES
         while len(run.steps) < grants[mode].granted:
             run.step()
     traces = {mode: store.runs[mode].trace(min(wanted, len(store.runs[mode].steps))) for mode in modes}
-    return traces, grants
+    following = {mode: store.runs[mode].trace(reach) for mode in modes} if reach > wanted else None
+    return traces, grants, following
