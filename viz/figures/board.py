@@ -30,7 +30,7 @@ import plotly.colors
 from ..core.explain import fmt
 from ..core.lesson import LessonFrame
 from .base import BLUE, GOLD, MASKED, RED, short
-from .lesson import CELL_TEXT_COLUMNS, CELL_TEXT_ROWS
+from .lesson import CELL_TEXT_COLUMNS, CELL_TEXT_ROWS, attention_title, cache_title
 
 BLACK, WHITE = "#000000", "#ffffff"
 
@@ -84,8 +84,7 @@ def attention_board(frame_: LessonFrame, head: str, *, newest_key: bool = False)
     rows are queries, columns keys, the focus row outlined in gold and, with ``newest_key``, the key
     written this step in vermillion."""
     window = frame_.window
-    title = f"Attention · head '{head}'" + (
-        "" if window.complete else f" · rows {window.rows[0] + 1}–{window.rows[-1] + 1} of {window.total_rows}")
+    title = attention_title(frame_, head)
     columns, row_labels = _labels(frame_, window.keys), _labels(frame_, window.rows)
     rows = []
     for label, weights in zip(row_labels, frame_.weights.detach().double().cpu().tolist()):
@@ -140,14 +139,7 @@ def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
         col = view.keys.index(view.written[0])
         outlines += [{"group": g, "row": None, "col": col, "color": GOLD} for g in (0, 1)]
         legend.append({"label": "new entry" if view.cached else "new key", "color": GOLD})
-    if view.cached and view.nbytes:
-        title = f"KV cache: {view.length} entries, {view.nbytes:,} bytes"
-    elif view.cached:
-        title = f"Cache after prefill: {view.length} entries"
-    else:
-        title = "No cache: every key encoded again this step"
-    if not view.compared:
-        title += " (not compared yet)"
+    title = cache_title(view)
     return {"kind": "matrix", "title": title, "columns": columns, "groups": [{"rows": key_rows}, {"rows": [value_row]}],
             "outlines": outlines, "gap_after": None, "legend": legend,
             "label": f"{title}: one key row per head (+1, −1 or q·k) and the values V, one column per key"}

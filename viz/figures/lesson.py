@@ -34,12 +34,29 @@ def _marker(name: str, color: str, symbol: str = "square-open") -> go.Scatter:
                       marker=dict(symbol=symbol, size=14, color=color, line=dict(width=3, color=color)))
 
 
+def attention_title(frame_: LessonFrame, head: str) -> str:
+    """The attention window's title: the head (as the caller prepared it) and which rows it shows."""
+    window = frame_.window
+    return f"Attention · head '{head}'" + (
+        "" if window.complete else f" · rows {window.rows[0] + 1}–{window.rows[-1] + 1} of {window.total_rows}")
+
+
+def cache_title(view: CacheView) -> str:
+    """The cache view's title: entries and bytes of the KV cache, or that every key was encoded again."""
+    if view.cached and view.nbytes:
+        title = f"KV cache: {view.length} entries, {view.nbytes:,} bytes"
+    elif view.cached:
+        title = f"Cache after prefill: {view.length} entries"
+    else:
+        title = "No cache: every key encoded again this step"
+    return title + ("" if view.compared else " (not compared yet)")
+
+
 def attention_figure(frame_: LessonFrame, head: str, *, newest_key: bool = False) -> go.Figure:
     """The window of one head's attention weights: query rows × keys, the focus row outlined in gold,
     with ``newest_key`` the key written this step outlined in vermillion."""
     window = frame_.window
-    title = f"Attention · head '{safe(head)}'" + (
-        "" if window.complete else f" · rows {window.rows[0] + 1}–{window.rows[-1] + 1} of {window.total_rows}")
+    title = attention_title(frame_, safe(head))
     z = frame_.weights.detach().double().cpu()
     rows, cols = z.shape
     visible = torch.isfinite(z)
@@ -135,14 +152,7 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     layout["yaxis"].update(tickvals=list(range(len(heads))), ticktext=[f"K {h}" for h in head_labels],
                            autorange="reversed", showgrid=False, zeroline=False)
     layout["yaxis2"].update(tickvals=[0], ticktext=["V"], showgrid=False, zeroline=False)
-    if view.cached and view.nbytes:
-        title = f"KV cache: {view.length} entries, {view.nbytes:,} bytes"
-    elif view.cached:
-        title = f"Cache after prefill: {view.length} entries"
-    else:
-        title = "No cache: every key encoded again this step"
-    if not view.compared:
-        title += " (not compared yet)"
+    title = cache_title(view)
     legend_rows = 1 if legend else 0
     extra = dict(showlegend=bool(legend), legend=dict(orientation="h", x=0, y=-0.02, yanchor="top"))
     row_px = min(30, 200 // len(heads))  # many heads: thinner rows, the figure stays one screen high
