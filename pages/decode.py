@@ -122,8 +122,10 @@ def decode_lesson() -> None:
         ahead = following[shown.mode]
         after = decode_frame(ahead, following["kv"], following["recompute"] if shown.mode == "kv" else None,
                              step + 1, head, whole=whole)
+    # the step before only when the recomputed run reached this step: then both the early frame and
+    # the one the server shows after Back compare the cache at that step
     before = (decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step - 1, head, whole=whole)
-              if 0 < shown_step == step else None)
+              if 0 < shown_step == step and (shown.mode != "kv" or compared >= step) else None)
     lesson_screen(frame, heads, head, newest_key=shown.mode == "kv" and shown_step > 0,
                   turns=((after, STEP, "ArrowRight", shown.mode == "kv"),
                          (before, BACK, "ArrowLeft", shown.mode == "kv" and shown_step > 1)))

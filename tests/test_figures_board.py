@@ -93,5 +93,6 @@ def test_visitor_text_travels_verbatim_and_is_written_as_text(token):
     scenario = seed.with_tokens([token, *seed.tokens[1:]], list(seed.values))
     spec = board.attention_board(_frame(scenario, 1), "last")
     assert spec["groups"][0]["rows"][0]["label"] == f"1 · {token}"
-    source = BOARD_JS.read_text(encoding="utf-8")
-    assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function", source)
+    for script in (BOARD_JS, BOARD_JS.with_name("copy_link.js")):  # the link is visitor-made too
+        source = script.read_text(encoding="utf-8")
+        assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function", source)

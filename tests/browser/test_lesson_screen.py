@@ -213,4 +213,12 @@ def test_step_and_arrow_keys_draw_the_next_frame_at_the_click(app):
         app.page.keyboard.press("ArrowLeft")
     assert app.page.evaluate("() => window.__kvlabAtKey") == before  # drawn in the key's own event
     assert app.query.get("step") == "1" and app.page.evaluate(LAST_ROWS_JS) == before
+    # typing in a field (here the Copy link box, inside its own shadow root) is no shortcut: neither
+    # Streamlit's Step nor the board moves
+    app.sidebar.get_by_role("textbox", name="Link to this view").focus()
+    app.page.evaluate(READ_AT_NEXT_KEY_JS)
+    app.page.keyboard.press("ArrowRight")
+    assert app.page.evaluate("() => window.__kvlabAtKey") == before
+    app.settle()
+    assert app.query.get("step") == "1" and app.page.evaluate(LAST_ROWS_JS) == before
     app.assert_no_exception()

@@ -147,7 +147,7 @@ def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
 
 def words_board(frame_: LessonFrame) -> dict:
     """The most likely next words as bars, the chosen one in gold, those top-k/top-p filtered out
-    in grey (see :func:`viz.figures.lesson.words_figure`, same content)."""
+    in grey; the title names the chosen word and its probability."""
     bars, seen = [], {}
     for w in frame_.words:
         kind = "chosen" if w.chosen else ("kept" if w.kept else "filtered out by top-k/top-p")

@@ -110,16 +110,21 @@ function draw(parentElement, data) {
   performance.mark("kvlab:board");  // for python -m viz.tools.paint: when a board was redrawn
 }
 
-// Where a key press is typing, not a shortcut.
-const typing = target => !!(target && target.closest && target.closest("input, textarea, select, [contenteditable]"));
+// Where a key press is typing, not a shortcut: as Streamlit decides for its own shortcuts, from the
+// event's composed path (a field inside a component's shadow root counts too).
+const TYPING = new Set(["INPUT", "TEXTAREA", "SELECT"]);
+const typing = event => (event.composedPath ? event.composedPath() : [event.target]).some(
+  node => node && node.tagName && (TYPING.has(node.tagName) || node.isContentEditable));
 
 // The turns of one board: a click on a turn's button (not disabled) or its key (no modifier, not
-// typing) draws the turn's spec at once. Listeners are replaced on every render, removed on unmount.
+// typing) draws the turn's spec at once. One turn per render: after it, the board waits for the
+// rerun the click started, which renders the board again (each render carries a new run number, so
+// it always redraws from the server's data). Listeners are replaced on every render, removed on unmount.
 function listen(parentElement, data) {
   if (parentElement.__kvlabOff) parentElement.__kvlabOff();
   const turns = data.turns || [];
   if (!turns.length) { parentElement.__kvlabOff = null; return () => {}; }
-  const drawn = turn => draw(parentElement, { ...turn.spec, presenter: data.presenter });
+  const drawn = turn => { off(); draw(parentElement, { ...turn.spec, presenter: data.presenter }); };
   const onClick = event => {
     for (const turn of turns) {
       const button = event.target.closest && event.target.closest(turn.selector);
@@ -127,7 +132,7 @@ function listen(parentElement, data) {
     }
   };
   const onKey = event => {
-    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey || typing(event.target)) return;
+    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey || typing(event)) return;
     for (const turn of turns) {
       const button = document.querySelector(turn.selector);
       if (event.key === turn.key && button && !button.disabled) return drawn(turn);
@@ -135,10 +140,11 @@ function listen(parentElement, data) {
   };
   document.addEventListener("click", onClick, true);
   document.addEventListener("keydown", onKey, true);
-  const off = () => {
+  function off() {
     document.removeEventListener("click", onClick, true);
     document.removeEventListener("keydown", onKey, true);
-  };
+    if (parentElement.__kvlabOff === off) parentElement.__kvlabOff = null;
+  }
   parentElement.__kvlabOff = off;
   return off;
 }

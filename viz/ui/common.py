@@ -186,8 +186,9 @@ def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key
 
     small = fits(frame)
     shown = specs(frame, newest_key) if small else [None, None, words_board(frame)]
+    # turns only where every figure is a board (a click would otherwise redraw only part of the screen)
     ahead = [(specs(f, newest), f".st-key-{button} button", key)
-             for f, button, key, newest in turns if f is not None and fits(f) == small]
+             for f, button, key, newest in turns if small and f is not None and fits(f)]
     figures = (lambda: attention_figure(frame, heads[head], newest_key=newest_key), lambda: cache_figure(frame, heads))
     for i, column in enumerate(st.columns([1.3, 1, 0.7])):
         key = ("lesson_attention", "lesson_cache", "lesson_words")[i]

@@ -17,6 +17,7 @@ import streamlit as st
 from . import state
 
 _HERE = Path(__file__).resolve().parent
+DRAWS = "kv_board_draws"  # boards drawn in this session
 
 
 def _read(name: str) -> str:
@@ -32,8 +33,11 @@ def board(spec: dict, key: str, turns: list[dict] = ()) -> None:
     ``turns`` ({"selector": a button's CSS selector, "key": a keyboard key, "spec"}) is drawn the
     moment that button is clicked or that key pressed, before the rerun the click starts has
     answered (it brings the same spec)."""
-    _board(key=key, data={**spec, "presenter": state.presenter(), "turns": list(turns)},
-           width="stretch", height="content")
+    # a new number on every draw: the browser redraws the board from this run's data even when the
+    # spec is unchanged (over a frame the board drew at a click, should the server have answered otherwise)
+    st.session_state[DRAWS] = st.session_state.get(DRAWS, 0) + 1
+    _board(key=key, data={**spec, "presenter": state.presenter(), "turns": list(turns),
+                          "draw": st.session_state[DRAWS]}, width="stretch", height="content")
 
 
 def copy_link(link: str, label: str, key: str = "kv_copy_link") -> None:

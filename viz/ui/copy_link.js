@@ -29,11 +29,17 @@ export default function (component) {
         field.focus();
         field.select();
         try { done = document.execCommand("copy"); } catch (err) { done = false; }
+        if (done) button.focus();  // copied: the arrow keys step the lesson again
       }
-      button.textContent = done ? "Copied" : "Press Ctrl+C";
-      setTimeout(() => { button.textContent = "Copy link"; }, 1600);
+      const keys = /Mac|iPhone|iPad/.test(navigator.platform || "") ? "⌘C" : "Ctrl+C";
+      button.textContent = done ? "Copied" : `Press ${keys}`;
+      status.textContent = done ? "Link copied" : `The link is selected: press ${keys} to copy it`;
+      setTimeout(() => { button.textContent = "Copy link"; status.textContent = ""; }, 1600);
     });
-    box.append(field, button);
+    const status = document.createElement("span");  // what the button did, read out by screen readers
+    status.className = "status";
+    status.setAttribute("role", "status");
+    box.append(field, button, status);
     parentElement.append(box);
   }
   const field = box.querySelector("input");

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from ..core.budget import Grant, grant
+from ..core.budget import BUDGET, Budget, Grant, grant
 from ..core.engine import MODES, Generation, ToyModel, Trace
 from ..core.scenario import Scenario
 
@@ -41,23 +41,24 @@ def decode_traces(scenario: Scenario, step: int, modes: tuple[str, ...] = MODES
     return traces, grants
 
 
-def decode_traces_ahead(scenario: Scenario, step: int, modes: tuple[str, ...] = MODES
+def decode_traces_ahead(scenario: Scenario, step: int, modes: tuple[str, ...] = MODES, budget: Budget = BUDGET
                         ) -> tuple[dict[str, Trace], dict[str, Grant], dict[str, Trace] | None]:
     """As :func:`decode_traces`, and each mode's trace one step further (the step a Step click asks
-    for next, so the page can send it ahead) when that step fits the same rerun's budget too; else None."""
-    return _extend(scenario, step, modes, ahead=True)
+    for next, so the page can send it ahead) when that step fits the same rerun's budget too; else
+    None, and no step beyond ``step`` is computed."""
+    return _extend(scenario, step, modes, ahead=True, budget=budget)
 
 
-def _extend(scenario: Scenario, step: int, modes: tuple[str, ...], ahead: bool
+def _extend(scenario: Scenario, step: int, modes: tuple[str, ...], ahead: bool, budget: Budget = BUDGET
             ) -> tuple[dict[str, Trace], dict[str, Grant], dict[str, Trace] | None]:
     store = _store(scenario)
     wanted = step + 1
     done = {m: len(r.steps) for m, r in store.runs.items()}
-    further = grant(scenario, modes, wanted + 1, done) if ahead else None
+    further = grant(scenario, modes, wanted + 1, done, budget) if ahead else None
     if further is not None and not any(g.cut for g in further.values()):
         grants, reach = further, wanted + 1  # one budget for this rerun: both steps fit in it
     else:
-        grants, reach = grant(scenario, modes, wanted, done), wanted
+        grants, reach = grant(scenario, modes, wanted, done, budget), wanted
     shared = next((r.prefill_result for r in store.runs.values() if r.prefill_result is not None), None)
     for mode in modes:
         run = store.runs.get(mode)

@@ -205,12 +205,12 @@ def refresh_share_link() -> None:
     the view the fragment moved to. Streamlit lets a fragment fill a container made outside it when
     it fills it on every full run too, as here."""
     held = st.session_state.get(LINK_SLOT)
-    if held is None:
+    if held is None:  # the sidebar failed before making the box in this run
         return
     st.session_state[state.LINK_DRAWN] = False  # a fragment's own rerun: draw it again
     try:
         share_link(*held)
-    except StreamlitAPIException:  # the sidebar failed before making the box: the address bar still holds the link
+    except StreamlitAPIException:  # Streamlit refused the box: the address bar still holds the link
         st.session_state.pop(LINK_SLOT, None)
 
 
