@@ -45,7 +45,7 @@ state.init(page.url_path)
 guard.begin()
 editors = page.url_path in EDITOR_PAGES
 with guard.frame("the sidebar", st.sidebar):
-    link = sidebar.render(editors, page.url_path)
+    sidebar.render(editors, page.url_path)
 # The sidebar's width is in pixels, so presenter mode's large type does not widen it; presenter
 # mode (editors folded away) gives the room to the main area.
 st.html(frame_style(state.presenter()))
@@ -58,5 +58,5 @@ with guard.frame(f"the page {page.title}", top):
     page.run()
 guard.remember()
 with guard.frame("the link to this view", st.sidebar):
-    sidebar.share_link(link, page.url_path)
+    sidebar.share_link()
 state.sync_url(page.url_path)

@@ -126,9 +126,8 @@ def decode_lesson() -> None:
     # the one the server shows after Back compare the cache at that step
     before = (decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step - 1, head, whole=whole)
               if 0 < shown_step == step and (shown.mode != "kv" or compared >= step) else None)
-    lesson_screen(frame, heads, head, newest_key=shown.mode == "kv" and shown_step > 0,
-                  turns=((after, STEP, "ArrowRight", shown.mode == "kv"),
-                         (before, BACK, "ArrowLeft", shown.mode == "kv" and shown_step > 1)))
+    lesson_screen(frame, heads, head, newest_key=shown.mode == "kv",
+                  turns=((after, STEP, "ArrowRight"), (before, BACK, "ArrowLeft")))
 
     tabs = st.tabs(TABS, key=TAB, on_change="rerun")
     if tabs[0].open:

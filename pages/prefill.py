@@ -47,14 +47,14 @@ def prefill_lesson() -> None:
         whole = st.toggle("Whole", key=WHOLE, help="Show every row and key, not only those around the position")
     frame = prefill_frame(trace, position, head, whole=whole)
     # the positions either side, computed by the same prefill: the board draws them at the click
-    turns = tuple((prefill_frame(trace, p, head, whole=whole) if 1 <= p <= n else None, f"{POSITION}_{way}", key, False)
+    turns = tuple((prefill_frame(trace, p, head, whole=whole) if 1 <= p <= n else None, f"{POSITION}_{way}", key)
                   for p, way, key in ((position + 1, "forward", "ArrowRight"), (position - 1, "back", "ArrowLeft")))
     lesson_screen(frame, heads, head, turns=turns)
 
     tabs = st.tabs(TABS, key=TAB, on_change="rerun")
     if tabs[0].open:
         with tabs[0]:
-            every_head(trace, position, whole)
+            every_head(trace, position, whole, rows)
     if tabs[1].open:
         with tabs[1]:
             stages(trace, head, position)
@@ -69,11 +69,12 @@ def prefill_lesson() -> None:
             lesson_tables(frame, heads)
 
 
-def every_head(trace, position: int, whole: bool) -> None:
+def every_head(trace, position: int, whole: bool, rows) -> None:
+    """What each head does at the position (``rows``: explain_position there), and every head's weights."""
     pre = trace.prefill
     st.markdown(f"**{md_escape(pre.tokens[position - 1])}** (position {position}) sees "
                 f"{md_escape(', '.join(pre.tokens[: position]))}:")
-    for row in explain_position(trace, position - 1):
+    for row in rows:
         st.markdown(f"- {md_escape(row.text)}")
     n = len(pre.tokens)
     plot(toy.small_multiples(trace, position - 1, make_window(n, n, position - 1, centre=True, whole=whole)),
@@ -156,10 +157,10 @@ def no_match(trace) -> None:
 lesson_header("Prefill", "The whole prompt goes through attention in one batched pass: every query row at "
                          "once, with the causal mask hiding the future.")
 if not state.presenter():
-    if matching_preset(state.scenario()):
-        st.markdown(f"**{md_escape(state.scenario().title)}** · {md_escape(state.scenario().description)}")
+    opened = state.scenario()
+    if matching_preset(opened):
+        st.markdown(f"**{md_escape(opened.title)}** · {md_escape(opened.description)}")
     else:
         st.caption("A custom scenario: edited in the sidebar, opened from a file or a link.")
-    shape = state.scenario()
-    st.caption(f"{len(shape.tokens)} tokens · d_k = {shape.d_k} · scores are ±√d_k = ±{fmt(shape.d_k ** 0.5)}")
+    st.caption(f"{len(opened.tokens)} tokens · d_k = {opened.d_k} · scores are ±√d_k = ±{fmt(opened.d_k ** 0.5)}")
 prefill_lesson()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import plotly.colors
 import pytest
 
 from lesson_fixtures import long_scenario
@@ -25,7 +26,7 @@ def _frame(scenario: Scenario, step: int, head: int = 1, whole: bool = False):
 
 
 def _contrast(a: str, b: str) -> float:
-    la, lb = (board._luminance(board._hex_rgb(c)) for c in (a, b))
+    la, lb = (board._luminance(plotly.colors.hex_to_rgb(c)) for c in (a, b))
     return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
 
 
@@ -88,11 +89,16 @@ def test_next_word_bars_mark_the_chosen_word():
 
 @pytest.mark.parametrize("token", ["<img src=x onerror=alert(1)>", "**b** [l](u)", "&amp;"])
 def test_visitor_text_travels_verbatim_and_is_written_as_text(token):
-    """Tokens reach the spec unescaped (the board writes them with textContent, never as markup)."""
+    """Tokens reach the spec unescaped: the board writes them with textContent, never as markup."""
     seed = load_preset("seed")
     scenario = seed.with_tokens([token, *seed.tokens[1:]], list(seed.values))
     spec = board.attention_board(_frame(scenario, 1), "last")
     assert spec["groups"][0]["rows"][0]["label"] == f"1 · {token}"
-    for script in (BOARD_JS, BOARD_JS.with_name("copy_link.js")):  # the link is visitor-made too
-        source = script.read_text(encoding="utf-8")
-        assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function", source)
+
+
+@pytest.mark.parametrize("script", ["board.js", "copy_link.js"])
+def test_the_components_write_text_never_markup(script):
+    """The board's script (visitor tokens) and the copy link's (a link made from them) set text only."""
+    source = BOARD_JS.with_name(script).read_text(encoding="utf-8")
+    assert "textContent" in source or ".value" in source
+    assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function", source)

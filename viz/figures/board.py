@@ -62,17 +62,13 @@ def shade(scale: str, share: float) -> tuple[str, str]:
     return "#{:02x}{:02x}{:02x}".format(*rgb), text_on(rgb)
 
 
-def _hex_rgb(color: str) -> tuple[int, int, int]:
-    return tuple(int(color[i:i + 2], 16) for i in (1, 3, 5))
-
-
 def _cell(scale: str, share: float, text: str, tip: str) -> dict:
     bg, fg = shade(scale, share)
     return {"bg": bg, "fg": fg, "text": text, "tip": tip}
 
 
 def _masked(tip: str) -> dict:
-    return {"bg": MASKED, "fg": text_on(_hex_rgb(MASKED)), "text": "", "tip": tip}
+    return {"bg": MASKED, "fg": text_on(plotly.colors.hex_to_rgb(MASKED)), "text": "", "tip": tip}
 
 
 def _labels(frame_: LessonFrame, positions: tuple[int, ...]) -> list[str]:

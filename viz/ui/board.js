@@ -1,7 +1,7 @@
 // kvlab's lesson board: draws one spec from viz/figures/board.py (a matrix or a bar chart).
 // Every number, colour and hover line arrives decided; this only lays them out. Visitor text is
 // written with textContent (never as markup). Streamlit calls the default export on every render
-// with the new spec; the board is rebuilt in one replaceChildren, a few milliseconds.
+// with the new spec; the board is built anew and swapped in with one replaceWith, a few milliseconds.
 
 const el = (tag, className, text) => {
   const node = document.createElement(tag);
@@ -30,10 +30,7 @@ function matrix(spec) {
   const sizes = [];  // each grid row's height
   let line = 1;
   spec.groups.forEach((group, g) => {
-    if (g > 0) {
-      const spacer = el("div", "spacer");
-      spacer.style.cssText = `grid-row: ${line}; grid-column: 1 / -1`;
-      grid.append(spacer);
+    if (g > 0) {  // an empty grid row between groups (the keys and the values)
       sizes.push("6px");
       line += 1;
     }

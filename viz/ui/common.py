@@ -173,23 +173,26 @@ def lesson_tables(frame: LessonFrame, heads: list[str]) -> None:
 
 
 def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key: bool = False,
-                  turns: tuple[tuple[LessonFrame | None, str, str, bool], ...] = ()) -> None:
+                  turns: tuple[tuple[LessonFrame | None, str, str], ...] = ()) -> None:
     """The figures of a lesson screen side by side (stacked in this order on a phone): the attention
     window, the keys and values under it, the next word. A window that fits is drawn by the light
     board; a larger one (the whole matrix of a long sequence) by Plotly, which zooms and pans.
+    ``newest_key``: outline the key each decode step writes (on every frame after prefill).
 
     ``turns`` are the frames a control shows next, as (frame or None, the button's key, the keyboard
-    key that presses it, newest_key for that frame): the board gets them now and draws one the moment
-    its button is clicked or its key pressed; the rerun the click starts then brings the same frame."""
-    def specs(f: LessonFrame, newest: bool) -> list[dict]:
+    key that presses it): the board gets them now and draws one the moment its button is clicked or
+    its key pressed; the rerun the click starts then brings the same frame."""
+    def specs(f: LessonFrame) -> list[dict]:
+        newest = newest_key and f.step > 0
         return [attention_board(f, heads[head], newest_key=newest), cache_board(f, heads), words_board(f)]
 
     small = fits(frame)
-    shown = specs(frame, newest_key) if small else [None, None, words_board(frame)]
+    shown = specs(frame) if small else [None, None, words_board(frame)]
     # turns only where every figure is a board (a click would otherwise redraw only part of the screen)
-    ahead = [(specs(f, newest), f".st-key-{button} button", key)
-             for f, button, key, newest in turns if small and f is not None and fits(f)]
-    figures = (lambda: attention_figure(frame, heads[head], newest_key=newest_key), lambda: cache_figure(frame, heads))
+    ahead = [(specs(f), f".st-key-{button} button", key)
+             for f, button, key in turns if small and f is not None and fits(f)]
+    newest = newest_key and frame.step > 0
+    figures = (lambda: attention_figure(frame, heads[head], newest_key=newest), lambda: cache_figure(frame, heads))
     for i, column in enumerate(st.columns([1.3, 1, 0.7])):
         key = ("lesson_attention", "lesson_cache", "lesson_words")[i]
         with column:

@@ -23,12 +23,10 @@ from .components import copy_link
 
 UPLOAD_SEEN = "kv_upload_seen"  # file id of the last applied upload, so it is applied once
 # Accessibility (axe-core, WCAG AA): captions and the links in them at a contrast of at least 4.5:1
-# (Streamlit fades them to 3.9:1), and the link box cut short rather than a scrolling region a
-# keyboard cannot reach (its copy button copies the whole link).
+# (Streamlit fades them to 3.9:1).
 ACCESSIBLE_CSS = ("<style>[data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] p"
                   " { color: #5c5b59; opacity: 1; }"
-                  " [data-testid='stCaptionContainer'] a { color: #1f5fa8; }"
-                  " .st-key-kv_share_link pre { overflow: hidden; text-overflow: ellipsis; }</style>")
+                  " [data-testid='stCaptionContainer'] a { color: #1f5fa8; }</style>")
 
 
 @st.cache_resource
@@ -177,17 +175,12 @@ def _save_and_share(scenario: Scenario) -> None:
     _show_error("upload")
 
 
-LINK_SLOT = "kv_share_link_slot"  # (the box's container, the page's path), for fragment reruns
+LINK_SLOT = "kv_share_link_slot"  # (the box's container, the page's path), made by render() each run
 
 
-def share_link(place, url_path: str) -> None:
-    """The link to exactly this view with a copy button, drawn into ``place`` (a container made by
-    :func:`render` before the page ran; the page may have moved its step). ``url_path`` is the
-    page's path ("" for the home page). Drawn once per run: by a page's fragment when it has one
-    (:func:`refresh_share_link`, at the end of every run of the fragment, whose own reruns skip
-    app.py), else by app.py after the page."""
-    if st.session_state.get(state.LINK_DRAWN):
-        return
+def _draw_link(place, url_path: str) -> None:
+    """The link to exactly this view with a copy button, drawn into ``place``; ``url_path`` is the
+    page's path ("" for the home page)."""
     parts = urlsplit(st.context.url or "http://localhost/")
     base_path = (st.get_option("server.baseUrlPath") or "").strip("/")
     path = "/".join(p for p in (base_path, url_path) if p)
@@ -200,22 +193,30 @@ def share_link(place, url_path: str) -> None:
         copy_link(link, "Link to this view" if params else "Link to this page")
 
 
+def share_link() -> None:
+    """After the page (app.py): the Copy link box, unless the page's fragment drew it in this run.
+    Drawn after the page, since the page may have moved its step."""
+    held = st.session_state.get(LINK_SLOT)
+    if held is not None and not st.session_state.get(state.LINK_DRAWN):
+        _draw_link(*held)
+
+
 def refresh_share_link() -> None:
-    """At the end of a fragment's run (its own, or the page's in a full run): the Copy link box shows
-    the view the fragment moved to. Streamlit lets a fragment fill a container made outside it when
-    it fills it on every full run too, as here."""
+    """At the end of every run of a page's fragment (its own reruns skip app.py): the Copy link box
+    shows the view the fragment moved to. Streamlit lets a fragment fill a container made outside it
+    when it fills it on every full run too, as here."""
     held = st.session_state.get(LINK_SLOT)
     if held is None:  # the sidebar failed before making the box in this run
         return
-    st.session_state[state.LINK_DRAWN] = False  # a fragment's own rerun: draw it again
     try:
-        share_link(*held)
+        _draw_link(*held)
     except StreamlitAPIException:  # Streamlit refused the box: the address bar still holds the link
         st.session_state.pop(LINK_SLOT, None)
 
 
-def render(editors: bool = True, url_path: str = ""):
-    """The whole sidebar; returns the place for :func:`share_link`, filled once the page has run.
+def render(editors: bool = True, url_path: str = "") -> None:
+    """The whole sidebar, with a place for the Copy link box that :func:`share_link` (or the page's
+    fragment) fills once the page has run; ``url_path`` is the page's path.
 
     In presenter mode only the toggle, the preset, the badge and the link remain; on a page that
     does not read the scenario (``editors`` False) the preset picker and the editors are left out."""
@@ -229,13 +230,12 @@ def render(editors: bool = True, url_path: str = ""):
         st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")
         for notice in state.notices():
             st.warning(f"Share link: {md_escape(notice)}", icon=":material/link_off:")
-        link = st.container(key="kv_share_link")
-        st.session_state[LINK_SLOT] = (link, url_path)
+        st.session_state[LINK_SLOT] = (st.container(key="kv_share_link"), url_path)
         if not editors:
             st.caption("This page does not use the scenario editors; they are on Prefill, Decode, Memory, "
                        "Serving and At scale.")
         if state.presenter() or not editors:
-            return link
+            return
         scenario = state.scenario()
         with st.expander("Prompt and tokens", expanded=True, icon=":material/edit_note:"):
             _prompt_and_tokens(scenario)
@@ -247,4 +247,3 @@ def render(editors: bool = True, url_path: str = ""):
             _model_and_sampling(state.scenario())
         with st.expander("Save and open", icon=":material/save:"):
             _save_and_share(state.scenario())
-    return link
