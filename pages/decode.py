@@ -16,7 +16,8 @@ from viz.core.scenario import MAX_DECODE_STEPS
 from viz.figures import lesson as lesson_figures
 from viz.figures import toy
 from viz.ui import guard, state
-from viz.ui.common import division_notices, head_picker, lesson_header, lesson_screen, lesson_tables, md_escape, plot
+from viz.ui.common import (division_notices, head_picker, lazy_tabs, lesson_header, lesson_screen, lesson_tables,
+                           md_escape, plot)
 from viz.ui.runs import decode_traces, decode_traces_ahead
 
 state.require_frame()
@@ -129,22 +130,9 @@ def decode_lesson() -> None:
     lesson_screen(frame, heads, head, newest_key=shown.mode == "kv",
                   turns=((after, STEP, "ArrowRight"), (before, BACK, "ArrowLeft")))
 
-    tabs = st.tabs(TABS, key=TAB, on_change="rerun")
-    if tabs[0].open:
-        with tabs[0]:
-            compare(traces, check, step, compared)
-    if tabs[1].open:
-        with tabs[1]:
-            work(traces, step, compared)
-    if tabs[2].open:
-        with tabs[2]:
-            text_and_table(shown, shown_step)
-    if tabs[3].open:
-        with tabs[3]:
-            replay(scenario, shown.mode, head)
-    if tabs[4].open:
-        with tabs[4]:
-            lesson_tables(frame, heads)
+    lazy_tabs(TABS, TAB, (lambda: compare(traces, check, step, compared), lambda: work(traces, step, compared),
+                          lambda: text_and_table(shown, shown_step), lambda: replay(scenario, shown.mode, head),
+                          lambda: lesson_tables(frame, heads)))
 
 
 def compare(traces, check, step: int, compared: int) -> None:

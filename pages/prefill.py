@@ -13,7 +13,8 @@ from viz.core.lesson import make_window, prefill_frame
 from viz.core.presets import matching_preset
 from viz.figures import toy
 from viz.ui import guard, state
-from viz.ui.common import division_notices, head_picker, lesson_header, lesson_screen, lesson_tables, md_escape, plot, stepper
+from viz.ui.common import (division_notices, head_picker, lazy_tabs, lesson_header, lesson_screen, lesson_tables,
+                           md_escape, plot, stepper)
 from viz.ui.runs import decode_traces
 
 state.require_frame()
@@ -51,22 +52,8 @@ def prefill_lesson() -> None:
                   for p, way, key in ((position + 1, "forward", "ArrowRight"), (position - 1, "back", "ArrowLeft")))
     lesson_screen(frame, heads, head, turns=turns)
 
-    tabs = st.tabs(TABS, key=TAB, on_change="rerun")
-    if tabs[0].open:
-        with tabs[0]:
-            every_head(trace, position, whole, rows)
-    if tabs[1].open:
-        with tabs[1]:
-            stages(trace, head, position)
-    if tabs[2].open:
-        with tabs[2]:
-            tokens_and_mask(trace)
-    if tabs[3].open:
-        with tabs[3]:
-            to_word(trace)
-    if tabs[4].open:
-        with tabs[4]:
-            lesson_tables(frame, heads)
+    lazy_tabs(TABS, TAB, (lambda: every_head(trace, position, whole, rows), lambda: stages(trace, head, position),
+                          lambda: tokens_and_mask(trace), lambda: to_word(trace), lambda: lesson_tables(frame, heads)))
 
 
 def every_head(trace, position: int, whole: bool, rows) -> None:

@@ -203,6 +203,14 @@ def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key
                                                  for spec, selector, pressed in ahead])
 
 
+def lazy_tabs(labels: tuple[str, ...], key: str, bodies: tuple[Callable[[], None], ...]) -> None:
+    """Tabs whose bodies run only while open (choosing a tab reruns; the choice is kept under ``key``)."""
+    for tab, body in zip(st.tabs(labels, key=key, on_change="rerun"), bodies):
+        if tab.open:
+            with tab:
+                body()
+
+
 def lesson_header(title: str, caption: str) -> None:
     """A lesson page's title and caption; in presenter mode still there for screen readers and
     tests, but visually hidden, so the lesson below fits one projector screen."""
