@@ -18,6 +18,7 @@ from viz.figures import toy
 from viz.ui import guard, state
 from viz.ui.common import (division_notices, head_picker, lazy_tabs, lesson_header, lesson_screen, lesson_tables,
                            md_escape, plot)
+from viz.ui.components import table
 from viz.ui.runs import decode_traces, decode_traces_ahead
 
 state.require_frame()
@@ -150,7 +151,7 @@ def compare(traces, check, step: int, compared: int) -> None:
     a, b = st.columns(2)
     a.metric("Largest |difference| in the context", f"{check.max_gap:.3g}")
     b.metric("Same next word?", "yes" if check.same_token else "no")
-    st.dataframe(toy.comparison_table(check), hide_index=True, width="stretch")
+    table(toy.comparison_table(check), "Each head's context with the KV cache and recomputed", key="decode_compare")
     if check.differing:
         for head in check.differing:
             st.markdown(md_escape(head.text))

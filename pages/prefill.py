@@ -15,6 +15,7 @@ from viz.figures import toy
 from viz.ui import guard, state
 from viz.ui.common import (division_notices, head_picker, lazy_tabs, lesson_header, lesson_screen, lesson_tables,
                            md_escape, plot, stepper)
+from viz.ui.components import table
 from viz.ui.runs import decode_traces
 
 state.require_frame()
@@ -94,8 +95,8 @@ def tokens_and_mask(trace) -> None:
     n = len(pre.tokens)
     left, right = st.columns([2, 3])
     with left:
-        st.dataframe({"position": list(range(1, n + 1)), "token": pre.tokens, "value V": list(scenario.values)},
-                     hide_index=True, width="stretch")
+        table({"position": list(range(1, n + 1)), "token": pre.tokens, "value V": list(scenario.values)},
+              "Positions, tokens and values", key="prefill_tokens")
     with right:
         plot(toy.causal_mask_figure(trace), key="mask", table=True)
 
@@ -108,7 +109,8 @@ def to_word(trace) -> None:
     st.markdown(f"The context of the last position, {md_escape(pre.tokens[-1])}, is "
                 f"[{', '.join(fmt(float(c)) for c in step.context)}]; multiplied by W_vocab it gives one "
                 "logit per word.")
-    st.dataframe(toy.vocab_table(trace), hide_index=True, width="stretch")
+    table(toy.vocab_table(trace), "W_vocab, one row per head, with the last position's context",
+          key="prefill_vocab")
     plot(toy.prediction_figure(trace), key="prediction", table=True)
     settings_text = (f"{s.strategy}, temperature {fmt(s.temperature)}, "
                      f"top-k {s.top_k or 'off'}, top-p {fmt(s.top_p) if s.top_p < 1 else 'off'}"

@@ -13,6 +13,7 @@ from viz.core.tour import (TOUR_SERVER, Question, tour_score, question_even, que
                            question_no_match, question_prefix, question_stale, question_winner, tour_workload)
 from viz.ui import article, state
 from viz.ui.common import md_escape, plot, stepper
+from viz.ui.components import table
 
 state.require_frame()
 LETTERS = "ABCDEFGH"
@@ -62,13 +63,13 @@ def ask(index: int, question: Question) -> bool:
 def step_prompt() -> None:
     st.markdown("The prompt is split into tokens, and each token gets one number, its **value**: the "
                 "information it carries. 'Today' and 'weather' carry more than 'is' and 'so'.")
-    st.dataframe({"token": prefill.prefill.tokens, "value": list(seed.values)},
-                 hide_index=True)
+    table({"token": prefill.prefill.tokens, "value": list(seed.values)}, "The prompt's tokens and their values",
+          key="tour_tokens")
     st.markdown("Four attention heads each follow one rule. Real heads learn their patterns; these are "
                 "written by hand so every number can be checked.")
-    st.dataframe({"head": seed.head_names, "rule": [h.rule for h in seed.heads],
-                  "in words": ["tokens at even positions", "the last token", "the first token",
-                               "every token"]}, hide_index=True)
+    table({"head": seed.head_names, "rule": [h.rule for h in seed.heads],
+           "in words": ["tokens at even positions", "the last token", "the first token", "every token"]},
+          "The four heads and their rules", key="tour_heads")
 
 
 def step_mask() -> None:
@@ -81,8 +82,8 @@ def step_mask() -> None:
 def step_contexts() -> None:
     st.markdown("Each head scores every visible key: +√d_k = +8 where its rule holds, −8 where it does "
                 "not. Softmax turns the scores into weights, and the context is the weighted sum of values.")
-    st.dataframe({"position": list(range(1, len(prefill.prefill.tokens) + 1)),
-                  "token": prefill.prefill.tokens, "value": list(seed.values)}, hide_index=True)
+    table({"position": list(range(1, len(prefill.prefill.tokens) + 1)), "token": prefill.prefill.tokens,
+           "value": list(seed.values)}, "Positions, tokens and values", key="tour_positions")
     if ask(1, question_even(prefill)):
         plot(toy.small_multiples(prefill), key="tour_multiples")
         st.markdown("At the last position, every head:")
@@ -100,7 +101,8 @@ def step_nothing() -> None:
 def step_logits() -> None:
     st.markdown("The context of the last position, one number per head, is multiplied by W_vocab: one "
                 "column per word, one row per head. The result is a logit per word.")
-    st.dataframe(toy.vocab_table(prefill), hide_index=True)
+    table(toy.vocab_table(prefill), "W_vocab, one row per head, with the last position's context",
+          key="tour_vocab")
     if ask(3, question_winner(prefill)):
         plot(toy.prediction_figure(prefill), key="tour_prediction")
 
@@ -127,7 +129,8 @@ def step_bug() -> None:
     st.markdown("The article prints the same decode context with and without the cache, and they differ "
                 "in one head. kvlab computes both:")
     if ask(5, question_stale(full, kv, last_head)):
-        st.dataframe(toy.comparison_table(check_cache(kv, full, 1)), hide_index=True)
+        table(toy.comparison_table(check_cache(kv, full, 1)), "Each head's context with the KV cache and recomputed",
+              key="tour_compare")
         st.markdown("The cache-safe form of the rule reads the **query's** position instead of n: "
                     "`k.pos == q.pos`, 'attend to self'. The *cache-safe* preset uses it; there the cache "
                     "and recomputation agree at every step.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from viz.ui import state
+from viz.ui import sidebar, state
 
 # Every page script, as AppTest's switch_page names them (Prefill first: old links open there).
 ALL_PAGES = sorted((f"pages/{p.name}" for p in (Path(__file__).resolve().parents[1] / "pages").glob("*.py")),
@@ -18,6 +18,13 @@ def scenario(at):
 def widget_key(at, name: str) -> str:
     """The current key of a sidebar editor (keys renew with the scenario version)."""
     return f"kv_w_{name}_{at.session_state[state.VERSION]}"
+
+
+def open_panels(at):
+    """Open every sidebar editor panel (their widgets exist only while open), as clicking them would."""
+    for label, _, _ in sidebar.PANELS:
+        at.session_state[sidebar.panel_key(label)] = True
+    return at
 
 
 def edit_table(at, name: str, edited_rows=None, added_rows=(), deleted_rows=()):
@@ -62,6 +69,20 @@ def board(at, title_part: str) -> dict:
         if title_part in spec["title"]:
             return spec
     raise AssertionError(f"no board titled {title_part!r}; have {[b['title'] for b in boards(at)]}")
+
+
+def plain_tables(at) -> list[dict]:
+    """Every plain table on the page (viz.ui.components.table), as the spec sent to the browser."""
+    import json
+    return [json.loads(el.proto.json) for el in at.get("bidi_component") if el.proto.component_name == "kvlab_table"]
+
+
+def plain_table(at, column: str) -> dict[str, list[str]]:
+    """The plain table that has ``column``, as {column: its cells' text}."""
+    for spec in plain_tables(at):
+        if column in spec["columns"]:
+            return {name: [row[i] for row in spec["rows"]] for i, name in enumerate(spec["columns"])}
+    raise AssertionError(f"no plain table with a column {column!r}")
 
 
 def array(value):

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from viz import load_preset
 from viz.core.share import View, encode_view
-from viz.ui import state
+from viz.ui import sidebar, state
 
 from apptest_helpers import by_label, edit_table, errors, scenario, shown
 
@@ -224,3 +224,24 @@ def test_editors_only_on_pages_that_use_the_scenario(app, page, editors):
     app.switch_page(page).run()
     assert not app.exception
     assert bool(app.text_input) == editors and bool(app.data_editor) == editors
+
+
+def test_a_first_view_builds_no_editor_until_its_panel_opens():
+    """A new visitor's Decode: the prompt box shows, but no data editor or data grid is sent (they
+    load about 1.5 MB of script); opening a panel builds its editor, which edits as before, and
+    folding it away keeps the edit."""
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    at.run()
+    at.switch_page("pages/decode.py").run()
+    assert not at.exception
+    assert [w.label for w in at.sidebar.text_input] == ["Prompt"]
+    assert not at.data_editor and not at.dataframe
+    assert "d_k (key width)" not in [w.label for w in at.number_input]
+    at.session_state[sidebar.panel_key("Token values")] = True  # as a click on the panel would
+    at.run()
+    assert len(at.data_editor) == 1 and list(at.data_editor[0].value["token"]) == list(load_preset("seed").tokens)
+    edit_table(at, "tokens", edited_rows={0: {"value": 11}})
+    assert scenario(at).values[0] == 11
+    at.session_state[sidebar.panel_key("Token values")] = False
+    at.run()
+    assert not at.data_editor and scenario(at).values[0] == 11

@@ -15,7 +15,7 @@ from viz.core.engine import MODES
 from viz.core.explain import fmt
 from viz.core.lesson import decode_frame, prefill_frame
 from viz.figures import board
-from viz.figures.base import GOLD, RED
+from viz.figures.base import GOLD, RED, plain_table
 
 BOARD_JS = Path(board.__file__).resolve().parents[1] / "ui" / "board.js"
 
@@ -96,9 +96,33 @@ def test_visitor_text_travels_verbatim_and_is_written_as_text(token):
     assert spec["groups"][0]["rows"][0]["label"] == f"1 · {token}"
 
 
-@pytest.mark.parametrize("script", ["board.js", "copy_link.js"])
+@pytest.mark.parametrize("script", ["board.js", "copy_link.js", "table.js"])
 def test_the_components_write_text_never_markup(script):
-    """The board's script (visitor tokens) and the copy link's (a link made from them) set text only."""
+    """The board's script (visitor tokens), the copy link's (a link made from them) and the plain
+    table's (tokens, head names, rules) set text only."""
     source = BOARD_JS.with_name(script).read_text(encoding="utf-8")
     assert "textContent" in source or ".value" in source
     assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function", source)
+
+
+def test_plain_table_cells_read_as_people_write_numbers():
+    """Numbers as fmt writes them (whole numbers whole, with separators), truth values as yes/no,
+    visitor text verbatim; numeric columns flagged for right alignment, booleans not."""
+    spec = plain_table({"token": ["<b>x</b>", "**y**"], "count": [12345, 7], "share": [0.25, 1 / 3],
+                        "tiny": [1e-9, -2.5], "ok": [True, False]}, "a label")
+    assert spec["columns"] == ["token", "count", "share", "tiny", "ok"]
+    assert spec["numeric"] == [False, True, True, True, False]
+    assert spec["rows"] == [["<b>x</b>", "12,345", "0.25", "0", "yes"], ["**y**", "7", "0.3333", "-2.5", "no"]]
+    assert spec["label"] == "a label"
+
+
+def test_plain_table_of_the_seed_cache_check_says_six_and_seven():
+    """The decode comparison as the plain table shows it: head 'last' reads 6 cached and 7 recomputed."""
+    from viz.core.explain import check_cache
+    from viz.figures.toy import comparison_table
+    seed = load_preset("seed")
+    check = check_cache(generate(seed, 2, "kv"), generate(seed, 2, "recompute"), 1)
+    spec = plain_table(comparison_table(check), "comparison")
+    row = spec["rows"][1]  # heads in order: even, last, first, all
+    assert row[:2] == ["last", "k.pos == n"]
+    assert row[spec["columns"].index("KV cache")] == "6" and row[spec["columns"].index("recompute")] == "7"

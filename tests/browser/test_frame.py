@@ -35,7 +35,7 @@ def context_line(app):
 
 def token_column(app, count: int) -> list:
     """The first ``count`` cells of the sidebar token table's token column."""
-    grid = app.expander("Prompt and tokens", app.sidebar).get_by_test_id("stDataFrame")
+    grid = app.expander("Token values", app.sidebar).get_by_test_id("stDataFrame")
     return [app.cell(grid, row, "token") for row in range(count)]
 
 

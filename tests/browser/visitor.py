@@ -155,12 +155,18 @@ class App:
         with self.rerun():
             widget.locator("label").first.click()
 
-    def expander(self, label: str, scope: Locator | None = None) -> Locator:
-        """An ``st.expander`` by its label, opened if it was folded (opening does not rerun)."""
+    def expander(self, label: str, scope: Locator | None = None, reruns: bool = True) -> Locator:
+        """An ``st.expander`` by its label, opened if it was folded. Opening reruns the app when the
+        expander builds its content only while open (the sidebar's editor panels), so it waits for a
+        run to finish after the click when ``reruns``."""
         box = (scope or self.page).get_by_test_id("stExpander").filter(
             has=self.page.locator("summary", has_text=label))
         if box.locator("details").get_attribute("open") is None:
-            box.locator("summary").click()
+            if reruns:
+                with self.rerun():
+                    box.locator("summary").click()
+            else:
+                box.locator("summary").click()
         expect(box.locator("details")).to_have_attribute("open", "")
         return box
 

@@ -183,3 +183,25 @@ def figure_table(fig: go.Figure) -> pd.DataFrame:
         elif trace.x is not None and trace.y is not None and trace.x[0] is not None:
             rows += [(panel, "", html.unescape(str(x)), float(y)) for x, y in zip(trace.x, trace.y)]
     return pd.DataFrame(rows, columns=["panel", "row", "column", "value"])
+
+
+def _text(value: Any) -> str:
+    """One cell of a plain table as people read it: numbers by :func:`fmt` (integers whole, with
+    thousands separators), yes/no for truth values, anything else as its text."""
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if isinstance(value, (float, np.floating)):
+        return fmt(float(value))
+    return str(value)
+
+
+def plain_table(table: pd.DataFrame | dict, label: str) -> dict:
+    """A small table as the plain table component draws it (``viz/ui/table.js``): column names, every
+    cell as text, which columns are numbers (right-aligned), and ``label`` for screen readers."""
+    table = pd.DataFrame(table)
+    numeric = [pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+               for dtype in table.dtypes]
+    return {"columns": [str(c) for c in table.columns], "numeric": numeric, "label": label,
+            "rows": [[_text(v) for v in row] for row in table.itertuples(index=False, name=None)]}

@@ -255,7 +255,9 @@ def measure_clicks(browser, server: StreamlitServer, probe: ProbeLog, name: str,
         modes = ("recompute", "KV cache")  # the picker's labels
         both_ways(lambda way: ("Decode: mode switch",
                                page.locator(".st-key-decode_mode_picker button", has_text=modes[way]).first))
-        sidebar.get_by_text("d_k and sampling").click()
+        # the panel builds its widgets only once open: opening it is a rerun of its own (one sample)
+        samples.append(visitor.measure(name, "sidebar: open a panel (d_k and sampling)",
+                                       sidebar.get_by_text("d_k and sampling").click))
         both_ways(lambda way: ("sidebar edit (d_k ±1)", sidebar.get_by_test_id("stNumberInput").filter(
             has_text="d_k").get_by_test_id(("stNumberInputStepUp", "stNumberInputStepDown")[way])))
         both_ways(lambda way: (f"page change → {('Prefill', 'Decode')[way]}", sidebar.get_by_test_id(

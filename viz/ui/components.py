@@ -1,11 +1,14 @@
-"""kvlab's two small custom components (Streamlit custom components v2: no iframe, the script runs
+"""kvlab's three small custom components (Streamlit custom components v2: no iframe, the script runs
 in the page and writes visitor text with ``textContent`` only).
 
 * the **lesson board** draws the lesson screen's figures from the specs of :mod:`viz.figures.board`,
   so a Step repaints in milliseconds instead of replotting three Plotly charts;
 * the **copy link** box shows the link to this view in a read-only field with a Copy button
   (``st.code`` would load a syntax highlighter on every first view, about a third of a second of
-  scripting, for one line of plain text).
+  scripting, for one line of plain text);
+* the **plain table** draws a small read-only table as an HTML ``<table>`` from
+  :func:`viz.figures.base.plain_table` (Streamlit's data grid loads about 1.5 MB of script on a first
+  view, and draws on a canvas that screen readers cannot read).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from ..figures.base import plain_table
 from . import state
 
 _HERE = Path(__file__).resolve().parent
@@ -25,6 +29,7 @@ def _read(name: str) -> str:
 
 
 _board = st.components.v2.component("kvlab_board", js=_read("board.js"), css=_read("board.css"))
+_table = st.components.v2.component("kvlab_table", js=_read("table.js"), css=_read("table.css"))
 _copy_link = st.components.v2.component("kvlab_copy_link", js=_read("copy_link.js"), css=_read("copy_link.css"))
 
 
@@ -44,3 +49,11 @@ def copy_link(link: str, label: str, key: str = "kv_copy_link") -> None:
     """A read-only field holding ``link`` (selectable, named ``label`` for screen readers) and a
     Copy button that puts it on the clipboard."""
     _copy_link(key=key, data={"link": link, "label": label}, width="stretch", height="content")
+
+
+def table(rows, label: str, key: str) -> None:
+    """A small read-only table (a DataFrame, or a dict of columns) at full width, every cell as text;
+    ``label`` names it for screen readers. For tables of a few dozen rows: longer ones, which need
+    scrolling, sorting or download, stay ``st.dataframe``."""
+    _table(key=key, data={**plain_table(rows, label), "presenter": state.presenter()},
+           width="stretch", height="content")

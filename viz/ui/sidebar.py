@@ -54,12 +54,16 @@ def _preset_picker() -> None:
         st.rerun()
 
 
-def _prompt_and_tokens(scenario: Scenario) -> None:
+def _prompt(scenario: Scenario) -> None:
     prompt = st.text_input("Prompt", value=scenario.prompt or "", key=state.widget_key("prompt"),
-                           help="Split into word tokens; punctuation is dropped.")
+                           help="Split into word tokens; punctuation is dropped. The tokens and their "
+                                "values are under Token values.")
     if prompt != (scenario.prompt or ""):
         state.update("prompt", lambda: scenario.with_prompt(prompt))
     _show_error("prompt")
+
+
+def _tokens(scenario: Scenario) -> None:
     base = tables.tokens_frame(scenario)
     edited = st.data_editor(
         base, num_rows="dynamic", width="stretch", key=state.widget_key("tokens"),
@@ -236,14 +240,29 @@ def render(editors: bool = True, url_path: str = "") -> None:
                        "Serving and At scale.")
         if state.presenter() or not editors:
             return
-        scenario = state.scenario()
-        with st.expander("Prompt and tokens", expanded=True, icon=":material/edit_note:"):
-            _prompt_and_tokens(scenario)
-        with st.expander("Heads", icon=":material/visibility:"):
-            _heads(state.scenario())
-        with st.expander("Vocabulary and W_vocab", icon=":material/dictionary:"):
-            _vocab(state.scenario())
-        with st.expander("d_k and sampling", icon=":material/tune:"):
-            _model_and_sampling(state.scenario())
-        with st.expander("Save and open", icon=":material/save:"):
-            _save_and_share(state.scenario())
+        _prompt(state.scenario())
+        for label, icon, body in PANELS:
+            _panel(label, icon, body)
+
+
+# The editor panels, in order: (label, icon, body). Each body is built only while its panel is open.
+PANELS = (("Token values", ":material/edit_note:", _tokens),
+          ("Heads", ":material/visibility:", _heads),
+          ("Vocabulary and W_vocab", ":material/dictionary:", _vocab),
+          ("d_k and sampling", ":material/tune:", _model_and_sampling),
+          ("Save and open", ":material/save:", _save_and_share))
+
+
+def panel_key(label: str) -> str:
+    """The session key holding whether the editor panel ``label`` is open."""
+    return "kv_panel_" + label.split()[0].lower()
+
+
+def _panel(label: str, icon: str, body) -> None:
+    """One folding editor panel. Its widgets are made only while it is open (opening it reruns the
+    app), so a first view neither sends nor lays out editors nobody opened: the data editors alone
+    load about 1.5 MB of script."""
+    panel = st.expander(label, icon=icon, key=panel_key(label), on_change="rerun")
+    if panel.open:
+        with panel:
+            body(state.scenario())
