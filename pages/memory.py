@@ -8,7 +8,8 @@ from viz.core.memory import format_bytes
 from viz.core.paged import MAX_BLOCK_SIZE, Request, decode_together, same_outputs, sharing_refusal, variants
 from viz.core.scenario import MAX_DECODE_STEPS, ScenarioError
 from viz.ui import state
-from viz.ui.common import header, md_escape, plot, stepper
+from viz.ui.common import header, lazy_tabs, md_escape, plot, stepper
+from viz.ui.components import table
 
 state.require_frame()
 BLOCK_SIZE = "memory_block_size"
@@ -30,14 +31,16 @@ RESIDUAL = "memory_residual"
 PREDICTION = "memory_prediction"
 MAX_STEPS = 16
 METHODS = ("Sliding window", "Sinks + window", "Drop by hand", "Quantise")
+TAB = "memory_tab"
+TABS = ("Paged blocks", "Eviction and quantisation")
 
 header("Memory", "How serving systems fit more sequences into the same memory: paged blocks shared "
                  "between sequences, keys evicted, numbers stored in fewer bits — tried on the toy, "
                  "against the full cache.")
 scenario = state.scenario()
-paged_tab, compress_tab = st.tabs(["Paged blocks", "Eviction and quantisation"])
 
-with paged_tab:
+
+def paged() -> None:
     st.markdown("A contiguous cache reserves room for the longest answer a request might give. "
                 "PagedAttention (vLLM) instead hands out fixed-size **blocks** as tokens arrive; each "
                 "sequence's **block table** maps its logical blocks to physical ones anywhere in the pool, "
@@ -83,8 +86,10 @@ with paged_tab:
     snapshot = run.snapshots[snapshot_index]
     plot(figures.pool_figure(run, snapshot, names), key="memory_pool")
     st.markdown("**Block tables** (logical block → physical block)")
-    st.dataframe(figures.block_table_frame(snapshot, names), hide_index=True, width="stretch")
-    st.dataframe(figures.sequences_frame(run), hide_index=True, width="stretch")
+    table(figures.block_table_frame(snapshot, names), "Block tables: each sequence's logical blocks and the "
+          "physical blocks they map to", key="memory_block_tables")
+    table(figures.sequences_frame(run), "The sequences: prompts, what they share, what they generate",
+          key="memory_sequences")
 
     waste = run.waste
     cols = st.columns(4)
@@ -104,7 +109,9 @@ with paged_tab:
                    f"sequence alone ({unshared.waste.paged_slots} slots without sharing, "
                    f"{waste.paged_slots} with).", icon=":material/check_circle:")
 
-with compress_tab:
+
+
+def compress() -> None:
     st.markdown("Two more ways to shrink a cache: **evict** keys (keep a recent window, plus the first "
                 "tokens as attention sinks, or drop chosen positions), or **quantise** them into fewer "
                 "bits. The same tokens go through the full cache and the smaller one; compare what "
@@ -182,3 +189,6 @@ with compress_tab:
                    "number, a value's scale costs more than its code saves. Simplified from KIVI: symmetric "
                    "scales without a zero point, float32 instead of fp16 scales, and older tokens quantised in "
                    "whole groups while at least the newest R stay in full precision.")
+
+
+lazy_tabs(TABS, TAB, (paged, compress))  # only the open tab is computed and sent

@@ -12,10 +12,12 @@ from viz.core.explain import explain_position, fmt, no_match_rows
 from viz.core.lesson import make_window, prefill_frame
 from viz.core.presets import matching_preset
 from viz.figures import toy
+from viz.figures.base import figure_table
+from viz.figures.board import attention_board, contexts_board, fits
 from viz.ui import guard, state
-from viz.ui.common import (division_notices, head_picker, lazy_tabs, lesson_header, lesson_screen, lesson_tables,
-                           md_escape, plot, stepper)
-from viz.ui.components import table
+from viz.ui.common import (division_notices, folded, head_picker, lazy_tabs, lesson_header, lesson_screen,
+                           lesson_tables, md_escape, plot, stepper)
+from viz.ui.components import board, table
 from viz.ui.runs import decode_traces
 
 state.require_frame()
@@ -23,6 +25,7 @@ HEAD = "prefill_head"
 POSITION = "prefill_position"
 WHOLE = "prefill_whole"
 TAB = "prefill_tab"
+EVERY_HEAD_COLUMNS = 2  # heads side by side in "Every head" (cells wide enough for their numbers)
 TABS = ("Every head", "Stages of one head", "Tokens and mask", "From context to word", "Figures as tables")
 
 
@@ -65,9 +68,26 @@ def every_head(trace, position: int, whole: bool, rows) -> None:
     for row in rows:
         st.markdown(f"- {md_escape(row.text)}")
     n = len(pre.tokens)
-    plot(toy.small_multiples(trace, position - 1, make_window(n, n, position - 1, centre=True, whole=whole)),
-         key="multiples", table=True)
-    plot(toy.contexts_figure(trace, position - 1), key="contexts", table=True)
+    heads = trace.scenario.head_names
+    window = make_window(n, n, position - 1, centre=True, whole=whole)
+    multiples = lambda: toy.small_multiples(trace, position - 1, window)  # noqa: E731
+    contexts = contexts_board(trace, position - 1)
+    frames = [prefill_frame(trace, position, h, whole=whole) for h in range(len(heads))]
+    if contexts is None or not fits(frames[0]):  # too large for cell text: Plotly, which zooms and pans
+        plot(multiples(), key="multiples", table=True)
+        plot(toy.contexts_figure(trace, position - 1), key="contexts", table=True)
+        return
+    for start in range(0, len(heads), EVERY_HEAD_COLUMNS):
+        for column, h in zip(st.columns(EVERY_HEAD_COLUMNS), range(start, min(start + EVERY_HEAD_COLUMNS, len(heads)))):
+            with column:
+                board(attention_board(frames[h], heads[h]), key=f"every_head_{h}")
+    board(contexts, key="every_head_contexts")
+
+    def as_tables() -> None:
+        for fig in (multiples(), toy.contexts_figure(trace, position - 1)):
+            st.dataframe(figure_table(fig), hide_index=True, width="stretch", height=240)
+
+    folded("As tables", "every_head_tables", as_tables)
 
 
 def stages(trace, head: int, position: int) -> None:

@@ -71,6 +71,11 @@ def board(at, title_part: str) -> dict:
     raise AssertionError(f"no board titled {title_part!r}; have {[b['title'] for b in boards(at)]}")
 
 
+def cells(spec: dict, group: int = 0) -> list[list[str]]:
+    """A matrix board's cell texts, row by row (one group of rows: the matrix, or the keys of a cache)."""
+    return [[cell["text"] for cell in row["cells"]] for row in spec["groups"][group]["rows"]]
+
+
 def plain_tables(at) -> list[dict]:
     """Every plain table on the page (viz.ui.components.table), as the spec sent to the browser."""
     import json

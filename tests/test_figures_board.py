@@ -126,3 +126,16 @@ def test_plain_table_of_the_seed_cache_check_says_six_and_seven():
     row = spec["rows"][1]  # heads in order: even, last, first, all
     assert row[:2] == ["last", "k.pos == n"]
     assert row[spec["columns"].index("KV cache")] == "6" and row[spec["columns"].index("recompute")] == "7"
+
+
+def test_contexts_board_holds_every_heads_context_and_gives_way_to_plotly_on_long_prompts():
+    """The article's contexts (head 'all' at 'so': 9), the focus column outlined, hovers with the
+    number in full; a prompt past the board's cell-text width gets no board (Plotly draws it)."""
+    seed = load_preset("seed")
+    spec = board.contexts_board(generate(seed, 1, "kv"), 3)
+    last_row = spec["groups"][0]["rows"][3]
+    assert last_row["label"] == "all" and [c["text"] for c in last_row["cells"]] == ["10", "15", "10.33", "9"]
+    assert last_row["cells"][2]["tip"] == "head all\nposition 3 · is\ncontext 10.33"
+    assert spec["outlines"] == [{"group": 0, "row": None, "col": 3, "color": GOLD}]
+    long = seed.with_tokens([f"t{i}" for i in range(17)], [1.0] * 17)
+    assert board.contexts_board(generate(long, 1, "kv"), 0) is None

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import by_label, errors, figure, on_page, rerun, shown
+import pandas as pd
+from apptest_helpers import by_label, errors, figure, on_page, plain_table, rerun, shown
 
 from viz import load_preset
 from viz.core.compress import CacheSpec, EvictionPolicy, compare_with_full
@@ -25,9 +26,16 @@ def metric(at, label: str) -> str:
     return by_label(at.metric, label).value
 
 
+def open_compress(at):
+    """Open the "Eviction and quantisation" tab (tabs build only while open; choosing one reruns)."""
+    at.session_state["memory_tab"] = "Eviction and quantisation"
+    return rerun(at)
+
+
 def frame(at, column: str):
-    """The first table with this column."""
-    return next(d.value for d in at.dataframe if column in d.value.columns)
+    """The first table with this column: a data grid's frame, or a plain table's text as a frame."""
+    grid = next((d.value for d in at.main.dataframe if column in d.value.columns), None)
+    return grid if grid is not None else pd.DataFrame(plain_table(at, column))
 
 
 def test_seed_is_made_cache_safe_and_shares_prefixes(at):
@@ -97,11 +105,12 @@ def test_iteration_stepper_walks_the_snapshots(at):
     at.select_slider(key="memory_snapshot").set_value(0)
     rerun(at)
     table = frame(at, "tokens")
-    assert table["sequence"].tolist() == ["A"] and table["tokens"].tolist() == [4]
+    assert table["sequence"].tolist() == ["A"] and table["tokens"].tolist() == ["4"]
 
 
 def test_eviction_window_changes_the_comparison(at):
     """The sliding window's numbers equal compare_with_full; a window covering everything changes nothing."""
+    open_compress(at)
     scenario = load_preset("seed")  # as it is: the Paged tab's cache-safe rewrite stays on that tab
     expected = compare_with_full(scenario, 6, CacheSpec(EvictionPolicy(window=3)))
     assert metric(at, "Largest context error") == f"{expected.max_context_error:.3g}"
@@ -115,6 +124,7 @@ def test_eviction_window_changes_the_comparison(at):
 
 def test_sinks_can_change_the_chosen_word(at):
     """Sinks + window (last 2, first 1) changes the second word, as the engine finds."""
+    open_compress(at)
     at.segmented_control(key="memory_method").set_value("Sinks + window")
     rerun(at)
     by_label(at.slider, "Window (recent tokens kept)").set_value(2)
@@ -125,6 +135,7 @@ def test_sinks_can_change_the_chosen_word(at):
 
 def test_drop_by_hand_evicts_the_chosen_positions(at):
     """Dropping positions by hand: the table shows one key fewer per dropped position."""
+    open_compress(at)
     at.segmented_control(key="memory_method").set_value("Drop by hand")
     rerun(at)
     drop = by_label(at.multiselect, "Evict prompt positions")
@@ -137,6 +148,7 @@ def test_drop_by_hand_evicts_the_chosen_positions(at):
 def test_quantise_controls(at):
     """int8 per-token leaves the words unchanged and saves bytes; KIVI's group and window set the bytes held,
     which count the codes, the scales and the full-precision window."""
+    open_compress(at)
     at.segmented_control(key="memory_method").set_value("Quantise")
     rerun(at)
     assert metric(at, "First changed word") == "none"
@@ -155,6 +167,7 @@ def test_quantise_controls(at):
 
 def test_prediction_stepper_selects_the_inspected_step(at):
     """Choosing prediction 0 notes that prefill reads the whole prompt."""
+    open_compress(at)
     at.select_slider(key="memory_prediction").set_value(0)
     rerun(at)
     assert any("prefill pass" in c.value for c in at.caption)
@@ -170,7 +183,16 @@ def test_a_long_prompt_renders_with_a_bounded_picture(at):
     pool = figure(at, "Physical blocks")
     assert len(pool["data"][0]["y"]) == 48 and "not drawn" in pool["layout"]["title"]["text"]
     assert list(frame(at, "shares")["shares"])[1] == "119 tokens with A"
+    open_compress(at)
     at.segmented_control(key="memory_method").set_value("Drop by hand")
     rerun(at)
     expected = compare_with_full(long, 6, CacheSpec(EvictionPolicy(drop=frozenset({2}))))
     assert metric(at, "Largest context error") == f"{expected.max_context_error:.3g}"
+
+
+def test_only_the_open_tab_is_built(at):
+    """A first view builds and sends the paged tab alone; choosing the other tab builds that one instead."""
+    labels = lambda: [m.label for m in at.metric]  # noqa: E731
+    assert "Contiguous reservation" in labels() and "Bytes held" not in labels()
+    open_compress(at)
+    assert "Bytes held" in labels() and "Contiguous reservation" not in labels()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apptest_helpers import array, board, edit_table, figure
+from apptest_helpers import array, board, boards, cells, edit_table, figure, figures
 
 
 def _markdown(at) -> str:
@@ -11,9 +11,9 @@ def _markdown(at) -> str:
 
 def test_prefill_renders_the_seed_numbers(app):
     """The page renders without exception and shows the article's contexts and prediction."""
-    contexts = array(figure(app, "Contexts")["data"][0]["z"])
-    assert [round(v, 4) for v in contexts[0]] == [10, 20, 20, 12.5]
-    assert [round(v, 4) for v in contexts[3]] == [10, 15, 10.3333, 9]
+    contexts = cells(board(app, "Contexts"))
+    assert contexts[0] == ["10", "20", "20", "12.5"]
+    assert contexts[3] == ["10", "15", "10.33", "9"]
     app.session_state["prefill_tab"] = "From context to word"
     app.run()
     assert "**nice**" in _markdown(app)
@@ -34,8 +34,8 @@ def test_position_stepper_walks_the_prompt(app):
 def test_value_edit_changes_the_contexts(app):
     """Editing a token value changes the contexts on the page."""
     edit_table(app, "tokens", edited_rows={1: {"value": 40.0}})
-    contexts = array(figure(app, "Contexts")["data"][0]["z"])
-    assert round(contexts[0][1], 4) == 40 and round(contexts[0][3], 4) == 22.5
+    contexts = cells(board(app, "Contexts"))
+    assert contexts[0][1] == "40" and contexts[0][3] == "22.5"
 
 
 def test_rule_edit_changes_the_weights(app):
@@ -48,10 +48,10 @@ def test_rule_edit_changes_the_weights(app):
 
 def test_bad_rule_keeps_the_old_weights(app):
     """A refused rule leaves the figures computed from the last good scenario."""
-    before = array(figure(app, "Contexts")["data"][0]["z"])
+    before = cells(board(app, "Contexts"))
     edit_table(app, "heads", edited_rows={0: {"rule": "k.pos ** 2"}})
     assert any("not allowed" in e.value for e in app.error)
-    assert array(figure(app, "Contexts")["data"][0]["z"]) == before
+    assert cells(board(app, "Contexts")) == before
 
 
 def test_head_selector_switches_the_stage_figures(app):
@@ -78,6 +78,10 @@ def test_html_tokens_are_shown_as_text(app):
     """A token that looks like HTML is escaped everywhere it is shown."""
     edit_table(app, "tokens", edited_rows={0: {"token": "<img src=x onerror=alert(1)>"}})
     assert "<img" not in _markdown(app).replace("\\<img", "")
+    # the board writes labels with textContent: the token travels verbatim and shows as typed
+    assert board(app, "Contexts")["columns"][0] == "1 · <img src=x onerror=alert(1)>"
+    app.session_state["prefill_whole"] = True  # a whole matrix too large for the board goes to Plotly
+    edit_table(app, "tokens", added_rows=[{"token": f"t{i}", "value": 1.0} for i in range(16)])
     spec = figure(app, "Contexts")
     assert all("<img" not in label for label in spec["data"][0]["x"])
     assert any("&lt;img" in label for label in spec["data"][0]["x"])
@@ -96,8 +100,9 @@ def test_the_position_sent_ahead_is_the_one_the_server_shows(app):
     the click's rerun the board shows exactly that spec."""
     import json
 
-    def sent():
-        return [json.loads(el.proto.json) for el in app.get("bidi_component") if el.proto.component_name == "kvlab_board"]
+    def sent():  # the lesson screen's three boards, above the tabs (whose "Every head" has boards too)
+        return [json.loads(el.proto.json) for el in app.get("bidi_component")
+                if el.proto.component_name == "kvlab_board"][:3]
 
     forward = ".st-key-prefill_position_forward button"
     next(b for b in app.button if b.key == "prefill_position_forward").click().run()
@@ -107,3 +112,24 @@ def test_the_position_sent_ahead_is_the_one_the_server_shows(app):
     assert [{k: v for k, v in s.items() if k not in ("turns", "draw")} for s in sent()] == [
         {**a, "presenter": False} for a in ahead]
     assert ahead[0]["outlines"][0]["row"] == 2  # the gold row: the third query, position 3
+
+
+def test_every_head_draws_one_board_per_head_and_the_contexts(app):
+    """"Every head": one attention board per head (the article's weights at position 1), the contexts
+    board with the position's column outlined, and both as tables once "As tables" opens."""
+    heads = ["even", "last", "first", "all"]
+    titles = [spec["title"] for spec in boards(app)]
+    assert all(f"Attention · head '{h}'" in titles for h in heads)
+    assert cells(board(app, "head 'all'"))[3] == [".25", ".25", ".25", ".25"]
+    assert {"group": 0, "row": None, "col": 0, "color": "#E69F00"} in board(app, "Contexts")["outlines"]
+    assert not figures(app) and not app.main.dataframe  # nothing loads Plotly or the data grid
+    app.session_state["every_head_tables"] = True
+    app.run()
+    assert len(app.main.dataframe) == 2
+
+
+def test_every_head_of_a_long_prompt_stays_plotly(app):
+    """A prompt longer than the board's cell text allows shows the small multiples in Plotly."""
+    edit_table(app, "tokens", added_rows=[{"token": f"t{i}", "value": 1.0} for i in range(16)])
+    assert [spec["layout"]["title"]["text"] for spec in figures(app) if "Contexts" in str(spec["layout"])]
+    assert not any("Contexts" in spec["title"] for spec in boards(app))

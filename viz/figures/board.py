@@ -27,6 +27,7 @@ from functools import lru_cache
 
 import plotly.colors
 
+from ..core.engine import Trace
 from ..core.explain import fmt
 from ..core.lesson import LessonFrame
 from .base import BLUE, GOLD, MASKED, RED, short
@@ -155,3 +156,26 @@ def words_board(frame_: LessonFrame) -> dict:
     return {"kind": "bars", "title": title, "bars": bars, "axis": "probability",
             "legend": [{"label": label, "color": color, "fill": True} for label, color in seen.items()],
             "label": f"{title}: the {len(bars)} most likely next words and their probabilities"}
+
+
+def contexts_board(trace: Trace, position: int) -> dict | None:
+    """Every head's context at every prompt position (see :func:`viz.figures.toy.contexts_figure`, same
+    content: rows are heads, columns positions, Viridis over the contexts' range), the column of
+    ``position`` (0-based) outlined in gold; None when the prompt is too long for cell text."""
+    pre = trace.prefill
+    n = len(pre.tokens)
+    if n > CELL_TEXT_COLUMNS or len(trace.scenario.heads) > CELL_TEXT_ROWS:
+        return None
+    columns = [f"{p + 1} · {token}" for p, token in enumerate(pre.tokens)]
+    contexts = pre.contexts.detach().double().cpu().tolist()
+    flat = [c for row in contexts for c in row]
+    low, high = min(flat), max(flat)
+    rows = [{"label": name, "cells": [
+        _cell("Viridis", (c - low) / (high - low) if high > low else 0.5, short(c),
+              f"head {name}\nposition {label}\ncontext {fmt(c)}") for label, c in zip(columns, row)]}
+        for name, row in zip(trace.scenario.head_names, contexts)]
+    title = "Contexts: Σ weights · values, one per head and position"
+    return {"kind": "matrix", "title": title, "columns": columns, "groups": [{"rows": rows}],
+            "outlines": [{"group": 0, "row": None, "col": position, "color": GOLD}], "gap_after": None,
+            "legend": [{"label": "query in focus", "color": GOLD}],
+            "label": f"{title}: rows are heads, columns positions"}

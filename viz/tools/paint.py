@@ -5,8 +5,8 @@
 that process), opens the app in Debian's Chromium and, per scenario, clicks each main control
 ``--repeats`` times: Decode's Step, Back, Run (8 tokens) and mode switch, a sidebar edit (d_k up
 or down), a page change (Decode → Prefill → Decode) and Prefill's position stepper; then measures
-the first view of a new visitor (warm server, fresh browser context, ``/decode``; and ``/``, Home,
-what the app opens without a link). For each it
+the first view of a new visitor (warm server, fresh browser context, a link to ``/decode`` and one
+to ``/prefill``; and ``/``, Home, what the app opens without a link). For each it
 reports the median (and the spread) of:
 
 * **input → painted**: the input event (or the navigation's start) to *figures painted*, the
@@ -276,13 +276,15 @@ def measure_clicks(browser, server: StreamlitServer, probe: ProbeLog, name: str,
 
 
 def measure_first_view(browser, server: StreamlitServer, probe: ProbeLog, name: str, scenario, step: int,
-                       repeats: int) -> list[Sample]:
-    """A new visitor (fresh context, empty cache) opening Decode at ``step`` (``scenario`` None: the
-    home page, ``/``, what the app opens without a link): ``repeats`` untraced and ``repeats`` traced visits."""
+                       repeats: int, page: str = "decode") -> list[Sample]:
+    """A new visitor (fresh context, empty cache) opening a link to ``page`` at ``step`` (``scenario``
+    None: the home page, ``/``, what the app opens without a link): ``repeats`` untraced and
+    ``repeats`` traced visits."""
     if scenario is None:
         url, action = f"{server.url}/", "first view of Home (new visitor)"
     else:
-        url, action = f"{server.url}/decode?{urlencode(encode_view(View(scenario, step=step)))}", "first view (new visitor)"
+        url = f"{server.url}/{page}?{urlencode(encode_view(View(scenario, step=step)))}"
+        action = "first view (new visitor)" if page == "decode" else f"first view of a {page.title()} link"
     samples = []
     for i in range(2 * repeats):
         visitor = Visitor(browser, server, probe)
@@ -370,6 +372,7 @@ def run_paint(repeats: int = 5, names: tuple[str, ...] = ("seed", "large"), prof
             for name, (scenario, step) in chosen.items():
                 samples += measure_clicks(browser, server, probe, name, scenario, step, repeats)
                 samples += measure_first_view(browser, server, probe, name, scenario, step, repeats)
+                samples += measure_first_view(browser, server, probe, name, scenario, step, repeats, "prefill")
             measure_first_view(browser, server, probe, "—", None, 0, 1)  # warm
             samples += measure_first_view(browser, server, probe, "—", None, 0, repeats)
             if profile:  # a round of its own, so the sampler's cost does not touch the timings above

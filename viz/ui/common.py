@@ -51,10 +51,17 @@ def plot(fig: go.Figure, key: str | None = None, table: bool = False) -> None:
         presenter_text(fig)
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key=key)
     if table:
-        box = st.expander("As a table", key=f"{key}_table", on_change="rerun")
-        if box.open:
-            with box:
-                st.dataframe(figure_table(fig), hide_index=True, width="stretch", height=240)
+        folded("As a table", f"{key}_table",
+               lambda: st.dataframe(figure_table(fig), hide_index=True, width="stretch", height=240))
+
+
+def folded(label: str, key: str, body: Callable[[], None], icon: str | None = None) -> None:
+    """A folding panel whose ``body`` runs only while it is open (opening it reruns; ``key`` keeps
+    whether it is open), so what nobody opened is neither computed nor sent nor laid out."""
+    panel = st.expander(label, icon=icon, key=key, on_change="rerun")
+    if panel.open:
+        with panel:
+            body()
 
 
 def frame_style(presenter: bool) -> str:

@@ -18,7 +18,7 @@ from ..core.presets import load_preset, matching_preset, preset_names
 from ..core.rules import RULE_LIBRARY
 from ..core.scenario import MAX_D_K, Scenario
 from . import state, tables
-from .common import md_escape
+from .common import folded, md_escape
 from .components import copy_link
 
 UPLOAD_SEEN = "kv_upload_seen"  # file id of the last applied upload, so it is applied once
@@ -241,8 +241,10 @@ def render(editors: bool = True, url_path: str = "") -> None:
         if state.presenter() or not editors:
             return
         _prompt(state.scenario())
+        # each panel builds its widgets only while open: a first view neither sends nor lays out
+        # editors nobody opened (the data editors alone load about 1.5 MB of script)
         for label, icon, body in PANELS:
-            _panel(label, icon, body)
+            folded(label, panel_key(label), lambda body=body: body(state.scenario()), icon=icon)
 
 
 # The editor panels, in order: (label, icon, body). Each body is built only while its panel is open.
@@ -258,11 +260,3 @@ def panel_key(label: str) -> str:
     return "kv_panel_" + label.split()[0].lower()
 
 
-def _panel(label: str, icon: str, body) -> None:
-    """One folding editor panel. Its widgets are made only while it is open (opening it reruns the
-    app), so a first view neither sends nor lays out editors nobody opened: the data editors alone
-    load about 1.5 MB of script."""
-    panel = st.expander(label, icon=icon, key=panel_key(label), on_change="rerun")
-    if panel.open:
-        with panel:
-            body(state.scenario())
