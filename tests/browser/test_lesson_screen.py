@@ -34,9 +34,14 @@ FIGURE_TEXT_JS = """board => [...board.querySelectorAll('*')]
 CASES = {"seed": (load_preset("seed"), 1), "35 tokens": (long_scenario(), 15)}
 
 
+LESSON_BOARDS = ".st-key-lesson_attention, .st-key-lesson_cache, .st-key-lesson_words"
+
+
 def chart(app, title: str):
-    """The lesson board (viz.ui.components) whose title starts with ``title``."""
-    return app.main.locator("figure.board").filter(has=app.page.locator("figcaption", has_text=title))
+    """The lesson screen's board (viz.ui.components) whose title starts with ``title`` (Prefill's
+    "Every head" tab below has attention boards with the same titles)."""
+    return app.main.locator(LESSON_BOARDS).locator("figure.board").filter(
+        has=app.page.locator("figcaption", has_text=title))
 
 
 def button(app, name: str):
