@@ -151,7 +151,7 @@ def compare(traces, check, step: int, compared: int) -> None:
     a, b = st.columns(2)
     a.metric("Largest |difference| in the context", f"{check.max_gap:.3g}")
     b.metric("Same next word?", "yes" if check.same_token else "no")
-    table(toy.comparison_table(check), "Each head's context with the KV cache and recomputed", key="decode_compare")
+    table(toy.comparison_table(check), toy.COMPARISON_LABEL, key="decode_compare")
     if check.differing:
         for head in check.differing:
             st.markdown(md_escape(head.text))
@@ -165,7 +165,8 @@ def compare(traces, check, step: int, compared: int) -> None:
 
 def work(traces, step: int, compared: int) -> None:
     kv = traces["kv"]
-    cumulative = st.toggle("Sum over the steps so far", key=CUMULATIVE)
+    # kept while another tab is open (the tabs build only the open one)
+    cumulative = st.toggle("Sum over the steps so far", key=CUMULATIVE, persist_state="page")
     if step == 0:
         st.caption("Step forward to see decode work; prefill did "
                    f"{kv.prefill.attention.counts.scores:,} scores for all {len(kv.scenario.tokens)} prompt tokens.")

@@ -9,7 +9,7 @@ from viz.core.paged import MAX_BLOCK_SIZE, Request, decode_together, same_output
 from viz.core.scenario import MAX_DECODE_STEPS, ScenarioError
 from viz.ui import state
 from viz.ui.common import header, lazy_tabs, md_escape, plot, stepper
-from viz.ui.components import table
+from viz.ui.components import board, table
 
 state.require_frame()
 BLOCK_SIZE = "memory_block_size"
@@ -31,6 +31,7 @@ RESIDUAL = "memory_residual"
 PREDICTION = "memory_prediction"
 MAX_STEPS = 16
 METHODS = ("Sliding window", "Sinks + window", "Drop by hand", "Quantise")
+KEEP = "page"  # the tabs build only the open one: its widgets keep their values while the other is shown
 TAB = "memory_tab"
 TABS = ("Paged blocks", "Eviction and quantisation")
 
@@ -49,22 +50,24 @@ def paged() -> None:
     refusal = sharing_refusal(scenario)
     if refusal:
         st.info(md_escape(refusal), icon=":material/info:")
-        if st.toggle("Use the cache-safe form of those heads on this page", value=True, key=CACHE_SAFE):
+        if st.toggle("Use the cache-safe form of those heads on this page", value=True, key=CACHE_SAFE,
+                     persist_state=KEEP):
             paged_scenario = scenario.cache_safe()
     cols = st.columns(4)
     block_size = cols[0].select_slider("Block size (tokens)", [b for b in (1, 2, 4, 8, 16, 32) if b <= MAX_BLOCK_SIZE],
-                                       value=4, key=BLOCK_SIZE)
-    steps = cols[1].slider("Predictions per sequence", 1, MAX_STEPS, 4, key=STEPS)
+                                       value=4, key=BLOCK_SIZE, persist_state=KEEP)
+    steps = cols[1].slider("Predictions per sequence", 1, MAX_STEPS, 4, key=STEPS, persist_state=KEEP)
     reserve = cols[2].slider("Contiguous: new tokens reserved", MAX_STEPS, MAX_DECODE_STEPS, 32, key=RESERVE,
+                             persist_state=KEEP,
                              help="A contiguous cache must reserve room for the longest answer it allows.")
-    share = cols[3].toggle("Share common prefixes", value=True, key=SHARE)
+    share = cols[3].toggle("Share common prefixes", value=True, key=SHARE, persist_state=KEEP)
 
     defaults = variants(paged_scenario, steps)
     requests = [defaults[0]]
     st.markdown(f"**A** (the scenario): {md_escape(' '.join(paged_scenario.tokens))}")
     for default in defaults[1:]:
         text = st.text_input(f"Prompt {default.name}", value=" ".join(default.tokens),
-                             key=state.widget_key(f"memory_prompt_{default.name}"),
+                             key=state.widget_key(f"memory_prompt_{default.name}"), persist_state=KEEP,
                              help="Words it shares with an earlier prompt from the start can share blocks.")
         try:
             variant = paged_scenario.with_prompt(text)
@@ -82,9 +85,13 @@ def paged() -> None:
         st.session_state[SNAPSHOT_COUNT] = len(run.snapshots)
         st.session_state[SNAPSHOT] = len(run.snapshots) - 1
     snapshot_index = stepper(SNAPSHOT, len(run.snapshots) - 1, "Scheduler iteration", first=0,
-                             format_label=lambda i: run.snapshots[i].label)
+                             format_label=lambda i: run.snapshots[i].label, persist_state=KEEP)
     snapshot = run.snapshots[snapshot_index]
-    plot(figures.pool_figure(run, snapshot, names), key="memory_pool")
+    pool = figures.pool_board(run, snapshot, names)
+    if pool is None:  # blocks wider than cell text: Plotly, which zooms and pans
+        plot(figures.pool_figure(run, snapshot, names), key="memory_pool")
+    else:
+        board(pool, key="memory_pool")
     st.markdown("**Block tables** (logical block → physical block)")
     table(figures.block_table_frame(snapshot, names), "Block tables: each sequence's logical blocks and the "
           "physical blocks they map to", key="memory_block_tables")
@@ -102,7 +109,7 @@ def paged() -> None:
                         f"{waste.fragmentation} of them empty at the ends of blocks.")
     cols[3].metric("Shared, stored once", f"{waste.shared} tokens",
                    help=f"{format_bytes(waste.nbytes(waste.shared))} that prefix sharing did not store twice.")
-    plot(figures.waste_figure(waste, reserve), key="memory_waste")
+    board(figures.waste_board(waste, reserve), key="memory_waste")
     if run.sharing:
         verdict = "identical" if same_outputs(run, unshared) else "DIFFERENT"
         st.success(f"Every word, context and logit with shared blocks is {verdict} to decoding each "
@@ -116,14 +123,16 @@ def compress() -> None:
                 "tokens as attention sinks, or drop chosen positions), or **quantise** them into fewer "
                 "bits. The same tokens go through the full cache and the smaller one; compare what "
                 "the query attends to, its context and the next word.")
-    method = st.segmented_control("Method", METHODS, default=METHODS[0], key=METHOD, required=True)
+    method = st.segmented_control("Method", METHODS, default=METHODS[0], key=METHOD, persist_state=KEEP, required=True)
     n = len(scenario.tokens)
     cols = st.columns(3)
-    evict_steps = cols[0].slider("Predictions", 1, MAX_STEPS, 6, key=EVICT_STEPS)
+    evict_steps = cols[0].slider("Predictions", 1, MAX_STEPS, 6, key=EVICT_STEPS, persist_state=KEEP)
     try:
         if method == "Quantise":
-            bits = cols[1].segmented_control("Bits", list(QMAX), default="int8", key=BITS, required=True)
+            bits = cols[1].segmented_control("Bits", list(QMAX), default="int8", key=BITS, persist_state=KEEP,
+                                             required=True)
             scales = cols[2].segmented_control("Scales", SCALE_MODES, default="per-token", key=SCALES,
+                                               persist_state=KEEP,
                                                required=True,
                                                help="per-token: one scale per key row and per value. KIVI: keys "
                                                     "per channel in groups of tokens, values per token, the newest "
@@ -131,18 +140,21 @@ def compress() -> None:
             group, residual = 4, 4
             if scales == "KIVI":
                 cols = st.columns(3)
-                group = cols[1].select_slider("Tokens per key scale (G)", GROUP_SIZES, value=4, key=GROUP)
-                residual = cols[2].slider("Newest tokens in full precision (R)", 0, 16, 4, key=RESIDUAL)
+                group = cols[1].select_slider("Tokens per key scale (G)", GROUP_SIZES, value=4, key=GROUP,
+                                              persist_state=KEEP)
+                residual = cols[2].slider("Newest tokens in full precision (R)", 0, 16, 4, key=RESIDUAL,
+                                          persist_state=KEEP)
             spec = CacheSpec(bits=bits, scales=scales, group=group, residual=residual)
         elif method == "Drop by hand":
             drop = cols[1].multiselect("Evict prompt positions", list(range(1, n + 1)), default=[min(2, n)],
-                                       key=state.widget_key(DROP),
+                                       key=state.widget_key(DROP), persist_state=KEEP,
                                        format_func=lambda p: f"{p} · {scenario.tokens[p - 1]}")
             spec = CacheSpec(EvictionPolicy(drop=frozenset(drop)))
         else:
             window = cols[1].slider("Window (recent tokens kept)", 1, n + MAX_STEPS, min(3, n),
-                                    key=state.widget_key(WINDOW))
-            sinks = cols[2].slider("Sink tokens (first ones kept)", 0, n, min(1, n), key=state.widget_key(SINKS)) \
+                                    key=state.widget_key(WINDOW), persist_state=KEEP)
+            sinks = cols[2].slider("Sink tokens (first ones kept)", 0, n, min(1, n), key=state.widget_key(SINKS),
+                                   persist_state=KEEP) \
                 if method == "Sinks + window" else 0
             spec = CacheSpec(EvictionPolicy(window=window, sinks=sinks))
         comparison = compare_with_full(scenario, evict_steps, spec)
@@ -166,7 +178,8 @@ def compress() -> None:
 
     st.session_state.setdefault(PREDICTION, 1)  # the first prediction eviction can change
     chosen = stepper(PREDICTION, evict_steps - 1, "Prediction to inspect", first=0,
-                     format_label=lambda k: f"{k} · after {comparison.tokens[len(comparison.steps[k].positions) - 1]}")
+                     format_label=lambda k: f"{k} · after {comparison.tokens[len(comparison.steps[k].positions) - 1]}",
+                     persist_state=KEEP)
     step = comparison.steps[chosen]
     if chosen == 0 and method != "Quantise":
         st.caption("Prediction 0 comes from the prefill pass, which reads the whole prompt; eviction "

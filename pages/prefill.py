@@ -72,11 +72,12 @@ def every_head(trace, position: int, whole: bool, rows) -> None:
     window = make_window(n, n, position - 1, centre=True, whole=whole)
     multiples = lambda: toy.small_multiples(trace, position - 1, window)  # noqa: E731
     contexts = contexts_board(trace, position - 1)
-    frames = [prefill_frame(trace, position, h, whole=whole) for h in range(len(heads))]
+    frames = [prefill_frame(trace, position, 0, whole=whole)]  # every head's window is the same
     if contexts is None or not fits(frames[0]):  # too large for cell text: Plotly, which zooms and pans
         plot(multiples(), key="multiples", table=True)
         plot(toy.contexts_figure(trace, position - 1), key="contexts", table=True)
         return
+    frames += [prefill_frame(trace, position, h, whole=whole) for h in range(1, len(heads))]
     for start in range(0, len(heads), EVERY_HEAD_COLUMNS):
         for column, h in zip(st.columns(EVERY_HEAD_COLUMNS), range(start, min(start + EVERY_HEAD_COLUMNS, len(heads)))):
             with column:
@@ -110,13 +111,9 @@ def stages(trace, head: int, position: int) -> None:
 
 
 def tokens_and_mask(trace) -> None:
-    pre = trace.prefill
-    scenario = trace.scenario
-    n = len(pre.tokens)
     left, right = st.columns([2, 3])
     with left:
-        table({"position": list(range(1, n + 1)), "token": pre.tokens, "value V": list(scenario.values)},
-              "Positions, tokens and values", key="prefill_tokens")
+        table(toy.positions_table(trace, "value V"), toy.POSITIONS_LABEL, key="prefill_tokens")
     with right:
         plot(toy.causal_mask_figure(trace), key="mask", table=True)
 
@@ -129,8 +126,7 @@ def to_word(trace) -> None:
     st.markdown(f"The context of the last position, {md_escape(pre.tokens[-1])}, is "
                 f"[{', '.join(fmt(float(c)) for c in step.context)}]; multiplied by W_vocab it gives one "
                 "logit per word.")
-    table(toy.vocab_table(trace), "W_vocab, one row per head, with the last position's context",
-          key="prefill_vocab")
+    table(toy.vocab_table(trace), toy.VOCAB_LABEL, key="prefill_vocab")
     plot(toy.prediction_figure(trace), key="prediction", table=True)
     settings_text = (f"{s.strategy}, temperature {fmt(s.temperature)}, "
                      f"top-k {s.top_k or 'off'}, top-p {fmt(s.top_p) if s.top_p < 1 else 'off'}"

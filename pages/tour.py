@@ -82,8 +82,7 @@ def step_mask() -> None:
 def step_contexts() -> None:
     st.markdown("Each head scores every visible key: +√d_k = +8 where its rule holds, −8 where it does "
                 "not. Softmax turns the scores into weights, and the context is the weighted sum of values.")
-    table({"position": list(range(1, len(prefill.prefill.tokens) + 1)), "token": prefill.prefill.tokens,
-           "value": list(seed.values)}, "Positions, tokens and values", key="tour_positions")
+    table(toy.positions_table(prefill), toy.POSITIONS_LABEL, key="tour_positions")
     if ask(1, question_even(prefill)):
         plot(toy.small_multiples(prefill), key="tour_multiples")
         st.markdown("At the last position, every head:")
@@ -101,8 +100,7 @@ def step_nothing() -> None:
 def step_logits() -> None:
     st.markdown("The context of the last position, one number per head, is multiplied by W_vocab: one "
                 "column per word, one row per head. The result is a logit per word.")
-    table(toy.vocab_table(prefill), "W_vocab, one row per head, with the last position's context",
-          key="tour_vocab")
+    table(toy.vocab_table(prefill), toy.VOCAB_LABEL, key="tour_vocab")
     if ask(3, question_winner(prefill)):
         plot(toy.prediction_figure(prefill), key="tour_prediction")
 
@@ -129,8 +127,7 @@ def step_bug() -> None:
     st.markdown("The article prints the same decode context with and without the cache, and they differ "
                 "in one head. kvlab computes both:")
     if ask(5, question_stale(full, kv, last_head)):
-        table(toy.comparison_table(check_cache(kv, full, 1)), "Each head's context with the KV cache and recomputed",
-              key="tour_compare")
+        table(toy.comparison_table(check_cache(kv, full, 1)), toy.COMPARISON_LABEL, key="tour_compare")
         st.markdown("The cache-safe form of the rule reads the **query's** position instead of n: "
                     "`k.pos == q.pos`, 'attend to self'. The *cache-safe* preset uses it; there the cache "
                     "and recomputation agree at every step.")

@@ -22,8 +22,8 @@ def widget_key(at, name: str) -> str:
 
 def open_panels(at):
     """Open every sidebar editor panel (their widgets exist only while open), as clicking them would."""
-    for label, _, _ in sidebar.PANELS:
-        at.session_state[sidebar.panel_key(label)] = True
+    for key, *_ in sidebar.PANELS:
+        at.session_state[key] = True
     return at
 
 

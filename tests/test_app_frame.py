@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from viz import load_preset
 from viz.core.share import View, encode_view
-from viz.ui import sidebar, state
+from viz.ui import state
 
 from apptest_helpers import by_label, edit_table, errors, scenario, shown
 
@@ -237,11 +237,39 @@ def test_a_first_view_builds_no_editor_until_its_panel_opens():
     assert [w.label for w in at.sidebar.text_input] == ["Prompt"]
     assert not at.data_editor and not at.dataframe
     assert "d_k (key width)" not in [w.label for w in at.number_input]
-    at.session_state[sidebar.panel_key("Token values")] = True  # as a click on the panel would
+    at.session_state["kv_panel_tokens"] = True  # as a click on the panel would
     at.run()
     assert len(at.data_editor) == 1 and list(at.data_editor[0].value["token"]) == list(load_preset("seed").tokens)
     edit_table(at, "tokens", edited_rows={0: {"value": 11}})
     assert scenario(at).values[0] == 11
-    at.session_state[sidebar.panel_key("Token values")] = False
+    at.session_state["kv_panel_tokens"] = False
     at.run()
     assert not at.data_editor and scenario(at).values[0] == 11
+
+
+def test_open_panels_come_back_after_a_page_without_editors():
+    """A panel the visitor opened is open again after a visit to a page without editors (Streamlit
+    forgets widgets a run does not draw); one they closed stays closed."""
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    at.run()
+    at.switch_page("pages/decode.py").run()
+    at.session_state["kv_panel_heads"] = True  # opened, as a click would
+    at.run()
+    at.switch_page("pages/cost.py").run()
+    at.switch_page("pages/decode.py").run()
+    assert not at.exception
+    assert len(at.sidebar.data_editor) == 1  # the heads table, and only it
+    assert "rule" in at.sidebar.data_editor[0].value.columns
+
+
+def test_a_refused_edit_keeps_its_panel_open_with_the_message(app):
+    """While an edit is refused its panel stays open, with the message under the table, even after
+    presenter mode folded every editor away and came back."""
+    edit_table(app, "heads", edited_rows={0: {"rule": "k.pos ** 2"}})
+    app.session_state["kv_panel_heads"] = False  # the visitor folds the panel
+    app.run()
+    assert any("not allowed" in e.value for e in app.sidebar.error)
+    by_label(app.toggle, "Presenter mode").set_value(True).run()
+    by_label(app.toggle, "Presenter mode").set_value(False).run()
+    assert any("not allowed" in e.value for e in app.sidebar.error)
+    assert any("rule" in d.value.columns for d in app.sidebar.data_editor)

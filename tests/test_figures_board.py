@@ -106,13 +106,14 @@ def test_the_components_write_text_never_markup(script):
 
 
 def test_plain_table_cells_read_as_people_write_numbers():
-    """Numbers as fmt writes them (whole numbers whole, with separators), truth values as yes/no,
-    visitor text verbatim; numeric columns flagged for right alignment, booleans not."""
+    """Numbers as fmt writes them (whole numbers whole, with separators; a tiny nonzero size still
+    shown, as a gap must be), truth values as yes/no, visitor text verbatim; numeric columns flagged
+    for right alignment, booleans not."""
     spec = plain_table({"token": ["<b>x</b>", "**y**"], "count": [12345, 7], "share": [0.25, 1 / 3],
                         "tiny": [1e-9, -2.5], "ok": [True, False]}, "a label")
     assert spec["columns"] == ["token", "count", "share", "tiny", "ok"]
     assert spec["numeric"] == [False, True, True, True, False]
-    assert spec["rows"] == [["<b>x</b>", "12,345", "0.25", "0", "yes"], ["**y**", "7", "0.3333", "-2.5", "no"]]
+    assert spec["rows"] == [["<b>x</b>", "12,345", "0.25", "1e-09", "yes"], ["**y**", "7", "0.3333", "-2.5", "no"]]
     assert spec["label"] == "a label"
 
 
@@ -139,3 +140,21 @@ def test_contexts_board_holds_every_heads_context_and_gives_way_to_plotly_on_lon
     assert spec["outlines"] == [{"group": 0, "row": None, "col": 3, "color": GOLD}]
     long = seed.with_tokens([f"t{i}" for i in range(17)], [1.0] * 17)
     assert board.contexts_board(generate(long, 1, "kv"), 0) is None
+
+
+def test_pool_board_carries_tokens_verbatim_and_the_plotly_pool_escapes_them():
+    """The paged pool with a token that looks like markup: the board's cell holds it as typed (the
+    board writes text), the Plotly picture (wide blocks) escaped; both show the same cells."""
+    from viz.core.paged import decode_together, variants
+    from viz.figures import memory
+    token = "<b>x</b>"
+    scenario = load_preset("cache-safe").with_tokens([token, "b", "c"], [1.0, 2.0, 3.0])
+    run = decode_together(scenario, variants(scenario, 2), 2, max_new_tokens=16)
+    snapshot, names = run.snapshots[-1], [s.name for s in run.sequences]
+    spec = memory.pool_board(run, snapshot, names)
+    first = spec["groups"][0]["rows"][0]["cells"][0]
+    assert first["text"] == token and token in first["tip"]
+    fig = memory.pool_figure(run, snapshot, names)
+    assert fig.data[0].text[0][0] == "&lt;b&gt;x&lt;/b&gt;"
+    assert [[c["text"] for c in row["cells"]] for row in spec["groups"][0]["rows"]] == [
+        [t.replace("&lt;", "<").replace("&gt;", ">") for t in row] for row in fig.data[0].text]

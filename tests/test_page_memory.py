@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import pandas as pd
-from apptest_helpers import by_label, errors, figure, on_page, plain_table, rerun, shown
+from apptest_helpers import board, boards, by_label, cells, errors, figure, on_page, plain_table, rerun, shown
 
 from viz import load_preset
 from viz.core.compress import CacheSpec, EvictionPolicy, compare_with_full
@@ -180,8 +180,8 @@ def test_a_long_prompt_renders_with_a_bounded_picture(at):
     at.session_state[state.VERSION] += 1
     at.select_slider(key="memory_block_size").set_value(2)
     rerun(at)
-    pool = figure(at, "Physical blocks")
-    assert len(pool["data"][0]["y"]) == 48 and "not drawn" in pool["layout"]["title"]["text"]
+    pool = board(at, "Physical blocks")
+    assert len(pool["groups"][0]["rows"]) == 48 and "not drawn" in pool["title"]
     assert list(frame(at, "shares")["shares"])[1] == "119 tokens with A"
     open_compress(at)
     at.segmented_control(key="memory_method").set_value("Drop by hand")
@@ -196,3 +196,40 @@ def test_only_the_open_tab_is_built(at):
     assert "Contiguous reservation" in labels() and "Bytes held" not in labels()
     open_compress(at)
     assert "Bytes held" in labels() and "Contiguous reservation" not in labels()
+
+
+def test_the_pool_and_its_waste_are_boards_with_the_engines_numbers(at):
+    """The pool picture is a board: one row per physical block, A's prompt in its first block; the
+    waste bars give each layout's slots and bytes as decode_together counts them. Blocks wider than
+    cell text (32 slots) go to Plotly, with the same title."""
+    scenario = load_preset("seed").cache_safe()
+    run = decode_together(scenario, variants(scenario, 4), 4, max_new_tokens=32)
+    pool = board(at, "Physical blocks")
+    assert cells(pool)[0] == list(run.snapshots[-1].slots[0])
+    waste = board(at, "Memory for the same sequences")
+    contiguous = run.waste.nbytes(run.waste.contiguous_slots)
+    assert waste["bars"][0]["text"] == (f"{run.waste.tokens} + {run.waste.contiguous_waste} slots · "
+                                        f"{format_bytes(contiguous)}")
+    assert [round(sum(s["share"] for s in bar["segments"]), 6) for bar in waste["bars"]][0] == 1.0
+    at.select_slider(key="memory_block_size").set_value(32)
+    rerun(at)
+    assert "Physical blocks" in figure(at, "Physical blocks")["layout"]["title"]["text"]
+    assert not any("Physical blocks" in spec["title"] for spec in boards(at))
+
+
+def test_settings_survive_a_look_at_the_other_tab(at):
+    """Only the open tab is built, yet what the visitor set on each tab is still set when they come
+    back: the paged tab's block size and iteration, the other tab's method and window."""
+    at.select_slider(key="memory_block_size").set_value(2)
+    rerun(at)
+    at.select_slider(key="memory_snapshot").set_value(1)
+    rerun(at)
+    open_compress(at)
+    at.segmented_control(key="memory_method").set_value("Sinks + window")
+    rerun(at)
+    at.session_state["memory_tab"] = "Paged blocks"
+    rerun(at)
+    assert at.select_slider(key="memory_block_size").value == 2
+    assert at.select_slider(key="memory_snapshot").value == 1
+    open_compress(at)
+    assert at.segmented_control(key="memory_method").value == "Sinks + window"

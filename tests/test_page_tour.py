@@ -142,7 +142,7 @@ def _texts_outside_questions(at, questions) -> list[str]:
     for frame in at.dataframe:
         texts.append(frame.value.to_csv())
     for spec in plain_tables(at):
-        texts.append(json.dumps(spec))
+        texts.append(json.dumps(spec, ensure_ascii=False))
     for spec in figures(at):
         texts.append(json.dumps(spec["layout"].get("title", {})))
         texts.append(json.dumps(spec["layout"].get("annotations", [])))

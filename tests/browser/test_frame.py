@@ -35,7 +35,7 @@ def context_line(app):
 
 def token_column(app, count: int) -> list:
     """The first ``count`` cells of the sidebar token table's token column."""
-    grid = app.expander("Token values", app.sidebar).get_by_test_id("stDataFrame")
+    grid = app.expander("Tokens and values", app.sidebar, reruns=True).get_by_test_id("stDataFrame")
     return [app.cell(grid, row, "token") for row in range(count)]
 
 
@@ -87,7 +87,7 @@ def test_bad_rule_shows_error_and_keeps_the_numbers(app):
     app.open("/prefill")
     expect(context_line(app)).to_contain_text(last_context(seed))
     link = app.query["s"]
-    heads = app.expander("Heads", app.sidebar)
+    heads = app.expander("Heads", app.sidebar, reruns=True)
     grid = heads.get_by_test_id("stDataFrame")
 
     app.edit_cell(grid, 0, "rule", "__import__('os').system('echo owned')")

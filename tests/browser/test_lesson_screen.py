@@ -153,7 +153,7 @@ def test_fix_reruns_the_whole_app(app):
     app.click_button("Fix: n → q.pos")
     expect(app.main.get_by_test_id("stAlertContentWarning").filter(has_text="went stale")).to_have_count(0)
     assert decode_scenario(app.query["s"]).heads[1].rule == "k.pos == q.pos"
-    heads = app.expander("Heads", app.sidebar)
+    heads = app.expander("Heads", app.sidebar, reruns=True)
     expect(app.cell(heads.get_by_test_id("stDataFrame"), 1, "rule")).to_have_text("k.pos == q.pos")
     app.assert_no_exception()
 
@@ -226,4 +226,17 @@ def test_step_and_arrow_keys_draw_the_next_frame_at_the_click(app):
     assert app.page.evaluate("() => window.__kvlabAtKey") == before
     app.settle()
     assert app.query.get("step") == "1" and app.page.evaluate(LAST_ROWS_JS) == before
+    app.assert_no_exception()
+
+
+def test_the_cache_check_is_a_real_table(app):
+    """Decode's cache check is an HTML table (plain table component): a caption naming it, column
+    headers, one row per head named by a row header, the article's 6 against 7 for 'last'."""
+    app.open("/decode", step=1)
+    table = app.main.locator("table.plain").filter(has=app.page.locator("caption", has_text="KV cache and recomputed"))
+    expect(table).to_have_count(1)
+    expect(table.locator("thead th")).to_have_text(["head", "rule", "cacheable", "KV cache", "recompute", "|difference|"])
+    last = table.locator("tbody tr").nth(1)
+    expect(last.locator("th")).to_have_attribute("scope", "row")
+    expect(last.locator("th, td")).to_have_text(["last", "k.pos == n", "no", "6", "7", "1"])
     app.assert_no_exception()

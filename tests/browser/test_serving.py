@@ -55,7 +55,7 @@ def test_real_model_speculation_runs_in_the_browser(app):
 def test_a_request_name_that_looks_like_html_stays_text(app):
     """A request renamed to HTML shows as typed in the tables and charts, and no script runs."""
     app.open("/serving")
-    editor = app.expander("Edit the requests", reruns=False).get_by_test_id("stDataFrame")
+    editor = app.expander("Edit the requests").get_by_test_id("stDataFrame")
     app.edit_cell(editor, 0, "request", HOSTILE)
     app.assert_no_exception()
     expect(app.main.get_by_test_id("stAlert").filter(has_text=f"{HOSTILE} computes its whole prompt")).to_be_visible()

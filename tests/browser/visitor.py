@@ -155,10 +155,10 @@ class App:
         with self.rerun():
             widget.locator("label").first.click()
 
-    def expander(self, label: str, scope: Locator | None = None, reruns: bool = True) -> Locator:
-        """An ``st.expander`` by its label, opened if it was folded. Opening reruns the app when the
-        expander builds its content only while open (the sidebar's editor panels), so it waits for a
-        run to finish after the click when ``reruns``."""
+    def expander(self, label: str, scope: Locator | None = None, reruns: bool = False) -> Locator:
+        """An ``st.expander`` by its label, opened if it was folded. Pass ``reruns`` for one that
+        builds its content only while open (the sidebar's editor panels, ``folded``): opening it
+        reruns the app, and this waits for that run to finish."""
         box = (scope or self.page).get_by_test_id("stExpander").filter(
             has=self.page.locator("summary", has_text=label))
         if box.locator("details").get_attribute("open") is None:

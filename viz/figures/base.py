@@ -187,13 +187,14 @@ def figure_table(fig: go.Figure) -> pd.DataFrame:
 
 def _text(value: Any) -> str:
     """One cell of a plain table as people read it: numbers by :func:`fmt` (integers whole, with
-    thousands separators), yes/no for truth values, anything else as its text."""
+    thousands separators; a size below fmt's 0 in two significant digits, since a table's reader
+    compares the numbers: a gap of 4e-05 is not 0), yes/no for truth values, anything else as text."""
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, (int, np.integer)):
         return f"{int(value):,}"
     if isinstance(value, (float, np.floating)):
-        return fmt(float(value))
+        return f"{float(value):.2g}" if 0 < abs(value) < NEAR_ZERO else fmt(float(value))
     return str(value)
 
 

@@ -31,7 +31,7 @@ from ..core.engine import Trace
 from ..core.explain import fmt
 from ..core.lesson import LessonFrame
 from .base import BLUE, GOLD, MASKED, RED, short
-from .lesson import CELL_TEXT_COLUMNS, CELL_TEXT_ROWS, attention_title, cache_title
+from .lesson import CELL_TEXT_COLUMNS, CELL_TEXT_ROWS, CONTEXTS_TITLE, attention_title, cache_title
 
 BLACK, WHITE = "#000000", "#ffffff"
 
@@ -68,8 +68,13 @@ def _cell(scale: str, share: float, text: str, tip: str) -> dict:
     return {"bg": bg, "fg": fg, "text": text, "tip": tip}
 
 
+def colored_cell(bg: str, text: str, tip: str) -> dict:
+    """A cell of the colour ``bg`` (#rrggbb) with the text colour that reads on it."""
+    return {"bg": bg, "fg": text_on(plotly.colors.hex_to_rgb(bg)), "text": text, "tip": tip}
+
+
 def _masked(tip: str) -> dict:
-    return {"bg": MASKED, "fg": text_on(plotly.colors.hex_to_rgb(MASKED)), "text": "", "tip": tip}
+    return colored_cell(MASKED, "", tip)
 
 
 def _labels(frame_: LessonFrame, positions: tuple[int, ...]) -> list[str]:
@@ -164,7 +169,7 @@ def contexts_board(trace: Trace, position: int) -> dict | None:
     ``position`` (0-based) outlined in gold; None when the prompt is too long for cell text."""
     pre = trace.prefill
     n = len(pre.tokens)
-    if n > CELL_TEXT_COLUMNS or len(trace.scenario.heads) > CELL_TEXT_ROWS:
+    if n > CELL_TEXT_COLUMNS:  # (a scenario's heads, at most 16, always fit its rows)
         return None
     columns = [f"{p + 1} · {token}" for p, token in enumerate(pre.tokens)]
     contexts = pre.contexts.detach().double().cpu().tolist()
@@ -174,7 +179,7 @@ def contexts_board(trace: Trace, position: int) -> dict | None:
         _cell("Viridis", (c - low) / (high - low) if high > low else 0.5, short(c),
               f"head {name}\nposition {label}\ncontext {fmt(c)}") for label, c in zip(columns, row)]}
         for name, row in zip(trace.scenario.head_names, contexts)]
-    title = "Contexts: Σ weights · values, one per head and position"
+    title = CONTEXTS_TITLE
     return {"kind": "matrix", "title": title, "columns": columns, "groups": [{"rows": rows}],
             "outlines": [{"group": 0, "row": None, "col": position, "color": GOLD}], "gap_after": None,
             "legend": [{"label": "query in focus", "color": GOLD}],

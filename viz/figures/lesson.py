@@ -34,6 +34,9 @@ def _marker(name: str, color: str, symbol: str = "square-open") -> go.Scatter:
                       marker=dict(symbol=symbol, size=14, color=color, line=dict(width=3, color=color)))
 
 
+CONTEXTS_TITLE = "Contexts: Σ weights · values, one per head and position"
+
+
 def attention_title(frame_: LessonFrame, head: str) -> str:
     """The attention window's title: the head (as the caller prepared it) and which rows it shows."""
     window = frame_.window

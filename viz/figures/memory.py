@@ -17,6 +17,8 @@ from ..core.compress import CacheComparison, StepComparison
 from ..core.cache_layout import LibraryLayout
 from ..core.memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurve, ToyCacheMemory, format_bytes
 from ..core.paged import PagedRun, PoolSnapshot, WasteReport
+from .board import colored_cell
+from .lesson import CELL_TEXT_COLUMNS
 from .toy import BLUE, GOLD, MASKED, RED, safe
 
 GREEN = "#2e8b57"
@@ -211,49 +213,69 @@ def toy_table(toy: ToyCacheMemory, memory: CacheMemory) -> pd.DataFrame:
 
 
 # -- paged blocks ---------------------------------------------------------------------------
-def pool_figure(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]) -> go.Figure:
-    """Every physical block as a row of slots, coloured by the sequence that holds it (gold when
-    several share it), with the token in each slot and the reference count on the left."""
+def _pool(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]):
+    """What the pool picture shows, for both renderers: the palette (free, empty slot, shared, one
+    colour per sequence), the blocks drawn, and per block its label and per slot (colour index,
+    token or "", hover lines). User text is left raw: each renderer escapes it as it must."""
     used = [b for b, count in enumerate(snapshot.refcounts) if count]
     shown = list(range(min(MAX_BLOCK_ROWS, (max(used) + 1) if used else 0)))
     hidden = len(snapshot.refcounts) - len(shown)
     palette = [FREE, MASKED, GOLD] + SEQUENCE_COLORS[: len(names)]
-    z, text, hover = [], [], []
+    rows = []
     for block in shown:
         owners = snapshot.owners[block]
         color = (2 if len(owners) > 1 else 3 + owners[0]) if owners else 0
-        row_z, row_text, row_hover = [], [], []
+        holder = ", ".join(names[i] for i in owners) or "nobody (free)"
+        cells = []
         for slot, token in enumerate(snapshot.slots[block]):
             filled = bool(token) and bool(owners)
-            row_z.append(color if filled else (1 if owners else 0))
-            row_text.append(safe(token) if filled else "")
-            holder = ", ".join(safe(names[i]) for i in owners) or "nobody (free)"
-            row_hover.append(f"block {block}, slot {slot}<br>{safe(token) if filled else 'empty'}<br>held by {holder}")
-        z.append(row_z)
-        text.append(row_text)
-        hover.append(row_hover)
+            cells.append((color if filled else (1 if owners else 0), token if filled else "",
+                          (f"block {block}, slot {slot}", token if filled else "empty", f"held by {holder}")))
+        rows.append((f"block {block} · ref {snapshot.refcounts[block]}", cells))
+    title = (f"Physical blocks after {snapshot.label}: {len(used)} in use, {snapshot.copies} copied on write"
+             + (f"; {hidden} more below, not drawn" if hidden else ""))
+    legend = [(name, SEQUENCE_COLORS[i]) for i, name in enumerate(names)]
+    legend += [("shared (ref > 1)", GOLD), ("empty slot in a used block", MASKED)]
+    return palette, rows, title, legend
+
+
+def pool_figure(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]) -> go.Figure:
+    """Every physical block as a row of slots, coloured by the sequence that holds it (gold when
+    several share it), with the token in each slot and the reference count on the left."""
+    palette, rows, title, legend = _pool(run, snapshot, names)
+    z = [[color for color, _, _ in cells] for _, cells in rows]
+    text = [[safe(token) for _, token, _ in cells] for _, cells in rows]
+    hover = [["<br>".join(safe(line) for line in lines) for _, _, lines in cells] for _, cells in rows]
     n = len(palette)  # a stepped colour scale: value i is palette[i]
     colorscale = [item for i in range(n) for item in ([i / n, palette[i]], [(i + 1) / n, palette[i]])]
-    y = [f"block {b} · ref {snapshot.refcounts[b]}" for b in shown]
     fig = go.Figure(go.Heatmap(
-        z=z, x=[f"slot {s}" for s in range(run.block_size)], y=y, text=text, texttemplate="%{text}",
-        textfont_size=12, customdata=hover, hovertemplate="%{customdata}<extra></extra>",
+        z=z, x=[f"slot {s}" for s in range(run.block_size)], y=[label for label, _ in rows], text=text,
+        texttemplate="%{text}", textfont_size=12, customdata=hover, hovertemplate="%{customdata}<extra></extra>",
         colorscale=colorscale, zmin=-0.5, zmax=n - 0.5, showscale=False, xgap=3, ygap=3))
-    for i, name in enumerate(names):  # legend entries for the colours
+    for name, color in legend:  # legend entries for the colours
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=safe(name),
-                                 marker=dict(color=SEQUENCE_COLORS[i], size=12, symbol="square")))
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="shared (ref > 1)",
-                             marker=dict(color=GOLD, size=12, symbol="square")))
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="empty slot in a used block",
-                             marker=dict(color=MASKED, size=12, symbol="square")))
+                                 marker=dict(color=color, size=12, symbol="square")))
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(side="top", type="category", showgrid=False)
-    title = (f"Physical blocks after {safe(snapshot.label)}: {len(used)} in use, "
-             f"{snapshot.copies} copied on write" + (f"; {hidden} more below, not drawn" if hidden else ""))
-    fig = _layout(fig, title, 170 + 30 * max(1, len(shown)))
+    fig = _layout(fig, safe(title), 170 + 30 * max(1, len(rows)))
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.02, x=0, xanchor="left"),
                       margin=dict(t=80))
     return fig
+
+
+def pool_board(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]) -> dict | None:
+    """The same picture as :func:`pool_figure` as a board spec (``viz/ui/board.js``: tokens written as
+    text, never markup); None when a block has more slots than cell text fits (Plotly draws it)."""
+    if run.block_size > CELL_TEXT_COLUMNS:
+        return None
+    palette, rows, title, legend = _pool(run, snapshot, names)
+    groups = [{"rows": [{"label": label, "cells": [colored_cell(palette[color], token, "\n".join(lines))
+                                                   for color, token, lines in cells]}
+                        for label, cells in rows]}]
+    return {"kind": "matrix", "title": title, "columns": [f"slot {s}" for s in range(run.block_size)],
+            "groups": groups, "outlines": [], "gap_after": None,
+            "legend": [{"label": name, "color": color, "fill": True} for name, color in legend],
+            "label": f"{title}: one row per physical block, one cell per slot with the token it holds"}
 
 
 def block_table_frame(snapshot: PoolSnapshot, names: Sequence[str]) -> pd.DataFrame:
@@ -277,9 +299,12 @@ def sequences_frame(run: PagedRun) -> pd.DataFrame:
     })
 
 
-def waste_figure(waste: WasteReport, max_new_tokens: int) -> go.Figure:
-    """Bytes three ways: contiguous max-length buffers, blocks, and blocks with shared prefixes."""
-    rows = [
+WASTE_TITLE = "Memory for the same sequences, three ways"
+
+
+def _waste_rows(waste: WasteReport, max_new_tokens: int) -> list[tuple[str, list[tuple[str, int, str]]]]:
+    """The three layouts, each as (label, [(part, slots, colour)])."""
+    return [
         (f"contiguous: prompt + {max_new_tokens} new tokens reserved each",
          [("held tokens", waste.tokens, BLUE), ("reserved, never filled", waste.contiguous_waste, RED)]),
         ("paged blocks, no sharing",
@@ -287,20 +312,30 @@ def waste_figure(waste: WasteReport, max_new_tokens: int) -> go.Figure:
         ("paged blocks + shared prefixes",
          [("held tokens", waste.stored_slots, BLUE), ("empty end of last block", waste.fragmentation, MASKED)]),
     ]
-    fig = go.Figure()
-    seen: set[str] = set()
+
+
+def waste_board(waste: WasteReport, max_new_tokens: int) -> dict:
+    """Bytes three ways (contiguous max-length buffers, blocks, blocks with shared prefixes) as a
+    board spec (``viz/ui/board.js``): one stacked bar per layout, its length the bytes it takes (the
+    longest the full width), its parts' slots and its bytes written after it."""
+    rows = _waste_rows(waste, max_new_tokens)
+    longest = max(waste.nbytes(sum(slots for _, slots, _ in parts)) for _, parts in rows) or 1
+    bars, legend = [], {}
     for label, parts in rows:
-        for name, slots, color in parts:
-            fig.add_trace(go.Bar(
-                y=[label], x=[waste.nbytes(slots)], orientation="h", name=name, marker_color=color,
-                showlegend=name not in seen, legendgroup=name, text=[f"{slots} slots"] if slots else [""],
-                textposition="auto", textangle=0, customdata=[format_bytes(waste.nbytes(slots))],
-                hovertemplate=f"{name}: {slots} slots, %{{customdata}}<extra></extra>"))
-            seen.add(name)
-    fig.update_layout(barmode="stack")
-    fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(title="bytes")
-    return _layout(fig, "Memory for the same sequences, three ways", 280)
+        total = sum(slots for _, slots, _ in parts)
+        segments = [{"share": waste.nbytes(slots) / longest, "color": color,
+                     "tip": f"{name}: {slots} slots, {format_bytes(waste.nbytes(slots))}"}
+                    for name, slots, color in parts if slots]
+        for name, _, color in parts:
+            legend.setdefault(name, color)
+        said = " + ".join(f"{slots} {name}" for name, slots, _ in parts if slots)
+        counts = " + ".join(str(slots) for _, slots, _ in parts if slots)
+        bars.append({"label": label, "segments": segments,
+                     "text": f"{counts} slots · {format_bytes(waste.nbytes(total))}",
+                     "tip": f"{label}: {said} slots, {format_bytes(waste.nbytes(total))}"})
+    return {"kind": "bars", "title": WASTE_TITLE, "bars": bars, "axis": "bytes", "wrap_labels": True,
+            "legend": [{"label": name, "color": color, "fill": True} for name, color in legend.items()],
+            "label": f"{WASTE_TITLE}: " + "; ".join(bar["tip"] for bar in bars)}
 
 
 # -- eviction and quantisation ----------------------------------------------------------------

@@ -17,6 +17,7 @@ import torch
 from ..core.engine import Trace
 from ..core.explain import CacheCheck, fmt
 from ..core.lesson import Window
+from .lesson import CONTEXTS_TITLE
 from ..core.rules import compile_rule
 from .base import (BLUE, GOLD, MASKED, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
                    matrix_axes, rect, safe)
@@ -89,7 +90,7 @@ def contexts_figure(trace: Trace, position: int | None = None) -> go.Figure:
     pre = trace.prefill
     heads = len(trace.scenario.heads)
     fig = heatmap(pre.contexts, labels(pre.tokens), [safe(h) for h in trace.scenario.head_names],
-                  "Contexts: Σ weights · values, one per head and position", kind="values",
+                  CONTEXTS_TITLE, kind="values",
                   hover="head %{y}<br>position %{x}<br>context %{z:.4g}", scale="context")
     if position is not None:
         fig.layout.shapes = [rect(position - 0.5, position + 0.5, -0.5, heads - 0.5, GOLD)]
@@ -231,6 +232,19 @@ def generated_table(trace: Trace) -> pd.DataFrame:
         **{f"p({w})": [float(s.probs[i]) for s in trace.steps]
            for i, w in enumerate(trace.scenario.vocab_tokens)},
     })
+
+
+# What the tables below hold, for screen readers (the plain table's label)
+POSITIONS_LABEL = "Positions, tokens and values"
+VOCAB_LABEL = "W_vocab, one row per head, with the last position's context"
+COMPARISON_LABEL = "Each head's context with the KV cache and recomputed"
+
+
+def positions_table(trace: Trace, value_label: str = "value") -> pd.DataFrame:
+    """The prompt's tokens with their positions (from 1) and values."""
+    tokens = trace.prefill.tokens
+    return pd.DataFrame({"position": list(range(1, len(tokens) + 1)), "token": list(tokens),
+                         value_label: list(trace.scenario.values)})
 
 
 def comparison_table(check: CacheCheck) -> pd.DataFrame:

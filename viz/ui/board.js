@@ -78,16 +78,21 @@ function matrix(spec) {
 }
 
 function bars(spec) {
-  const box = el("div", "bars");
+  const box = el("div", spec.wrap_labels ? "bars wrap" : "bars");
   for (const bar of spec.bars) {
     const label = el("div", "barlabel", bar.label);
     label.title = bar.tip;
     const track = el("div", "track");
     track.title = bar.tip;
-    const fill = el("div", "fill");
-    fill.style.width = `${(bar.share * 80).toFixed(2)}%`;  // 80 %: room for the number after it
-    fill.style.background = bar.color;
-    track.append(fill, el("span", "value", bar.text));
+    // one fill, or stacked segments (each with its own tooltip); 80 %: room for the number after it
+    for (const part of bar.segments || [bar]) {
+      const fill = el("div", "fill");
+      fill.style.width = `${(part.share * 80).toFixed(2)}%`;
+      fill.style.background = part.color;
+      if (part.tip) fill.title = part.tip;
+      track.append(fill);
+    }
+    track.append(el("span", "value", bar.text));
     box.append(label, track);
   }
   box.append(el("div", ""), el("div", "axis", spec.axis));

@@ -55,13 +55,15 @@ def plot(fig: go.Figure, key: str | None = None, table: bool = False) -> None:
                lambda: st.dataframe(figure_table(fig), hide_index=True, width="stretch", height=240))
 
 
-def folded(label: str, key: str, body: Callable[[], None], icon: str | None = None) -> None:
+def folded(label: str, key: str, body: Callable[[], None], icon: str | None = None) -> bool:
     """A folding panel whose ``body`` runs only while it is open (opening it reruns; ``key`` keeps
-    whether it is open), so what nobody opened is neither computed nor sent nor laid out."""
+    whether it is open), so what nobody opened is neither computed nor sent nor laid out. Returns
+    whether it is open."""
     panel = st.expander(label, icon=icon, key=key, on_change="rerun")
     if panel.open:
         with panel:
             body()
+    return bool(panel.open)
 
 
 def frame_style(presenter: bool) -> str:
@@ -134,10 +136,12 @@ def header(title: str, caption: str) -> None:
 
 
 def stepper(key: str, count: int, label: str, *, first: int = 1,
-            format_label: Callable[[int], str] = str, help: str | None = None) -> int:
+            format_label: Callable[[int], str] = str, help: str | None = None,
+            persist_state: str | None = None) -> int:
     """A slider between ← and → buttons (also the arrow keys); returns the chosen value.
 
-    ``format_label`` returns plain text (it may quote visitor text); the stepper escapes it."""
+    ``format_label`` returns plain text (it may quote visitor text); the stepper escapes it.
+    ``persist_state`` as Streamlit's: "page" keeps the value while the stepper is not drawn."""
     current = min(max(int(st.session_state.get(key, first)), first), count)
     st.session_state[key] = current
 
@@ -151,7 +155,7 @@ def stepper(key: str, count: int, label: str, *, first: int = 1,
                    shortcut="right", disabled=current >= count, help="Forward (→)")
     with middle:
         if count > first:  # its options render Markdown, and labels may quote visitor text
-            st.select_slider(label, options=list(range(first, count + 1)), key=key,
+            st.select_slider(label, options=list(range(first, count + 1)), key=key, persist_state=persist_state,
                              format_func=lambda value: md_escape(format_label(value)), help=help)
         else:
             st.markdown(f"{label}: {md_escape(format_label(current))}")

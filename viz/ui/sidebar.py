@@ -57,7 +57,7 @@ def _preset_picker() -> None:
 def _prompt(scenario: Scenario) -> None:
     prompt = st.text_input("Prompt", value=scenario.prompt or "", key=state.widget_key("prompt"),
                            help="Split into word tokens; punctuation is dropped. The tokens and their "
-                                "values are under Token values.")
+                                "values are under Tokens and values.")
     if prompt != (scenario.prompt or ""):
         state.update("prompt", lambda: scenario.with_prompt(prompt))
     _show_error("prompt")
@@ -243,20 +243,25 @@ def render(editors: bool = True, url_path: str = "") -> None:
         _prompt(state.scenario())
         # each panel builds its widgets only while open: a first view neither sends nor lays out
         # editors nobody opened (the data editors alone load about 1.5 MB of script)
-        for label, icon, body in PANELS:
-            folded(label, panel_key(label), lambda body=body: body(state.scenario()), icon=icon)
+        opened = st.session_state.setdefault(OPEN_PANELS, set())
+        for key, label, icon, field, body in PANELS:
+            # open as the visitor left it (Streamlit forgets a widget a run does not draw: a page
+            # without editors, presenter mode), and always while its edit is refused, so the
+            # message and the refused text stay in view
+            if state.error(field) or (key in opened and key not in st.session_state):
+                st.session_state[key] = True
+            if folded(label, key, lambda body=body: body(state.scenario()), icon=icon):
+                opened.add(key)
+            else:
+                opened.discard(key)
 
 
-# The editor panels, in order: (label, icon, body). Each body is built only while its panel is open.
-PANELS = (("Token values", ":material/edit_note:", _tokens),
-          ("Heads", ":material/visibility:", _heads),
-          ("Vocabulary and W_vocab", ":material/dictionary:", _vocab),
-          ("d_k and sampling", ":material/tune:", _model_and_sampling),
-          ("Save and open", ":material/save:", _save_and_share))
-
-
-def panel_key(label: str) -> str:
-    """The session key holding whether the editor panel ``label`` is open."""
-    return "kv_panel_" + label.split()[0].lower()
+OPEN_PANELS = "kv_open_panels"  # the keys of the editor panels the visitor has open
+# The editor panels, in order: (session key, label, icon, the field its edits are refused under, body).
+PANELS = (("kv_panel_tokens", "Tokens and values", ":material/edit_note:", "tokens", _tokens),
+          ("kv_panel_heads", "Heads", ":material/visibility:", "heads", _heads),
+          ("kv_panel_vocab", "Vocabulary and W_vocab", ":material/dictionary:", "vocab", _vocab),
+          ("kv_panel_sampling", "d_k and sampling", ":material/tune:", "sampling", _model_and_sampling),
+          ("kv_panel_files", "Save and open", ":material/save:", "upload", _save_and_share))
 
 

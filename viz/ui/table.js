@@ -24,19 +24,29 @@ export default function (component) {
   for (const row of data.rows) {
     const tr = body.insertRow();
     row.forEach((text, i) => {
-      const td = tr.insertCell();
-      td.textContent = text;
-      if (data.numeric[i]) td.className = "num";
+      let cell;
+      if (i === 0) {  // the first column names the row, for screen readers
+        cell = document.createElement("th");
+        cell.scope = "row";
+        tr.appendChild(cell);
+      } else {
+        cell = tr.insertCell();
+      }
+      cell.textContent = text;
+      if (data.numeric[i]) cell.className = "num";
     });
   }
   let box = parentElement.querySelector(".plain-box");
   if (!box) {
     box = document.createElement("div");
     box.className = "plain-box";
-    box.tabIndex = 0;  // scrolls sideways on a phone, by keyboard too
     parentElement.appendChild(box);
   }
   box.setAttribute("aria-label", data.label || "table");
   box.setAttribute("role", "region");
   box.replaceChildren(table);
+  // a table wider than its box (a phone) scrolls sideways: then the keyboard can reach it too
+  requestAnimationFrame(() => {
+    if (box.scrollWidth > box.clientWidth) box.tabIndex = 0; else box.removeAttribute("tabindex");
+  });
 }
