@@ -117,7 +117,6 @@ def paged() -> None:
                    f"{waste.paged_slots} with).", icon=":material/check_circle:")
 
 
-
 def compress() -> None:
     st.markdown("Two more ways to shrink a cache: **evict** keys (keep a recent window, plus the first "
                 "tokens as attention sinks, or drop chosen positions), or **quantise** them into fewer "

@@ -56,12 +56,14 @@ def prefill_lesson() -> None:
                   for p, way, key in ((position + 1, "forward", "ArrowRight"), (position - 1, "back", "ArrowLeft")))
     lesson_screen(frame, heads, head, turns=turns)
 
-    lazy_tabs(TABS, TAB, (lambda: every_head(trace, position, whole, rows), lambda: stages(trace, head, position),
+    lazy_tabs(TABS, TAB, (lambda: every_head(trace, position, whole, rows, frame, head),
+                          lambda: stages(trace, head, position),
                           lambda: tokens_and_mask(trace), lambda: to_word(trace), lambda: lesson_tables(frame, heads)))
 
 
-def every_head(trace, position: int, whole: bool, rows) -> None:
-    """What each head does at the position (``rows``: explain_position there), and every head's weights."""
+def every_head(trace, position: int, whole: bool, rows, frame, head: int) -> None:
+    """What each head does at the position (``rows``: explain_position there), and every head's
+    weights; ``frame`` is the lesson screen's, for head ``head`` (every head's window is the same)."""
     pre = trace.prefill
     st.markdown(f"**{md_escape(pre.tokens[position - 1])}** (position {position}) sees "
                 f"{md_escape(', '.join(pre.tokens[: position]))}:")
@@ -72,12 +74,11 @@ def every_head(trace, position: int, whole: bool, rows) -> None:
     window = make_window(n, n, position - 1, centre=True, whole=whole)
     multiples = lambda: toy.small_multiples(trace, position - 1, window)  # noqa: E731
     contexts = contexts_board(trace, position - 1)
-    frames = [prefill_frame(trace, position, 0, whole=whole)]  # every head's window is the same
-    if contexts is None or not fits(frames[0]):  # too large for cell text: Plotly, which zooms and pans
+    if contexts is None or not fits(frame):  # too large for cell text: Plotly, which zooms and pans
         plot(multiples(), key="multiples", table=True)
         plot(toy.contexts_figure(trace, position - 1), key="contexts", table=True)
         return
-    frames += [prefill_frame(trace, position, h, whole=whole) for h in range(1, len(heads))]
+    frames = [frame if h == head else prefill_frame(trace, position, h, whole=whole) for h in range(len(heads))]
     for start in range(0, len(heads), EVERY_HEAD_COLUMNS):
         for column, h in zip(st.columns(EVERY_HEAD_COLUMNS), range(start, min(start + EVERY_HEAD_COLUMNS, len(heads)))):
             with column:

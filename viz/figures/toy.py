@@ -17,10 +17,10 @@ import torch
 from ..core.engine import Trace
 from ..core.explain import CacheCheck, fmt
 from ..core.lesson import Window
-from .lesson import CONTEXTS_TITLE
 from ..core.rules import compile_rule
 from .base import (BLUE, GOLD, MASKED, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
                    matrix_axes, rect, safe)
+from .lesson import CONTEXTS_TITLE
 
 __all__ = ["BLUE", "GOLD", "MASKED", "RED", "MODE_COLORS", "MODE_NAMES", "STAGES", "safe", "labels",
            "heatmap", "causal_mask_figure", "stage_figure", "qk_figure", "contexts_figure",

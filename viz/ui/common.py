@@ -55,15 +55,19 @@ def plot(fig: go.Figure, key: str | None = None, table: bool = False) -> None:
                lambda: st.dataframe(figure_table(fig), hide_index=True, width="stretch", height=240))
 
 
+def _fill_if_open(box, body: Callable[[], None]) -> bool:
+    """Run ``body`` inside ``box`` (an expander or tab that reruns when opened) only while it is open,
+    so what nobody opened is neither computed nor sent nor laid out. Returns whether it is open."""
+    if box.open:
+        with box:
+            body()
+    return bool(box.open)
+
+
 def folded(label: str, key: str, body: Callable[[], None], icon: str | None = None) -> bool:
     """A folding panel whose ``body`` runs only while it is open (opening it reruns; ``key`` keeps
-    whether it is open), so what nobody opened is neither computed nor sent nor laid out. Returns
-    whether it is open."""
-    panel = st.expander(label, icon=icon, key=key, on_change="rerun")
-    if panel.open:
-        with panel:
-            body()
-    return bool(panel.open)
+    whether it is open). Returns whether it is open."""
+    return _fill_if_open(st.expander(label, icon=icon, key=key, on_change="rerun"), body)
 
 
 def frame_style(presenter: bool) -> str:
@@ -217,9 +221,7 @@ def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key
 def lazy_tabs(labels: tuple[str, ...], key: str, bodies: tuple[Callable[[], None], ...]) -> None:
     """Tabs whose bodies run only while open (choosing a tab reruns; the choice is kept under ``key``)."""
     for tab, body in zip(st.tabs(labels, key=key, on_change="rerun"), bodies):
-        if tab.open:
-            with tab:
-                body()
+        _fill_if_open(tab, body)
 
 
 def lesson_header(title: str, caption: str) -> None:

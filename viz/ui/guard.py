@@ -25,7 +25,6 @@ from streamlit.errors import FragmentHandledException
 from ..core.presets import DEFAULT_PRESET, load_preset
 from ..core.share import View
 from . import sidebar, state
-from .sidebar import LINK_SLOT
 
 log = logging.getLogger("kvlab.app")
 
@@ -40,7 +39,7 @@ def begin() -> None:
     """Start of a script run: show what the guard left for this run, and clear the failure flag."""
     st.session_state[state.RUN_FAILED] = False
     st.session_state[state.LINK_DRAWN] = False
-    st.session_state.pop(LINK_SLOT, None)  # the sidebar makes the Copy link box anew in every run
+    st.session_state.pop(sidebar.LINK_SLOT, None)  # the sidebar makes the Copy link box anew in every run
     notice = st.session_state.pop(state.GUARD_NOTICE, None)
     if notice:
         st.warning(notice, icon=":material/healing:")

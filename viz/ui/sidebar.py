@@ -179,6 +179,15 @@ def _save_and_share(scenario: Scenario) -> None:
     _show_error("upload")
 
 
+OPEN_PANELS = "kv_open_panels"  # the keys of the editor panels the visitor has open
+# The editor panels, in order: (session key, label, icon, the field its edits are refused under, body).
+PANELS = (("kv_panel_tokens", "Tokens and values", ":material/edit_note:", "tokens", _tokens),
+          ("kv_panel_heads", "Heads", ":material/visibility:", "heads", _heads),
+          ("kv_panel_vocab", "Vocabulary and W_vocab", ":material/dictionary:", "vocab", _vocab),
+          ("kv_panel_sampling", "d_k and sampling", ":material/tune:", "sampling", _model_and_sampling),
+          ("kv_panel_files", "Save and open", ":material/save:", "upload", _save_and_share))
+
+
 LINK_SLOT = "kv_share_link_slot"  # (the box's container, the page's path), made by render() each run
 
 
@@ -254,14 +263,3 @@ def render(editors: bool = True, url_path: str = "") -> None:
                 opened.add(key)
             else:
                 opened.discard(key)
-
-
-OPEN_PANELS = "kv_open_panels"  # the keys of the editor panels the visitor has open
-# The editor panels, in order: (session key, label, icon, the field its edits are refused under, body).
-PANELS = (("kv_panel_tokens", "Tokens and values", ":material/edit_note:", "tokens", _tokens),
-          ("kv_panel_heads", "Heads", ":material/visibility:", "heads", _heads),
-          ("kv_panel_vocab", "Vocabulary and W_vocab", ":material/dictionary:", "vocab", _vocab),
-          ("kv_panel_sampling", "d_k and sampling", ":material/tune:", "sampling", _model_and_sampling),
-          ("kv_panel_files", "Save and open", ":material/save:", "upload", _save_and_share))
-
-
