@@ -88,7 +88,7 @@ def test_sampling_controls(app):
 def test_preset_picker_loads_a_preset(app):
     """Choosing a preset replaces the scenario and resets the step."""
     app.session_state[state.STEP] = 3
-    by_label(app.selectbox, "Scenario").set_value("sliding-window").run()
+    by_label(app.button_group, "Scenario").set_value("sliding-window").run()
     assert scenario(app) == load_preset("sliding-window") and app.session_state[state.STEP] == 0
 
 

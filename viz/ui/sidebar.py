@@ -41,13 +41,15 @@ def _show_error(field: str) -> None:
 
 
 def _preset_picker() -> None:
+    """The built-in scenarios as pills, all in view (one click loads one), the chosen one's title
+    below. Pills, not a drop-down: the lesson pages' pickers already load their script, so the
+    picker adds nothing to a first view (a selectbox loads its own, about a tenth of a second)."""
     names = preset_names()
     match = matching_preset(state.scenario())
-    choice = st.selectbox(
-        "Scenario", names, index=names.index(match) if match else None,
-        format_func=lambda name: f"{name} · {load_preset(name).title}",
-        placeholder="custom (edited)", key=state.widget_key("preset"),
-        help="Built-in scenarios. Editing anything below makes it a custom scenario.")
+    choice = st.pills("Scenario", names, default=match, required=True, key=state.widget_key("preset"),
+                      format_func=md_escape,
+                      help="Built-in scenarios. Editing anything below makes it a custom scenario.")
+    st.caption(md_escape(load_preset(match).title) if match else "Custom scenario (edited)")
     if choice and choice != match:
         state.set_scenario(load_preset(choice))
         state.set_step(0)
