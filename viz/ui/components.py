@@ -8,7 +8,10 @@ in the page and writes visitor text with ``textContent`` only).
   scripting, for one line of plain text);
 * the **plain table** draws a small read-only table as an HTML ``<table>`` from
   :func:`viz.figures.base.plain_table` (Streamlit's data grid loads about 1.5 MB of script on a first
-  view, and draws on a canvas that screen readers cannot read).
+  view, and draws on a canvas that screen readers cannot read), and a **stats row** (labelled
+  figures with their change, what ``st.metric`` showed) as a description list from
+  :func:`viz.figures.base.stats_row`: one script for both, where every kind of Streamlit element
+  loads its own on the first view that shows one.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ..figures.base import plain_table
+from ..figures.base import Stat, plain_table, stats_row
 from . import state
 
 _HERE = Path(__file__).resolve().parent
@@ -55,5 +58,15 @@ def table(rows, label: str, key: str) -> None:
     """A small read-only table (a DataFrame, or a dict of columns) at full width, every cell as text;
     ``label`` names it for screen readers. For tables of a few dozen rows: longer ones, which need
     scrolling, sorting or download, stay ``st.dataframe``."""
-    _table(key=key, data={**plain_table(rows, label), "presenter": state.presenter()},
-           width="stretch", height="content")
+    _plain(plain_table(rows, label), key)
+
+
+def stats(items: list[Stat], label: str, key: str) -> None:
+    """A row of labelled figures at full width (each with its change and help, if any), wrapping on
+    a narrow screen; ``label`` names the row for screen readers. Drawn by the plain table's script."""
+    _plain(stats_row(items, label), key)
+
+
+def _plain(spec: dict, key: str) -> None:
+    """Draw a plain table or a stats row (the same component), larger in presenter mode."""
+    _table(key=key, data={**spec, "presenter": state.presenter()}, width="stretch", height="content")
