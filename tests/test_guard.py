@@ -13,7 +13,7 @@ import viz
 from viz import load_preset
 from viz.ui import guard, state
 
-from apptest_helpers import by_label, errors, prompt_shown, scenario, send_prompt
+from apptest_helpers import errors, prompt_shown, scenario, send_prompt
 from hostile_text import record
 
 GUARD = "A page, the sidebar or a fragment made to fail on purpose (guard)"
