@@ -8,6 +8,8 @@ in the page and writes visitor text with ``textContent`` only).
   scripting, for one line of plain text);
 * the **text field** is a labelled one-line input (the sidebar's prompt: Streamlit's text input
   loads a script of its own, about a tenth of a second of a first view);
+* the **page style** holds the frame's CSS (``st.html`` loads an HTML sanitiser and a script of
+  its own on every first view, for one style element);
 * the **plain table** draws a small read-only table as an HTML ``<table>`` from
   :func:`viz.figures.base.plain_table` (Streamlit's data grid loads about 1.5 MB of script on a first
   view, and draws on a canvas that screen readers cannot read).
@@ -35,6 +37,8 @@ _board = st.components.v2.component("kvlab_board", js=_read("board.js"), css=_re
 _table = st.components.v2.component("kvlab_table", js=_read("table.js"), css=_read("table.css"))
 _copy_link = st.components.v2.component("kvlab_copy_link", js=_read("copy_link.js"), css=_read("copy_link.css"))
 _field = st.components.v2.component("kvlab_field", js=_read("field.js"), css=_read("field.css"))
+# not in a shadow root: its style element applies to the whole page
+_style = st.components.v2.component("kvlab_style", js=_read("style.js"), isolate_styles=False)
 
 
 def board(spec: dict, key: str, turns: list[dict] = ()) -> None:
@@ -72,3 +76,13 @@ def text_field(label: str, value: str, key: str, on_send: Callable[[str], None],
     _field(key=key, data={"label": label, "value": value, "help": help, "invalid": invalid,
                           "presenter": state.presenter()},
            on_submitted_change=lambda: on_send(st.session_state[key].submitted), width="stretch", height="content")
+
+
+STYLE_KEY = "kv_style"
+
+
+def page_style(css: str) -> None:
+    """The app's own CSS (never visitor text) for the whole page, drawn once a run by app.py; the
+    element holding it takes no room."""
+    _style(key=STYLE_KEY, data={"css": f".st-key-{STYLE_KEY} {{ display: none; }} {css}"},
+           width="stretch", height="content")

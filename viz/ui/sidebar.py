@@ -22,11 +22,6 @@ from .common import folded, md_escape
 from .components import copy_link, text_field
 
 UPLOAD_SEEN = "kv_upload_seen"  # file id of the last applied upload, so it is applied once
-# Accessibility (axe-core, WCAG AA): captions and the links in them at a contrast of at least 4.5:1
-# (Streamlit fades them to 3.9:1).
-ACCESSIBLE_CSS = ("<style>[data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] p"
-                  " { color: #5c5b59; opacity: 1; }"
-                  " [data-testid='stCaptionContainer'] a { color: #1f5fa8; }</style>")
 
 
 @st.cache_resource
@@ -248,7 +243,6 @@ def render(editors: bool = True, url_path: str = "") -> None:
     In presenter mode only the toggle, the preset, the badge and the link remain; on a page that
     does not read the scenario (``editors`` False) the preset picker and the editors are left out."""
     with st.sidebar:
-        st.html(ACCESSIBLE_CSS)
         presenter = st.toggle("Presenter mode", value=state.presenter(), key=state.PRESENTER_TOGGLE,
                               help="Large type for a projector; editing panels fold away; ← and → step.")
         state.set_presenter(presenter)
