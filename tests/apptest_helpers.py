@@ -148,3 +148,43 @@ def on_page(app, page: str):
     """The app, switched to ``page`` (a script under pages/), checked that nothing raised."""
     return rerun(app.switch_page(page))
 
+
+
+def component(at, key: str):
+    """The custom component (viz.ui.components) drawn under ``key``."""
+    found = [e for e in at.get("bidi_component") if e.proto.id.endswith(f"-{key}")]
+    assert found, f"no component with key {key!r}"
+    return found[0]
+
+
+def component_data(at, key: str) -> dict:
+    """The data a custom component was sent in the last run."""
+    import json
+    return json.loads(component(at, key).proto.json)
+
+
+def fire(at, key: str, event: str, value):
+    """Send a custom component's trigger as the browser does (``setTriggerValue(event, value)``),
+    with every other widget as it stands, and run."""
+    import json
+    from streamlit.components.v2.bidi_component.main import _make_trigger_id
+    states = at._tree.get_widget_states()
+    states.widgets.add(id=_make_trigger_id(component(at, key).proto.id, "events"),
+                       json_trigger_value=json.dumps([{"event": event, "value": value}]))
+    at._run(states)
+    return at
+
+
+def send_prompt(at, text: str):
+    """Type ``text`` into the sidebar's prompt box and press Enter."""
+    return fire(at, widget_key(at, "prompt"), "submitted", text)
+
+
+def prompt_shown(at) -> str:
+    """The text the sidebar's prompt box shows."""
+    return component_data(at, widget_key(at, "prompt"))["value"]
+
+
+def has_prompt_box(at) -> bool:
+    """Whether the sidebar drew its prompt box in the last run."""
+    return any(e.proto.id.endswith(f"-{widget_key(at, 'prompt')}") for e in at.get("bidi_component"))

@@ -19,14 +19,9 @@ from ..core.rules import RULE_LIBRARY
 from ..core.scenario import MAX_D_K, Scenario
 from . import state, tables
 from .common import folded, md_escape
-from .components import copy_link
+from .components import copy_link, text_field
 
 UPLOAD_SEEN = "kv_upload_seen"  # file id of the last applied upload, so it is applied once
-# Accessibility (axe-core, WCAG AA): captions and the links in them at a contrast of at least 4.5:1
-# (Streamlit fades them to 3.9:1).
-ACCESSIBLE_CSS = ("<style>[data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] p"
-                  " { color: #5c5b59; opacity: 1; }"
-                  " [data-testid='stCaptionContainer'] a { color: #1f5fa8; }</style>")
 
 
 @st.cache_resource
@@ -56,12 +51,24 @@ def _preset_picker() -> None:
         st.rerun()
 
 
+def _send_prompt(sent: str) -> None:
+    """The prompt box's text, sent (a callback: the script that follows draws the outcome). A refused
+    prompt is kept, to stay in the box with its message until an edit applies."""
+    scenario = state.scenario()
+    if sent == (scenario.prompt or ""):  # the prompt in force, sent back: nothing is refused any more
+        state.clear_error("prompt")
+        return
+    st.session_state[state.PROMPT_REFUSED] = (state.version(), sent)  # read only while refused
+    state.try_edit("prompt", lambda: scenario.with_prompt(sent))
+
+
 def _prompt(scenario: Scenario) -> None:
-    prompt = st.text_input("Prompt", value=scenario.prompt or "", key=state.widget_key("prompt"),
-                           help="Split into word tokens; punctuation is dropped. The tokens and their "
-                                "values are under Tokens and values.")
-    if prompt != (scenario.prompt or ""):
-        state.update("prompt", lambda: scenario.with_prompt(prompt))
+    refused = st.session_state.get(state.PROMPT_REFUSED)  # (scenario version, the refused text)
+    held = refused[1] if refused and refused[0] == state.version() and state.error("prompt") else None
+    text_field("Prompt", scenario.prompt or "" if held is None else held, key=state.widget_key("prompt"),
+               on_send=_send_prompt, invalid=held is not None,
+               help="Press Enter to apply. Split into word tokens; punctuation is dropped. Each token's "
+                    "value is under Tokens and values.")
     _show_error("prompt")
 
 
@@ -236,7 +243,6 @@ def render(editors: bool = True, url_path: str = "") -> None:
     In presenter mode only the toggle, the preset, the badge and the link remain; on a page that
     does not read the scenario (``editors`` False) the preset picker and the editors are left out."""
     with st.sidebar:
-        st.html(ACCESSIBLE_CSS)
         presenter = st.toggle("Presenter mode", value=state.presenter(), key=state.PRESENTER_TOGGLE,
                               help="Large type for a projector; editing panels fold away; ← and → step.")
         state.set_presenter(presenter)
