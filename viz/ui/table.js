@@ -53,7 +53,7 @@ function drawStats(data) {
   const list = element("dl", data.presenter ? "stats presenter" : "stats");
   for (const stat of data.stats) {
     const item = element("div", "stat");
-    item.append(element("dt", "label", stat.label), element("dd", "value", stat.value));
+    item.append(element("dt", "", stat.label), element("dd", "value", stat.value));
     if (stat.delta) {
       const delta = element("dd", `delta ${stat.delta.tone}`);
       const shown = element("span", "", (ARROWS[stat.delta.direction] || "") + stat.delta.text);
@@ -76,7 +76,7 @@ export default function (component) {
     box = element("div", "kv-box");
     parentElement.appendChild(box);
   }
-  box.className = stats ? "kv-box stats-box" : "kv-box plain-box";
+  box.className = stats ? "kv-box" : "kv-box plain-box";
   box.setAttribute("role", stats ? "group" : "region");
   box.setAttribute("aria-label", data.label || (stats ? "figures" : "table"));
   box.replaceChildren(stats ? drawStats(data) : drawTable(data));
