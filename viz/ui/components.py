@@ -1,4 +1,4 @@
-"""kvlab's three small custom components (Streamlit custom components v2: no iframe, the script runs
+"""kvlab's four small custom components (Streamlit custom components v2: no iframe, the script runs
 in the page and writes visitor text with ``textContent`` only).
 
 * the **lesson board** draws the lesson screen's figures from the specs of :mod:`viz.figures.board`,
@@ -8,12 +8,15 @@ in the page and writes visitor text with ``textContent`` only).
   scripting, for one line of plain text);
 * the **plain table** draws a small read-only table as an HTML ``<table>`` from
   :func:`viz.figures.base.plain_table` (Streamlit's data grid loads about 1.5 MB of script on a first
-  view, and draws on a canvas that screen readers cannot read).
+  view, and draws on a canvas that screen readers cannot read);
+* the **range** is a labelled ``<input type="range">`` that sends each move as a trigger (Streamlit's
+  own sliders bring a script chunk of their own to a first view, 60 to 150 ms on a small machine).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import streamlit as st
 
@@ -31,6 +34,7 @@ def _read(name: str) -> str:
 _board = st.components.v2.component("kvlab_board", js=_read("board.js"), css=_read("board.css"))
 _table = st.components.v2.component("kvlab_table", js=_read("table.js"), css=_read("table.css"))
 _copy_link = st.components.v2.component("kvlab_copy_link", js=_read("copy_link.js"), css=_read("copy_link.css"))
+_range = st.components.v2.component("kvlab_range", js=_read("range.js"), css=_read("range.css"))
 
 
 def board(spec: dict, key: str, turns: list[dict] = ()) -> None:
@@ -57,3 +61,23 @@ def table(rows, label: str, key: str) -> None:
     scrolling, sorting or download, stay ``st.dataframe``."""
     _table(key=key, data={**plain_table(rows, label), "presenter": state.presenter()},
            width="stretch", height="content")
+
+
+def slider(key: str, value: int, low: int, high: int, label: str, on_move: Callable[[int], None], *,
+           format_label: Callable[[int], str] = str, help: str | None = None, inline: bool = False,
+           width: int | str = "stretch") -> None:
+    """A range from ``low`` to ``high`` (step 1) showing ``value``, the value this run decided: its
+    label, ``format_label(value)`` as text (also what a screen reader says for it) and the track.
+    Each move the visitor makes (a release, a key) calls ``on_move`` with the value moved to, clamped
+    to the range this run drew, before the rerun it starts; a move to a value seen before counts too.
+    ``inline``: for a row of controls, the label for screen readers only and the value's text after
+    the track. Disabled when ``low == high``. Labels are plain text (the range writes them as text)."""
+    def moved() -> None:
+        to = st.session_state[key].get("moved")  # the trigger's payload, as the browser sent it
+        if isinstance(to, int) and not isinstance(to, bool):
+            on_move(min(max(to, low), high))
+
+    _range(key=key, data={"label": label, "help": help, "min": low, "max": high, "value": value,
+                          "labels": [format_label(v) for v in range(low, high + 1)], "inline": inline,
+                          "presenter": state.presenter()},
+           on_moved_change=moved, width=width, height="content")
