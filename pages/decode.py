@@ -68,7 +68,7 @@ def controls(step: int) -> None:
         horizon = st.session_state[HORIZON]
         if horizon > 0:
             slider(TIMELINE, step, 0, horizon, "Timeline (tokens generated)", state.set_step, inline=True,
-                   format_label=lambda k: f"step {k} of {horizon}",
+                   format_label=lambda k: f"{k} of {horizon}",
                    help="Scrub back and forth over the tokens generated so far")
 
 

@@ -87,13 +87,13 @@ def test_the_run_size_picker(decode):
 
 
 def test_the_timeline_scrubs_back_and_forth(decode):
-    """The timeline spans the steps reached, says each as "step k of n", and moves the step on every
+    """The timeline spans the steps reached, says each as "k of n", and moves the step on every
     move, also back to a step seen before; a value it never offered is clamped or ignored."""
     _run_size(decode, 4)
     _button(decode, "Run 4").click().run()
     timeline = range_data(decode, "decode_timeline")
     assert timeline["label"] == "Timeline (tokens generated)" and timeline["inline"]
-    assert timeline["labels"] == [f"step {k} of 4" for k in range(5)]
+    assert timeline["labels"] == [f"{k} of 4" for k in range(5)]
     for step in (1, 4, 1):
         move_range(decode, "decode_timeline", step)
         assert decode.session_state[state.STEP] == step == range_data(decode, "decode_timeline")["value"]
