@@ -60,6 +60,7 @@ export default function (component) {
   help.hidden = !data.help;
   help.title = data.help || "";
   described.textContent = data.help || "";
+  input.title = data.help || "";  // on hover, also where the label is hidden (inline)
   if (data.help) input.setAttribute("aria-describedby", described.id);
   else input.removeAttribute("aria-describedby");
   input.min = String(data.min);
