@@ -12,6 +12,16 @@ from viz import load_preset
 from viz.core.share import View, encode_view
 
 
+def press(app, key: str, slider, param: str, value: str, text: str) -> None:
+    """Press a key while the range has the focus: after the one rerun it starts, the link's ``param``,
+    the range's value and its valuetext say the new value."""
+    with app.rerun():
+        app.page.keyboard.press(key)
+    assert app.query.get(param) == value
+    expect(slider).to_have_value(value)
+    expect(slider).to_have_attribute("aria-valuetext", text)
+
+
 def test_arrow_keys_on_the_position_range_step_prefill(app):
     """ArrowRight on the focused position range moves the query position by one, ArrowLeft back;
     its accessible name is "Query position" and its valuetext "i · token"."""
@@ -22,16 +32,9 @@ def test_arrow_keys_on_the_position_range_step_prefill(app):
     assert position.evaluate("e => e.matches(':focus-visible') && getComputedStyle(e).outlineStyle"
                              " === 'solid' && parseFloat(getComputedStyle(e).outlineWidth) >= 2")
     app.screenshot("range-prefill-focused")
-    with app.rerun():
-        app.page.keyboard.press("ArrowRight")
-    assert app.query.get("pos") == "3"
-    expect(position).to_have_value("3")
-    expect(position).to_have_attribute("aria-valuetext", "3 · is")
+    press(app, "ArrowRight", position, "pos", "3", "3 · is")
     expect(app.main.get_by_test_id("stAlertContentInfo").first).to_contain_text("is (position 3) sees")
-    with app.rerun():
-        app.page.keyboard.press("ArrowLeft")  # back to a value the range held before
-    assert app.query.get("pos") == "2"
-    expect(position).to_have_attribute("aria-valuetext", "2 · weather")
+    press(app, "ArrowLeft", position, "pos", "2", "2 · weather")  # back to a value it held before
     expect(app.main.get_by_test_id("stAlertContentInfo").first).to_contain_text("weather (position 2) sees")
     app.assert_no_exception()
 
@@ -52,9 +55,6 @@ def test_dragging_the_timeline_scrubs_decode(app):
     assert app.query.get("step") == "2"
     expect(timeline).to_have_attribute("aria-valuetext", "2 of 4")
     expect(app.main.get_by_test_id("stAlertContentInfo").first).to_contain_text("Step 2:")
-    with app.rerun():
-        app.page.keyboard.press("ArrowRight")  # the thumb kept the focus through the rerun
-    assert app.query.get("step") == "3"
-    expect(timeline).to_have_attribute("aria-valuetext", "3 of 4")
+    press(app, "ArrowRight", timeline, "step", "3", "3 of 4")  # the thumb kept the focus through the rerun
     app.assert_no_exception()
     app.screenshot("range-decode-timeline")
