@@ -18,6 +18,7 @@ import torch
 
 from viz.ui import guard, sidebar, state
 from viz.ui.common import favicon, frame_style
+from viz.ui.components import page_style
 
 # Many small requests at once: one torch thread per script run keeps sessions from fighting over
 # the cores. KVLAB_TORCH_THREADS raises it (the Cost page's timings use whatever is set here).
@@ -48,7 +49,7 @@ with guard.frame("the sidebar", st.sidebar):
     sidebar.render(editors, page.url_path)
 # The sidebar's width is in pixels, so presenter mode's large type does not widen it; presenter
 # mode (editors folded away) gives the room to the main area.
-st.html(frame_style(state.presenter()))
+page_style(frame_style(state.presenter()))
 top = st.container()  # the guard's message goes above whatever the page drew before it failed
 refused = state.refused_edits() if editors else []
 if refused:  # the sidebar shows each message next to its editor; the page says what is in force

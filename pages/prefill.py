@@ -65,10 +65,10 @@ def every_head(trace, position: int, whole: bool, rows, frame, head: int) -> Non
     """What each head does at the position (``rows``: explain_position there), and every head's
     weights; ``frame`` is the lesson screen's, for head ``head`` (every head's window is the same)."""
     pre = trace.prefill
+    # one element for the sentence and its list: each element is more work for the browser
     st.markdown(f"**{md_escape(pre.tokens[position - 1])}** (position {position}) sees "
-                f"{md_escape(', '.join(pre.tokens[: position]))}:")
-    for row in rows:
-        st.markdown(f"- {md_escape(row.text)}")
+                f"{md_escape(', '.join(pre.tokens[: position]))}:\n\n"
+                + "\n".join(f"- {md_escape(row.text)}" for row in rows))
     n = len(pre.tokens)
     heads = trace.scenario.head_names
     window = make_window(n, n, position - 1, centre=True, whole=whole)

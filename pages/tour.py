@@ -196,8 +196,7 @@ STEPS = [
     ("From one cache to a server", step_server),
 ]
 
-if state.presenter():  # the room goes to the question, its options large
-    st.html("<style>[class*='st-key-tour_question_'] [data-testid='stRadio'] label p { font-size: 1.5rem; }</style>")
+if state.presenter():  # the room goes to the question, its options large (the frame's style)
     st.caption("Guided tour · read the question aloud, let the class vote by letter, then press Reveal.")
 else:
     st.title("Guided tour")

@@ -90,41 +90,6 @@ def plain_table(at, column: str) -> dict[str, list[str]]:
     raise AssertionError(f"no plain table with a column {column!r}")
 
 
-def component(at, name: str, key: str):
-    """The custom component ``name`` (viz.ui.components) drawn under ``key``; its proto's id ends in the key."""
-    for element in at.get("bidi_component"):
-        if element.proto.component_name == name and element.proto.id.endswith(f"-{key}"):
-            return element
-    raise AssertionError(f"no {name} with key {key!r}")
-
-
-def fire(at, name: str, key: str, event: str, value):
-    """Fire a custom component's trigger as the browser does, and run: the widgets' values AppTest
-    holds plus one for the component's trigger aggregator (``$$STREAMLIT_INTERNAL_KEY_<id>__events``,
-    built by streamlit's own ``_make_trigger_id``), a JSON list of ``{"event", "value"}`` payloads.
-    AppTest sends it with this run only, as the browser sends a trigger once."""
-    import json
-
-    from streamlit.components.v2.bidi_component.main import _make_trigger_id
-
-    states = at._tree.get_widget_states()
-    trigger = states.widgets.add()
-    trigger.id = _make_trigger_id(component(at, name, key).proto.id, "events")
-    trigger.json_trigger_value = json.dumps([{"event": event, "value": value}])
-    return rerun(at._run(states))
-
-
-def range_data(at, key: str) -> dict:
-    """The data a range (viz.ui.components.slider) was drawn with: label, labels, min, max, value, help."""
-    import json
-    return json.loads(component(at, "kvlab_range", key).proto.json)
-
-
-def move_range(at, key: str, value):
-    """Move a range to ``value`` as a visitor does (a release or a key sends the value as a trigger)."""
-    return fire(at, "kvlab_range", key, "moved", value)
-
-
 def array(value):
     """A trace field as nested lists: plotly sends numpy arrays as typed base64 ('bdata')."""
     import base64
@@ -154,3 +119,57 @@ def on_page(app, page: str):
     """The app, switched to ``page`` (a script under pages/), checked that nothing raised."""
     return rerun(app.switch_page(page))
 
+
+
+def component(at, key: str):
+    """The custom component (viz.ui.components) drawn under ``key``."""
+    found = [e for e in at.get("bidi_component") if e.proto.id.endswith(f"-{key}")]
+    assert found, f"no component with key {key!r}"
+    return found[0]
+
+
+def component_data(at, key: str) -> dict:
+    """The data a custom component was sent in the last run."""
+    import json
+    return json.loads(component(at, key).proto.json)
+
+
+def fire(at, key: str, event: str, value):
+    """Send a custom component's trigger as the browser does (``setTriggerValue(event, value)``),
+    with every other widget as it stands, and run."""
+    import json
+    from streamlit.components.v2.bidi_component.main import _make_trigger_id
+    states = at._tree.get_widget_states()
+    states.widgets.add(id=_make_trigger_id(component(at, key).proto.id, "events"),
+                       json_trigger_value=json.dumps([{"event": event, "value": value}]))
+    at._run(states)
+    return at
+
+
+def range_data(at, key: str) -> dict:
+    """The data a range (viz.ui.components.slider) was drawn with: label, labels, min, max, value, help."""
+    assert component(at, key).proto.component_name == "kvlab_range", key
+    return component_data(at, key)
+
+
+def move_range(at, key: str, value):
+    """Move a range to ``value`` as a visitor does (a release or a key sends the value as a trigger),
+    and check nothing raised."""
+    fire(at, key, "moved", value)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def send_prompt(at, text: str):
+    """Type ``text`` into the sidebar's prompt box and press Enter."""
+    return fire(at, widget_key(at, "prompt"), "submitted", text)
+
+
+def prompt_shown(at) -> str:
+    """The text the sidebar's prompt box shows."""
+    return component_data(at, widget_key(at, "prompt"))["value"]
+
+
+def has_prompt_box(at) -> bool:
+    """Whether the sidebar drew its prompt box in the last run."""
+    return any(e.proto.id.endswith(f"-{widget_key(at, 'prompt')}") for e in at.get("bidi_component"))

@@ -10,19 +10,20 @@ from viz import load_preset
 from viz.core.share import View, encode_view
 from viz.ui import state
 
-from apptest_helpers import by_label, edit_table, errors, scenario, shown
+from apptest_helpers import (by_label, component_data, edit_table, errors, has_prompt_box, prompt_shown, scenario, send_prompt,
+                             shown, widget_key)
 
 
 def test_app_opens_with_the_seed(app):
     """The default view is the seed scenario at step 0."""
     assert scenario(app) == load_preset("seed")
     assert app.session_state[state.STEP] == 0
-    assert by_label(app.text_input, "Prompt").value == "Today's weather is so …"
+    assert prompt_shown(app) == "Today's weather is so …"
 
 
 def test_prompt_edit_retokenises_and_keeps_values(app):
     """Typing a new prompt retokenises; unchanged tokens keep their values."""
-    by_label(app.text_input, "Prompt").input("Today's weather is so very").run()
+    send_prompt(app, "Today's weather is so very")
     s = scenario(app)
     assert s.tokens == ("Today", "weather", "is", "so", "very") and s.values[:4] == (10, 20, 1, 5)
     assert not errors(app)
@@ -30,9 +31,23 @@ def test_prompt_edit_retokenises_and_keeps_values(app):
 
 def test_empty_prompt_shows_error_and_keeps_scenario(app):
     """An empty prompt is refused next to the field; the seed stays in force."""
-    by_label(app.text_input, "Prompt").input("   ").run()
+    send_prompt(app, "   ")
     assert any("no tokens" in e for e in errors(app))
     assert scenario(app) == load_preset("seed")
+
+
+def test_a_refused_prompt_stays_in_the_box_until_an_edit_applies(app):
+    """The refused text stays in the prompt box, marked invalid, and sending it again is refused
+    again; the prompt in force sent back clears the message; a good prompt then applies."""
+    send_prompt(app, "   ")
+    assert prompt_shown(app) == "   " and component_data(app, widget_key(app, "prompt"))["invalid"]
+    app.session_state[state.ERRORS] = {}  # as if the message were gone: the same text sent again
+    send_prompt(app, "   ")
+    assert any("no tokens" in e for e in errors(app)) and prompt_shown(app) == "   "
+    send_prompt(app, "Today's weather is so …")
+    assert not errors(app) and prompt_shown(app) == "Today's weather is so …"
+    send_prompt(app, "a b")
+    assert scenario(app).tokens == ("a", "b") and prompt_shown(app) == "a b" and not errors(app)
 
 
 def test_token_value_edit_changes_the_scenario(app):
@@ -88,7 +103,7 @@ def test_sampling_controls(app):
 def test_preset_picker_loads_a_preset(app):
     """Choosing a preset replaces the scenario and resets the step."""
     app.session_state[state.STEP] = 3
-    by_label(app.selectbox, "Scenario").set_value("sliding-window").run()
+    by_label(app.button_group, "Scenario").set_value("sliding-window").run()
     assert scenario(app) == load_preset("sliding-window") and app.session_state[state.STEP] == 0
 
 
@@ -101,13 +116,13 @@ def test_cache_safe_button(app):
 def test_presenter_mode_folds_editors_away(app):
     """Presenter mode hides the editors and goes into the URL."""
     by_label(app.toggle, "Presenter mode").set_value(True).run()
-    assert not app.data_editor and not app.text_input
+    assert not app.data_editor and not has_prompt_box(app)
     assert app.query_params.get("present") in ("1", ["1"])
 
 
 def test_url_always_encodes_the_view(app):
     """After an edit, the query parameters decode to the same scenario."""
-    by_label(app.text_input, "Prompt").input("a b c").run()
+    send_prompt(app, "a b c")
     params = {k: (v[0] if isinstance(v, list) else v) for k, v in app.query_params.items()}
     from viz.core.share import decode_view
     view, problems = decode_view(params, load_preset("seed"))
@@ -181,7 +196,7 @@ def test_home_is_the_default_page_with_three_paths_and_the_article():
     assert at.title[0].value.startswith("kvlab")
     assert any(article.URL in m.value and article.TITLE in m.value for m in at.markdown)
     assert {"Take the tour", "Present in class", "Explore"} <= {s.value for s in at.subheader}
-    assert not at.data_editor and not at.text_input  # Home does not use the editors
+    assert not at.data_editor and not has_prompt_box(at)  # Home does not use the editors
     assert dict(at.query_params) == {}
 
 
@@ -223,7 +238,7 @@ def test_editors_only_on_pages_that_use_the_scenario(app, page, editors):
     """The sidebar's scenario editors show where the page reads the scenario, and nowhere else."""
     app.switch_page(page).run()
     assert not app.exception
-    assert bool(app.text_input) == editors and bool(app.data_editor) == editors
+    assert has_prompt_box(app) == editors and bool(app.data_editor) == editors
 
 
 def test_a_first_view_builds_no_editor_until_its_panel_opens():
@@ -234,7 +249,7 @@ def test_a_first_view_builds_no_editor_until_its_panel_opens():
     at.run()
     at.switch_page("pages/decode.py").run()
     assert not at.exception
-    assert [w.label for w in at.sidebar.text_input] == ["Prompt"]
+    assert prompt_shown(at) == "Today's weather is so …"
     assert not at.data_editor and not at.dataframe
     assert "d_k (key width)" not in [w.label for w in at.number_input]
     at.session_state["kv_panel_tokens"] = True  # as a click on the panel would

@@ -13,7 +13,7 @@ import viz
 from viz import load_preset
 from viz.ui import guard, state
 
-from apptest_helpers import by_label, errors, scenario
+from apptest_helpers import errors, prompt_shown, scenario, send_prompt
 from hostile_text import record
 
 GUARD = "A page, the sidebar or a fragment made to fail on purpose (guard)"
@@ -44,7 +44,7 @@ def test_a_failing_edit_brings_the_last_good_scenario_back(app, fails_on, caplog
     and the traceback is in the server log."""
     fails_on("boom")
     with caplog.at_level(logging.ERROR, logger="kvlab.app"):
-        by_label(app.text_input, "Prompt").input("it goes boom").run()
+        send_prompt(app, "it goes boom")
     assert not app.exception
     assert scenario(app) == load_preset("seed")
     assert guard.RESTORED in _warnings(app)
@@ -65,7 +65,7 @@ def test_a_fault_that_is_not_the_visitors_does_not_loop(fails_on):
     at.switch_page("pages/prefill.py").run()  # a first visit at /prefill (Home computes nothing)
     assert not at.exception
     assert guard.FAILED in errors(at)
-    assert by_label(at.text_input, "Prompt").value == "Today's weather is so …"  # the sidebar drew
+    assert prompt_shown(at) == "Today's weather is so …"  # the sidebar drew
     assert state.LAST_GOOD not in at.session_state  # a failed run is never remembered as good
     record(GUARD, "refused")
 

@@ -1,4 +1,4 @@
-"""kvlab's four small custom components (Streamlit custom components v2: no iframe, the script runs
+"""kvlab's small custom components (Streamlit custom components v2: no iframe, the script runs
 in the page and writes visitor text with ``textContent`` only).
 
 * the **lesson board** draws the lesson screen's figures from the specs of :mod:`viz.figures.board`,
@@ -6,6 +6,10 @@ in the page and writes visitor text with ``textContent`` only).
 * the **copy link** box shows the link to this view in a read-only field with a Copy button
   (``st.code`` would load a syntax highlighter on every first view, about a third of a second of
   scripting, for one line of plain text);
+* the **text field** is a labelled one-line input (the sidebar's prompt: Streamlit's text input
+  loads a script of its own, about a tenth of a second of a first view);
+* the **page style** holds the frame's CSS (``st.html`` loads an HTML sanitiser and a script of
+  its own on every first view, for one style element);
 * the **plain table** draws a small read-only table as an HTML ``<table>`` from
   :func:`viz.figures.base.plain_table` (Streamlit's data grid loads about 1.5 MB of script on a first
   view, and draws on a canvas that screen readers cannot read);
@@ -15,8 +19,8 @@ in the page and writes visitor text with ``textContent`` only).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import streamlit as st
 
@@ -34,7 +38,10 @@ def _read(name: str) -> str:
 _board = st.components.v2.component("kvlab_board", js=_read("board.js"), css=_read("board.css"))
 _table = st.components.v2.component("kvlab_table", js=_read("table.js"), css=_read("table.css"))
 _copy_link = st.components.v2.component("kvlab_copy_link", js=_read("copy_link.js"), css=_read("copy_link.css"))
+_field = st.components.v2.component("kvlab_field", js=_read("field.js"), css=_read("field.css"))
 _range = st.components.v2.component("kvlab_range", js=_read("range.js"), css=_read("range.css"))
+# not in a shadow root: its style element applies to the whole page
+_style = st.components.v2.component("kvlab_style", js=_read("style.js"), isolate_styles=False)
 
 
 def board(spec: dict, key: str, turns: list[dict] = ()) -> None:
@@ -81,3 +88,24 @@ def slider(key: str, value: int, low: int, high: int, label: str, on_move: Calla
                           "labels": [format_label(v) for v in range(low, high + 1)], "inline": inline,
                           "presenter": state.presenter()},
            on_moved_change=moved, width=width, height="content")
+
+
+def text_field(label: str, value: str, key: str, on_send: Callable[[str], None], help: str = "",
+               invalid: bool = False) -> None:
+    """A one-line text field showing ``value``, with ``help`` written under it. When the visitor
+    sends a text (Enter, or leaving the field after a change), ``on_send(text)`` runs as a callback,
+    before the script, which then draws the outcome. ``invalid`` marks the field for screen readers
+    (its message is drawn beside it)."""
+    _field(key=key, data={"label": label, "value": value, "help": help, "invalid": invalid,
+                          "presenter": state.presenter()},
+           on_submitted_change=lambda: on_send(st.session_state[key].submitted), width="stretch", height="content")
+
+
+STYLE_KEY = "kv_style"
+
+
+def page_style(css: str) -> None:
+    """The app's own CSS (never visitor text) for the whole page, drawn once a run by app.py; the
+    element holding it takes no room."""
+    _style(key=STYLE_KEY, data={"css": f".st-key-{STYLE_KEY} {{ display: none; }} {css}"},
+           width="stretch", height="content")

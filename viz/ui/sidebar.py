@@ -19,14 +19,9 @@ from ..core.rules import RULE_LIBRARY
 from ..core.scenario import MAX_D_K, Scenario
 from . import state, tables
 from .common import folded, md_escape
-from .components import copy_link
+from .components import copy_link, text_field
 
 UPLOAD_SEEN = "kv_upload_seen"  # file id of the last applied upload, so it is applied once
-# Accessibility (axe-core, WCAG AA): captions and the links in them at a contrast of at least 4.5:1
-# (Streamlit fades them to 3.9:1).
-ACCESSIBLE_CSS = ("<style>[data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] p"
-                  " { color: #5c5b59; opacity: 1; }"
-                  " [data-testid='stCaptionContainer'] a { color: #1f5fa8; }</style>")
 
 
 @st.cache_resource
@@ -41,25 +36,39 @@ def _show_error(field: str) -> None:
 
 
 def _preset_picker() -> None:
+    """The built-in scenarios as pills, all in view (one click loads one), the chosen one's title
+    below. Pills, not a drop-down: the lesson pages' pickers already load their script, so the
+    picker adds nothing to a first view (a selectbox loads its own, about a tenth of a second)."""
     names = preset_names()
     match = matching_preset(state.scenario())
-    choice = st.selectbox(
-        "Scenario", names, index=names.index(match) if match else None,
-        format_func=lambda name: f"{name} · {load_preset(name).title}",
-        placeholder="custom (edited)", key=state.widget_key("preset"),
-        help="Built-in scenarios. Editing anything below makes it a custom scenario.")
+    choice = st.pills("Scenario", names, default=match, required=True, key=state.widget_key("preset"),
+                      format_func=md_escape,
+                      help="Built-in scenarios. Editing anything below makes it a custom scenario.")
+    st.caption(md_escape(load_preset(match).title) if match else "Custom scenario (edited)")
     if choice and choice != match:
         state.set_scenario(load_preset(choice))
         state.set_step(0)
         st.rerun()
 
 
+def _send_prompt(sent: str) -> None:
+    """The prompt box's text, sent (a callback: the script that follows draws the outcome). A refused
+    prompt is kept, to stay in the box with its message until an edit applies."""
+    scenario = state.scenario()
+    if sent == (scenario.prompt or ""):  # the prompt in force, sent back: nothing is refused any more
+        state.clear_error("prompt")
+        return
+    st.session_state[state.PROMPT_REFUSED] = (state.version(), sent)  # read only while refused
+    state.try_edit("prompt", lambda: scenario.with_prompt(sent))
+
+
 def _prompt(scenario: Scenario) -> None:
-    prompt = st.text_input("Prompt", value=scenario.prompt or "", key=state.widget_key("prompt"),
-                           help="Split into word tokens; punctuation is dropped. The tokens and their "
-                                "values are under Tokens and values.")
-    if prompt != (scenario.prompt or ""):
-        state.update("prompt", lambda: scenario.with_prompt(prompt))
+    refused = st.session_state.get(state.PROMPT_REFUSED)  # (scenario version, the refused text)
+    held = refused[1] if refused and refused[0] == state.version() and state.error("prompt") else None
+    text_field("Prompt", scenario.prompt or "" if held is None else held, key=state.widget_key("prompt"),
+               on_send=_send_prompt, invalid=held is not None,
+               help="Press Enter to apply. Split into word tokens; punctuation is dropped. Each token's "
+                    "value is under Tokens and values.")
     _show_error("prompt")
 
 
@@ -234,7 +243,6 @@ def render(editors: bool = True, url_path: str = "") -> None:
     In presenter mode only the toggle, the preset, the badge and the link remain; on a page that
     does not read the scenario (``editors`` False) the preset picker and the editors are left out."""
     with st.sidebar:
-        st.html(ACCESSIBLE_CSS)
         presenter = st.toggle("Presenter mode", value=state.presenter(), key=state.PRESENTER_TOGGLE,
                               help="Large type for a projector; editing panels fold away; ← and → step.")
         state.set_presenter(presenter)

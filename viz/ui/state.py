@@ -28,6 +28,7 @@ from ..core.share import View, decode_view, encode_view
 SCENARIO = "kv_scenario"
 VERSION = "kv_version"
 ERRORS = "kv_errors"
+PROMPT_REFUSED = "kv_prompt_refused"  # (scenario version, text) of the prompt last refused
 STEP = "kv_step"
 MODE = "kv_mode"
 PRESENTER = "kv_presenter"
@@ -106,17 +107,23 @@ def set_scenario(new: Scenario) -> None:
     st.session_state[ERRORS] = {}
 
 
-def update(field: str, build: Callable[[], Scenario]) -> None:
-    """Try an edit. On success the scenario changes and the script reruns, so every editor is
-    drawn again from the new scenario (under renewed keys); on failure the message is kept for
-    ``field`` and the last good scenario stays in force."""
+def try_edit(field: str, build: Callable[[], Scenario]) -> bool:
+    """Try an edit: on success the scenario changes (True); on failure the message is kept for
+    ``field`` and the last good scenario stays in force (False)."""
     try:
         new = build()
     except ScenarioError as err:
         st.session_state[ERRORS] = {**st.session_state[ERRORS], field: _readable(err)}
-        return
+        return False
     set_scenario(new)
-    st.rerun()
+    return True
+
+
+def update(field: str, build: Callable[[], Scenario]) -> None:
+    """:func:`try_edit` from the script: on success it reruns, so every editor is drawn again from
+    the new scenario (under renewed keys)."""
+    if try_edit(field, build):
+        st.rerun()
 
 
 def _readable(err: ScenarioError) -> str:

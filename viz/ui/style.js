@@ -1,0 +1,14 @@
+// kvlab's page style: the frame's CSS (sidebar width, presenter mode's type, caption contrast) as one
+// <style> element. The component is not isolated in a shadow root, so its style applies to the whole
+// page; the CSS is the app's own, never visitor text, and is set with textContent.
+
+export default function (component) {
+  const { data, parentElement } = component;
+  if (!data) return;
+  let style = parentElement.querySelector("style");
+  if (!style) {
+    style = document.createElement("style");
+    parentElement.append(style);
+  }
+  if (style.textContent !== data.css) style.textContent = data.css;
+}
