@@ -16,8 +16,10 @@ from viz.core.roofline import (MAX_SWEEP, batch_sweep, cache_overtakes, context_
                                prefill_step)
 from viz.figures import memory as figures
 from viz.figures import roofline as roof
+from viz.figures.base import Stat
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot
+from viz.ui.components import stats
 from viz.ui.tables import header_widths
 
 state.require_frame()
@@ -129,13 +131,13 @@ with gpu_tab:
                                         "and settings (max_num_batched_tokens, CUDA graph sizes).")
     fit = gpu_fit(memory, gpu, gpus, weights_dtype, usable, reserve)
     each = " per GPU" if gpus > 1 else ""
-    cols = st.columns(4)
-    cols[0].metric("Weights" + each, format_bytes(fit.weights_bytes),
-                   help=f"{config.params:,} parameters in {weights_dtype}" + (f", split {gpus} ways." if gpus > 1 else "."))
-    cols[1].metric("Cache budget" + each, format_bytes(fit.cache_budget_bytes),
-                   help="utilization × memory − weights − activation peak − CUDA graphs.")
-    cols[2].metric("Sequences that fit", f"{fit.sequences:,}", help=f"At {tokens:,} tokens each.")
-    cols[3].metric("Tokens of cache", f"{fit.tokens:,}", help="Cache budget / this GPU's bytes per token.")
+    stats([Stat("Weights" + each, format_bytes(fit.weights_bytes),
+                help=f"{config.params:,} parameters in {weights_dtype}" + (f", split {gpus} ways." if gpus > 1 else ".")),
+           Stat("Cache budget" + each, format_bytes(fit.cache_budget_bytes),
+                help="utilization × memory − weights − activation peak − CUDA graphs."),
+           Stat("Sequences that fit", fit.sequences, help=f"At {tokens:,} tokens each."),
+           Stat("Tokens of cache", fit.tokens, help="Cache budget / this GPU's bytes per token.")],
+          "What fits on this GPU", key="scale_fit_stats")
     if not fit.weights_fit:
         st.error(f"The weights{each} ({format_bytes(fit.weights_bytes)}) and the reserve do not fit in the "
                  f"{format_bytes(fit.requested_bytes)} the engine may use: add GPUs or store the weights in fewer bits.",
@@ -160,13 +162,14 @@ with gpu_tab:
                "README lists them.")
 
 with cache_tab:
-    cols = st.columns(4)
-    cols[0].metric("Per token", format_bytes(memory.bytes_per_token),
-                   help="One more token of context, while every layer still grows.")
-    cols[1].metric("Per sequence", format_bytes(memory.bytes_per_sequence), help=f"{tokens:,} tokens of context.")
-    cols[2].metric("Per batch", format_bytes(memory.bytes_per_batch), help=f"{batch:,} sequences.")
-    cols[3].metric("With plain MHA", format_bytes(memory.mha_bytes_per_sequence),
-                   help="Per sequence, if every query head kept its own K and V and no layer had a window.")
+    stats([Stat("Per token", format_bytes(memory.bytes_per_token),
+                help="One more token of context, while every layer still grows."),
+           Stat("Per sequence", format_bytes(memory.bytes_per_sequence), help=f"{tokens:,} tokens of context."),
+           Stat("Per batch", format_bytes(memory.bytes_per_batch),
+                help=f"{batch:,} sequence{'s' if batch != 1 else ''}."),
+           Stat("With plain MHA", format_bytes(memory.mha_bytes_per_sequence),
+                help="Per sequence, if every query head kept its own K and V and no layer had a window.")],
+          "Cache memory", key="scale_cache_stats")
     st.markdown(md_escape(figures.formula_text(memory)))
     if beyond_context(memory):
         st.warning(f"{tokens:,} tokens is longer than the {config.max_context:,} tokens {md_escape(config.name)} "
@@ -215,12 +218,12 @@ with library_tab:
         except ConfigError as err:
             st.error(md_escape(str(err)), icon=":material/error:")
         else:
-            cols = st.columns(3)
-            cols[0].metric("The formula", format_bytes(layout.formula_bytes), help=f"{layout.formula_bytes:,} bytes")
-            cols[1].metric("transformers: storage", format_bytes(layout.storage_bytes),
-                           help=f"{layout.storage_bytes:,} bytes: what the K and V tensors' storage holds")
-            cols[2].metric("transformers: tensor shapes", format_bytes(layout.held_bytes),
-                           help=f"{layout.held_bytes:,} bytes: numel × element size")
+            stats([Stat("The formula", format_bytes(layout.formula_bytes), help=f"{layout.formula_bytes:,} bytes"),
+                   Stat("transformers: storage", format_bytes(layout.storage_bytes),
+                        help=f"{layout.storage_bytes:,} bytes: what the K and V tensors' storage holds"),
+                   Stat("transformers: tensor shapes", format_bytes(layout.held_bytes),
+                        help=f"{layout.held_bytes:,} bytes: numel × element size")],
+                  "The formula against transformers' own count", key="scale_library_stats")
             if layout_dtype(dtype) != dtype:
                 st.caption(f"A DynamicCache holds what the model computes; {dtype} caches need optional "
                            "quantisation backends, so this count is in fp16/bf16, the formula's too.")
@@ -241,14 +244,12 @@ with roof_tab:
     sweep = batch_sweep(config, gpu, tokens, weights_dtype, dtype, gpus,
                         limit=min(MAX_SWEEP, max(1024, batch, fit.sequences)))
     overtakes = cache_overtakes(config, tokens, weights_dtype, dtype)
-    cols = st.columns(4)
-    cols[0].metric("Bytes read per step", format_bytes(step.bytes),
-                   help=f"weights {format_bytes(step.weight_bytes)} + KV cache {format_bytes(step.cache_bytes)}")
-    cols[1].metric("FLOPs per step", roof.format_flops(step.flops))
-    cols[2].metric("FLOPs per byte", f"{step.intensity:,.1f}", f"ridge point {step.ridge:,.0f}",
-                   delta_color="off", delta_arrow="off")
-    cols[3].metric("Time per token", roof.format_seconds(step.seconds), f"{step.bound}-bound",
-                   delta_color="off", delta_arrow="off")
+    stats([Stat("Bytes read per step", format_bytes(step.bytes),
+                help=f"weights {format_bytes(step.weight_bytes)} + KV cache {format_bytes(step.cache_bytes)}"),
+           Stat("FLOPs per step", roof.format_flops(step.flops)),
+           Stat("FLOPs per byte", f"{step.intensity:,.1f}", delta=f"ridge point {step.ridge:,.0f}", good=None),
+           Stat("Time per token", roof.format_seconds(step.seconds), delta=f"{step.bound}-bound", good=None)],
+          "One decode step", key="scale_roof_stats")
     for line in roof.decode_reading(step, prefill, overtakes, context_overtakes(config, batch, weights_dtype, dtype),
                                     sweep[-1]):
         st.markdown(line)

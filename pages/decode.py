@@ -15,10 +15,11 @@ from viz.core.lesson import decode_frame
 from viz.core.scenario import MAX_DECODE_STEPS
 from viz.figures import lesson as lesson_figures
 from viz.figures import toy
+from viz.figures.base import Stat
 from viz.ui import guard, state
 from viz.ui.common import (division_notices, head_picker, lazy_tabs, lesson_header, lesson_screen, lesson_tables,
                            md_escape, plot)
-from viz.ui.components import slider, table
+from viz.ui.components import slider, stats, table
 from viz.ui.runs import decode_traces, decode_traces_ahead
 
 state.require_frame()
@@ -136,18 +137,16 @@ def decode_lesson() -> None:
 def compare(traces, check, step: int, compared: int) -> None:
     kv = traces["kv"]
     cache = kv.cache
-    metrics = st.columns(4)
-    metrics[0].metric("Entries", len(cache), delta=1 if len(kv.steps) > 1 else None)
-    metrics[1].metric("Bytes held (K + V)", f"{cache.nbytes:,}")
-    metrics[2].metric("Bytes reserved", f"{cache.allocated_nbytes:,}")
-    metrics[3].metric("Times it grew", cache.growth_events, help="The buffers double when full, so growing is rare.")
+    stats([Stat("Entries", len(cache), delta=1 if len(kv.steps) > 1 else None),
+           Stat("Bytes held (K + V)", cache.nbytes), Stat("Bytes reserved", cache.allocated_nbytes),
+           Stat("Times it grew", cache.growth_events, help="The buffers double when full, so growing is rare.")],
+          "The KV cache", key="decode_cache_stats")
     st.caption(f"Per entry: {len(kv.scenario.heads)} heads × d_k = {kv.scenario.d_k} key numbers plus 1 value, "
                f"{cache.element_size} bytes each.")
     if compared < step:
         st.caption(f"Compared at step {compared}, the latest step the recomputed run reached.")
-    a, b = st.columns(2)
-    a.metric("Largest |difference| in the context", f"{check.max_gap:.3g}")
-    b.metric("Same next word?", "yes" if check.same_token else "no")
+    stats([Stat("Largest |difference| in the context", f"{check.max_gap:.3g}"),
+           Stat("Same next word?", check.same_token)], "KV cache against recomputation", key="decode_check_stats")
     table(toy.comparison_table(check), toy.COMPARISON_LABEL, key="decode_compare")
     if check.differing:
         for head in check.differing:

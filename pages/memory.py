@@ -4,12 +4,13 @@ import streamlit as st
 
 from viz.core.compress import GROUP_SIZES, QMAX, SCALE_MODES, CacheSpec, EvictionPolicy, compare_with_full
 from viz.figures import memory as figures
+from viz.figures.base import Stat
 from viz.core.memory import format_bytes
 from viz.core.paged import MAX_BLOCK_SIZE, Request, decode_together, same_outputs, sharing_refusal, variants
 from viz.core.scenario import MAX_DECODE_STEPS, ScenarioError
 from viz.ui import state
 from viz.ui.common import header, lazy_tabs, md_escape, plot, stepper
-from viz.ui.components import board, table
+from viz.ui.components import board, stats, table
 
 state.require_frame()
 BLOCK_SIZE = "memory_block_size"
@@ -99,16 +100,16 @@ def paged() -> None:
           key="memory_sequences")
 
     waste = run.waste
-    cols = st.columns(4)
-    cols[0].metric("Contiguous reservation", format_bytes(waste.nbytes(waste.contiguous_slots)),
-                   help=f"{waste.contiguous_slots} slots: each prompt + {reserve} new tokens.")
-    cols[1].metric("Never filled", format_bytes(waste.nbytes(waste.contiguous_waste)),
-                   help=f"{waste.contiguous_waste} reserved slots the answers did not need.")
-    cols[2].metric("Paged blocks in use", format_bytes(waste.nbytes(waste.paged_slots)),
-                   help=f"{waste.paged_slots} slots in {waste.paged_slots // waste.block_size} blocks; "
-                        f"{waste.fragmentation} of them empty at the ends of blocks.")
-    cols[3].metric("Shared, stored once", f"{waste.shared} tokens",
-                   help=f"{format_bytes(waste.nbytes(waste.shared))} that prefix sharing did not store twice.")
+    stats([Stat("Contiguous reservation", format_bytes(waste.nbytes(waste.contiguous_slots)),
+                help=f"{waste.contiguous_slots} slots: each prompt + {reserve} new tokens."),
+           Stat("Never filled", format_bytes(waste.nbytes(waste.contiguous_waste)),
+                help=f"{waste.contiguous_waste} reserved slots the answers did not need."),
+           Stat("Paged blocks in use", format_bytes(waste.nbytes(waste.paged_slots)),
+                help=f"{waste.paged_slots} slots in {waste.paged_slots // waste.block_size} blocks; "
+                     f"{waste.fragmentation} of them empty at the ends of blocks."),
+           Stat("Shared, stored once", f"{waste.shared} tokens",
+                help=f"{format_bytes(waste.nbytes(waste.shared))} that prefix sharing did not store twice.")],
+          "Memory for these sequences", key="memory_waste_stats")
     board(figures.waste_board(waste, reserve), key="memory_waste")
     if run.sharing:
         verdict = "identical" if same_outputs(run, unshared) else "DIFFERENT"
@@ -161,17 +162,17 @@ def compress() -> None:
         st.error(md_escape(str(err)), icon=":material/error:")
         st.stop()
 
-    cols = st.columns(4)
     last = comparison.steps[-1]
     saved = comparison.bytes_saved
-    cols[0].metric("Bytes held", format_bytes(last.nbytes_compressed),
-                   delta=(f"-{format_bytes(saved)} vs full" if saved > 0 else
-                          f"+{format_bytes(-saved)} vs full" if saved < 0 else None), delta_color="inverse",
-                   help=f"Full cache: {format_bytes(last.nbytes_full)} after the last prediction.")
-    cols[1].metric("Largest context error", f"{comparison.max_context_error:.3g}")
-    cols[2].metric("Largest logit error", f"{comparison.max_logit_error:.3g}")
     first = comparison.first_change
-    cols[3].metric("First changed word", "none" if first is None else f"prediction {first}")
+    stats([Stat("Bytes held", format_bytes(last.nbytes_compressed),
+                delta=(f"-{format_bytes(saved)} vs full" if saved > 0 else
+                       f"+{format_bytes(-saved)} vs full" if saved < 0 else None), good="down",
+                help=f"Full cache: {format_bytes(last.nbytes_full)} after the last prediction."),
+           Stat("Largest context error", f"{comparison.max_context_error:.3g}"),
+           Stat("Largest logit error", f"{comparison.max_logit_error:.3g}"),
+           Stat("First changed word", "none" if first is None else f"prediction {first}")],
+          "The smaller cache against the full cache", key="memory_compress_stats")
     st.markdown(f"**Full cache** generates: {md_escape(' '.join(comparison.tokens[n:]))}  \n"
                 f"**{md_escape(spec.label)}** generates: {md_escape(' '.join(comparison.free_tokens[n:]))}")
 

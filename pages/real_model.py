@@ -3,6 +3,7 @@
 import streamlit as st
 
 from viz.figures import real as figs
+from viz.figures.base import Stat
 from viz.core.real.model import (LLAMA_DIR, MAX_PROMPT_CHARS, SHIPPED_DIR, DecodeSession, RealModelError,
                                  check_sampling, compare_cache, encode, load_model, measure_cache, piece,
                                  training_report)
@@ -11,6 +12,7 @@ from viz.core.rules import RuleError
 from viz.core.scenario import STRATEGIES, Head, Sampling
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot
+from viz.ui.components import stats
 
 state.require_frame()
 REAL_CHOICE = "real_choice"  # which shipped model
@@ -149,12 +151,10 @@ with decode_tab:
     before, after = session.text
     st.code(before + after, language=None, wrap_lines=True)
     snap = session.snapshot()
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric("Tokens generated", len(session.generated))
-    m2.metric("Tokens in the cache", snap.seq_len)
-    m3.metric("Cache bytes (measured)", f"{snap.total_bytes:,}")
-    m4.metric("Formula", f"{snap.formula_bytes:,}", "equal" if snap.matches_formula else "different",
-              delta_color="off", delta_arrow="off")
+    stats([Stat("Tokens generated", len(session.generated)), Stat("Tokens in the cache", snap.seq_len),
+           Stat("Cache bytes (measured)", snap.total_bytes),
+           Stat("Formula", snap.formula_bytes, delta="equal" if snap.matches_formula else "different", good=None)],
+          "The real cache after this step", key="real_cache_stats")
     st.caption(f"{snap.formula} = {snap.formula_bytes:,} bytes. Measured: the storage behind every layer's K and "
                f"V tensors, read from the cache itself{' — the same' if snap.matches_formula else ''}. "
                + ("" if snap.matches_formula else
@@ -182,12 +182,12 @@ with heads_tab:
                 "shrinks by the group size while every query head still has its own attention.")
     plot(figs.gqa_figure(s.heads, s.kv_heads), key="real_gqa")
     now = session.snapshot()
-    g1, g2, g3 = st.columns(3)
-    g1.metric("Cache per token (measured)", f"{now.bytes_per_token:,.0f} B",
-              help="The storage of every layer's K and V tensors, divided by the tokens in the cache.")
-    g2.metric("With a K/V head per query head", f"{now.mha_bytes / now.seq_len:,.0f} B",
-              help="The formula with as many K/V heads as query heads.")
-    g3.metric("Smaller by", f"{s.group}×", help="Query heads per K/V head.")
+    stats([Stat("Cache per token (measured)", f"{now.bytes_per_token:,.0f} B",
+                help="The storage of every layer's K and V tensors, divided by the tokens in the cache."),
+           Stat("With a K/V head per query head", f"{now.mha_bytes / now.seq_len:,.0f} B",
+                help="The formula with as many K/V heads as query heads."),
+           Stat("Smaller by", f"{s.group}×", help="Query heads per K/V head.")],
+          "Cache per token with grouped K/V heads", key="real_gqa_stats")
     if real.shipped:
         measured = [(name, shared_model(str(folder))) for name, folder in SHIPPED.items()]
         st.markdown("**Both shipped models, measured on this prompt** (same tokenizer, same width and depth)")
@@ -213,13 +213,12 @@ with compare_tab:
             st.caption("Press the button to measure on this machine.")
         else:
             result = stored[1]
-            c1, c2, c3, c4 = st.columns(4)
-            c1.metric("max |logit difference|", f"{result.overall_max_abs_diff:.1e}")
-            c2.metric("Same tokens", "yes" if result.same_tokens else "no")
-            c3.metric("With cache", f"{result.cached_tokens_per_s:,.0f} tok/s")
-            c4.metric("Without", f"{result.uncached_tokens_per_s:,.0f} tok/s",
-                      f"cache is {result.cached_tokens_per_s / result.uncached_tokens_per_s:.1f}× faster",
-                      delta_color="off", delta_arrow="off")
+            stats([Stat("max |logit difference|", f"{result.overall_max_abs_diff:.1e}"),
+                   Stat("Same tokens", result.same_tokens),
+                   Stat("With cache", f"{result.cached_tokens_per_s:,.0f} tok/s"),
+                   Stat("Without", f"{result.uncached_tokens_per_s:,.0f} tok/s", good=None,
+                        delta=f"cache is {result.cached_tokens_per_s / result.uncached_tokens_per_s:.1f}× faster")],
+                  "With the cache against without", key="real_compare_stats")
             if not result.same_tokens:
                 st.warning("The two runs chose different tokens: two logits were within rounding error of "
                            "each other. Logits are compared up to the first difference.")

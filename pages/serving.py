@@ -20,8 +20,10 @@ from viz.core.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BATCH, MAX_
                                MAX_REQUESTS, PREEMPTIONS, WORKLOADS, ServingConfig, ServingError, ServingRun, Workload,
                                check_workload, make_request, serving_refusal, workload_preset)
 from viz.figures import serving as figs
+from viz.figures.base import Stat
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot, stepper
+from viz.ui.components import stats
 
 state.require_frame()
 SECTION = "serving_section"
@@ -195,19 +197,18 @@ if section == "Continuous batching":
     except ServingError as err:
         fail(err)
     comparison = compare_policies(continuous, static)
-    cols = st.columns(5)
-    cols[0].metric("Finished after", continuous.makespan, delta=continuous.makespan - static.makespan,
-                   delta_color="inverse", help=f"Ticks to finish every request. Static batching: {static.makespan}.")
-    cols[1].metric("Throughput", f"{continuous.throughput:.3g}",
-                   delta=f"{continuous.throughput - static.throughput:+.3g}",
-                   help=f"Tokens per 100 ticks. Static batching: {static.throughput:.3g}.")
-    cols[2].metric("Mean TTFT", f"{continuous.mean('ttft'):.3g}",
-                   delta=f"{continuous.mean('ttft') - static.mean('ttft'):+.3g}", delta_color="inverse",
-                   help=f"Time to first token, in ticks. Static batching: {static.mean('ttft'):.3g}.")
-    cols[3].metric("Padding rows", continuous.padding, delta=continuous.padding - static.padding,
-                   delta_color="inverse", help=f"Rows computed for nothing. Static batching: {static.padding}.")
-    cols[4].metric("Preemptions", continuous.preemptions,
-                   help=f"{continuous.recomputed} tokens to recompute, {format_bytes(continuous.swap_bytes)} swapped.")
+    stats([Stat("Finished after", continuous.makespan, delta=continuous.makespan - static.makespan, good="down",
+                help=f"Ticks to finish every request. Static batching: {static.makespan}."),
+           Stat("Throughput", f"{continuous.throughput:.3g}", delta=f"{continuous.throughput - static.throughput:+.3g}",
+                help=f"Tokens per 100 ticks. Static batching: {static.throughput:.3g}."),
+           Stat("Mean TTFT", f"{continuous.mean('ttft'):.3g}",
+                delta=f"{continuous.mean('ttft') - static.mean('ttft'):+.3g}", good="down",
+                help=f"Time to first token, in ticks. Static batching: {static.mean('ttft'):.3g}."),
+           Stat("Padding rows", continuous.padding, delta=continuous.padding - static.padding, good="down",
+                help=f"Rows computed for nothing. Static batching: {static.padding}."),
+           Stat("Preemptions", continuous.preemptions,
+                help=f"{continuous.recomputed} tokens to recompute, {format_bytes(continuous.swap_bytes)} swapped.")],
+          "Continuous batching against static batching", key="serving_batching_stats")
     st.caption(md_escape(comparison.text))
     policy = st.segmented_control("Step through", ["continuous", "static"], default="continuous", key=POLICY,
                                   required=True)
@@ -252,11 +253,11 @@ elif section == "Prefix caching":
     except ServingError as err:
         fail(err)
     st.info(md_escape(narrate_prefix(off, on, len(scenario.heads))), icon=":material/record_voice_over:")
-    cols = st.columns(3)
-    cols[0].metric("Prompt tokens reused", on.prefix_hits)
-    cols[1].metric("Keys not recomputed", f"{off.work.keys_encoded - on.work.keys_encoded:,}")
-    cols[2].metric("Mean TTFT", f"{on.mean('ttft'):.3g}",
-                   delta=f"{on.mean('ttft') - off.mean('ttft'):+.3g}", delta_color="inverse")
+    stats([Stat("Prompt tokens reused", on.prefix_hits),
+           Stat("Keys not recomputed", off.work.keys_encoded - on.work.keys_encoded),
+           Stat("Mean TTFT", f"{on.mean('ttft'):.3g}", delta=f"{on.mean('ttft') - off.mean('ttft'):+.3g}",
+                good="down")],
+          "Prefix caching against none", key="serving_prefix_stats")
     plot(figs.prefix_figure(off, on), key="serving_prefix")
     st.subheader("With prefix caching, iteration by iteration")
     step_through(on, "prefix")
@@ -306,16 +307,16 @@ elif section == "Speculative decoding":
             fail(err)
         st.markdown(f"**{md_escape(real.name)}, draft: {md_escape(run.draft)}** ({same_as_target(run)}): "
                     f"{md_escape(''.join(run.prompt))} → **{md_escape(''.join(run.words))}**")
-    cols = st.columns(4)
-    cols[0].metric("Guesses kept", f"{run.acceptance:.0%}", help=f"{run.accepted} of {run.drafted}.")
-    cols[1].metric("Target passes", run.target_passes, delta=run.target_passes - run.plain_passes,
-                   delta_color="inverse", help=f"Plain decoding: {run.plain_passes}, one per word.")
-    cols[2].metric("Measured time", f"{run.seconds * 1e3:.1f} ms",
-                   delta=f"{(run.seconds - run.plain_seconds) * 1e3:+.1f} ms", delta_color="inverse",
-                   help=f"Plain decoding: {run.plain_seconds * 1e3:.1f} ms (one measurement on this busy machine).")
-    cols[3].metric("Largest logit difference", f"{run.max_logit_diff:.2g}",
-                   help="Against plain decoding: the verification pass sums each row together with the "
-                        "guesses' masked keys, which rounds the last bits differently.")
+    stats([Stat("Guesses kept", f"{run.acceptance:.0%}", help=f"{run.accepted} of {run.drafted}."),
+           Stat("Target passes", run.target_passes, delta=run.target_passes - run.plain_passes, good="down",
+                help=f"Plain decoding: {run.plain_passes}, one per word."),
+           Stat("Measured time", f"{run.seconds * 1e3:.1f} ms",
+                delta=f"{(run.seconds - run.plain_seconds) * 1e3:+.1f} ms", good="down",
+                help=f"Plain decoding: {run.plain_seconds * 1e3:.1f} ms (one measurement on this busy machine)."),
+           Stat("Largest logit difference", f"{run.max_logit_diff:.2g}",
+                help="Against plain decoding: the verification pass sums each row together with the "
+                     "guesses' masked keys, which rounds the last bits differently.")],
+          "Speculative decoding against plain decoding", key="serving_spec_stats")
     if run.rounds:
         index = stepper("serving_round", len(run.rounds), "Round") - 1
         st.info(md_escape(narrate_round(run.rounds[index], run.greedy)), icon=":material/record_voice_over:")
@@ -349,15 +350,15 @@ else:
     st.info(md_escape(narrate_visit(run, index, head)), icon=":material/record_voice_over:")
     plot(figs.flash_tiles_figure(run, index, head, names[head]), key="serving_tiles")
     st.dataframe(figs.running_table(run, index, head), hide_index=True, width="stretch")
-    cols = st.columns(3)
     saved = run.naive.total - run.flash.total
-    cols[0].metric("Bytes moved, tiled", format_bytes(run.flash.total),
-                   delta=f"{'-' if saved > 0 else '+'}{format_bytes(abs(saved))} vs naive", delta_color="inverse",
-                   help=f"The naive pass moves {format_bytes(run.naive.total)}.")
-    cols[1].metric("Fast memory needed", format_bytes(run.flash_fast_bytes),
-                   help=f"The naive pass needs each head's n × n scores at once: {format_bytes(run.naive_fast_bytes)}.")
-    cols[2].metric("Largest |tiled − naive|", f"{run.max_abs_diff:.2g}",
-                   help=f"Within the bound {run.tolerance:.2g}: the same sums in another order, one rescale per tile.")
+    stats([Stat("Bytes moved, tiled", format_bytes(run.flash.total),
+                delta=f"{'-' if saved > 0 else '+'}{format_bytes(abs(saved))} vs naive", good="down",
+                help=f"The naive pass moves {format_bytes(run.naive.total)}."),
+           Stat("Fast memory needed", format_bytes(run.flash_fast_bytes),
+                help=f"The naive pass needs each head's n × n scores at once: {format_bytes(run.naive_fast_bytes)}."),
+           Stat("Largest |tiled − naive|", f"{run.max_abs_diff:.2g}",
+                help=f"Within the bound {run.tolerance:.2g}: the same sums in another order, one rescale per tile.")],
+          "FlashAttention against the naive pass", key="serving_flash_stats")
     st.dataframe(figs.traffic_table(run), hide_index=True, width="stretch")
     shape = (len(scenario.heads), scenario.d_k)
     points = remember("sweep", (shape, bq, bk), lambda: traffic_sweep(scenario, bq, bk))

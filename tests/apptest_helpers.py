@@ -76,10 +76,39 @@ def cells(spec: dict, group: int = 0) -> list[list[str]]:
     return [[cell["text"] for cell in row["cells"]] for row in spec["groups"][group]["rows"]]
 
 
-def plain_tables(at) -> list[dict]:
-    """Every plain table on the page (viz.ui.components.table), as the spec sent to the browser."""
+def _plain_specs(at) -> list[dict]:
+    """Every plain table and stats row on the page (one component draws both), as sent to the browser."""
     import json
     return [json.loads(el.proto.json) for el in at.get("bidi_component") if el.proto.component_name == "kvlab_table"]
+
+
+def plain_tables(at) -> list[dict]:
+    """Every plain table on the page (viz.ui.components.table), as the spec sent to the browser."""
+    return [spec for spec in _plain_specs(at) if spec.get("layout") != "stats"]
+
+
+def stats_rows(at) -> list[dict]:
+    """Every stats row on the page (viz.ui.components.stats), as the spec sent to the browser."""
+    return [spec for spec in _plain_specs(at) if spec.get("layout") == "stats"]
+
+
+def stat_labels(at) -> list[str]:
+    """The label of every figure in the page's stats rows, in order."""
+    return [item["label"] for row in stats_rows(at) for item in row["stats"]]
+
+
+def stat(at, label: str) -> dict:
+    """The stat labelled ``label`` in a stats row: {"label", "value", "delta", "help"} as sent."""
+    for row in stats_rows(at):
+        for item in row["stats"]:
+            if item["label"] == label:
+                return item
+    raise AssertionError(f"no stat labelled {label!r}; have {stat_labels(at)}")
+
+
+def stat_value(at, label: str) -> str:
+    """The value a stats row shows under ``label``, as text."""
+    return stat(at, label)["value"]
 
 
 def plain_table(at, column: str) -> dict[str, list[str]]:

@@ -9,13 +9,14 @@ from pathlib import Path
 import plotly.colors
 import pytest
 
+from hostile_text import HOSTILE
 from lesson_fixtures import long_scenario
 from viz import Scenario, generate, load_preset
 from viz.core.engine import MODES
 from viz.core.explain import fmt
 from viz.core.lesson import decode_frame, prefill_frame
 from viz.figures import board
-from viz.figures.base import GOLD, RED, plain_table
+from viz.figures.base import GOLD, RED, Stat, plain_table, stats_row
 
 BOARD_JS = Path(board.__file__).resolve().parents[1] / "ui" / "board.js"
 
@@ -127,6 +128,49 @@ def test_plain_table_of_the_seed_cache_check_says_six_and_seven():
     row = spec["rows"][1]  # heads in order: even, last, first, all
     assert row[:2] == ["last", "k.pos == n"]
     assert row[spec["columns"].index("KV cache")] == "6" and row[spec["columns"].index("recompute")] == "7"
+
+
+def test_stats_row_writes_values_as_plain_tables_do_and_says_which_way_each_delta_goes():
+    """Values as a plain table writes them; a number's delta gets its sign and "up"/"down" in words,
+    a text delta's leading sign gives its direction, and the tone is good where that way is good,
+    bad where not, neutral for no direction or a mere note; no delta, no change shown."""
+    spec = stats_row([Stat("count", 12345, delta=1), Stat("share", 1 / 3, delta=-0.25, good="down"),
+                      Stat("same?", True), Stat("size", "12 KiB", delta="-3 KiB vs full", good="up"),
+                      Stat("formula", "4,096", delta="equal", good=None), Stat("flat", 7, delta="+0"),
+                      Stat("still", 7, delta=0), Stat("time", "4 ms", delta="+1.5 ms", good=None, help="one run")],
+                     "the row")
+    assert spec["layout"] == "stats" and spec["label"] == "the row"
+    items = {item["label"]: item for item in spec["stats"]}
+    assert [items[k]["value"] for k in ("count", "share", "same?", "size")] == ["12,345", "0.3333", "yes", "12 KiB"]
+    assert items["count"]["delta"] == {"text": "+1", "spoken": "up 1", "direction": "up", "tone": "good"}
+    assert items["share"]["delta"] == {"text": "-0.25", "spoken": "down 0.25", "direction": "down", "tone": "good"}
+    assert items["same?"]["delta"] is None and items["same?"]["help"] == ""
+    assert items["size"]["delta"] == {"text": "-3 KiB vs full", "spoken": "down 3 KiB vs full", "direction": "down",
+                                      "tone": "bad"}
+    assert items["formula"]["delta"] == {"text": "equal", "spoken": "equal", "direction": "", "tone": "neutral"}
+    assert items["flat"]["delta"]["direction"] == items["still"]["delta"]["direction"] == ""
+    assert items["still"]["delta"]["text"] == "0" and items["flat"]["delta"]["tone"] == "neutral"
+    assert items["time"]["delta"]["tone"] == "neutral" and items["time"]["delta"]["spoken"] == "up 1.5 ms"
+    assert items["time"]["help"] == "one run"
+    with pytest.raises(ValueError, match="good must be"):
+        Stat("x", 1, good="better")
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_stats_row_carries_visitor_text_verbatim(text):
+    """Markup, Markdown, LaTeX and directives in a label, value, delta or help reach the spec as
+    typed: the script writes them with textContent, so they stay data."""
+    item = stats_row([Stat(text, text, delta=text, help=text)], text)["stats"][0]
+    assert item["label"] == item["value"] == item["help"] == item["delta"]["text"] == text
+
+
+def test_stats_row_colours_pass_wcag_aa():
+    """Each delta tone's text on its own background, and the help text on white, reach 4.5:1."""
+    css = BOARD_JS.with_name("table.css").read_text(encoding="utf-8")
+    for tone in ("good", "bad", "neutral"):
+        fg, bg = re.search(rf"\.delta\.{tone} {{ color: (#\w+); background: (#\w+); }}", css).groups()
+        assert _contrast(fg, bg) >= 4.5, tone
+    assert _contrast(re.search(r"\.help {[^}]*color: (#\w+)", css).group(1), "#ffffff") >= 4.5
 
 
 def test_contexts_board_holds_every_heads_context_and_gives_way_to_plotly_on_long_prompts():

@@ -2,8 +2,8 @@
 
 A scenario whose every string is a Markdown link, an image, HTML, LaTeX or a Streamlit directive
 goes through every page (from a share link, at a decode step past the prompt); every
-Markdown-rendering field of every element (bodies, labels, help, options, metric and tab labels,
-column help) must carry it escaped, and every figure must carry it HTML-escaped."""
+Markdown-rendering field of every element (bodies, labels, help, options, tab labels, column
+help) must carry it escaped, and every figure must carry it HTML-escaped."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import by_label, errors, figure, on_page, rerun
+from apptest_helpers import errors, figure, on_page, rerun, stat_labels, stat_value
 
 import json
 
@@ -22,18 +22,13 @@ def at(app):
     return on_page(app, PAGE)
 
 
-def metric(at, label: str) -> str:
-    """The value shown by the metric with this label."""
-    return by_label(at.metric, label).value
-
-
 def test_default_is_llama2_7b_with_the_published_2_gib(at):
     """By default the page shows Llama-2-7B in fp16 at 4096 tokens: 512 KiB per token, 2 GiB per sequence."""
     assert at.selectbox(key="scale_model").value == "Llama-2-7B"
-    assert metric(at, "Per token") == "512 KiB"
-    assert metric(at, "Per sequence") == "2 GiB"
+    assert stat_value(at, "Per token") == "512 KiB"
+    assert stat_value(at, "Per sequence") == "2 GiB"
     expected = gpu_fit(cache_memory(preset("Llama-2-7B"), 4096), GPU_BY_NAME["H100 SXM"]).sequences
-    assert metric(at, "Sequences that fit") == f"{expected:,}" == "29"
+    assert stat_value(at, "Sequences that fit") == f"{expected:,}" == "29"
 
 
 def test_choosing_a_model_sets_its_context_and_its_bytes(at):
@@ -41,37 +36,37 @@ def test_choosing_a_model_sets_its_context_and_its_bytes(at):
     at.selectbox(key="scale_model").select("Llama-3-8B")
     rerun(at)
     assert at.number_input(key="scale_tokens").value == 8192
-    assert metric(at, "Per sequence") == "1 GiB"
-    assert metric(at, "Per token") == "128 KiB"
+    assert stat_value(at, "Per sequence") == "1 GiB"
+    assert stat_value(at, "Per token") == "128 KiB"
 
 
 def test_dtype_batch_and_length_change_the_numbers(at):
     """fp32 doubles the per-token bytes; a batch of 4 multiplies the batch; a shorter context shrinks it."""
     at.selectbox(key="scale_dtype").select("fp32")
     rerun(at)
-    assert metric(at, "Per token") == "1 MiB"
+    assert stat_value(at, "Per token") == "1 MiB"
     at.number_input(key="scale_batch").set_value(4)
     at.number_input(key="scale_tokens").set_value(1024)
     rerun(at)
-    assert metric(at, "Per sequence") == "1 GiB"
-    assert metric(at, "Per batch") == "4 GiB"
+    assert stat_value(at, "Per sequence") == "1 GiB"
+    assert stat_value(at, "Per batch") == "4 GiB"
 
 
 def test_gpu_controls_change_what_fits(at):
     """Llama-2-70B's fp16 weights do not fit one H100 (an error says so); two GPUs fit them; int4 weights on a T4."""
     at.selectbox(key="scale_model").select("Llama-2-70B")
     rerun(at)
-    assert metric(at, "Sequences that fit") == "0"
+    assert stat_value(at, "Sequences that fit") == "0"
     assert any("do not fit" in e for e in errors(at))
     at.number_input(key="scale_gpu_count").set_value(2)
     rerun(at)
     expected = gpu_fit(cache_memory(preset("Llama-2-70B"), 4096), GPU_BY_NAME["H100 SXM"], 2).sequences
-    assert metric(at, "Sequences that fit") == f"{expected:,}" and expected > 0
+    assert stat_value(at, "Sequences that fit") == f"{expected:,}" and expected > 0
     assert not at.error
     at.selectbox(key="scale_gpu").select("T4")
     at.selectbox(key="scale_weights_dtype").select("int4")
     rerun(at)
-    assert metric(at, "Weights per GPU") == format_bytes(68_976_648_192 // 2 // 2)
+    assert stat_value(at, "Weights per GPU") == format_bytes(68_976_648_192 // 2 // 2)
 
 
 def test_tensor_parallel_mla_is_not_one_pool(at):
@@ -84,7 +79,7 @@ def test_tensor_parallel_mla_is_not_one_pool(at):
     at.selectbox(key="scale_gpu").select("H200 SXM")
     at.number_input(key="scale_gpu_count").set_value(8)
     rerun(at)
-    assert metric(at, "Sequences that fit") == "5"
+    assert stat_value(at, "Sequences that fit") == "5"
     assert any("every GPU keeps all of it" in i.value and "one pool" in i.value for i in at.info)
 
 
@@ -93,7 +88,7 @@ def test_a_gpu_count_that_does_not_divide_the_heads_is_refused(at):
     at.number_input(key="scale_gpu_count").set_value(3)
     rerun(at)
     assert any("do not divide" in e and "counting one GPU" in e for e in errors(at))
-    assert metric(at, "Sequences that fit") == "29"
+    assert stat_value(at, "Sequences that fit") == "29"
 
 
 def test_utilization_and_reserve_set_the_budget(at):
@@ -102,8 +97,8 @@ def test_utilization_and_reserve_set_the_budget(at):
     at.number_input(key="scale_reserve").set_value(3.0)
     rerun(at)
     fit = gpu_fit(cache_memory(preset("Llama-2-7B"), 4096), GPU_BY_NAME["H100 SXM"], 1, "fp16/bf16", 0.5, 3.0)
-    assert metric(at, "Cache budget") == format_bytes(fit.cache_budget_bytes)
-    assert metric(at, "Sequences that fit") == f"{fit.sequences:,}"
+    assert stat_value(at, "Cache budget") == format_bytes(fit.cache_budget_bytes)
+    assert stat_value(at, "Sequences that fit") == f"{fit.sequences:,}"
 
 
 def test_beyond_the_trained_context_warns(at):
@@ -127,15 +122,15 @@ def test_your_config_json_is_counted_and_a_refused_one_keeps_the_last(at):
     raw = json.loads(preset_text("Llama-2-7B"))
     raw["num_key_value_heads"] = 8
     own_config(at, json.dumps(raw))
-    assert not errors(at) and metric(at, "Per sequence") == "512 MiB"
+    assert not errors(at) and stat_value(at, "Per sequence") == "512 MiB"
     at.text_area(key="scale_config_text").input('{"model_type": "llama", "num_hidden_layers": 1000000}')
     rerun(at)
     assert any("layers up to 128" in e.replace("\\", "") and "last configuration" in e for e in errors(at))
-    assert metric(at, "Per sequence") == "512 MiB"
+    assert stat_value(at, "Per sequence") == "512 MiB"
     at.text_area(key="scale_config_text").input('{"model_type": "llama", ')
     rerun(at)
     assert any("not valid JSON" in e.replace("\\", "") for e in errors(at))
-    assert metric(at, "Per sequence") == "512 MiB"
+    assert stat_value(at, "Per sequence") == "512 MiB"
 
 
 def test_your_config_starts_from_the_last_preset(at):
@@ -145,7 +140,7 @@ def test_your_config_starts_from_the_last_preset(at):
     at.selectbox(key="scale_model").select("Your config.json")
     rerun(at)
     assert at.text_area(key="scale_config_text").value == preset_text("Phi-3-mini (4k)")
-    assert metric(at, "Per token") == format_bytes(cache_memory(preset("Phi-3-mini (4k)"), 1).bytes_per_token)
+    assert stat_value(at, "Per token") == format_bytes(cache_memory(preset("Phi-3-mini (4k)"), 1).bytes_per_token)
 
 
 def test_transformers_count_matches_the_formula(at):
@@ -153,11 +148,11 @@ def test_transformers_count_matches_the_formula(at):
     tensors' shapes one token short per layer (767 MiB)."""
     at.selectbox(key="scale_model").select("Phi-3-mini (4k)")
     rerun(at)
-    assert not [m for m in at.metric if m.label == "The formula"]  # laid out only when its tab is open
+    assert "The formula" not in stat_labels(at)  # laid out only when its tab is open
     at.session_state["scale_tab"] = "transformers' own count"
     rerun(at)
-    assert metric(at, "The formula") == metric(at, "transformers: storage") == "768 MiB"
-    assert metric(at, "transformers: tensor shapes") == "767 MiB"
+    assert stat_value(at, "The formula") == stat_value(at, "transformers: storage") == "768 MiB"
+    assert stat_value(at, "transformers: tensor shapes") == "767 MiB"
     text = " ".join(m.value for m in at.markdown)
     assert "32 × DynamicSlidingWindowLayer" in text and "equal to the formula, byte for byte" in text
     table = next(d.value for d in at.dataframe if "transformers class" in d.value.columns)
@@ -167,8 +162,8 @@ def test_transformers_count_matches_the_formula(at):
 def test_decode_limit_tab_shows_the_roofline(at):
     """The roofline tab shows Llama-2-7B's decode step: 14.3 GiB read, memory-bound, 4.59 ms per token."""
     step = decode_step(preset("Llama-2-7B"), GPU_BY_NAME["H100 SXM"], 1, 4096)
-    assert metric(at, "Bytes read per step") == format_bytes(step.bytes) == "14.3 GiB"
-    assert metric(at, "Time per token") == "4.59 ms"
+    assert stat_value(at, "Bytes read per step") == format_bytes(step.bytes) == "14.3 GiB"
+    assert stat_value(at, "Time per token") == "4.59 ms"
     roofline = figure(at, "Roofline: H100 SXM, fp16/bf16")
     assert [trace["name"] for trace in roofline["data"]][2:] == ["decode, batch 1", "prefill, 4,096 tokens"]
     bars = figure(at, "Bytes per decode step")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from apptest_helpers import array, board, figure, figures, move_range, plain_table, range_data, scenario, shown
+from apptest_helpers import (array, board, figure, figures, move_range, plain_table, range_data, scenario, shown, stat,
+                             stat_value)
 from viz.ui import state
 
 
@@ -19,23 +20,20 @@ def _button(at, label: str):
     return next(b for b in at.button if b.label == label)
 
 
-def _metric(at, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
-
-
 def test_step_advances_the_trace(decode):
-    """Step appends the predicted word and grows the cache by one entry."""
-    assert _metric(decode, "Entries") == "4"
+    """Step appends the predicted word and grows the cache by one entry (its stat says "up 1")."""
+    assert stat_value(decode, "Entries") == "4" and stat(decode, "Entries")["delta"] is None
     _button(decode, "Step").click().run()
     assert decode.session_state[state.STEP] == 1
-    assert _metric(decode, "Entries") == "5"
+    assert stat_value(decode, "Entries") == "5"
+    assert stat(decode, "Entries")["delta"] == {"text": "+1", "spoken": "up 1", "direction": "up", "tone": "good"}
     assert "'nice' joins at position 5" in shown(decode.info[0].value)
 
 
 def test_seed_cache_bug_is_shown_with_its_numbers(decode):
     """After one step the 'last' head gives 6 with the cache and 7 recomputed, said in a sentence."""
     _button(decode, "Step").click().run()
-    assert _metric(decode, "Largest |difference| in the context") == "1"
+    assert stat_value(decode, "Largest |difference| in the context") == "1"
     warning = shown(decode.warning[0].value)
     assert warning == ("Head 'last' gets 6 with the KV cache but 7 when every key is encoded again, "
                        "because the cached key of 'so' (position 4) went stale.")
@@ -49,7 +47,7 @@ def test_one_click_fix_makes_the_cache_agree(decode):
     _button(decode, "Step").click().run()
     _button(decode, "Fix: n → q.pos").click().run()
     assert scenario(decode).heads[1].rule == "k.pos == q.pos"
-    assert _metric(decode, "Largest |difference| in the context") == "0"
+    assert stat_value(decode, "Largest |difference| in the context") == "0"
     assert decode.success
 
 
@@ -68,7 +66,7 @@ def test_run_n_back_reset_and_timeline(decode):
     timeline = range_data(decode, "decode_timeline")
     assert (timeline["min"], timeline["max"], timeline["value"]) == (0, 4, 3)
     move_range(decode, "decode_timeline", 2)
-    assert decode.session_state[state.STEP] == 2 and _metric(decode, "Entries") == "6"
+    assert decode.session_state[state.STEP] == 2 and stat_value(decode, "Entries") == "6"
     _button(decode, "Reset").click().run()
     assert decode.session_state[state.STEP] == 0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import pandas as pd
 from apptest_helpers import (board, boards, by_label, cells, errors, figure, move_range, on_page, plain_table, range_data,
-                             rerun, shown)
+                             rerun, shown, stat_labels, stat_value)
 
 from viz import load_preset
 from viz.core.compress import CacheSpec, EvictionPolicy, compare_with_full
@@ -20,11 +20,6 @@ PAGE = "pages/memory.py"
 def at(app):
     """The app, switched to the Memory page."""
     return on_page(app, PAGE)
-
-
-def metric(at, label: str) -> str:
-    """The value shown by the metric with this label."""
-    return by_label(at.metric, label).value
 
 
 def open_compress(at):
@@ -52,19 +47,19 @@ def test_paged_metrics_are_the_engine_numbers(at):
     """The waste metrics equal decode_together's report for the same settings."""
     scenario = load_preset("seed").cache_safe()
     run = decode_together(scenario, variants(scenario, 4), 4, max_new_tokens=32)
-    assert metric(at, "Contiguous reservation") == format_bytes(run.waste.nbytes(run.waste.contiguous_slots))
-    assert metric(at, "Paged blocks in use") == format_bytes(run.waste.nbytes(run.waste.paged_slots))
-    assert metric(at, "Shared, stored once") == f"{run.waste.shared} tokens"
+    assert stat_value(at, "Contiguous reservation") == format_bytes(run.waste.nbytes(run.waste.contiguous_slots))
+    assert stat_value(at, "Paged blocks in use") == format_bytes(run.waste.nbytes(run.waste.paged_slots))
+    assert stat_value(at, "Shared, stored once") == f"{run.waste.shared} tokens"
 
 
 def test_turning_sharing_off_stops_sharing(at):
     """Without prefix sharing no sequence shares and the blocks in use grow."""
-    before = metric(at, "Paged blocks in use")
+    before = stat_value(at, "Paged blocks in use")
     at.toggle(key="memory_share").set_value(False)
     rerun(at)
     assert list(frame(at, "shares")["shares"]) == ["—", "—", "—"]
-    assert metric(at, "Shared, stored once") == "0 tokens"
-    assert metric(at, "Paged blocks in use") != before
+    assert stat_value(at, "Shared, stored once") == "0 tokens"
+    assert stat_value(at, "Paged blocks in use") != before
 
 
 def test_without_the_cache_safe_form_sharing_is_refused(at):
@@ -81,10 +76,10 @@ def test_block_size_and_reserve_change_the_picture(at):
     rerun(at)
     table = frame(at, "logical 0")
     assert "logical 6" in table.columns  # one block per token: 7 tokens in A
-    before = metric(at, "Never filled")
+    before = stat_value(at, "Never filled")
     at.slider(key="memory_reserve").set_value(200)
     rerun(at)
-    assert metric(at, "Never filled") != before
+    assert stat_value(at, "Never filled") != before
 
 
 def test_editing_a_variant_prompt_changes_what_is_shared(at):
@@ -113,13 +108,13 @@ def test_eviction_window_changes_the_comparison(at):
     open_compress(at)
     scenario = load_preset("seed")  # as it is: the Paged tab's cache-safe rewrite stays on that tab
     expected = compare_with_full(scenario, 6, CacheSpec(EvictionPolicy(window=3)))
-    assert metric(at, "Largest context error") == f"{expected.max_context_error:.3g}"
+    assert stat_value(at, "Largest context error") == f"{expected.max_context_error:.3g}"
     assert frame(at, "logit error")["logit error"].tolist() == pytest.approx([s.logit_error for s in expected.steps])
     window = by_label(at.slider, "Window (recent tokens kept)")
     window.set_value(len(scenario.tokens) + 6)
     rerun(at)
-    assert metric(at, "Largest context error") == "0"
-    assert metric(at, "First changed word") == "none"
+    assert stat_value(at, "Largest context error") == "0"
+    assert stat_value(at, "First changed word") == "none"
 
 
 def test_sinks_can_change_the_chosen_word(at):
@@ -129,7 +124,7 @@ def test_sinks_can_change_the_chosen_word(at):
     rerun(at)
     by_label(at.slider, "Window (recent tokens kept)").set_value(2)
     rerun(at)
-    assert metric(at, "First changed word") == "prediction 1"
+    assert stat_value(at, "First changed word") == "prediction 1"
     assert "warm" in " ".join(m.value for m in at.markdown)
 
 
@@ -151,8 +146,8 @@ def test_quantise_controls(at):
     open_compress(at)
     at.segmented_control(key="memory_method").set_value("Quantise")
     rerun(at)
-    assert metric(at, "First changed word") == "none"
-    assert metric(at, "Largest context error") == "0"
+    assert stat_value(at, "First changed word") == "none"
+    assert stat_value(at, "Largest context error") == "0"
     at.segmented_control(key="memory_bits").set_value("int4")
     at.segmented_control(key="memory_scales").set_value("KIVI")
     rerun(at)
@@ -160,8 +155,8 @@ def test_quantise_controls(at):
     at.slider(key="memory_residual").set_value(2)
     rerun(at)
     expected = compare_with_full(load_preset("seed"), 6, CacheSpec(bits="int4", scales="KIVI", group=8, residual=2))
-    assert metric(at, "Bytes held") == format_bytes(expected.steps[-1].nbytes_compressed)
-    assert metric(at, "Largest context error") == "0"
+    assert stat_value(at, "Bytes held") == format_bytes(expected.steps[-1].nbytes_compressed)
+    assert stat_value(at, "Largest context error") == "0"
     assert any("KIVI" in c.value and "scales" in c.value for c in at.caption)
 
 
@@ -186,15 +181,14 @@ def test_a_long_prompt_renders_with_a_bounded_picture(at):
     at.segmented_control(key="memory_method").set_value("Drop by hand")
     rerun(at)
     expected = compare_with_full(long, 6, CacheSpec(EvictionPolicy(drop=frozenset({2}))))
-    assert metric(at, "Largest context error") == f"{expected.max_context_error:.3g}"
+    assert stat_value(at, "Largest context error") == f"{expected.max_context_error:.3g}"
 
 
 def test_only_the_open_tab_is_built(at):
     """A first view builds and sends the paged tab alone; choosing the other tab builds that one instead."""
-    labels = lambda: [m.label for m in at.metric]  # noqa: E731
-    assert "Contiguous reservation" in labels() and "Bytes held" not in labels()
+    assert "Contiguous reservation" in stat_labels(at) and "Bytes held" not in stat_labels(at)
     open_compress(at)
-    assert "Bytes held" in labels() and "Contiguous reservation" not in labels()
+    assert "Bytes held" in stat_labels(at) and "Contiguous reservation" not in stat_labels(at)
 
 
 def test_the_pool_and_its_waste_are_boards_with_the_engines_numbers(at):

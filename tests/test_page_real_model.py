@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from apptest_helpers import array, by_label, errors, figure, figures, scenario
+from apptest_helpers import array, by_label, errors, figure, figures, scenario, stat_value
 from viz.core.real.model import LLAMA_NAME, SHIPPED_DIR, SHIPPED_NAME, encode, load_model
 
 PAGE = "pages/real_model.py"
@@ -23,10 +23,6 @@ def page(app):
 
 def _button(at, label_start: str):
     return next(b for b in at.button if b.label.startswith(label_start))
-
-
-def _metric(at, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
 
 
 def _markdown(at) -> str:
@@ -100,20 +96,20 @@ def test_layer_and_head_pick_the_detail_view(page):
 def test_decode_steps_grow_the_real_cache(page):
     """Next token adds one entry to every layer's cache, 10 tokens ten more, Back takes one off, Reset all;
     the bytes equal the formula."""
-    prompt_len = int(_metric(page, "Tokens in the cache"))
+    prompt_len = int(stat_value(page, "Tokens in the cache"))
     _button(page, "Next token").click().run()
-    assert _metric(page, "Tokens generated") == "1"
-    assert int(_metric(page, "Tokens in the cache")) == prompt_len + 1
+    assert stat_value(page, "Tokens generated") == "1"
+    assert int(stat_value(page, "Tokens in the cache")) == prompt_len + 1
     _button(page, "10 tokens").click().run()
-    assert int(_metric(page, "Tokens in the cache")) == prompt_len + 11
-    assert _metric(page, "Cache bytes (measured)") == _metric(page, "Formula")
+    assert int(stat_value(page, "Tokens in the cache")) == prompt_len + 11
+    assert stat_value(page, "Cache bytes (measured)") == stat_value(page, "Formula")
     table = next(df.value for df in page.dataframe if "K shape" in df.value.columns)
     assert all(shape.endswith(f", {prompt_len + 11}, 32]") for shape in table["K shape"])
     _button(page, "Back").click().run()
-    assert int(_metric(page, "Tokens in the cache")) == prompt_len + 10
-    assert _metric(page, "Tokens generated") == "10"
+    assert int(stat_value(page, "Tokens in the cache")) == prompt_len + 10
+    assert stat_value(page, "Tokens generated") == "10"
     _button(page, "Reset to the prompt").click().run()
-    assert _metric(page, "Tokens generated") == "0"
+    assert stat_value(page, "Tokens generated") == "0"
 
 
 def test_sampling_settings_drive_the_steps(page):
@@ -121,7 +117,7 @@ def test_sampling_settings_drive_the_steps(page):
     by_label(page.selectbox, "Strategy").set_value("sample").run()
     _button(page, "Next token").click().run()
     assert not page.exception
-    assert _metric(page, "Tokens generated") == "1"
+    assert stat_value(page, "Tokens generated") == "1"
 
 
 def test_cache_vs_no_cache_agree_and_are_timed(page):
@@ -129,8 +125,8 @@ def test_cache_vs_no_cache_agree_and_are_timed(page):
     by_label(page.slider, "Tokens to generate").set_value(12).run()
     _button(page, "Run both ways").click().run()
     assert not page.exception
-    assert _metric(page, "Same tokens") == "yes"
-    assert float(_metric(page, "max |logit difference|")) < 1e-4
+    assert stat_value(page, "Same tokens") == "yes"
+    assert float(stat_value(page, "max |logit difference|")) < 1e-4
     speed = figure(page, "Measured speed of each decode step")
     assert len(speed["data"]) == 2 and len(array(speed["data"][0]["y"])) == 11
 
@@ -185,9 +181,9 @@ def test_switching_to_the_llama_shows_grouped_heads_and_a_quarter_cache(page):
     assert not page.exception and not errors(page)
     assert LLAMA_NAME in _markdown(page)
     figure(page, "8 query heads share 2 K/V heads: 4 per group")
-    assert _metric(page, "Cache per token (measured)") == "1,024 B"
-    assert _metric(page, "With a K/V head per query head") == "4,096 B"
-    assert _metric(page, "Smaller by") == "4×"
+    assert stat_value(page, "Cache per token (measured)") == "1,024 B"
+    assert stat_value(page, "With a K/V head per query head") == "4,096 B"
+    assert stat_value(page, "Smaller by") == "4×"
     table = next(df.value for df in page.dataframe if "cache per token (measured)" in df.value.columns)
     assert list(table["cache per token (measured)"]) == ["4,096 B", "1,024 B"]
     assert list(table["K/V heads"]) == [4, 2]
@@ -197,11 +193,11 @@ def test_llama_decodes_on_its_grouped_cache(page):
     """The Llama steps like the GPT-2: one more token in every layer, K shapes with 2 K/V heads of 16, and
     the measured storage equal to the formula."""
     page.segmented_control(key="real_choice").set_value(list(SHIPPED)[1]).run()
-    prompt_len = int(_metric(page, "Tokens in the cache"))
+    prompt_len = int(stat_value(page, "Tokens in the cache"))
     _button(page, "Next token").click().run()
     assert not page.exception
-    assert int(_metric(page, "Tokens in the cache")) == prompt_len + 1
-    assert _metric(page, "Cache bytes (measured)") == _metric(page, "Formula")
+    assert int(stat_value(page, "Tokens in the cache")) == prompt_len + 1
+    assert stat_value(page, "Cache bytes (measured)") == stat_value(page, "Formula")
     table = next(df.value for df in page.dataframe if "K shape" in df.value.columns)
     assert all(shape == f"[1, 2, {prompt_len + 1}, 16]" for shape in table["K shape"])
 

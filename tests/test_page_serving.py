@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from apptest_helpers import by_label, on_page, rerun
+from apptest_helpers import on_page, rerun, stat, stat_value
 
 from viz import load_preset
 from viz.core.flash import flash_attention
@@ -33,10 +33,6 @@ def section(at, name: str):
     return rerun(at)
 
 
-def metric(at, label: str) -> str:
-    return by_label(at.metric, label).value
-
-
 def narration(at) -> list[str]:
     """The info boxes' markdown source: narration is escaped, so the text shows exactly as the core wrote it."""
     return [i.value for i in at.info]
@@ -54,12 +50,16 @@ def test_seed_is_served_in_its_cache_safe_form(at):
 
 
 def test_continuous_batching_shows_the_engine_numbers_and_steps(at):
-    """Metrics, narration and the identity check come from serve(); stepping narrates the next iteration."""
+    """Figures, narration and the identity check come from serve() (finishing sooner than static
+    batching is good news, in green); stepping narrates the next iteration."""
     workload = workload_preset(SCENARIO, "a burst")
     continuous = serve(SCENARIO, workload, DEFAULT)
     static = serve(SCENARIO, workload, replace(DEFAULT, policy="static"))
-    assert metric(at, "Finished after") == str(continuous.makespan)
-    assert metric(at, "Padding rows") == str(continuous.padding)
+    assert stat_value(at, "Finished after") == f"{continuous.makespan:,}"
+    sooner = static.makespan - continuous.makespan
+    assert sooner > 0 and stat(at, "Finished after")["delta"] == {"text": f"-{sooner:,}", "spoken": f"down {sooner:,}",
+                                                                "direction": "down", "tone": "good"}
+    assert stat_value(at, "Padding rows") == f"{continuous.padding:,}"
     assert md_escape(narrate_iteration(continuous, 0)) in narration(at)
     assert any("identical, bit for bit" in s.value for s in at.success)
     at.button(key="serving_step_continuous_forward").click()
@@ -79,7 +79,7 @@ def test_settings_change_the_run_and_preemption_shows(at):
     config = ServingConfig(num_blocks=8, block_size=2, preemption="swap")
     run = serve(SCENARIO, workload_preset(SCENARIO, "a burst"), config)
     assert run.preemptions > 0
-    assert metric(at, "Preemptions") == str(run.preemptions)
+    assert stat_value(at, "Preemptions") == f"{run.preemptions:,}"
 
 
 def test_a_pool_too_small_is_refused_in_words(at):
@@ -97,7 +97,7 @@ def test_a_bad_workload_edit_keeps_the_last_good_workload(at):
     rerun(at)
     assert any("new tokens must be a whole number" in e.value for e in at.error)
     workload = workload_preset(SCENARIO, "a burst")
-    assert metric(at, "Finished after") == str(serve(SCENARIO, workload, DEFAULT).makespan)
+    assert stat_value(at, "Finished after") == f"{serve(SCENARIO, workload, DEFAULT).makespan:,}"
     at.session_state[key] = {"edited_rows": {"0": {"new tokens": 2}}, "added_rows": [], "deleted_rows": [1, 2, 3, 4, 5]}
     rerun(at)
     assert not at.error
@@ -123,8 +123,8 @@ def test_prefix_caching_section_counts_what_it_saved(at):
     workload = workload_preset(SCENARIO, "a shared system prompt")
     off = serve(SCENARIO, workload, DEFAULT)
     on = serve(SCENARIO, workload, replace(DEFAULT, prefix_caching=True))
-    assert metric(at, "Prompt tokens reused") == str(on.prefix_hits)
-    assert metric(at, "Keys not recomputed") == f"{off.work.keys_encoded - on.work.keys_encoded:,}"
+    assert stat_value(at, "Prompt tokens reused") == f"{on.prefix_hits:,}"
+    assert stat_value(at, "Keys not recomputed") == f"{off.work.keys_encoded - on.work.keys_encoded:,}"
     assert md_escape(narrate_prefix(off, on, len(SCENARIO.heads))) in narration(at)
 
 
@@ -133,11 +133,11 @@ def test_speculative_section_toy_and_real(at):
     section(at, "Speculative decoding")
     run = speculate(SCENARIO, 24, 4, DraftSpec("fewer heads", heads=2))
     assert any(" ".join(run.words) in m.value for m in at.markdown)
-    assert metric(at, "Target passes") == str(run.target_passes)
+    assert stat_value(at, "Target passes") == f"{run.target_passes:,}"
     at.segmented_control(key="serving_draft").set_value("prompt lookup")
     rerun(at)
     lookup = speculate(SCENARIO, 24, 4, DraftSpec("prompt lookup", ngram=1))
-    assert metric(at, "Target passes") == str(lookup.target_passes)
+    assert stat_value(at, "Target passes") == f"{lookup.target_passes:,}"
     at.segmented_control(key="serving_spec_model").set_value("real model")
     rerun(at)
     assert any("identical to the target alone" in m.value for m in at.markdown)
@@ -158,7 +158,7 @@ def test_flash_section_steps_through_the_tiles(at):
     at.button(key="serving_tile_forward").click()
     rerun(at)
     assert md_escape(narrate_visit(run, 1, 0)) in narration(at)
-    assert metric(at, "Largest |tiled − naive|") == f"{run.max_abs_diff:.2g}"
+    assert stat_value(at, "Largest |tiled − naive|") == f"{run.max_abs_diff:.2g}"
     at.slider(key="serving_flash_tokens").set_value(128)
     at.select_slider(key="serving_tile_q").set_value(1)
     at.select_slider(key="serving_tile_k").set_value(1)

@@ -241,3 +241,27 @@ def test_the_cache_check_is_a_real_table(app):
     expect(last.locator("th")).to_have_attribute("scope", "row")
     expect(last.locator("th, td")).to_have_text(["last", "k.pos == n", "no", "6", "7", "1"])
     app.assert_no_exception()
+
+
+def test_the_cache_figures_are_a_stats_row_of_real_text(app):
+    """Decode's cache figures are text in a description list (no canvas): after one step the engine's
+    5 entries with "up 1" for a screen reader, its bytes, the help in view; on a 390 px phone the
+    row wraps within the screen, nothing cut."""
+    kv = generate(load_preset("seed"), 2, "kv")  # the seed after one decode step
+    app.open("/decode", step=1)
+    expect(app.stat("Entries")).to_have_text(str(len(kv.cache)))
+    expect(app.stat("Bytes held (K + V)")).to_have_text(f"{kv.cache.nbytes:,}")
+    expect(app.stat("Same next word?")).to_have_text("yes")
+    row = app.main.locator("dl.stats").filter(has=app.page.locator("dt", has_text=re.compile("^Entries$")))
+    expect(row.locator("dt")).to_have_text(["Entries", "Bytes held (K + V)", "Bytes reserved", "Times it grew"])
+    expect(row.locator(".stat").first.locator("dd.delta")).to_have_text(re.compile(r"\+1\s*up 1"))
+    expect(row.locator("dd.help")).to_have_text(["The buffers double when full, so growing is rare."])
+    assert row.locator("canvas").count() == 0
+    app.page.set_viewport_size({"width": 390, "height": 844})
+    expect(row.locator(".stat").nth(1)).to_be_visible()
+    assert row.evaluate("e => e.getBoundingClientRect().right") <= 390
+    cut = "els => els.some(x => x.scrollWidth > x.clientWidth + 1)"
+    assert not row.locator("dt, dd.value, dd.help").evaluate_all(cut)
+    tops = row.locator(".stat").evaluate_all("items => items.map(i => Math.round(i.getBoundingClientRect().top))")
+    assert len(set(tops)) > 1  # more than one line of figures
+    app.assert_no_exception()

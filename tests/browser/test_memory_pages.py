@@ -8,33 +8,28 @@ from viz.core.memory import cache_memory, format_bytes
 from viz.core.model_config import preset
 
 
-def metric(app, label: str):
-    """The value element of the metric labelled ``label``."""
-    return app.main.get_by_test_id("stMetric").filter(has_text=label).first.get_by_test_id("stMetricValue")
-
-
 def test_at_scale_page_switches_model(app):
     """At scale shows Llama-2-7B's 2 GiB per sequence; choosing Llama-3-8B shows its 1 GiB at 8192 tokens."""
     app.open("/at_scale")
     app.assert_no_exception()
     expect(app.page.get_by_role("dialog")).to_have_count(0)
-    expect(metric(app, "Per sequence")).to_have_text("2 GiB")
+    expect(app.stat("Per sequence")).to_have_text("2 GiB")
     app.screenshot("at-scale-llama2-7b")
     app.main.get_by_test_id("stSelectbox").filter(has_text="Model").first.click()
     with app.rerun():
         app.page.get_by_role("option", name="Llama-3-8B", exact=True).click()
     app.assert_no_exception()
     expected = format_bytes(cache_memory(preset("Llama-3-8B"), 8192).bytes_per_sequence)
-    expect(metric(app, "Per sequence")).to_have_text(expected)
+    expect(app.stat("Per sequence")).to_have_text(expected)
     expect(app.main.get_by_text("Cache memory grows with every token of context")).to_be_visible()
     app.screenshot("at-scale-llama3-8b")
     with app.rerun():  # the tab lays the cache out only when open, so opening it reruns
         app.page.get_by_role("tab", name="transformers' own count").click()
-    expect(metric(app, "transformers: storage")).to_have_text(expected)
+    expect(app.stat("transformers: storage")).to_have_text(expected)
     app.screenshot("at-scale-transformers-count")
     with app.rerun():
         app.page.get_by_role("tab", name="What limits a decode step").click()
-    expect(metric(app, "Time per token")).to_contain_text("ms")
+    expect(app.stat("Time per token")).to_contain_text("ms")
     expect(app.main.get_by_text("Roofline: H100 SXM, fp16/bf16")).to_be_visible()
     app.screenshot("at-scale-roofline")
 
@@ -52,7 +47,7 @@ def test_memory_page_paged_blocks_and_eviction(app):
     with app.rerun():
         app.page.get_by_role("radio", name="Quantise", exact=True).click()
     app.assert_no_exception()
-    expect(metric(app, "First changed word")).to_have_text("none")
+    expect(app.stat("First changed word")).to_have_text("none")
     expect(app.main.get_by_text("int8, per-token scales", exact=False).first).to_be_visible()
     app.screenshot("memory-quantise")
     with app.rerun():

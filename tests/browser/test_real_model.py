@@ -6,11 +6,6 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 
-def metric(app, label: str):
-    """The value element of the metric labelled ``label``."""
-    return app.main.get_by_test_id("stMetric").filter(has_text=label).first.get_by_test_id("stMetricValue")
-
-
 def open_tab(app, name: str) -> None:
     """Show a tab (switching tabs does not rerun the script)."""
     app.page.get_by_role("tab", name=name).click()
@@ -27,22 +22,22 @@ def test_real_model_page_end_to_end(app):
     app.screenshot("real-model-prefill")
 
     open_tab(app, "Decode with the KV cache")
-    cached = int(metric(app, "Tokens in the cache").inner_text())
+    cached = int(app.stat("Tokens in the cache").inner_text())
     app.click_button("Next token")
     app.assert_no_exception()
-    expect(metric(app, "Tokens generated")).to_have_text("1")
-    expect(metric(app, "Tokens in the cache")).to_have_text(str(cached + 1))
-    expect(metric(app, "Formula")).to_have_text(metric(app, "Cache bytes (measured)").inner_text())
+    expect(app.stat("Tokens generated")).to_have_text("1")
+    expect(app.stat("Tokens in the cache")).to_have_text(str(cached + 1))
+    expect(app.stat("Formula")).to_have_text(app.stat("Cache bytes (measured)").inner_text())
     app.screenshot("real-model-decode")
 
     open_tab(app, "K/V heads")
-    expect(metric(app, "Cache per token (measured)")).to_have_text("4,096 B")
+    expect(app.stat("Cache per token (measured)")).to_have_text("4,096 B")
     with app.rerun():
         app.page.get_by_role("radio", name="Llama: 8 query heads share 2 K/V heads (GQA)", exact=True).click()
     app.assert_no_exception()
     expect(app.main.get_by_text("kvlab-pydoc-llama (shipped)")).to_be_visible()
     open_tab(app, "K/V heads")
-    expect(metric(app, "Cache per token (measured)")).to_have_text("1,024 B")
+    expect(app.stat("Cache per token (measured)")).to_have_text("1,024 B")
     app.screenshot("real-model-llama-kv-heads")
     with app.rerun():
         app.page.get_by_role("radio", name="GPT-2: every query head has its own K/V head", exact=True).click()
@@ -50,8 +45,8 @@ def test_real_model_page_end_to_end(app):
     open_tab(app, "Cache vs no cache")
     app.click_button("Run both ways")
     app.assert_no_exception()
-    expect(metric(app, "Same tokens")).to_have_text("yes")
-    assert float(metric(app, "max |logit difference|").inner_text()) < 1e-4
+    expect(app.stat("Same tokens")).to_have_text("yes")
+    assert float(app.stat("max |logit difference|").inner_text()) < 1e-4
     expect(app.main.get_by_text("Measured speed of each decode step")).to_be_visible()
     app.screenshot("real-model-compare")
 

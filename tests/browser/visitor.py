@@ -88,6 +88,12 @@ class App:
     def main(self) -> Locator:
         return self.page.get_by_test_id("stMain")
 
+    def stat(self, label: str) -> Locator:
+        """The value of the figure labelled ``label`` in a stats row (viz.ui.components.stats)."""
+        named = self.page.locator("dt", has_text=re.compile(f"^{re.escape(label)}$"))
+        item = self.main.locator("dl.stats .stat").filter(has=named)
+        return item.first.locator("dd.value")
+
     @property
     def query(self) -> dict[str, str]:
         """The address bar's query parameters (the share link)."""

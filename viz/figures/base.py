@@ -9,6 +9,8 @@ HTML-escaped with :func:`safe` before it reaches plotly, whose labels understand
 from __future__ import annotations
 
 import html
+import re
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -206,3 +208,55 @@ def plain_table(table: pd.DataFrame | dict, label: str) -> dict:
                for dtype in table.dtypes]
     return {"columns": [str(c) for c in table.columns], "numeric": numeric, "label": label,
             "rows": [[_text(v) for v in row] for row in table.itertuples(index=False, name=None)]}
+
+
+@dataclass(frozen=True)
+class Stat:
+    """One labelled figure of a stats row (what ``st.metric`` showed): ``value`` and ``delta`` as
+    numbers (written here) or text (shown as given; a text delta's leading + or - gives its
+    direction, as st.metric read it); ``good`` says which direction is good news ("up", "down",
+    or None when a delta is only a note); ``help`` is shown as small text under the figure."""
+
+    label: str
+    value: Any
+    delta: Any = None
+    good: str | None = "up"
+    help: str = ""
+
+    def __post_init__(self):
+        if self.good not in ("up", "down", None):
+            raise ValueError(f"good must be 'up', 'down' or None, not {self.good!r}")
+
+
+_SIGNED = re.compile(r"([+\-\u2212])\s*(.*)", re.S)
+_ZERO = re.compile(r"[0.,]*0[0.,]*(?:\s.*)?", re.S)  # "0", "0.0 ms", "0 B vs full"
+
+
+def _delta(stat: Stat) -> dict | None:
+    """A stat's change: the text shown, the words a screen reader says ("up 1", "down 3 ms"), its
+    direction ("up", "down", or "" when none) and its tone ("good", "bad" or "neutral")."""
+    delta = stat.delta
+    if delta is None or delta == "":
+        return None
+    if isinstance(delta, str):
+        text = delta
+        signed = _SIGNED.fullmatch(text)
+        sign, size = (signed.group(1), signed.group(2)) if signed else ("", text)
+        if sign and _ZERO.fullmatch(size):
+            sign = ""
+    else:  # a number
+        size = _text(abs(delta))
+        sign = "" if size == "0" else "+" if delta > 0 else "-" if delta < 0 else ""
+        text = sign + size
+    direction = {"+": "up", "-": "down", "\u2212": "down"}.get(sign, "")
+    tone = "neutral" if not direction or stat.good is None else "good" if direction == stat.good else "bad"
+    return {"text": text, "spoken": f"{direction} {size}".strip(), "direction": direction, "tone": tone}
+
+
+def stats_row(stats: Sequence[Stat], label: str) -> dict:
+    """A row of labelled figures as the plain table component draws it in its stats layout
+    (``viz/ui/table.js``): each stat's label, value as text (numbers as in :func:`plain_table`),
+    delta (see :func:`_delta`) and help; ``label`` names the row for screen readers."""
+    return {"layout": "stats", "label": label,
+            "stats": [{"label": str(s.label), "value": _text(s.value), "delta": _delta(s), "help": str(s.help)}
+                      for s in stats]}

@@ -108,8 +108,8 @@ def md_escape(text: object) -> str:
 
     The one way visitor text (tokens, head names, rules, words, prompts, titles, messages that
     quote any of them) reaches ``st.markdown``, captions, alerts, widget labels, ``help=``,
-    Markdown-rendering options (radio, segmented control), column help, metric
-    and tab labels. Every ASCII punctuation character (but , and ;) gets a backslash, which
+    Markdown-rendering options (radio, segmented control), column help and tab
+    labels. Every ASCII punctuation character (but , and ;) gets a backslash, which
     CommonMark turns back into that literal character, so nothing can open a link or image (``[…](…)``, autolinks,
     ``www.``), HTML (``<…>``), emphasis, code, a table, KaTeX (``$…$``), a Streamlit directive
     (``:blue[…]``), a ``:material/…:`` icon or an emoji shortcode; line breaks become spaces

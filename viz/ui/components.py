@@ -12,7 +12,10 @@ in the page and writes visitor text with ``textContent`` only).
   its own on every first view, for one style element);
 * the **plain table** draws a small read-only table as an HTML ``<table>`` from
   :func:`viz.figures.base.plain_table` (Streamlit's data grid loads about 1.5 MB of script on a first
-  view, and draws on a canvas that screen readers cannot read);
+  view, and draws on a canvas that screen readers cannot read), and a **stats row** (labelled
+  figures with their change, what ``st.metric`` showed) as a description list from
+  :func:`viz.figures.base.stats_row`: one script for both, where every kind of Streamlit element
+  loads its own on the first view that shows one;
 * the **range** is a labelled ``<input type="range">`` that sends each move as a trigger (Streamlit's
   own sliders bring a script chunk of their own to a first view, 60 to 150 ms on a small machine).
 """
@@ -24,7 +27,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ..figures.base import plain_table
+from ..figures.base import Stat, plain_table, stats_row
 from . import state
 
 _HERE = Path(__file__).resolve().parent
@@ -66,8 +69,18 @@ def table(rows, label: str, key: str) -> None:
     """A small read-only table (a DataFrame, or a dict of columns) at full width, every cell as text;
     ``label`` names it for screen readers. For tables of a few dozen rows: longer ones, which need
     scrolling, sorting or download, stay ``st.dataframe``."""
-    _table(key=key, data={**plain_table(rows, label), "presenter": state.presenter()},
-           width="stretch", height="content")
+    _plain(plain_table(rows, label), key)
+
+
+def stats(items: list[Stat], label: str, key: str) -> None:
+    """A row of labelled figures at full width (each with its change and help, if any), wrapping on
+    a narrow screen; ``label`` names the row for screen readers. Drawn by the plain table's script."""
+    _plain(stats_row(items, label), key)
+
+
+def _plain(spec: dict, key: str) -> None:
+    """Draw a plain table or a stats row (the same component), larger in presenter mode."""
+    _table(key=key, data={**spec, "presenter": state.presenter()}, width="stretch", height="content")
 
 
 def slider(key: str, value: int, low: int, high: int, label: str, on_move: Callable[[int], None], *,

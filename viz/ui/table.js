@@ -1,10 +1,9 @@
 // kvlab's plain table: a read-only HTML <table> for the small tables of a first screen, where
-// Streamlit's data grid would load about 1.5 MB of script. Every cell arrives as decided text and is
-// written with textContent; numeric columns are right-aligned.
+// Streamlit's data grid would load about 1.5 MB of script; and, in its "stats" layout, a row of
+// labelled figures (what st.metric showed) as a description list. Every text arrives decided
+// (viz.figures.base) and is written with textContent; numeric columns are right-aligned.
 
-export default function (component) {
-  const { data, parentElement } = component;
-  if (!data) return;
+function drawTable(data) {
   const table = document.createElement("table");
   table.className = data.presenter ? "plain presenter" : "plain";
   if (data.label) {
@@ -36,17 +35,53 @@ export default function (component) {
       if (data.numeric[i]) cell.className = "num";
     });
   }
-  let box = parentElement.querySelector(".plain-box");
+  return table;
+}
+
+function element(tag, className, text) {
+  const el = document.createElement(tag);
+  if (className) el.className = className;
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+const ARROWS = { up: "\u2191 ", down: "\u2193 " };
+
+// Each stat is a <dt> label then its <dd>s: the value, the change ("up 1" for a screen reader, an
+// arrow and "+1" on screen, green or red by whether that direction is good), the help.
+function drawStats(data) {
+  const list = element("dl", data.presenter ? "stats presenter" : "stats");
+  for (const stat of data.stats) {
+    const item = element("div", "stat");
+    item.append(element("dt", "label", stat.label), element("dd", "value", stat.value));
+    if (stat.delta) {
+      const delta = element("dd", `delta ${stat.delta.tone}`);
+      const shown = element("span", "", (ARROWS[stat.delta.direction] || "") + stat.delta.text);
+      shown.setAttribute("aria-hidden", "true");
+      delta.append(shown, element("span", "sr", stat.delta.spoken));
+      item.appendChild(delta);
+    }
+    if (stat.help) item.appendChild(element("dd", "help", stat.help));
+    list.appendChild(item);
+  }
+  return list;
+}
+
+export default function (component) {
+  const { data, parentElement } = component;
+  if (!data) return;
+  const stats = data.layout === "stats";
+  let box = parentElement.querySelector(".kv-box");
   if (!box) {
-    box = document.createElement("div");
-    box.className = "plain-box";
+    box = element("div", "kv-box");
     parentElement.appendChild(box);
   }
-  box.setAttribute("aria-label", data.label || "table");
-  box.setAttribute("role", "region");
-  box.replaceChildren(table);
+  box.className = stats ? "kv-box stats-box" : "kv-box plain-box";
+  box.setAttribute("role", stats ? "group" : "region");
+  box.setAttribute("aria-label", data.label || (stats ? "figures" : "table"));
+  box.replaceChildren(stats ? drawStats(data) : drawTable(data));
   // a table wider than its box (a phone) scrolls sideways: then the keyboard can reach it too
   requestAnimationFrame(() => {
-    if (box.scrollWidth > box.clientWidth) box.tabIndex = 0; else box.removeAttribute("tabindex");
+    if (!stats && box.scrollWidth > box.clientWidth) box.tabIndex = 0; else box.removeAttribute("tabindex");
   });
 }
