@@ -19,13 +19,14 @@ from viz.figures.base import Stat
 from viz.ui import guard, state
 from viz.ui.common import (division_notices, head_picker, lazy_tabs, lesson_header, lesson_screen, lesson_tables,
                            md_escape, plot)
-from viz.ui.components import stats, table
+from viz.ui.components import slider, stats, table
 from viz.ui.runs import decode_traces, decode_traces_ahead
 
 state.require_frame()
 HORIZON = "decode_horizon"  # the furthest step reached, so the timeline can scrub back and forth
 TIMELINE = "decode_timeline"
 RUN_N = "decode_run_n"
+RUN_SIZES = (2, 4, 8, 16, 32)  # the Run button's choices of tokens
 HEAD = "decode_head"
 MODE_PICKER = "decode_mode_picker"
 WHOLE = "decode_whole"
@@ -41,10 +42,6 @@ FIX = "Fix: n → q.pos"
 def go_to(step: int) -> None:
     state.set_step(step)
     st.session_state[HORIZON] = max(st.session_state.get(HORIZON, 0), state.step())
-
-
-def on_timeline() -> None:
-    state.set_step(st.session_state[TIMELINE])
 
 
 def reset() -> None:
@@ -65,15 +62,15 @@ def controls(step: int) -> None:
                   disabled=step == 0, help="One step back (←)", key=BACK)
         st.button("Step", icon=":material/arrow_forward:", on_click=go_to, args=(step + 1,), shortcut="right",
                   type="primary", disabled=step >= MAX_DECODE_STEPS, help="Generate one more token (→)", key=STEP)
-        run_n = st.number_input("Tokens to run", 1, MAX_DECODE_STEPS, 8, key=RUN_N, width=110,
-                                label_visibility="collapsed", help="Tokens the Run button generates")
+        run_n = st.segmented_control("Tokens to run", RUN_SIZES, default=8, key=RUN_N, required=True,
+                                     label_visibility="collapsed", help="Tokens the Run button generates")
         st.button(f"Run {run_n}", icon=":material/fast_forward:", on_click=go_to, args=(step + run_n,),
                   disabled=step >= MAX_DECODE_STEPS, help=f"Generate {run_n} more tokens")
-        if st.session_state[HORIZON] > 0:
-            st.session_state[TIMELINE] = step
-            st.slider("Timeline (tokens generated)", 0, st.session_state[HORIZON], key=TIMELINE,
-                      on_change=on_timeline, width=260, label_visibility="collapsed",
-                      help="Scrub back and forth over the tokens generated so far")
+        horizon = st.session_state[HORIZON]
+        if horizon > 0:
+            slider(TIMELINE, step, 0, horizon, "Timeline (tokens generated)", state.set_step, inline=True,
+                   format_label=lambda k: f"{k} of {horizon}",
+                   help="Scrub back and forth over the tokens generated so far")
 
 
 @guard.fragment

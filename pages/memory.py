@@ -86,7 +86,7 @@ def paged() -> None:
         st.session_state[SNAPSHOT_COUNT] = len(run.snapshots)
         st.session_state[SNAPSHOT] = len(run.snapshots) - 1
     snapshot_index = stepper(SNAPSHOT, len(run.snapshots) - 1, "Scheduler iteration", first=0,
-                             format_label=lambda i: run.snapshots[i].label, persist_state=KEEP)
+                             format_label=lambda i: run.snapshots[i].label)
     snapshot = run.snapshots[snapshot_index]
     pool = figures.pool_board(run, snapshot, names)
     if pool is None:  # blocks wider than cell text: Plotly, which zooms and pans
@@ -178,8 +178,7 @@ def compress() -> None:
 
     st.session_state.setdefault(PREDICTION, 1)  # the first prediction eviction can change
     chosen = stepper(PREDICTION, evict_steps - 1, "Prediction to inspect", first=0,
-                     format_label=lambda k: f"{k} · after {comparison.tokens[len(comparison.steps[k].positions) - 1]}",
-                     persist_state=KEEP)
+                     format_label=lambda k: f"{k} · after {comparison.tokens[len(comparison.steps[k].positions) - 1]}")
     step = comparison.steps[chosen]
     if chosen == 0 and method != "Quantise":
         st.caption("Prediction 0 comes from the prefill pass, which reads the whole prompt; eviction "

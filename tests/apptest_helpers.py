@@ -175,6 +175,20 @@ def fire(at, key: str, event: str, value):
     return at
 
 
+def range_data(at, key: str) -> dict:
+    """The data a range (viz.ui.components.slider) was drawn with: label, labels, min, max, value, help."""
+    assert component(at, key).proto.component_name == "kvlab_range", key
+    return component_data(at, key)
+
+
+def move_range(at, key: str, value):
+    """Move a range to ``value`` as a visitor does (a release or a key sends the value as a trigger),
+    and check nothing raised."""
+    fire(at, key, "moved", value)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def send_prompt(at, text: str):
     """Type ``text`` into the sidebar's prompt box and press Enter."""
     return fire(at, widget_key(at, "prompt"), "submitted", text)

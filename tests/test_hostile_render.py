@@ -18,7 +18,7 @@ from viz import load_preset
 from viz.core.share import View, encode_view
 from viz.ui.common import md_escape
 
-from apptest_helpers import ALL_PAGES, by_label, edit_table, errors, scenario, shown
+from apptest_helpers import ALL_PAGES, by_label, edit_table, errors, move_range, range_data, scenario, shown
 
 PAGES = ALL_PAGES
 
@@ -66,6 +66,18 @@ def test_no_page_renders_visitor_text(hostile_app, page):
     if page == "pages/prefill.py":  # its fourth head divides by zero at query 3: the page says where
         assert any("divides by zero in k\\.pos \\/\\/ \\(q\\.pos \\- 3\\)" in w.value and "query 3" in w.value
                    for w in hostile_app.warning)
+
+
+def test_range_labels_carry_visitor_text_as_data(hostile_app):
+    """Prefill's position range gets each token verbatim as data (range.js writes it as text), not
+    escaped for Markdown; a move still works with such labels, and no element renders them."""
+    hostile_app.switch_page("pages/prefill.py").run()
+    data = range_data(hostile_app, "prefill_position_range")
+    assert data["labels"] == [f"{i} · {token}" for i, token in enumerate(SCENARIO.tokens, 1)]
+    move_range(hostile_app, "prefill_position_range", 3)
+    assert range_data(hostile_app, "prefill_position_range")["value"] == 3
+    assert md_escape(HOSTILE[2]) in hostile_app.info[0].value  # the narration quotes token 3, escaped
+    assert_nothing_rendered(hostile_app, "prefill after a move")
 
 
 def test_messages_that_quote_visitor_text_are_escaped(app):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from apptest_helpers import array, board, figure, figures, plain_table, scenario, shown, stat, stat_value
+from apptest_helpers import (array, board, figure, figures, move_range, plain_table, range_data, scenario, shown, stat,
+                             stat_value)
 from viz.ui import state
 
 
@@ -50,29 +51,66 @@ def test_one_click_fix_makes_the_cache_agree(decode):
     assert decode.success
 
 
+def _run_size(at, n: int):
+    """Choose how many tokens the Run button generates."""
+    return at.segmented_control(key="decode_run_n").set_value(n).run()
+
+
 def test_run_n_back_reset_and_timeline(decode):
     """Run N jumps ahead, Back steps back, the timeline scrubs, Reset returns to prefill."""
-    next(n for n in decode.number_input if n.label == "Tokens to run").set_value(5).run()
-    _button(decode, "Run 5").click().run()
-    assert decode.session_state[state.STEP] == 5
-    _button(decode, "Back").click().run()
+    _run_size(decode, 4)
+    _button(decode, "Run 4").click().run()
     assert decode.session_state[state.STEP] == 4
-    timeline = next(s for s in decode.slider if s.label.startswith("Timeline"))
-    assert timeline.max == 5
-    timeline.set_value(2).run()
+    _button(decode, "Back").click().run()
+    assert decode.session_state[state.STEP] == 3
+    timeline = range_data(decode, "decode_timeline")
+    assert (timeline["min"], timeline["max"], timeline["value"]) == (0, 4, 3)
+    move_range(decode, "decode_timeline", 2)
     assert decode.session_state[state.STEP] == 2 and stat_value(decode, "Entries") == "6"
     _button(decode, "Reset").click().run()
     assert decode.session_state[state.STEP] == 0
 
 
+def test_the_run_size_picker(decode):
+    """Run's size is a segmented control of 2 to 32 tokens (8 at first, always one chosen); the
+    button says and generates that many."""
+    picker = decode.segmented_control(key="decode_run_n")
+    assert list(picker.options) == ["2", "4", "8", "16", "32"] and picker.value == 8
+    assert picker.help == "Tokens the Run button generates" and not decode.main.number_input
+    _button(decode, "Run 8").click().run()
+    assert decode.session_state[state.STEP] == 8
+    _run_size(decode, 16)
+    _button(decode, "Run 16").click().run()
+    assert decode.session_state[state.STEP] == 24
+
+
+def test_the_timeline_scrubs_back_and_forth(decode):
+    """The timeline spans the steps reached, says each as "k of n", and moves the step on every
+    move, also back to a step seen before; a value it never offered is clamped or ignored."""
+    _run_size(decode, 4)
+    _button(decode, "Run 4").click().run()
+    timeline = range_data(decode, "decode_timeline")
+    assert timeline["label"] == "Timeline (tokens generated)" and timeline["inline"]
+    assert timeline["labels"] == [f"{k} of 4" for k in range(5)]
+    for step in (1, 4, 1):
+        move_range(decode, "decode_timeline", step)
+        assert decode.session_state[state.STEP] == step == range_data(decode, "decode_timeline")["value"]
+        assert decode.query_params.get("step") in (str(step), [str(step)])
+    move_range(decode, "decode_timeline", 99)
+    assert decode.session_state[state.STEP] == 4
+    move_range(decode, "decode_timeline", "2")
+    assert decode.session_state[state.STEP] == 4
+
+
 def test_growing_heatmap_has_one_row_per_step(decode):
     """The attention heatmap grows by one query row per step, up to the window of the newest rows."""
-    next(n for n in decode.number_input if n.label == "Tokens to run").set_value(3).run()
-    _button(decode, "Run 3").click().run()
+    _run_size(decode, 2)
+    _button(decode, "Run 2").click().run()
+    _button(decode, "Step").click().run()
     rows = [row["label"] for row in board(decode, "Attention · head")["groups"][0]["rows"]]
     assert len(rows) == 4 + 3 and rows[-1] == "7 · nice"
-    _button(decode, "Run 3").click().run()
-    _button(decode, "Step").click().run()
+    _run_size(decode, 4)
+    _button(decode, "Run 4").click().run()
     spec = board(decode, "Attention · head")
     assert "rows 4–11 of 11" in spec["title"]
     assert spec["groups"][0]["rows"][0]["label"] == "4 · so"
@@ -84,7 +122,7 @@ def test_growing_heatmap_has_one_row_per_step(decode):
 def test_work_counts_are_plotted_from_the_engine(decode):
     """Recompute's scores grow with n², the cache's with n."""
     decode.session_state["decode_tab"] = "Work"
-    next(n for n in decode.number_input if n.label == "Tokens to run").set_value(4).run()
+    _run_size(decode, 4)
     _button(decode, "Run 4").click().run()
     spec = figure(decode, "Work in each decode step")
     series = {d["name"]: (array(d["x"]), array(d["y"])) for d in spec["data"] if d.get("xaxis", "x") == "x"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import pandas as pd
-from apptest_helpers import (board, boards, by_label, cells, errors, figure, on_page, plain_table, rerun, shown,
-                             stat_labels, stat_value)
+from apptest_helpers import (board, boards, by_label, cells, errors, figure, move_range, on_page, plain_table, range_data,
+                             rerun, shown, stat_labels, stat_value)
 
 from viz import load_preset
 from viz.core.compress import CacheSpec, EvictionPolicy, compare_with_full
@@ -98,8 +98,7 @@ def test_editing_a_variant_prompt_changes_what_is_shared(at):
 def test_iteration_stepper_walks_the_snapshots(at):
     """The scheduler iteration control moves from the first prefill to later decode iterations."""
     assert frame(at, "tokens")["sequence"].tolist() == ["A", "B", "C"]
-    at.select_slider(key="memory_snapshot").set_value(0)
-    rerun(at)
+    move_range(at, "memory_snapshot_range", 0)
     table = frame(at, "tokens")
     assert table["sequence"].tolist() == ["A"] and table["tokens"].tolist() == ["4"]
 
@@ -164,8 +163,7 @@ def test_quantise_controls(at):
 def test_prediction_stepper_selects_the_inspected_step(at):
     """Choosing prediction 0 notes that prefill reads the whole prompt."""
     open_compress(at)
-    at.select_slider(key="memory_prediction").set_value(0)
-    rerun(at)
+    move_range(at, "memory_prediction_range", 0)
     assert any("prefill pass" in c.value for c in at.caption)
 
 
@@ -217,14 +215,13 @@ def test_settings_survive_a_look_at_the_other_tab(at):
     back: the paged tab's block size and iteration, the other tab's method and window."""
     at.select_slider(key="memory_block_size").set_value(2)
     rerun(at)
-    at.select_slider(key="memory_snapshot").set_value(1)
-    rerun(at)
+    move_range(at, "memory_snapshot_range", 1)
     open_compress(at)
     at.segmented_control(key="memory_method").set_value("Sinks + window")
     rerun(at)
     at.session_state["memory_tab"] = "Paged blocks"
     rerun(at)
     assert at.select_slider(key="memory_block_size").value == 2
-    assert at.select_slider(key="memory_snapshot").value == 1
+    assert range_data(at, "memory_snapshot_range")["value"] == 1
     open_compress(at)
     assert at.segmented_control(key="memory_method").value == "Sinks + window"

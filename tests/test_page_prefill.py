@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apptest_helpers import array, board, boards, cells, edit_table, figure, figures
+from apptest_helpers import array, board, boards, cells, edit_table, figure, figures, move_range, range_data, shown
 
 
 def _markdown(at) -> str:
@@ -29,6 +29,21 @@ def test_position_stepper_walks_the_prompt(app):
     assert "**so** (position 4)" in text
     assert "even\\: average\\(weather, so\\) → 12\\.5" in text
     assert "last\\: so \\(value 5\\) → 5" in text
+
+
+def test_position_range_moves_the_position_and_back(app):
+    """The position range offers each position as "i · token"; each move sets the position (also back
+    to one seen before), and the narration, the range and the link follow."""
+    data = range_data(app, "prefill_position_range")
+    assert data["label"] == "Query position" and (data["min"], data["max"]) == (1, 4)
+    assert data["labels"] == ["1 · Today", "2 · weather", "3 · is", "4 · so"]
+    for position, token in ((4, "so"), (2, "weather"), (4, "so")):
+        move_range(app, "prefill_position_range", position)
+        assert range_data(app, "prefill_position_range")["value"] == position
+        assert shown(app.info[0].value).startswith(f"**{token}** (position {position}) sees")
+        assert app.query_params.get("pos") in (str(position), [str(position)])
+    next(b for b in app.button if b.key == "prefill_position_back").click().run()
+    assert range_data(app, "prefill_position_range")["value"] == 3
 
 
 def test_value_edit_changes_the_contexts(app):

@@ -11,7 +11,7 @@ from viz import generate, load_preset
 from viz.core.tour import question_even
 from viz.ui import state
 from viz.ui.common import md_escape
-from apptest_helpers import plain_table, plain_tables
+from apptest_helpers import move_range, plain_table, plain_tables, range_data
 
 
 @pytest.fixture
@@ -34,6 +34,17 @@ def test_every_step_renders(tour):
         titles.append(tour.subheader[0].value)
     assert titles[-2:] == ["8. The cache bug in the article", "9. From one cache to a server"]
     assert next(b for b in tour.button if b.key == "tour_step_forward").disabled
+
+
+def test_the_step_range_jumps_to_any_step_and_back(tour):
+    """The tour's range names every step ("i. title") and jumps straight to one, back as well; the
+    subheader and the link follow."""
+    data = range_data(tour, "tour_step_range")
+    assert (data["min"], data["max"]) == (1, 9) and data["labels"][8] == "9. From one cache to a server"
+    for step in (9, 2, 9):
+        move_range(tour, "tour_step_range", step)
+        assert tour.subheader[0].value == data["labels"][step - 1]
+        assert tour.query_params.get("tour") in (str(step), [str(step)])
 
 
 def test_reveal_checks_the_answer_against_the_engine(tour):

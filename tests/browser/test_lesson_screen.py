@@ -82,6 +82,7 @@ def test_decode_is_one_screen_in_presenter_mode(app, case, width, height):
         "Step": button(app, "Step"),
         "Back": button(app, "Back"),
         "Run": button(app, "Run 8"),
+        "timeline": main.get_by_role("slider", name="Timeline (tokens generated)"),
         "narration": main.get_by_test_id("stAlertContentInfo").first,
         "stale-cache warning": main.get_by_test_id("stAlertContentWarning").filter(has_text="went stale"),
         "Fix": button(app, "Fix: n → q.pos"),
@@ -110,7 +111,7 @@ def test_prefill_is_one_screen_in_presenter_mode(app, case, width, height):
     parts = {
         "stepper back": main.locator(".st-key-prefill_position_back button").first,
         "stepper forward": main.locator(".st-key-prefill_position_forward button").first,
-        "position": main.get_by_test_id("stSlider"),
+        "position": main.get_by_role("slider", name="Query position"),
         "narration": main.get_by_test_id("stAlertContentInfo").first,
         "attention heatmap": chart(app, "Attention · head 'last'"),
         "cache": chart(app, "Cache after prefill"),

@@ -14,7 +14,7 @@ from ..figures.base import figure_table
 from ..figures.board import attention_board, cache_board, fits, words_board
 from ..figures.lesson import attention_figure, cache_figure, frame_tables
 from . import state
-from .components import board
+from .components import board, slider
 
 # The toolbar shows on hover only (on a phone: after a tap), and short, so it stays clear of titles.
 PLOT_CONFIG = {"displaylogo": False, "displayModeBar": "hover",
@@ -108,7 +108,7 @@ def md_escape(text: object) -> str:
 
     The one way visitor text (tokens, head names, rules, words, prompts, titles, messages that
     quote any of them) reaches ``st.markdown``, captions, alerts, widget labels, ``help=``,
-    Markdown-rendering options (radio, segmented control, select slider), column help and tab
+    Markdown-rendering options (radio, segmented control), column help and tab
     labels. Every ASCII punctuation character (but , and ;) gets a backslash, which
     CommonMark turns back into that literal character, so nothing can open a link or image (``[…](…)``, autolinks,
     ``www.``), HTML (``<…>``), emphasis, code, a table, KaTeX (``$…$``), a Streamlit directive
@@ -151,17 +151,21 @@ def header(title: str, caption: str) -> None:
 
 
 def stepper(key: str, count: int, label: str, *, first: int = 1,
-            format_label: Callable[[int], str] = str, help: str | None = None,
-            persist_state: str | None = None) -> int:
-    """A slider between ← and → buttons (also the arrow keys); returns the chosen value.
+            format_label: Callable[[int], str] = str, help: str | None = None) -> int:
+    """A range from ``first`` to ``count`` between ← and → buttons (also the arrow keys); returns
+    the chosen value.
 
-    ``format_label`` returns plain text (it may quote visitor text); the stepper escapes it.
-    ``persist_state`` as Streamlit's: "page" keeps the value while the stepper is not drawn."""
+    The value lives in the session under ``key``, so it survives while the stepper is not drawn (a
+    tab that is closed, another page). ``format_label`` returns plain text (it may quote visitor
+    text): the range writes it as text."""
     current = min(max(int(st.session_state.get(key, first)), first), count)
     st.session_state[key] = current
 
     def move(delta: int) -> None:
         st.session_state[key] = min(max(st.session_state[key] + delta, first), count)
+
+    def moved(value: int) -> None:
+        st.session_state[key] = value
 
     back, middle, forward = st.columns([1, 10, 1], vertical_alignment="bottom")
     back.button("", icon=":material/arrow_back:", key=f"{key}_back", on_click=move, args=(-1,),
@@ -169,11 +173,8 @@ def stepper(key: str, count: int, label: str, *, first: int = 1,
     forward.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
                    shortcut="right", disabled=current >= count, help="Forward (→)")
     with middle:
-        if count > first:  # its options render Markdown, and labels may quote visitor text
-            st.select_slider(label, options=list(range(first, count + 1)), key=key, persist_state=persist_state,
-                             format_func=lambda value: md_escape(format_label(value)), help=help)
-        else:
-            st.markdown(f"{label}: {md_escape(format_label(current))}")
+        slider(f"{key}_range", current, min(first, current), count, label, moved, format_label=format_label,
+               help=help)
     return st.session_state[key]
 
 

@@ -15,7 +15,9 @@ in the page and writes visitor text with ``textContent`` only).
   view, and draws on a canvas that screen readers cannot read), and a **stats row** (labelled
   figures with their change, what ``st.metric`` showed) as a description list from
   :func:`viz.figures.base.stats_row`: one script for both, where every kind of Streamlit element
-  loads its own on the first view that shows one.
+  loads its own on the first view that shows one;
+* the **range** is a labelled ``<input type="range">`` that sends each move as a trigger (Streamlit's
+  own sliders bring a script chunk of their own to a first view, 60 to 150 ms on a small machine).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ _board = st.components.v2.component("kvlab_board", js=_read("board.js"), css=_re
 _table = st.components.v2.component("kvlab_table", js=_read("table.js"), css=_read("table.css"))
 _copy_link = st.components.v2.component("kvlab_copy_link", js=_read("copy_link.js"), css=_read("copy_link.css"))
 _field = st.components.v2.component("kvlab_field", js=_read("field.js"), css=_read("field.css"))
+_range = st.components.v2.component("kvlab_range", js=_read("range.js"), css=_read("range.css"))
 # not in a shadow root: its style element applies to the whole page
 _style = st.components.v2.component("kvlab_style", js=_read("style.js"), isolate_styles=False)
 
@@ -78,6 +81,26 @@ def stats(items: list[Stat], label: str, key: str) -> None:
 def _plain(spec: dict, key: str) -> None:
     """Draw a plain table or a stats row (the same component), larger in presenter mode."""
     _table(key=key, data={**spec, "presenter": state.presenter()}, width="stretch", height="content")
+
+
+def slider(key: str, value: int, low: int, high: int, label: str, on_move: Callable[[int], None], *,
+           format_label: Callable[[int], str] = str, help: str | None = None, inline: bool = False,
+           width: int | str = "stretch") -> None:
+    """A range from ``low`` to ``high`` (step 1) showing ``value``, the value this run decided: its
+    label, ``format_label(value)`` as text (also what a screen reader says for it) and the track.
+    Each move the visitor makes (a release, a key) calls ``on_move`` with the value moved to, clamped
+    to the range this run drew, before the rerun it starts; a move to a value seen before counts too.
+    ``inline``: for a row of controls, the label for screen readers only and the value's text after
+    the track. Disabled when ``low == high``. Labels are plain text (the range writes them as text)."""
+    def moved() -> None:
+        to = st.session_state[key].get("moved")  # the trigger's payload, as the browser sent it
+        if isinstance(to, int) and not isinstance(to, bool):
+            on_move(min(max(to, low), high))
+
+    _range(key=key, data={"label": label, "help": help, "min": low, "max": high, "value": value,
+                          "labels": [format_label(v) for v in range(low, high + 1)], "inline": inline,
+                          "presenter": state.presenter()},
+           on_moved_change=moved, width=width, height="content")
 
 
 def text_field(label: str, value: str, key: str, on_send: Callable[[str], None], help: str = "",

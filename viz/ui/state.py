@@ -42,7 +42,7 @@ GUARD_NOTICE = "kv_guard_notice"  # what the frame's guard tells the visitor on 
 RUN_FAILED = "kv_run_failed"  # something failed during this run: do not remember it as good
 LINK_DRAWN = "kv_link_drawn"  # this run drew the sidebar's Copy link box (a fragment, or app.py)
 TOUR_STEP = "kv_tour_step"  # the guided tour's step (1-based), kept while other pages show
-TOUR_STEPPER = "tour_step"  # the tour stepper's widget key (Streamlit drops it when the tour is not shown)
+TOUR_STEPPER = "tour_step"  # the tour stepper's value (viz.ui.common.stepper keeps it in the session)
 OPENED_AT_HOME_WITH_VIEW = "kv_old_prefill_link"  # first visit at / with a view in the link
 TOUR_CHOICES = "tour_choices"  # {question index: the option chosen when it was revealed (None: no vote)}
 

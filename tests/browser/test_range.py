@@ -1,0 +1,60 @@
+"""Tier 3 (browser): the range component (viz/ui/range.js) as a visitor uses it: Prefill's position
+stepped with the keyboard, Decode's timeline dragged with the mouse and stepped with a key. Each
+move reruns once and the page follows; the input is named by its label, says its value's text, and
+shows a focus ring. Streamlit's ← → shortcuts of the buttons beside it stay quiet while the range
+has the focus (a key moves the range, not the range and the stepper both)."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from viz import load_preset
+from viz.core.share import View, encode_view
+
+
+def press(app, key: str, slider, param: str, value: str, text: str) -> None:
+    """Press a key while the range has the focus: after the one rerun it starts, the link's ``param``,
+    the range's value and its valuetext say the new value."""
+    with app.rerun():
+        app.page.keyboard.press(key)
+    assert app.query.get(param) == value
+    expect(slider).to_have_value(value)
+    expect(slider).to_have_attribute("aria-valuetext", text)
+
+
+def test_arrow_keys_on_the_position_range_step_prefill(app):
+    """ArrowRight on the focused position range moves the query position by one, ArrowLeft back;
+    its accessible name is "Query position" and its valuetext "i · token"."""
+    app.open("/prefill", **encode_view(View(load_preset("seed"), position=2)))
+    position = app.main.get_by_role("slider", name="Query position")
+    expect(position).to_have_attribute("aria-valuetext", "2 · weather")
+    position.focus()
+    assert position.evaluate("e => e.matches(':focus-visible') && getComputedStyle(e).outlineStyle"
+                             " === 'solid' && parseFloat(getComputedStyle(e).outlineWidth) >= 2")
+    app.screenshot("range-prefill-focused")
+    press(app, "ArrowRight", position, "pos", "3", "3 · is")
+    expect(app.main.get_by_test_id("stAlertContentInfo").first).to_contain_text("is (position 3) sees")
+    press(app, "ArrowLeft", position, "pos", "2", "2 · weather")  # back to a value it held before
+    expect(app.main.get_by_test_id("stAlertContentInfo").first).to_contain_text("weather (position 2) sees")
+    app.assert_no_exception()
+
+
+def test_dragging_the_timeline_scrubs_decode(app):
+    """Dragging the timeline's thumb to the middle of 0–4 shows step 2; a key then steps it; the
+    timeline is named "Timeline (tokens generated)" and says "k of 4"."""
+    app.open("/decode", **encode_view(View(load_preset("seed"), step=4)))
+    timeline = app.main.get_by_role("slider", name="Timeline (tokens generated)")
+    expect(timeline).to_have_attribute("aria-valuetext", "4 of 4")
+    box = timeline.bounding_box()
+    middle = box["y"] + box["height"] / 2
+    app.page.mouse.move(box["x"] + box["width"] - 4, middle)  # the thumb, at the right end
+    app.page.mouse.down()
+    app.page.mouse.move(box["x"] + box["width"] / 2, middle, steps=5)
+    with app.rerun():
+        app.page.mouse.up()
+    assert app.query.get("step") == "2"
+    expect(timeline).to_have_attribute("aria-valuetext", "2 of 4")
+    expect(app.main.get_by_test_id("stAlertContentInfo").first).to_contain_text("Step 2:")
+    press(app, "ArrowRight", timeline, "step", "3", "3 of 4")  # the thumb kept the focus through the rerun
+    app.assert_no_exception()
+    app.screenshot("range-decode-timeline")

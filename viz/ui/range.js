@@ -1,0 +1,71 @@
+// kvlab's range: a label, the current value's text and a native <input type="range"> in the chunk
+// every page already loads (Streamlit's own slider brings a script chunk of its own to a first view).
+// The server is the authority: each render shows data.value from the latest run. Dragging (or a
+// key) shows each value's text at once; on release, or on each keyboard step, the value is sent as
+// a trigger ("moved"), so moving back to a value seen before still reruns. Visitor text (a label
+// may quote a token) is written with textContent only.
+
+const el = (tag, className) => {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  return node;
+};
+
+function build(parentElement) {
+  const box = el("div", "range");
+  const head = el("div", "head");
+  const label = el("label", "label");
+  label.htmlFor = "kvlab-range";
+  const help = el("span", "help");
+  help.textContent = "?";
+  help.setAttribute("aria-hidden", "true");
+  const value = el("span", "value");  // what the input's aria-valuetext says, for the eye
+  value.setAttribute("aria-hidden", "true");
+  head.append(label, help, value);
+  const input = el("input", "");
+  input.type = "range";
+  input.id = "kvlab-range";
+  input.step = "1";
+  const described = el("span", "hidden");  // the help text, read out with the input
+  described.id = "kvlab-range-help";
+  box.append(head, input, described);
+  parentElement.append(box);
+
+  const show = () => {  // the text and the filled part of the track for the value under the thumb
+    const data = box.__data;
+    const at = Number(input.value);
+    const text = data.labels[at - data.min] ?? String(at);
+    value.textContent = text;
+    input.setAttribute("aria-valuetext", text);
+    const span = data.max - data.min;
+    input.style.setProperty("--fill", `${span > 0 ? ((at - data.min) / span) * 100 : 0}%`);
+  };
+  input.addEventListener("input", show);
+  input.addEventListener("change", () => box.__component.setTriggerValue("moved", Number(input.value)));
+  box.__show = show;
+  return box;
+}
+
+export default function (component) {
+  const { data, parentElement } = component;
+  if (!data) return;
+  const box = parentElement.querySelector(".range") || build(parentElement);
+  box.__data = data;
+  box.__component = component;  // the latest render's trigger (it knows the fragment that reruns)
+  box.className = ["range", data.presenter && "presenter", data.inline && "inline"].filter(Boolean).join(" ");
+  const input = box.querySelector("input");
+  box.querySelector(".label").textContent = data.label;
+  const help = box.querySelector(".help");
+  const described = box.querySelector(".hidden");
+  help.hidden = !data.help;
+  help.title = data.help || "";
+  described.textContent = data.help || "";
+  input.title = data.help || "";  // on hover, also where the label is hidden (inline)
+  if (data.help) input.setAttribute("aria-describedby", described.id);
+  else input.removeAttribute("aria-describedby");
+  input.min = String(data.min);
+  input.max = String(data.max);
+  input.value = String(data.value);
+  input.disabled = data.min >= data.max;
+  box.__show();
+}
