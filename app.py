@@ -44,12 +44,12 @@ EDITOR_PAGES = {"prefill", "decode", "memory", "at_scale", "serving"}
 page = st.navigation(PAGES)
 state.init(page.url_path)
 guard.begin()
+# The frame's style first: its component's script then starts loading with a new visitor's first
+# message, not after the sidebar's (presenter mode as the sidebar's toggle will draw it this run).
+page_style(frame_style(state.presenter_shown()))
 editors = page.url_path in EDITOR_PAGES
 with guard.frame("the sidebar", st.sidebar):
     sidebar.render(editors, page.url_path)
-# The sidebar's width is in pixels, so presenter mode's large type does not widen it; presenter
-# mode (editors folded away) gives the room to the main area.
-page_style(frame_style(state.presenter()))
 top = st.container()  # the guard's message goes above whatever the page drew before it failed
 refused = state.refused_edits() if editors else []
 if refused:  # the sidebar shows each message next to its editor; the page says what is in force

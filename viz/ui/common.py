@@ -78,7 +78,9 @@ ACCESSIBLE_CSS = ("[data-testid='stCaptionContainer'], [data-testid='stCaptionCo
 
 
 def frame_style(presenter: bool) -> str:
-    """The frame's CSS: caption contrast, the sidebar's width and, in presenter mode, large type
+    """The frame's CSS: caption contrast, the sidebar's width (in pixels, so presenter mode's large
+    type does not widen it; presenter mode, its editors folded away, gives the room to the main
+    area) and, in presenter mode, large type
     that still lets a lesson (controls, narration, figures) fit one screen from 1280 × 720 up (the
     root size follows the window's height: about 17 px at 720 px, 21 px from 875 px up), a lesson
     page's title kept for screen readers only and the tour's answers large."""

@@ -175,6 +175,12 @@ def presenter() -> bool:
     return st.session_state[PRESENTER]
 
 
+def presenter_shown() -> bool:
+    """Presenter mode as this run draws it, before the sidebar has read its toggle: the toggle's new
+    value when the visitor has just switched it."""
+    return bool(st.session_state.get(PRESENTER_TOGGLE, presenter()))
+
+
 def set_presenter(value: bool) -> None:
     st.session_state[PRESENTER] = bool(value)
 
