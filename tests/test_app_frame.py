@@ -113,6 +113,16 @@ def test_cache_safe_button(app):
     assert scenario(app).heads[1].rule == "k.pos == q.pos"
 
 
+def test_the_frame_style_follows_the_presenter_toggle_in_the_same_run(app):
+    """The frame's style, drawn before the sidebar, already has presenter mode's large type in the
+    run the toggle starts, and loses it in the run that switches it off."""
+    assert "clamp(" not in component_data(app, "kv_style")["css"]
+    by_label(app.toggle, "Presenter mode").set_value(True).run()
+    assert "clamp(" in component_data(app, "kv_style")["css"]
+    by_label(app.toggle, "Presenter mode").set_value(False).run()
+    assert "clamp(" not in component_data(app, "kv_style")["css"]
+
+
 def test_presenter_mode_folds_editors_away(app):
     """Presenter mode hides the editors and goes into the URL."""
     by_label(app.toggle, "Presenter mode").set_value(True).run()
