@@ -17,7 +17,7 @@ import streamlit as st
 import torch
 
 from viz.ui import guard, sidebar, state
-from viz.ui.common import favicon, frame_style
+from viz.ui.common import favicon
 from viz.ui.components import page_style
 
 # Many small requests at once: one torch thread per script run keeps sessions from fighting over
@@ -44,9 +44,9 @@ EDITOR_PAGES = {"prefill", "decode", "memory", "at_scale", "serving"}
 page = st.navigation(PAGES)
 state.init(page.url_path)
 guard.begin()
-# The frame's style first: its component's script then starts loading with a new visitor's first
-# message, not after the sidebar's (presenter mode as the sidebar's toggle will draw it this run).
-page_style(frame_style(state.presenter_shown()))
+# The frame's style before the sidebar and the page: its component's script then starts loading
+# with a new visitor's first messages (presenter mode as the sidebar's toggle will draw it this run).
+page_style(state.presenter_shown())
 editors = page.url_path in EDITOR_PAGES
 with guard.frame("the sidebar", st.sidebar):
     sidebar.render(editors, page.url_path)

@@ -184,7 +184,8 @@ def range_data(at, key: str) -> dict:
 def move_range(at, key: str, value):
     """Move a range to ``value`` as a visitor does (a release or a key sends the value as a trigger),
     and check nothing raised."""
-    fire(at, key, "moved", value)
+    seen = at.session_state[f"{key}__seen"] if f"{key}__seen" in at.session_state else 0
+    fire(at, key, "moved", {"to": value, "seq": seen + 1})
     assert not at.exception, [e.value for e in at.exception]
     return at
 

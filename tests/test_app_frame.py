@@ -3,14 +3,17 @@ presets, presenter mode and share links."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from viz import load_preset
+from viz import Scenario, load_preset
+from viz.core.limits import MAX_PROMPT_CHARS
 from viz.core.share import View, encode_view
-from viz.ui import state
+from viz.ui import components, state
 
-from apptest_helpers import (by_label, component_data, edit_table, errors, has_prompt_box, prompt_shown, scenario, send_prompt,
+from apptest_helpers import (by_label, component_data, edit_table, errors, fire, has_prompt_box, prompt_shown, scenario, send_prompt,
                              shown, widget_key)
 
 
@@ -40,7 +43,8 @@ def test_a_refused_prompt_stays_in_the_box_until_an_edit_applies(app):
     """The refused text stays in the prompt box, marked invalid, and sending it again is refused
     again; the prompt in force sent back clears the message; a good prompt then applies."""
     send_prompt(app, "   ")
-    assert prompt_shown(app) == "   " and component_data(app, widget_key(app, "prompt"))["invalid"]
+    field = component_data(app, widget_key(app, "prompt"))
+    assert prompt_shown(app) == "   " and "no tokens" in field["error"]  # marked invalid, read out
     app.session_state[state.ERRORS] = {}  # as if the message were gone: the same text sent again
     send_prompt(app, "   ")
     assert any("no tokens" in e for e in errors(app)) and prompt_shown(app) == "   "
@@ -48,6 +52,32 @@ def test_a_refused_prompt_stays_in_the_box_until_an_edit_applies(app):
     assert not errors(app) and prompt_shown(app) == "Today's weather is so …"
     send_prompt(app, "a b")
     assert scenario(app).tokens == ("a", "b") and prompt_shown(app) == "a b" and not errors(app)
+
+
+def test_a_prompt_over_the_limit_is_refused_and_not_kept(app):
+    """A prompt longer than the field allows (sent by hand, not typed) is refused; the box shows the
+    prompt in force and the session keeps no copy of the long text."""
+    assert component_data(app, widget_key(app, "prompt"))["max_chars"] == MAX_PROMPT_CHARS
+    send_prompt(app, "a " * MAX_PROMPT_CHARS)
+    assert errors(app) and prompt_shown(app) == "Today's weather is so …"
+    assert state.PROMPT_REFUSED not in app.session_state and scenario(app) == load_preset("seed")
+
+
+def test_a_prompt_payload_that_is_not_text_changes_nothing(app):
+    """A prompt trigger whose payload is not text (a crafted message) is ignored."""
+    fire(app, widget_key(app, "prompt"), "submitted", {"text": "a b"})
+    assert not app.exception and not errors(app) and scenario(app) == load_preset("seed")
+
+
+def test_a_fault_in_an_edit_is_a_message_not_a_traceback(app, monkeypatch, caplog):
+    """An edit that fails with kvlab's own fault (the prompt runs as a callback, before the frame's
+    guard) is refused with a plain message; the traceback goes to the server log."""
+    monkeypatch.setattr(Scenario, "with_prompt", lambda self, prompt: 1 / 0)
+    with caplog.at_level(logging.ERROR, logger="kvlab.app"):
+        send_prompt(app, "a b")
+    assert not app.exception and state.EDIT_FAILED in [shown(e) for e in errors(app)]
+    assert scenario(app) == load_preset("seed")
+    assert any(r.exc_info and r.exc_info[0] is ZeroDivisionError for r in caplog.records)
 
 
 def test_token_value_edit_changes_the_scenario(app):
@@ -114,13 +144,16 @@ def test_cache_safe_button(app):
 
 
 def test_the_frame_style_follows_the_presenter_toggle_in_the_same_run(app):
-    """The frame's style, drawn before the sidebar, already has presenter mode's large type in the
-    run the toggle starts, and loses it in the run that switches it off."""
-    assert "clamp(" not in component_data(app, "kv_style")["css"]
+    """The frame's style, drawn before the sidebar, is exactly the frame's CSS, with presenter mode's
+    large type from the run the toggle starts to the run that switches it off."""
+    def css() -> str:
+        return component_data(app, components.STYLE_KEY)["css"]
+
+    assert css().endswith(components.frame_style(False)) and "clamp(" not in css()
     by_label(app.toggle, "Presenter mode").set_value(True).run()
-    assert "clamp(" in component_data(app, "kv_style")["css"]
+    assert css().endswith(components.frame_style(True)) and "clamp(" in css()
     by_label(app.toggle, "Presenter mode").set_value(False).run()
-    assert "clamp(" not in component_data(app, "kv_style")["css"]
+    assert css().endswith(components.frame_style(False))
 
 
 def test_presenter_mode_folds_editors_away(app):
@@ -251,6 +284,27 @@ def test_editors_only_on_pages_that_use_the_scenario(app, page, editors):
     assert has_prompt_box(app) == editors and bool(app.data_editor) == editors
 
 
+# Element kinds whose script a first view would load for them alone (each 0.06–0.15 s on a small
+# machine): kvlab's own components draw the same things from the one script every page loads.
+HEAVY_KINDS = ("slider", "select_slider", "metric", "selectbox", "number_input", "text_input", "text_area",
+               "html", "plotly_chart", "dataframe", "data_editor")
+
+
+@pytest.mark.parametrize("page", ["pages/decode.py", "pages/prefill.py", "pages/home.py", "pages/tour.py"])
+def test_a_first_view_has_no_kind_of_element_that_loads_a_script_of_its_own(page):
+    """A new visitor's first view of a link (Decode at step 3, with the timeline; Prefill; Home; the
+    tour) has no slider, metric, drop-down, number or text input, HTML block, Plotly chart or data
+    grid, in the page or the sidebar."""
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    at.query_params.update(encode_view(View(load_preset("seed"), step=3)))
+    at.switch_page(page).run()
+    assert not at.exception
+    found = {kind: len(at.get(kind)) for kind in HEAVY_KINDS}
+    assert not any(found.values()), found
+    if page == "pages/decode.py":
+        assert components_drawn(at) >= {"kvlab_range", "kvlab_field", "kvlab_style", "kvlab_table", "kvlab_board"}
+
+
 def test_a_first_view_builds_no_editor_until_its_panel_opens():
     """A new visitor's Decode: the prompt box shows, but no data editor or data grid is sent (they
     load about 1.5 MB of script); opening a panel builds its editor, which edits as before, and
@@ -259,7 +313,7 @@ def test_a_first_view_builds_no_editor_until_its_panel_opens():
     at.run()
     at.switch_page("pages/decode.py").run()
     assert not at.exception
-    assert prompt_shown(at) == "Today's weather is so …"
+    assert prompt_shown(at) == "Today's weather is so …" and not at.sidebar.text_input
     assert not at.data_editor and not at.dataframe
     assert "d_k (key width)" not in [w.label for w in at.number_input]
     at.session_state["kv_panel_tokens"] = True  # as a click on the panel would
@@ -298,3 +352,8 @@ def test_a_refused_edit_keeps_its_panel_open_with_the_message(app):
     by_label(app.toggle, "Presenter mode").set_value(False).run()
     assert any("not allowed" in e.value for e in app.sidebar.error)
     assert any("rule" in d.value.columns for d in app.sidebar.data_editor)
+
+
+def components_drawn(at) -> set[str]:
+    """The names of kvlab's components drawn in the last run."""
+    return {e.proto.component_name for e in at.get("bidi_component")}

@@ -97,10 +97,11 @@ def test_visitor_text_travels_verbatim_and_is_written_as_text(token):
     assert spec["groups"][0]["rows"][0]["label"] == f"1 · {token}"
 
 
-@pytest.mark.parametrize("script", ["board.js", "copy_link.js", "table.js", "range.js"])
+@pytest.mark.parametrize("script", ["board.js", "copy_link.js", "table.js", "range.js", "field.js", "style.js"])
 def test_the_components_write_text_never_markup(script):
     """The board's script (visitor tokens), the copy link's (a link made from them), the plain
-    table's (tokens, head names, rules) and the range's (labels quoting tokens) set text only."""
+    table's (tokens, head names, rules), the range's (labels quoting tokens), the text field's (the
+    visitor's prompt) and the page style's (the app's own CSS) set text only."""
     source = BOARD_JS.with_name(script).read_text(encoding="utf-8")
     assert "textContent" in source or ".value" in source
     assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function", source)

@@ -92,10 +92,11 @@ def test_the_timeline_scrubs_back_and_forth(decode):
     timeline = range_data(decode, "decode_timeline")
     assert timeline["label"] == "Timeline (tokens generated)" and timeline["inline"]
     assert timeline["labels"] == [f"{k} of 4" for k in range(5)]
-    for step in (1, 4, 1):
+    for seq, step in enumerate((1, 4, 1), start=1):
         move_range(decode, "decode_timeline", step)
         assert decode.session_state[state.STEP] == step == range_data(decode, "decode_timeline")["value"]
         assert decode.query_params.get("step") in (str(step), [str(step)])
+        assert range_data(decode, "decode_timeline")["seen"] == seq  # the browser's count of moves, handled
     move_range(decode, "decode_timeline", 99)
     assert decode.session_state[state.STEP] == 4
     move_range(decode, "decode_timeline", "2")

@@ -70,32 +70,6 @@ def folded(label: str, key: str, body: Callable[[], None], icon: str | None = No
     return _fill_if_open(st.expander(label, icon=icon, key=key, on_change="rerun"), body)
 
 
-# Captions and the links in them at a contrast of at least 4.5:1 (axe-core, WCAG AA; Streamlit fades
-# them to 3.9:1).
-ACCESSIBLE_CSS = ("[data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] p"
-                  " { color: #5c5b59; opacity: 1; }"
-                  " [data-testid='stCaptionContainer'] a { color: #1f5fa8; }")
-
-
-def frame_style(presenter: bool) -> str:
-    """The frame's CSS: caption contrast, the sidebar's width (in pixels, so presenter mode's large
-    type does not widen it; presenter mode, its editors folded away, gives the room to the main
-    area) and, in presenter mode, large type
-    that still lets a lesson (controls, narration, figures) fit one screen from 1280 × 720 up (the
-    root size follows the window's height: about 17 px at 720 px, 21 px from 875 px up), a lesson
-    page's title kept for screen readers only and the tour's answers large."""
-    style = ACCESSIBLE_CSS + f" section[data-testid='stSidebar'] {{ width: {300 if presenter else 400}px !important; }}"
-    if presenter:
-        style += (" html { font-size: clamp(16px, 2.4vh, 21px); }"
-                  " header[data-testid='stHeader'] { height: 2.75rem; min-height: 2.75rem; }"
-                  " .block-container { max-width: 100%; padding: 3rem 2rem 2rem 2rem; }"
-                  " .block-container h1 { padding-top: 0; }"
-                  " .st-key-lesson_title { position: absolute !important; width: 1px; height: 1px;"
-                  " overflow: hidden; clip-path: inset(50%); white-space: nowrap; }"
-                  " [class*='st-key-tour_question_'] [data-testid='stRadio'] label p { font-size: 1.5rem; }")
-    return style
-
-
 # Every character CommonMark lets a backslash escape, but for , and ; which no construct uses.
 _ASCII_PUNCTUATION = re.compile(r"[!-+\-./:<-@\[-`{-~]")
 # GFM turns www.…, http(s)://… and e-mail addresses into links after escapes are resolved, so a

@@ -90,35 +90,80 @@ def slider(key: str, value: int, low: int, high: int, label: str, on_move: Calla
     label, ``format_label(value)`` as text (also what a screen reader says for it) and the track.
     Each move the visitor makes (a release, a key) calls ``on_move`` with the value moved to, clamped
     to the range this run drew, before the rerun it starts; a move to a value seen before counts too.
+    Each move carries the browser's count of moves; the range shows ``value`` once the server has
+    handled the latest (keys pressed faster than the reruns leave the thumb where the visitor put it).
     ``inline``: for a row of controls, the label for screen readers only and the value's text after
     the track. Disabled when ``low == high``. Labels are plain text (the range writes them as text)."""
+    seen = f"{key}__seen"  # the number of the latest move handled (the browser counts its moves)
+
     def moved() -> None:
-        to = st.session_state[key].get("moved")  # the trigger's payload, as the browser sent it
+        move = st.session_state[key].get("moved")  # the trigger's payload, as the browser sent it
+        if not isinstance(move, dict):
+            return
+        to, seq = move.get("to"), move.get("seq")
+        if isinstance(seq, int) and not isinstance(seq, bool):
+            st.session_state[seen] = max(st.session_state.get(seen, 0), seq)
         if isinstance(to, int) and not isinstance(to, bool):
             on_move(min(max(to, low), high))
 
     _range(key=key, data={"label": label, "help": help, "min": low, "max": high, "value": value,
+                          "seen": st.session_state.get(seen, 0),
                           "labels": [format_label(v) for v in range(low, high + 1)], "inline": inline,
                           "presenter": state.presenter()},
            on_moved_change=moved, width=width, height="content")
 
 
-def text_field(label: str, value: str, key: str, on_send: Callable[[str], None], help: str = "",
-               invalid: bool = False) -> None:
-    """A one-line text field showing ``value``, with ``help`` written under it. When the visitor
-    sends a text (Enter, or leaving the field after a change), ``on_send(text)`` runs as a callback,
-    before the script, which then draws the outcome. ``invalid`` marks the field for screen readers
-    (its message is drawn beside it)."""
-    _field(key=key, data={"label": label, "value": value, "help": help, "invalid": invalid,
-                          "presenter": state.presenter()},
-           on_submitted_change=lambda: on_send(st.session_state[key].submitted), width="stretch", height="content")
+def text_field(label: str, value: str, key: str, on_send: Callable[[str], None], *, max_chars: int,
+               help: str = "", error: str | None = None) -> None:
+    """A one-line text field showing ``value`` (at most ``max_chars`` characters can be typed), with
+    ``help`` written under it. When the visitor sends a text (Enter, or leaving the field after a
+    change), ``on_send(text)`` runs as a callback, before the script, which then draws the outcome.
+    ``error``: the message of a refused text, drawn below the field by the caller; the field is then
+    marked invalid and reads the message out."""
+    handled = f"{key}__handled"  # texts sent and handled: each answer differs, so the field hears it
+
+    def sent() -> None:
+        text = st.session_state[key].get("submitted")  # the trigger's payload, as the browser sent it
+        st.session_state[handled] = st.session_state.get(handled, 0) + 1
+        if isinstance(text, str):
+            on_send(text)
+
+    _field(key=key, data={"label": label, "value": value, "help": help, "error": error, "max_chars": max_chars,
+                          "handled": st.session_state.get(handled, 0)},
+           on_submitted_change=sent, width="stretch", height="content")
+
+
+# Captions and the links in them at a contrast of at least 4.5:1 (axe-core, WCAG AA; Streamlit fades
+# them to 3.9:1).
+ACCESSIBLE_CSS = ("[data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] p"
+                  " { color: #5c5b59; opacity: 1; }"
+                  " [data-testid='stCaptionContainer'] a { color: #1f5fa8; }")
+
+
+def frame_style(presenter: bool) -> str:
+    """The frame's CSS: caption contrast, the sidebar's width (in pixels, so presenter mode's large
+    type does not widen it; presenter mode, its editors folded away, gives the room to the main
+    area) and, in presenter mode, large type that still lets a lesson (controls, narration,
+    figures) fit one screen from 1280 × 720 up (the root size follows the window's height: about
+    17 px at 720 px, 21 px from 875 px up), a lesson page's title kept for screen readers only and
+    the tour's answers large."""
+    style = ACCESSIBLE_CSS + f" section[data-testid='stSidebar'] {{ width: {300 if presenter else 400}px !important; }}"
+    if presenter:
+        style += (" html { font-size: clamp(16px, 2.4vh, 21px); }"
+                  " header[data-testid='stHeader'] { height: 2.75rem; min-height: 2.75rem; }"
+                  " .block-container { max-width: 100%; padding: 3rem 2rem 2rem 2rem; }"
+                  " .block-container h1 { padding-top: 0; }"
+                  " .st-key-lesson_title { position: absolute !important; width: 1px; height: 1px;"
+                  " overflow: hidden; clip-path: inset(50%); white-space: nowrap; }"
+                  " [class*='st-key-tour_question_'] [data-testid='stRadio'] label p { font-size: 1.5rem; }")
+    return style
 
 
 STYLE_KEY = "kv_style"
 
 
-def page_style(css: str) -> None:
-    """The app's own CSS (never visitor text) for the whole page, drawn once a run by app.py; the
-    element holding it takes no room."""
-    _style(key=STYLE_KEY, data={"css": f".st-key-{STYLE_KEY} {{ display: none; }} {css}"},
+def page_style(presenter: bool) -> None:
+    """The frame's CSS (:func:`frame_style`, the app's own, never visitor text) for the whole page,
+    drawn once a run by app.py; the element holding it takes no room."""
+    _style(key=STYLE_KEY, data={"css": f".st-key-{STYLE_KEY} {{ display: none; }} {frame_style(presenter)}"},
            width="stretch", height="content")

@@ -1,8 +1,10 @@
 // kvlab's text field: a labelled one-line input whose text is sent when the visitor presses Enter
-// or leaves the field (as Streamlit's own text input does), as a trigger, so the same text sent
-// twice (a refused edit tried again) still reaches the server. The server is the authority: the
-// field shows data.value from the latest run whenever that value changes, and otherwise leaves
-// what the visitor is typing alone. Every text is set with textContent or as the input's value.
+// (not while an input method is composing) or leaves the field after a change, as Streamlit's own
+// text input does. It is sent as a trigger, so a text sent again (a refused edit tried again) still
+// reaches the server. The server is the authority: the field shows data.value whenever that value
+// changes, and otherwise leaves what the visitor is typing alone. A refusal's message is read out
+// with the field (and announced when it comes). Every text is set with textContent or as the
+// input's value.
 
 export default function (component) {
   const { data, parentElement } = component;
@@ -22,26 +24,33 @@ export default function (component) {
     const hint = document.createElement("div");
     hint.className = "hint";
     hint.id = id + "-hint";
-    input.setAttribute("aria-describedby", hint.id);
+    const problem = document.createElement("span");  // the refusal, for screen readers (shown below the field)
+    problem.className = "hidden";
+    problem.id = id + "-problem";
+    problem.setAttribute("aria-live", "polite");
+    input.setAttribute("aria-describedby", `${problem.id} ${hint.id}`);
     const send = () => {
       if (input.value === box.sent) return;  // Enter, then leaving the field: sent once
       box.sent = input.value;
       box.trigger("submitted", input.value);
     };
-    input.addEventListener("keydown", (event) => { if (event.key === "Enter") send(); });
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.isComposing && event.keyCode !== 229) send();
+    });
     input.addEventListener("change", send);
-    input.addEventListener("focus", () => { box.sent = undefined; });  // each visit may send again
-    box.append(label, input, hint);
+    box.append(label, input, hint, problem);
     parentElement.append(box);
   }
   box.trigger = component.setTriggerValue;
+  box.sent = undefined;  // the server has answered (data.handled counts the texts it took): send again freely
   const input = box.querySelector("input");
   box.querySelector("label").textContent = data.label;
   box.querySelector(".hint").textContent = data.help || "";
+  box.querySelector(".hidden").textContent = data.error || "";
+  input.maxLength = data.max_chars;
   if (data.value !== box.shown) {  // a new value from the server (an edit applied, a preset loaded)
     box.shown = data.value;
     input.value = data.value;
   }
-  input.setAttribute("aria-invalid", data.invalid ? "true" : "false");
-  box.classList.toggle("presenter", !!data.presenter);
+  input.setAttribute("aria-invalid", data.error ? "true" : "false");
 }

@@ -1,9 +1,11 @@
 // kvlab's range: a label, the current value's text and a native <input type="range"> in the chunk
 // every page already loads (Streamlit's own slider brings a script chunk of its own to a first view).
-// The server is the authority: each render shows data.value from the latest run. Dragging (or a
-// key) shows each value's text at once; on release, or on each keyboard step, the value is sent as
-// a trigger ("moved"), so moving back to a value seen before still reruns. Visitor text (a label
-// may quote a token) is written with textContent only.
+// The server is the authority: a render shows data.value, the value its run decided, unless the
+// visitor has moved on since (keys pressed quickly: each move carries a number, and a run that has
+// not seen the latest move leaves the thumb where the visitor put it). Dragging (or a key) shows
+// each value's text at once; on release, or on each keyboard step, the value is sent as a trigger
+// ("moved"), so moving back to a value seen before still reruns. Visitor text (a label may quote a
+// token) is written with textContent only.
 
 const el = (tag, className) => {
   const node = document.createElement(tag);
@@ -41,7 +43,11 @@ function build(parentElement) {
     input.style.setProperty("--fill", `${span > 0 ? ((at - data.min) / span) * 100 : 0}%`);
   };
   input.addEventListener("input", show);
-  input.addEventListener("change", () => box.__component.setTriggerValue("moved", Number(input.value)));
+  // box.__sent: the number of the latest move sent; data.seen: of the latest the server handled
+  input.addEventListener("change", () => {
+    box.__sent += 1;
+    box.__component.setTriggerValue("moved", { to: Number(input.value), seq: box.__sent });
+  });
   box.__show = show;
   return box;
 }
@@ -49,7 +55,11 @@ function build(parentElement) {
 export default function (component) {
   const { data, parentElement } = component;
   if (!data) return;
-  const box = parentElement.querySelector(".range") || build(parentElement);
+  let box = parentElement.querySelector(".range");
+  if (!box) {
+    box = build(parentElement);
+    box.__sent = data.seen ?? 0;  // go on from the moves the session has handled (a range drawn again)
+  }
   box.__data = data;
   box.__component = component;  // the latest render's trigger (it knows the fragment that reruns)
   box.className = ["range", data.presenter && "presenter", data.inline && "inline"].filter(Boolean).join(" ");
@@ -65,7 +75,7 @@ export default function (component) {
   else input.removeAttribute("aria-describedby");
   input.min = String(data.min);
   input.max = String(data.max);
-  input.value = String(data.value);
+  if ((data.seen ?? 0) >= box.__sent) input.value = String(data.value);  // the server has caught up
   input.disabled = data.min >= data.max;
   box.__show();
 }

@@ -16,7 +16,7 @@ from streamlit.errors import StreamlitAPIException
 from ..core.device import describe_device, pick_device
 from ..core.presets import load_preset, matching_preset, preset_names
 from ..core.rules import RULE_LIBRARY
-from ..core.scenario import MAX_D_K, Scenario
+from ..core.scenario import MAX_D_K, MAX_PROMPT_CHARS, Scenario
 from . import state, tables
 from .common import folded, md_escape
 from .components import copy_link, text_field
@@ -58,15 +58,17 @@ def _send_prompt(sent: str) -> None:
     if sent == (scenario.prompt or ""):  # the prompt in force, sent back: nothing is refused any more
         state.clear_error("prompt")
         return
-    st.session_state[state.PROMPT_REFUSED] = (state.version(), sent)  # read only while refused
+    if len(sent) <= MAX_PROMPT_CHARS:  # a longer one (not typed: sent by hand) is not kept in the session
+        st.session_state[state.PROMPT_REFUSED] = (state.version(), sent)  # read only while refused
     state.try_edit("prompt", lambda: scenario.with_prompt(sent))
 
 
 def _prompt(scenario: Scenario) -> None:
     refused = st.session_state.get(state.PROMPT_REFUSED)  # (scenario version, the refused text)
-    held = refused[1] if refused and refused[0] == state.version() and state.error("prompt") else None
-    text_field("Prompt", scenario.prompt or "" if held is None else held, key=state.widget_key("prompt"),
-               on_send=_send_prompt, invalid=held is not None,
+    error = state.error("prompt")
+    held = refused[1] if refused and refused[0] == state.version() and error else None
+    text_field("Prompt", (scenario.prompt or "") if held is None else held, key=state.widget_key("prompt"),
+               on_send=_send_prompt, max_chars=MAX_PROMPT_CHARS, error=error,
                help="Press Enter to apply. Split into word tokens; punctuation is dropped. Each token's "
                     "value is under Tokens and values.")
     _show_error("prompt")

@@ -12,6 +12,7 @@ Rules the pages rely on:
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from typing import Callable
@@ -107,6 +108,9 @@ def set_scenario(new: Scenario) -> None:
     st.session_state[ERRORS] = {}
 
 
+EDIT_FAILED = "This edit could not be applied (a fault in kvlab, written to the server log)."
+
+
 def try_edit(field: str, build: Callable[[], Scenario]) -> bool:
     """Try an edit: on success the scenario changes (True); on failure the message is kept for
     ``field`` and the last good scenario stays in force (False)."""
@@ -114,6 +118,10 @@ def try_edit(field: str, build: Callable[[], Scenario]) -> bool:
         new = build()
     except ScenarioError as err:
         st.session_state[ERRORS] = {**st.session_state[ERRORS], field: _readable(err)}
+        return False
+    except Exception:  # a fault of kvlab's (an edit can run as a callback, before the frame's guard)
+        logging.getLogger("kvlab.app").exception("an edit of the %s failed", field)
+        st.session_state[ERRORS] = {**st.session_state[ERRORS], field: EDIT_FAILED}
         return False
     set_scenario(new)
     return True
