@@ -165,7 +165,9 @@ def component_data(at, key: str) -> dict:
 
 def fire(at, key: str, event: str, value):
     """Send a custom component's trigger as the browser does (``setTriggerValue(event, value)``),
-    with every other widget as it stands, and run."""
+    with every other widget as it stands, and run. AppTest cannot drive a custom component, so this
+    uses its private ``_tree`` and ``_run`` and Streamlit's trigger id (streamlit 1.67): the one
+    place the tests lean on Streamlit's internals, to be checked when Streamlit is upgraded."""
     import json
     from streamlit.components.v2.bidi_component.main import _make_trigger_id
     states = at._tree.get_widget_states()

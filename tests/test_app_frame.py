@@ -135,6 +135,7 @@ def test_preset_picker_loads_a_preset(app):
     app.session_state[state.STEP] = 3
     by_label(app.button_group, "Scenario").set_value("sliding-window").run()
     assert scenario(app) == load_preset("sliding-window") and app.session_state[state.STEP] == 0
+    assert by_label(app.button_group, "Scenario").value == "sliding-window"  # the new pills, in the same run
 
 
 def test_cache_safe_button(app):

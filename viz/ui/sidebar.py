@@ -35,20 +35,25 @@ def _show_error(field: str) -> None:
         st.error(md_escape(message), icon=":material/error:")
 
 
+def _preset_chosen(key: str) -> None:
+    """A pill clicked (a callback: the run that follows draws the new scenario, with no second run)."""
+    choice = st.session_state[key]
+    if choice and choice != matching_preset(state.scenario()):
+        state.set_scenario(load_preset(choice))
+        state.set_step(0)
+
+
 def _preset_picker() -> None:
     """The built-in scenarios as pills, all in view (one click loads one), the chosen one's title
     below. Pills, not a drop-down: the lesson pages' pickers already load their script, so the
     picker adds nothing to a first view (a selectbox loads its own, about a tenth of a second)."""
     names = preset_names()
     match = matching_preset(state.scenario())
-    choice = st.pills("Scenario", names, default=match, required=True, key=state.widget_key("preset"),
-                      format_func=md_escape,
-                      help="Built-in scenarios. Editing anything below makes it a custom scenario.")
+    key = state.widget_key("preset")
+    st.pills("Scenario", names, default=match, required=True, key=key, format_func=md_escape,
+             on_change=_preset_chosen, args=(key,),
+             help="Built-in scenarios. Editing anything below makes it a custom scenario.")
     st.caption(md_escape(load_preset(match).title) if match else "Custom scenario (edited)")
-    if choice and choice != match:
-        state.set_scenario(load_preset(choice))
-        state.set_step(0)
-        st.rerun()
 
 
 def _send_prompt(sent: str) -> None:

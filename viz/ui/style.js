@@ -1,5 +1,5 @@
-// kvlab's page style: the frame's CSS (sidebar width, presenter mode's type, caption contrast) as one
-// <style> element. The component is not isolated in a shadow root, so its style applies to the whole
+// kvlab's page style: the frame's CSS (caption contrast, the sidebar's width, presenter mode's type,
+// its hidden lesson title and the tour's large answers) as one <style> element. The component is not isolated in a shadow root, so its style applies to the whole
 // page; the CSS is the app's own, never visitor text, and is set with textContent.
 
 export default function (component) {
