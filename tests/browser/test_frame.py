@@ -67,6 +67,29 @@ def test_navigation_lists_the_registered_pages_in_order(app, app_pages):
         assert link.get_attribute("href") == app.server.url + registered.url_path
 
 
+def test_a_refused_prompt_stays_in_the_box_and_a_draft_survives_a_step(app):
+    """An empty prompt is refused: the box keeps what was typed, marked invalid, with the message
+    below it and read out with the field; text typed but not sent survives a Step's rerun; Enter
+    then applies it."""
+    app.open("/decode")
+    box = app.sidebar.get_by_role("textbox", name="Prompt", exact=True)
+    app.type_text("Prompt", "   ")
+    expect(box).to_have_value("   ")
+    expect(box).to_have_attribute("aria-invalid", "true")
+    expect(app.sidebar.get_by_test_id("stAlertContentError")).to_contain_text("no tokens")
+    described = box.evaluate("i => i.getAttribute('aria-describedby').split(' ').map("
+                             "id => i.getRootNode().getElementById(id).textContent).join(' ')")
+    assert "no tokens" in described
+    box.fill("a draft not sent")
+    app.click_button("Step")
+    expect(box).to_have_value("a draft not sent")  # the rerun did not overwrite the visitor's typing
+    with app.rerun():
+        box.press("Enter")
+    expect(box).to_have_attribute("aria-invalid", "false")
+    assert decode_scenario(app.query["s"]).tokens == ("a", "draft", "not", "sent")
+    app.assert_no_exception()
+
+
 def test_typing_a_prompt_retokenises(app):
     """A new prompt typed in the sidebar fills the token table and the page with the new tokens."""
     app.open("/prefill")
