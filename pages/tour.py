@@ -203,10 +203,8 @@ else:
     st.caption(f"The worked example of the article {article.link()}, step by step. Commit to an answer before "
                "you reveal it; your score is on the last step. The tour always uses the seed scenario; the other "
                "pages use yours.")
-if state.TOUR_STEPPER not in st.session_state:  # the tour's first run in this session (a link's step)
-    st.session_state[state.TOUR_STEPPER] = state.tour_step()
-index = stepper(state.TOUR_STEPPER, len(STEPS), "Step", format_label=lambda i: f"{i}. {STEPS[i - 1][0]}") - 1
-state.set_tour_step(index + 1)
+# the stepper keeps the tour's step itself (a link's step on the first run, kept while other pages show)
+index = stepper(state.TOUR_STEP, len(STEPS), "Step", format_label=lambda i: f"{i}. {STEPS[i - 1][0]}") - 1
 title, render = STEPS[index]
 st.subheader(f"{index + 1}. {title}")
 render()

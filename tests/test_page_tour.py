@@ -22,7 +22,7 @@ def tour(app):
 
 
 def _forward(at):
-    next(b for b in at.button if b.key == "tour_step_forward").click().run()
+    next(b for b in at.button if b.key == f"{state.TOUR_STEP}_forward").click().run()
     assert not at.exception
 
 
@@ -33,16 +33,16 @@ def test_every_step_renders(tour):
         _forward(tour)
         titles.append(tour.subheader[0].value)
     assert titles[-2:] == ["8. The cache bug in the article", "9. From one cache to a server"]
-    assert next(b for b in tour.button if b.key == "tour_step_forward").disabled
+    assert next(b for b in tour.button if b.key == f"{state.TOUR_STEP}_forward").disabled
 
 
 def test_the_step_range_jumps_to_any_step_and_back(tour):
     """The tour's range names every step ("i. title") and jumps straight to one, back as well; the
     subheader and the link follow."""
-    data = range_data(tour, "tour_step_range")
+    data = range_data(tour, f"{state.TOUR_STEP}_range")
     assert (data["min"], data["max"]) == (1, 9) and data["labels"][8] == "9. From one cache to a server"
     for step in (9, 2, 9):
-        move_range(tour, "tour_step_range", step)
+        move_range(tour, f"{state.TOUR_STEP}_range", step)
         assert tour.subheader[0].value == data["labels"][step - 1]
         assert tour.query_params.get("tour") in (str(step), [str(step)])
 
@@ -119,8 +119,6 @@ STEP_OF_QUESTION = {0: 2, 1: 3, 2: 4, 3: 5, 4: 6, 5: 8, 6: 9, 7: 9}  # question 
 
 def _tour_questions():
     """The tour's questions as the page asks them, from the engine."""
-    import importlib.util
-
     from viz.core import tour as core_tour
     seed = load_preset("seed")
     prefill = generate(seed, 1)
@@ -168,7 +166,7 @@ def _answer_pattern(answer: str) -> re.Pattern:
 
 
 def _go_to(at, step: int) -> None:
-    while at.session_state[state.TOUR_STEPPER] < step:
+    while at.session_state[state.TOUR_STEP] < step:
         _forward(at)
 
 

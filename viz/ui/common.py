@@ -149,7 +149,7 @@ def stepper(key: str, count: int, label: str, *, first: int = 1,
     forward.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
                    shortcut="right", disabled=current >= count, help="Forward (→)")
     with middle:
-        slider(f"{key}_range", current, min(first, current), count, label, moved, format_label=format_label,
+        slider(f"{key}_range", current, min(first, count), count, label, moved, format_label=format_label,
                help=help)
     return st.session_state[key]
 

@@ -120,16 +120,12 @@ def text_field(label: str, value: str, key: str, on_send: Callable[[str], None],
     change), ``on_send(text)`` runs as a callback, before the script, which then draws the outcome.
     ``error``: the message of a refused text, drawn below the field by the caller; the field is then
     marked invalid and reads the message out."""
-    handled = f"{key}__handled"  # texts sent and handled: each answer differs, so the field hears it
-
     def sent() -> None:
         text = st.session_state[key].get("submitted")  # the trigger's payload, as the browser sent it
-        st.session_state[handled] = st.session_state.get(handled, 0) + 1
         if isinstance(text, str):
             on_send(text)
 
-    _field(key=key, data={"label": label, "value": value, "help": help, "error": error, "max_chars": max_chars,
-                          "handled": st.session_state.get(handled, 0)},
+    _field(key=key, data={"label": label, "value": value, "help": help, "error": error, "max_chars": max_chars},
            on_submitted_change=sent, width="stretch", height="content")
 
 

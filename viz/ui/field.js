@@ -38,11 +38,12 @@ export default function (component) {
       if (event.key === "Enter" && !event.isComposing && event.keyCode !== 229) send();
     });
     input.addEventListener("change", send);
+    input.addEventListener("input", () => { box.sent = undefined; });  // an edit may be sent again
     box.append(label, input, hint, problem);
     parentElement.append(box);
   }
   box.trigger = component.setTriggerValue;
-  box.sent = undefined;  // the server has answered (data.handled counts the texts it took): send again freely
+  box.sent = undefined;  // the server has answered: any text may be sent again
   const input = box.querySelector("input");
   box.querySelector("label").textContent = data.label;
   box.querySelector(".hint").textContent = data.help || "";

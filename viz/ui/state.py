@@ -42,8 +42,7 @@ LAST_GOOD = "kv_last_good"  # the last view (scenario, step, mode) that a page d
 GUARD_NOTICE = "kv_guard_notice"  # what the frame's guard tells the visitor on the next run
 RUN_FAILED = "kv_run_failed"  # something failed during this run: do not remember it as good
 LINK_DRAWN = "kv_link_drawn"  # this run drew the sidebar's Copy link box (a fragment, or app.py)
-TOUR_STEP = "kv_tour_step"  # the guided tour's step (1-based), kept while other pages show
-TOUR_STEPPER = "tour_step"  # the tour stepper's value (viz.ui.common.stepper keeps it in the session)
+TOUR_STEP = "kv_tour_step"  # the guided tour's step (1-based), kept while other pages show; the tour's stepper key
 OPENED_AT_HOME_WITH_VIEW = "kv_old_prefill_link"  # first visit at / with a view in the link
 TOUR_CHOICES = "tour_choices"  # {question index: the option chosen when it was revealed (None: no vote)}
 
@@ -231,10 +230,6 @@ def set_position(value: int) -> None:
 def tour_step() -> int:
     """The guided tour's step, 1-based (the tour page keeps it in range)."""
     return max(int(st.session_state.get(TOUR_STEP, 1)), 1)
-
-
-def set_tour_step(value: int) -> None:
-    st.session_state[TOUR_STEP] = max(int(value), 1)
 
 
 def tour_choices() -> dict[int, str | None]:
