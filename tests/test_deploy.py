@@ -3,6 +3,7 @@ app starts from it with the hosting settings, and the health endpoint answers.""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -60,6 +61,8 @@ def test_app_starts_from_requirements_in_a_fresh_venv(fresh_venv, tmp_path):
         assert (status, body.strip()) == (200, "ok")
         status, page = _get(f"{server.url}/")
         assert status == 200 and "<div id=\"root\">" in page
+        status, host = _get(f"{server.url}/_stcore/host-config")  # no embedding page may script the app
+        assert status == 200 and json.loads(host)["allowedOrigins"] == []
         probe = [str(fresh_venv / "bin" / "python"), "-c",
                  "import torch, viz; print(torch.__version__); viz.generate(viz.load_preset('seed'), 2)"]
         version = subprocess.run(probe, cwd=tmp_path, capture_output=True, text=True, timeout=300)
