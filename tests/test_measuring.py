@@ -3,10 +3,15 @@ how the renderer's time is split (viz.tools.timeline) and what a server profile 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
+from viz.core.presets import load_preset
+from viz.tools.paint import FLOOR_ACTION, FLOOR_APP, first_views, visit_order
 from viz.tools.profile import kind_of, summarise
 from viz.tools.protocol import RunLog, ends_run
+from viz.tools.server import StreamlitServer
 from viz.tools.timeline import main_thread
 
 
@@ -97,3 +102,30 @@ def test_profile_counts_the_innermost_known_kind_and_leaves_out_waiting_threads(
     summary = summarise([(plotly, 3), (engine, 1), (idle, 10)])
     assert summary["idle"] == 10 and summary["samples"] == 4
     assert dict(summary["kinds"]) == {"Plotly JSON encoding": 0.75, "engine (viz/core, torch)": 0.25}
+
+
+def test_first_views_are_interleaved_so_order_and_drift_fall_on_all_alike():
+    views = ["decode", "prefill", "home", "floor"]
+    order = visit_order(views, repeats=3)
+    assert len(order) == 2 * 3 * len(views)
+    for view in views:  # each view: as many traced visits as untraced, and as often first as last
+        visits = [i for i, (v, _) in enumerate(order) if v == view]
+        assert sum(order[i][1] for i in visits) == 3
+        rounds = [order[r * 4:(r + 1) * 4] for r in range(6)]
+        assert sum(r[0][0] == view for r in rounds) == sum(r[-1][0] == view for r in rounds)
+    assert [traced for _, traced in order[:8]] == [False] * 4 + [True] * 4
+    assert [v for v, _ in order[:8]] == views + views[::-1]
+
+
+def test_first_views_name_the_pages_and_the_floor_on_its_own_server():
+    app, floor = StreamlitServer(Path("app.log")), StreamlitServer(Path("floor.log"))
+    views = first_views(app, {"seed": (load_preset("seed"), 1)}, floor)
+    app.port, floor.port = 8501, 8502  # the ports are known once the servers have started, after the plan
+    assert [(v.scenario, v.action) for v in views] == [
+        ("seed", "first view (new visitor)"), ("seed", "first view of a Prefill link"),
+        ("—", "first view of Home (new visitor)"), ("—", FLOOR_ACTION)]
+    assert views[0].url.startswith("http://127.0.0.1:8501/decode?")
+    assert views[1].url.startswith("http://127.0.0.1:8501/prefill?")
+    assert views[2].url == "http://127.0.0.1:8501/" and views[3].url == "http://127.0.0.1:8502/"
+    assert views[3].server is floor
+    compile(FLOOR_APP, "floor.py", "exec")  # the floor app the tool writes is a valid script

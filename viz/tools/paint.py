@@ -6,8 +6,9 @@ that process), opens the app in Debian's Chromium and, per scenario, clicks each
 ``--repeats`` times: Decode's Step, Back, Run (8 tokens) and mode switch, a sidebar edit (d_k up
 or down), a page change (Decode → Prefill → Decode) and Prefill's position stepper; then measures
 the first view of a new visitor (warm server, fresh browser context, a link to ``/decode`` and one
-to ``/prefill``; and ``/``, Home, what the app opens without a link). For each it
-reports the median (and the spread) of:
+to ``/prefill``; and ``/``, Home, what the app opens without a link), interleaved with the first
+view of a two-line Streamlit app on a second server, Streamlit's own floor on the same machine at
+the same minutes. For each it reports the median (and the spread) of:
 
 * **input → painted**: the input event (or the navigation's start) to *figures painted*, the
   first settled frame after the message that finished the run (``viz.tools.timeline``);
@@ -275,23 +276,64 @@ def measure_clicks(browser, server: StreamlitServer, probe: ProbeLog, name: str,
     return samples
 
 
-def measure_first_view(browser, server: StreamlitServer, probe: ProbeLog, name: str, scenario, step: int,
-                       repeats: int, page: str = "decode") -> list[Sample]:
-    """A new visitor (fresh context, empty cache) opening a link to ``page`` at ``step`` (``scenario``
-    None: the home page, ``/``, what the app opens without a link): ``repeats`` untraced and
-    ``repeats`` traced visits."""
-    if scenario is None:
-        url, action = f"{server.url}/", "first view of Home (new visitor)"
-    else:
-        url = f"{server.url}/{page}?{urlencode(encode_view(View(scenario, step=step)))}"
-        action = "first view (new visitor)" if page == "decode" else f"first view of a {page.title()} link"
+# Streamlit's own first view on this machine, for comparison: the same server settings and theme,
+# no navigation, no sidebar, two elements. Written to a temporary folder when the tool runs.
+FLOOR_APP = ('import streamlit as st\n\nst.title("A two-line app")\n'
+             'st.write("Streamlit\'s own first view on this machine, for comparison.")\n')
+FLOOR_ACTION = "first view of a two-line Streamlit app (the floor)"
+
+
+@dataclass(frozen=True)
+class FirstView:
+    """A page a new visitor opens: the row's scenario and action, the server, the path and query
+    (the server's port is known once it has started)."""
+
+    scenario: str
+    action: str
+    server: StreamlitServer
+    path: str
+
+    @property
+    def url(self) -> str:
+        return self.server.url + self.path
+
+
+def first_views(server: StreamlitServer, chosen: dict[str, tuple[object, int]],
+                floor: StreamlitServer | None = None) -> list[FirstView]:
+    """A link to Decode and one to Prefill per scenario, Home (``/``, what the app opens without a
+    link) and, with ``floor``, the two-line app."""
+    views = []
+    for name, (scenario, step) in chosen.items():
+        query = urlencode(encode_view(View(scenario, step=step)))
+        views += [FirstView(name, "first view (new visitor)", server, f"/decode?{query}"),
+                  FirstView(name, "first view of a Prefill link", server, f"/prefill?{query}")]
+    views.append(FirstView("—", "first view of Home (new visitor)", server, "/"))
+    if floor is not None:
+        views.append(FirstView("—", FLOOR_ACTION, floor, "/"))
+    return views
+
+
+def visit_order(views: list, repeats: int) -> list[tuple[object, bool]]:
+    """``2 × repeats`` rounds, each visiting every view once; the odd rounds are traced. Each pair of
+    rounds goes once forward and once in reverse (forward, reverse, reverse, forward, ...), so the
+    machine's drift and any advantage of going first fall evenly on all views. Returns (view,
+    traced) pairs."""
+    order = []
+    for round_ in range(2 * repeats):
+        order += [(view, round_ % 2 == 1) for view in (views[::-1] if round_ % 4 in (1, 2) else views)]
+    return order
+
+
+def measure_first_views(browser, probe: ProbeLog, views: list[FirstView], repeats: int) -> list[Sample]:
+    """New visitors (fresh context, empty cache, warm server) opening each view, interleaved
+    (:func:`visit_order`): ``repeats`` untraced and ``repeats`` traced visits of each."""
     samples = []
-    for i in range(2 * repeats):
-        visitor = Visitor(browser, server, probe)
+    for view, traced in visit_order(views, repeats):
+        visitor = Visitor(browser, view.server, probe)
         try:
-            samples.append(visitor.measure(name, action,
-                                           lambda: visitor.page.goto(url, wait_until="commit"), navigation=True,
-                                           trace=i % 2 == 1))
+            samples.append(visitor.measure(view.scenario, view.action,
+                                           lambda: visitor.page.goto(view.url, wait_until="commit"),
+                                           navigation=True, trace=traced))
         finally:
             visitor.close()
     return samples
@@ -360,21 +402,22 @@ def run_paint(repeats: int = 5, names: tuple[str, ...] = ("seed", "large"), prof
                              env={"PYTHONPATH": os.pathsep.join(filter(None, [str(PROBE_SITE),
                                                                               os.environ.get("PYTHONPATH")])),
                                   "KVLAB_PROBE_LOG": str(probe_path)})
+    floor_app = probe_path.parent / "floor.py"
+    floor_app.write_text(FLOOR_APP, encoding="utf-8")
+    floor = StreamlitServer(log_dir / "paint-floor.log", env=server.env, app=str(floor_app))
     chosen = {name: value for name, value in scenarios().items() if name in names}
+    views = first_views(server, chosen, floor)
     samples: list[Sample] = []
-    with server, sync_playwright() as playwright:
+    with server, floor, sync_playwright() as playwright:
         browser = playwright.chromium.launch(**launch_options())
         probe = ProbeLog(probe_path)
         try:
             for name, (scenario, step) in chosen.items():  # warm: imports, caches, first page builds
-                measure_first_view(browser, server, probe, name, scenario, step, 1)
                 measure_clicks(browser, server, probe, name, scenario, step, 1)
+            measure_first_views(browser, probe, views, 1)
             for name, (scenario, step) in chosen.items():
                 samples += measure_clicks(browser, server, probe, name, scenario, step, repeats)
-                samples += measure_first_view(browser, server, probe, name, scenario, step, repeats)
-                samples += measure_first_view(browser, server, probe, name, scenario, step, repeats, "prefill")
-            measure_first_view(browser, server, probe, "—", None, 0, 1)  # warm
-            samples += measure_first_view(browser, server, probe, "—", None, 0, repeats)
+            samples += measure_first_views(browser, probe, views, repeats)
             if profile:  # a round of its own, so the sampler's cost does not touch the timings above
                 spy = _start_py_spy(server.pid, profile)
                 try:
