@@ -73,8 +73,8 @@ def every_head(trace, position: int, whole: bool, rows, frame, head: int) -> Non
     heads = trace.scenario.head_names
     window = make_window(n, n, position - 1, centre=True, whole=whole)
     multiples = lambda: toy.small_multiples(trace, position - 1, window)  # noqa: E731
-    contexts = contexts_board(trace, position - 1)
-    if contexts is None or not fits(frame):  # too large for cell text: Plotly, which zooms and pans
+    contexts = contexts_board(trace, position - 1, whole)
+    if contexts is None or not fits(frame):  # Whole too large for cell text: Plotly, which zooms and pans
         plot(multiples(), key="multiples", table=True)
         plot(toy.contexts_figure(trace, position - 1), key="contexts", table=True)
         return

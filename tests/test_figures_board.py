@@ -17,6 +17,7 @@ from viz.core.explain import fmt
 from viz.core.lesson import decode_frame, prefill_frame
 from viz.figures import board
 from viz.figures.base import GOLD, RED, Stat, plain_table, stats_row
+from viz.figures.lesson import CONTEXTS_TITLE
 
 BOARD_JS = Path(board.__file__).resolve().parents[1] / "ui" / "board.js"
 
@@ -174,17 +175,28 @@ def test_stats_row_colours_pass_wcag_aa():
     assert _contrast(re.search(r"\.help {[^}]*color: (#\w+)", css).group(1), "#ffffff") >= 4.5
 
 
-def test_contexts_board_holds_every_heads_context_and_gives_way_to_plotly_on_long_prompts():
+def test_contexts_board_holds_every_heads_context_and_windows_long_prompts():
     """The article's contexts (head 'all' at 'so': 9), the focus column outlined, hovers with the
-    number in full; a prompt past the board's cell-text width gets no board (Plotly draws it)."""
+    number in full; a prompt past the board's cell-text width shows the positions around the focus
+    (coloured over all of them), and asked for whole gets no board (Plotly draws it)."""
     seed = load_preset("seed")
     spec = board.contexts_board(generate(seed, 1, "kv"), 3)
     last_row = spec["groups"][0]["rows"][3]
     assert last_row["label"] == "all" and [c["text"] for c in last_row["cells"]] == ["10", "15", "10.33", "9"]
     assert last_row["cells"][2]["tip"] == "head all\nposition 3 · is\ncontext 10.33"
     assert spec["outlines"] == [{"group": 0, "row": None, "col": 3, "color": GOLD}]
-    long = seed.with_tokens([f"t{i}" for i in range(17)], [1.0] * 17)
-    assert board.contexts_board(generate(long, 1, "kv"), 0) is None
+    long = seed.with_tokens([f"t{i}" for i in range(40)], [float(i) for i in range(40)])
+    trace = generate(long, 1, "kv")
+    spec = board.contexts_board(trace, 20)
+    assert spec["columns"][0] == "13 · t12" and spec["columns"][-1] == "28 · t27"
+    assert spec["outlines"][0]["col"] == 8 and "(positions 13–28 of 40; Whole shows all)" in spec["title"]
+    later = board.contexts_board(trace, 22)  # a column both windows show keeps its colour
+    assert [r["cells"][7] for r in spec["groups"][0]["rows"]] == [r["cells"][5] for r in later["groups"][0]["rows"]]
+    sixteen = generate(long.with_tokens(list(long.tokens[:16]), list(long.values[:16])), 1, "kv")
+    assert [len(board.contexts_board(sixteen, 3)["columns"]), board.contexts_board(sixteen, 3)["title"]] == [
+        16, CONTEXTS_TITLE]
+    assert board.contexts_board(trace, 39)["columns"][-1] == "40 · t39"  # the window stays inside the prompt
+    assert board.contexts_board(trace, 20, whole=True) is None
 
 
 def test_pool_board_carries_tokens_verbatim_and_the_plotly_pool_escapes_them():

@@ -95,8 +95,13 @@ def test_html_tokens_are_shown_as_text(app):
     assert "<img" not in _markdown(app).replace("\\<img", "")
     # the board writes labels with textContent: the token travels verbatim and shows as typed
     assert board(app, "Contexts")["columns"][0] == "1 · <img src=x onerror=alert(1)>"
-    # a prompt of 20 tokens is too long for the contexts board: Plotly draws it, escaped
+    # a prompt of 20 tokens: the board shows the 16 positions around the one in focus ...
     edit_table(app, "tokens", added_rows=[{"token": f"t{i}", "value": 1.0} for i in range(16)])
+    spec = board(app, "Contexts")
+    assert spec["columns"][0] == "1 · <img src=x onerror=alert(1)>" and len(spec["columns"]) == 16
+    assert "(positions 1–16 of 20; Whole shows all)" in spec["title"]
+    # ... and all 20 with Whole, too many for cell text: Plotly draws them, escaped
+    app.toggle(key="prefill_whole").set_value(True).run()
     spec = figure(app, "Contexts")
     assert all("<img" not in label for label in spec["data"][0]["x"])
     assert any("&lt;img" in label for label in spec["data"][0]["x"])
@@ -143,11 +148,17 @@ def test_every_head_draws_one_board_per_head_and_the_contexts(app):
     assert len(app.main.dataframe) == 2
 
 
-def test_every_head_of_a_long_prompt_stays_plotly(app):
-    """A prompt longer than the board's cell text allows shows the small multiples (one heatmap per
-    head) and the contexts in Plotly, and no every-head board."""
+def test_every_head_of_a_long_prompt_is_boards_until_whole_asks_for_all(app):
+    """A prompt longer than the board's cell text allows: the heads' windows and the contexts around
+    the position are boards, so the tab loads no Plotly; Whole, all 20 positions, gives the small
+    multiples (one heatmap per head) and the contexts in Plotly, which zooms and pans."""
     edit_table(app, "tokens", added_rows=[{"token": f"t{i}", "value": 1.0} for i in range(16)])
+    assert not figures(app)
+    assert len(boards(app)) == 3 + 4 + 1  # the lesson screen's, one per head, the contexts
+    assert len(board(app, "Contexts")["columns"]) == 16
+    app.toggle(key="prefill_whole").set_value(True).run()
     assert figure(app, "Contexts")
     multiples = next(spec for spec in figures(app) if len(spec["data"]) == 4)  # the seed's four heads
     assert all(trace["type"] == "heatmap" for trace in multiples["data"])
-    assert len(boards(app)) == 3  # the lesson screen's three, no every-head board
+    # no every-head board (at most the lesson screen's; its heatmaps turn Plotly too when whole)
+    assert len(boards(app)) <= 3 and not any(b["title"].startswith("Contexts") for b in boards(app))

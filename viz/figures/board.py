@@ -163,24 +163,29 @@ def words_board(frame_: LessonFrame) -> dict:
             "label": f"{title}: the {len(bars)} most likely next words and their probabilities"}
 
 
-def contexts_board(trace: Trace, position: int) -> dict | None:
-    """Every head's context at every prompt position (see :func:`viz.figures.toy.contexts_figure`, same
-    content: rows are heads, columns positions, Viridis over the contexts' range), the column of
-    ``position`` (0-based) outlined in gold; None when the prompt is too long for cell text."""
+def contexts_board(trace: Trace, position: int, whole: bool = False) -> dict | None:
+    """Every head's context at the prompt's positions (see :func:`viz.figures.toy.contexts_figure`, same
+    content: rows are heads, columns positions, Viridis over all the contexts' range), the column of
+    ``position`` (0-based) outlined in gold. A prompt longer than the board's cell-text width shows
+    the positions around ``position`` (the title says which); None when ``whole`` asks for all of
+    them and they do not fit."""
     pre = trace.prefill
     n = len(pre.tokens)
-    if n > CELL_TEXT_COLUMNS:  # (a scenario's heads, at most 16, always fit its rows)
+    if n > CELL_TEXT_COLUMNS and whole:  # (a scenario's heads, at most 16, always fit its rows)
         return None
-    columns = [f"{p + 1} · {token}" for p, token in enumerate(pre.tokens)]
+    start = min(max(position - CELL_TEXT_COLUMNS // 2, 0), max(n - CELL_TEXT_COLUMNS, 0))
+    shown = range(start, min(n, start + CELL_TEXT_COLUMNS))
+    columns = [f"{p + 1} · {pre.tokens[p]}" for p in shown]
     contexts = pre.contexts.detach().double().cpu().tolist()
     flat = [c for row in contexts for c in row]
-    low, high = min(flat), max(flat)
+    low, high = min(flat), max(flat)  # the colours mean the same whichever positions are shown
     rows = [{"label": name, "cells": [
-        _cell("Viridis", (c - low) / (high - low) if high > low else 0.5, short(c),
-              f"head {name}\nposition {label}\ncontext {fmt(c)}") for label, c in zip(columns, row)]}
+        _cell("Viridis", (row[p] - low) / (high - low) if high > low else 0.5, short(row[p]),
+              f"head {name}\nposition {label}\ncontext {fmt(row[p])}") for label, p in zip(columns, shown)]}
         for name, row in zip(trace.scenario.head_names, contexts)]
-    title = CONTEXTS_TITLE
+    title = (CONTEXTS_TITLE if len(shown) == n
+             else f"{CONTEXTS_TITLE} (positions {start + 1}–{shown[-1] + 1} of {n}; Whole shows all)")
     return {"kind": "matrix", "title": title, "columns": columns, "groups": [{"rows": rows}],
-            "outlines": [{"group": 0, "row": None, "col": position, "color": GOLD}], "gap_after": None,
+            "outlines": [{"group": 0, "row": None, "col": position - start, "color": GOLD}], "gap_after": None,
             "legend": [{"label": "query in focus", "color": GOLD}],
             "label": f"{title}: rows are heads, columns positions"}
