@@ -192,9 +192,9 @@ def test_contexts_board_holds_every_heads_context_and_windows_long_prompts():
     assert spec["outlines"][0]["col"] == 8 and "(positions 13–28 of 40; Whole shows all)" in spec["title"]
     later = board.contexts_board(trace, 22)  # a column both windows show keeps its colour
     assert [r["cells"][7] for r in spec["groups"][0]["rows"]] == [r["cells"][5] for r in later["groups"][0]["rows"]]
-    sixteen = generate(long.with_tokens(list(long.tokens[:16]), list(long.values[:16])), 1, "kv")
-    assert [len(board.contexts_board(sixteen, 3)["columns"]), board.contexts_board(sixteen, 3)["title"]] == [
-        16, CONTEXTS_TITLE]
+    short_prompt = long.with_tokens(list(long.tokens[:16]), list(long.values[:16]))
+    sixteen = board.contexts_board(generate(short_prompt, 1, "kv"), 3)
+    assert (len(sixteen["columns"]), sixteen["title"]) == (16, CONTEXTS_TITLE)
     assert board.contexts_board(trace, 39)["columns"][-1] == "40 · t39"  # the window stays inside the prompt
     assert board.contexts_board(trace, 20, whole=True) is None
 

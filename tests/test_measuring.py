@@ -108,10 +108,9 @@ def test_first_views_are_interleaved_so_order_and_drift_fall_on_all_alike():
     views = ["decode", "prefill", "home", "floor"]
     order = visit_order(views, repeats=3)
     assert len(order) == 2 * 3 * len(views)
+    rounds = [order[r * 4:(r + 1) * 4] for r in range(6)]
     for view in views:  # each view: as many traced visits as untraced, and as often first as last
-        visits = [i for i, (v, _) in enumerate(order) if v == view]
-        assert sum(order[i][1] for i in visits) == 3
-        rounds = [order[r * 4:(r + 1) * 4] for r in range(6)]
+        assert sum(traced for v, traced in order if v == view) == 3
         assert sum(r[0][0] == view for r in rounds) == sum(r[-1][0] == view for r in rounds)
     assert [traced for _, traced in order[:8]] == [False] * 4 + [True] * 4
     assert [v for v, _ in order[:8]] == views + views[::-1]
@@ -122,7 +121,7 @@ def test_first_views_name_the_pages_and_the_floor_on_its_own_server():
     views = first_views(app, {"seed": (load_preset("seed"), 1)}, floor)
     app.port, floor.port = 8501, 8502  # the ports are known once the servers have started, after the plan
     assert [(v.scenario, v.action) for v in views] == [
-        ("seed", "first view (new visitor)"), ("seed", "first view of a Prefill link"),
+        ("seed", "first view of a Decode link"), ("seed", "first view of a Prefill link"),
         ("—", "first view of Home (new visitor)"), ("—", FLOOR_ACTION)]
     assert views[0].url.startswith("http://127.0.0.1:8501/decode?")
     assert views[1].url.startswith("http://127.0.0.1:8501/prefill?")

@@ -305,7 +305,7 @@ def first_views(server: StreamlitServer, chosen: dict[str, tuple[object, int]],
     views = []
     for name, (scenario, step) in chosen.items():
         query = urlencode(encode_view(View(scenario, step=step)))
-        views += [FirstView(name, "first view (new visitor)", server, f"/decode?{query}"),
+        views += [FirstView(name, "first view of a Decode link", server, f"/decode?{query}"),
                   FirstView(name, "first view of a Prefill link", server, f"/prefill?{query}")]
     views.append(FirstView("—", "first view of Home (new visitor)", server, "/"))
     if floor is not None:
