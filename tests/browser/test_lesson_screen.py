@@ -138,11 +138,9 @@ def test_a_step_reruns_only_the_decode_view_and_keeps_the_link(app):
     assert app.query.get("step") == "2"
     # the sidebar's Copy link box follows the fragment too (it is not rerun with it)
     expect(app.sidebar.get_by_role("textbox", name="Link to this view")).to_have_value(re.compile(r"step=2"))
-    with app.rerun():
-        app.main.locator(".st-key-decode_mode_picker button", has_text="recompute").first.click()
+    app.pick("Show the run", "recompute")
     assert app.query.get("mode") == "recompute"
-    with app.rerun():
-        app.main.locator(".st-key-decode_head button", has_text="first").first.click()
+    app.pick("Head", "first")
     assert app.query.get("head") == "3"
     expect(chart(app, "Attention · head 'first'")).to_have_count(1)
     app.assert_no_exception()

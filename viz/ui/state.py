@@ -33,7 +33,7 @@ PROMPT_REFUSED = "kv_prompt_refused"  # (scenario version, text) of the prompt l
 STEP = "kv_step"
 MODE = "kv_mode"
 PRESENTER = "kv_presenter"
-PRESENTER_TOGGLE = "kv_w_presenter"  # the sidebar toggle's widget key
+PRESENTER_TOGGLE = "kv_w_presenter"  # the sidebar switch's component key
 NOTICES = "kv_notices"
 HEAD = "kv_head"  # the head shown in detail (0-based), shared by the pages
 POSITION = "kv_position"  # the Prefill page's query position (1-based)
@@ -183,9 +183,9 @@ def presenter() -> bool:
 
 
 def presenter_shown() -> bool:
-    """Presenter mode as this run draws it, before the sidebar has read its toggle: the toggle's new
-    value when the visitor has just switched it."""
-    return bool(st.session_state.get(PRESENTER_TOGGLE, presenter()))
+    """Presenter mode as this run draws it, before the sidebar is drawn: the sidebar's switch sets
+    it in a callback, before the run, so this is :func:`presenter`."""
+    return presenter()
 
 
 def set_presenter(value: bool) -> None:
@@ -193,10 +193,9 @@ def set_presenter(value: bool) -> None:
 
 
 def start_presenting() -> None:
-    """Turn presenter mode on from a button (an on_click callback: it runs before the sidebar's
-    toggle is drawn, so the toggle shows it too)."""
+    """Turn presenter mode on from a button (an on_click callback: the sidebar's switch, drawn
+    from :func:`presenter`, shows it too)."""
     set_presenter(True)
-    st.session_state[PRESENTER_TOGGLE] = True
 
 
 def notices() -> list[str]:
