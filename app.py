@@ -42,7 +42,10 @@ PAGES = [
 # benchmark scenario, Real model on its own model) leave them out of the sidebar.
 EDITOR_PAGES = {"prefill", "decode", "memory", "at_scale", "serving"}
 page = st.navigation(PAGES)
-state.init(page.url_path)
+state.init(page.url_path, frozenset(p.url_path for p in PAGES if p.url_path))
+target = state.link_target()  # a share link opens at / and names its page (state.link_params)
+if target:
+    st.switch_page(next(p for p in PAGES if p.url_path == target))
 guard.begin()
 # The frame's style before the sidebar and the page: its component's script then starts loading
 # with a new visitor's first messages (presenter mode as the sidebar's toggle will draw it this run).

@@ -5,8 +5,6 @@ import streamlit as st
 from viz.ui import article, state
 
 state.require_frame()
-if state.old_prefill_link():  # a link from before this page existed: / with a view meant Prefill
-    st.switch_page("pages/prefill.py")
 
 st.title("kvlab: from prompt to prediction")
 # few elements: a first view pays for each one (the two paragraphs are one element, and each card's

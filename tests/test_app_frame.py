@@ -4,6 +4,7 @@ presets, presenter mode and share links."""
 from __future__ import annotations
 
 import logging
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -270,6 +271,52 @@ def test_an_old_link_at_the_root_opens_prefill():
     assert at.title[0].value.startswith("Prefill") and at.session_state[state.POSITION] == 3
     shown = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
     assert shown == params
+
+
+def _open(params: dict[str, str]) -> AppTest:
+    """A new visitor's first run of a link with these query parameters, at /."""
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+@pytest.mark.parametrize("page", ["decode", "memory", "tour"])
+def test_a_share_link_opens_at_the_root_and_goes_to_its_page(page):
+    """The Copy link box's link opens at / and names its page: that page opens with the view, and
+    the address bar then holds the page's own form of the link (/decode?… without ``page``)."""
+    view = encode_view(View(load_preset("content"), step=3, mode="recompute", position=2))
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    for key, value in view.items():
+        at.query_params[key] = value
+    at.switch_page(f"pages/{page}.py").run()
+    title = at.title[0].value
+    link = component_data(at, "kv_copy_link")["link"]
+    params = dict(parse_qsl(urlsplit(link).query))
+    assert urlsplit(link).path == "/" and params == {"page": page, **view}
+
+    other = _open(params)
+    assert not other.exception and not [w.value for w in other.warning]
+    assert other.title[0].value == title
+    assert scenario(other) == load_preset("content") and other.session_state[state.STEP] == 3
+    assert other.session_state[state.MODE] == "recompute" and other.session_state[state.POSITION] == 2
+    shown = {k: (v[0] if isinstance(v, list) else v) for k, v in other.query_params.items()}
+    assert shown == view
+
+
+def test_a_link_naming_no_page_opens_home_and_says_so():
+    """A link at / naming a page kvlab does not have opens Home with the reason in the sidebar."""
+    at = _open({"page": "nowhere", "step": "2"})
+    assert not at.exception
+    assert at.title[0].value.startswith("kvlab")
+    assert any("names no page of kvlab" in w.value for w in at.sidebar.warning)
+
+
+def test_the_home_page_link_is_the_bare_root():
+    """Home's own link carries no view and no page: it is the app's address."""
+    at = _open({})
+    link = component_data(at, "kv_copy_link")["link"]
+    assert urlsplit(link).path == "/" and urlsplit(link).query == ""
 
 
 def test_a_refused_rule_is_announced_on_the_page(app):

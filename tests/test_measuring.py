@@ -123,8 +123,8 @@ def test_first_views_name_the_pages_and_the_floor_on_its_own_server():
     assert [(v.scenario, v.action) for v in views] == [
         ("seed", "first view of a Decode link"), ("seed", "first view of a Prefill link"),
         ("—", "first view of Home (new visitor)"), ("—", FLOOR_ACTION)]
-    assert views[0].url.startswith("http://127.0.0.1:8501/decode?")
-    assert views[1].url.startswith("http://127.0.0.1:8501/prefill?")
+    assert views[0].url.startswith("http://127.0.0.1:8501/?page=decode&")
+    assert views[1].url.startswith("http://127.0.0.1:8501/?page=prefill&")
     assert views[2].url == "http://127.0.0.1:8501/" and views[3].url == "http://127.0.0.1:8502/"
     assert views[3].server is floor
     compile(FLOOR_APP, "floor.py", "exec")  # the floor app the tool writes is a valid script

@@ -5,8 +5,9 @@
 that process), opens the app in Debian's Chromium and, per scenario, clicks each main control
 ``--repeats`` times: Decode's Step, Back, Run (8 tokens) and mode switch, a sidebar edit (d_k up
 or down), a page change (Decode → Prefill → Decode) and Prefill's position stepper; then measures
-the first view of a new visitor (warm server, fresh browser context, a link to ``/decode`` and one
-to ``/prefill``; and ``/``, Home, what the app opens without a link), interleaved with the first
+the first view of a new visitor (warm server, fresh browser context, a share link to Decode and
+one to Prefill as the Copy link box gives them, at ``/`` naming the page; and ``/``, Home, what the
+app opens without a link), interleaved with the first
 view of a two-line Streamlit app on a second server, Streamlit's own floor on the same machine at
 the same minutes. For each it reports the median (and the spread) of:
 
@@ -304,9 +305,9 @@ def first_views(server: StreamlitServer, chosen: dict[str, tuple[object, int]],
     link) and, with ``floor``, the two-line app."""
     views = []
     for name, (scenario, step) in chosen.items():
-        query = urlencode(encode_view(View(scenario, step=step)))
-        views += [FirstView(name, "first view of a Decode link", server, f"/decode?{query}"),
-                  FirstView(name, "first view of a Prefill link", server, f"/prefill?{query}")]
+        view = encode_view(View(scenario, step=step))  # as the Copy link box gives it: at /, naming its page
+        views += [FirstView(name, "first view of a Decode link", server, "/?" + urlencode({"page": "decode", **view})),
+                  FirstView(name, "first view of a Prefill link", server, "/?" + urlencode({"page": "prefill", **view}))]
     views.append(FirstView("—", "first view of Home (new visitor)", server, "/"))
     if floor is not None:
         views.append(FirstView("—", FLOOR_ACTION, floor, "/"))

@@ -210,9 +210,8 @@ def _draw_link(place, url_path: str) -> None:
     page's path ("" for the home page)."""
     parts = urlsplit(st.context.url or "http://localhost/")
     base_path = (st.get_option("server.baseUrlPath") or "").strip("/")
-    path = "/".join(p for p in (base_path, url_path) if p)
-    params = state.url_params(url_path)
-    link = urlunsplit((parts.scheme, parts.netloc, "/" + path, urlencode(params), ""))
+    params = state.link_params(url_path)  # at /, naming its page: a first visit connects at once
+    link = urlunsplit((parts.scheme, parts.netloc, f"/{base_path}/" if base_path else "/", urlencode(params), ""))
     st.session_state[state.LINK_DRAWN] = True
     with place:
         st.caption("**Copy link** to exactly this view (the address bar holds it too)" if params

@@ -43,7 +43,7 @@ GUARD_NOTICE = "kv_guard_notice"  # what the frame's guard tells the visitor on 
 RUN_FAILED = "kv_run_failed"  # something failed during this run: do not remember it as good
 LINK_DRAWN = "kv_link_drawn"  # this run drew the sidebar's Copy link box (a fragment, or app.py)
 TOUR_STEP = "kv_tour_step"  # the guided tour's step (1-based), kept while other pages show; the tour's stepper key
-OPENED_AT_HOME_WITH_VIEW = "kv_old_prefill_link"  # first visit at / with a view in the link
+LINK_TARGET = "kv_link_target"  # the page a link opened at / asks for (asked once, by app.py)
 TOUR_CHOICES = "tour_choices"  # {question index: the option chosen when it was revealed (None: no vote)}
 
 
@@ -65,14 +65,14 @@ def require_frame() -> None:
         st.rerun()
 
 
-def init(url_path: str) -> None:
-    """First run of a session: restore the view from the URL, else the seed preset."""
+def init(url_path: str, pages: frozenset[str]) -> None:
+    """First run of a session: restore the view from the URL, else the seed preset. ``url_path`` is
+    the page the visit opened at; ``pages`` the url paths a link may name (every page but Home)."""
     if st.session_state.get(READY):
         return
     params = {key: st.query_params.get(key, "") for key in st.query_params.keys()}
-    st.session_state[OPENED_AT_HOME_WITH_VIEW] = (url_path == HOME_PATH
-                                                  and any(key in params for key in VIEW_KEYS))
     view, problems = decode_view(params, load_preset(DEFAULT_PRESET))
+    st.session_state[LINK_TARGET] = _link_target(url_path, params, pages, problems)
     st.session_state[SCENARIO] = view.scenario
     st.session_state[VERSION] = 0
     st.session_state[ERRORS] = {}
@@ -252,6 +252,7 @@ def current_view() -> View:
 
 HOME_PATH = ""  # the home page's url path: it shows no view, so its address carries none
 VIEW_KEYS = ("s", "step", "mode", "head", "pos")  # an old link at / with any of these meant Prefill
+LINK_PAGE = "page"  # a share link's page (it opens at /: see link_params)
 
 
 def url_params(url_path: str | None = None) -> dict[str, str]:
@@ -260,10 +261,32 @@ def url_params(url_path: str | None = None) -> dict[str, str]:
     return {} if url_path == HOME_PATH else encode_view(current_view())
 
 
-def old_prefill_link() -> bool:
-    """This session was opened by a link made before the home page, when / was Prefill (asked once:
-    the home page sends such a visitor on to Prefill, later visits to / stay home)."""
-    return bool(st.session_state.pop(OPENED_AT_HOME_WITH_VIEW, False))
+def link_params(url_path: str) -> dict[str, str]:
+    """The query of a share link to the page at ``url_path``. A share link opens at / and names its
+    page (``page=decode``): a new visitor's browser then connects at its first try, where a link to
+    /decode first looks for Streamlit under /decode/, is refused and tries / a tenth of a second
+    later. The address bar's own form (/decode?…) opens the same view."""
+    return {} if url_path == HOME_PATH else {LINK_PAGE: url_path, **url_params(url_path)}
+
+
+def _link_target(url_path: str, params: dict[str, str], pages: frozenset[str], problems: list[str]) -> str:
+    """The page a first visit asks for: a link at / names it (``page``), and a link made before the
+    home page (/ with a view in it, when / was Prefill) means Prefill; "" stays where it opened. A
+    page kvlab does not have is a notice, and the link opens where it points."""
+    if url_path != HOME_PATH:
+        return ""
+    asked = params.get(LINK_PAGE, "")
+    if asked:
+        if asked in pages:
+            return asked
+        problems.append(f"this link names no page of kvlab (use one of {', '.join(sorted(pages))})")
+        return ""
+    return "prefill" if any(key in params for key in VIEW_KEYS) else ""
+
+
+def link_target() -> str:
+    """The page this session's link asked for, once (app.py goes there; later visits to / stay home)."""
+    return st.session_state.pop(LINK_TARGET, "")
 
 
 def sync_url(url_path: str | None = None) -> None:
