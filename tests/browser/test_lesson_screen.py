@@ -263,3 +263,21 @@ def test_the_cache_figures_are_a_stats_row_of_real_text(app):
     tops = row.locator(".stat").evaluate_all("items => items.map(i => Math.round(i.getBoundingClientRect().top))")
     assert len(set(tops)) > 1  # more than one line of figures
     app.assert_no_exception()
+
+
+def test_a_choice_keeps_its_arrow_keys_and_a_switch_flips_by_keyboard(app):
+    """Inside a choice the arrow keys move its pick (Decode's mode), not the decode step; Space on
+    a focused switch flips it."""
+    app.open("/decode")
+    group = app.page.get_by_role("radiogroup", name="Show the run", exact=True)
+    group.get_by_role("radio", name="KV cache", exact=True).focus()
+    with app.rerun():
+        app.page.keyboard.press("ArrowLeft")
+    expect(group.get_by_role("radio", name="re-encode", exact=True)).to_have_attribute("aria-checked", "true")
+    assert app.query.get("mode") == "reencode" and app.query.get("step", "0") == "0"
+    whole = app.page.get_by_role("switch", name="Whole", exact=True)
+    whole.focus()
+    with app.rerun():
+        app.page.keyboard.press("Space")
+    expect(whole).to_be_checked()
+    app.assert_no_exception()

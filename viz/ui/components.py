@@ -149,8 +149,8 @@ def choice(key: str, options: list[str], value: int, label: str, on_pick: Callab
             on_pick(index)
 
     _choice(key=key, data={"kind": "choice", "label": label, "help": help, "options": [str(o) for o in options],
-                           "value": value, "label_visible": label_visible, "seen": st.session_state.get(f"{key}__seen", 0),
-                           "presenter": state.presenter()},
+                           "value": value, "label_visible": label_visible,
+                           "seen": st.session_state.get(f"{key}__seen", 0), "presenter": state.presenter()},
             on_picked_change=picked, width=width, height="content")
 
 

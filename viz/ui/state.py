@@ -182,12 +182,6 @@ def presenter() -> bool:
     return st.session_state[PRESENTER]
 
 
-def presenter_shown() -> bool:
-    """Presenter mode as this run draws it, before the sidebar is drawn: the sidebar's switch sets
-    it in a callback, before the run, so this is :func:`presenter`."""
-    return presenter()
-
-
 def set_presenter(value: bool) -> None:
     st.session_state[PRESENTER] = bool(value)
 
