@@ -48,8 +48,8 @@ if target:
     st.switch_page(next(p for p in PAGES if p.url_path == target))
 guard.begin()
 # The frame's style before the sidebar and the page: its component's script then starts loading
-# with a new visitor's first messages (presenter mode as the sidebar's toggle will draw it this run).
-page_style(state.presenter_shown())
+# with a new visitor's first messages (presenter mode as set by the sidebar switch's callback, before this run).
+page_style(state.presenter())
 editors = page.url_path in EDITOR_PAGES
 with guard.frame("the sidebar", st.sidebar):
     sidebar.render(editors, page.url_path)

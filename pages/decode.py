@@ -19,17 +19,19 @@ from viz.figures.base import Stat
 from viz.ui import guard, state
 from viz.ui.common import (division_notices, head_picker, lazy_tabs, lesson_header, lesson_screen, lesson_tables,
                            md_escape, plot)
-from viz.ui.components import slider, stats, table
+from viz.ui.components import choice, slider, stats, switch, table
 from viz.ui.runs import decode_traces, decode_traces_ahead
 
 state.require_frame()
 HORIZON = "decode_horizon"  # the furthest step reached, so the timeline can scrub back and forth
 TIMELINE = "decode_timeline"
-RUN_N = "decode_run_n"
+RUN_N = "decode_run_n"  # the run-size choice's key
+RUN_SIZE = "decode_run_size"  # the tokens Run generates (kept while other pages show)
 RUN_SIZES = (2, 4, 8, 16, 32)  # the Run button's choices of tokens
 HEAD = "decode_head"
 MODE_PICKER = "decode_mode_picker"
-WHOLE = "decode_whole"
+WHOLE = "decode_whole"  # the Whole switch's key
+WHOLE_ON = "decode_whole_on"  # whether Whole is on
 CUMULATIVE = "decode_cumulative"
 TAB = "decode_tab"
 STEP, BACK = "decode_step", "decode_back"  # the buttons' keys: the board draws the next step at their click
@@ -49,8 +51,12 @@ def reset() -> None:
     st.session_state[HORIZON] = 0
 
 
-def on_mode() -> None:
-    state.set_mode(st.session_state[MODE_PICKER])
+def set_run_size(index: int) -> None:
+    st.session_state[RUN_SIZE] = RUN_SIZES[index]
+
+
+def set_whole(on: bool) -> None:
+    st.session_state[WHOLE_ON] = on
 
 
 def controls(step: int) -> None:
@@ -62,8 +68,9 @@ def controls(step: int) -> None:
                   disabled=step == 0, help="One step back (←)", key=BACK)
         st.button("Step", icon=":material/arrow_forward:", on_click=go_to, args=(step + 1,), shortcut="right",
                   type="primary", disabled=step >= MAX_DECODE_STEPS, help="Generate one more token (→)", key=STEP)
-        run_n = st.segmented_control("Tokens to run", RUN_SIZES, default=8, key=RUN_N, required=True,
-                                     label_visibility="collapsed", help="Tokens the Run button generates")
+        run_n = st.session_state.setdefault(RUN_SIZE, 8)
+        choice(RUN_N, [str(n) for n in RUN_SIZES], RUN_SIZES.index(run_n), "Tokens to run", set_run_size,
+               help="Tokens the Run button generates")
         st.button(f"Run {run_n}", icon=":material/fast_forward:", on_click=go_to, args=(step + run_n,),
                   disabled=step >= MAX_DECODE_STEPS, help=f"Generate {run_n} more tokens")
         horizon = st.session_state[HORIZON]
@@ -110,10 +117,11 @@ def decode_lesson() -> None:
     heads = scenario.head_names
     with st.container(horizontal=True, vertical_alignment="center"):
         head = head_picker(HEAD)
-        whole = st.toggle("Whole", key=WHOLE, help="Show every row and key, not only the newest ones")
-        st.segmented_control("Show the run", list(MODES), format_func=lambda m: SHORT[m], key=MODE_PICKER,
-                             required=True, on_change=on_mode, label_visibility="collapsed",
-                             help="\n".join(f"- **{SHORT[m]}**: {MODE_LABELS[m]}" for m in MODES))
+        whole = st.session_state.get(WHOLE_ON, False)
+        switch(WHOLE, whole, "Whole", set_whole, help="Show every row and key, not only the newest ones")
+        choice(MODE_PICKER, [SHORT[m] for m in MODES], MODES.index(state.mode()), "Show the run",
+               lambda index: state.set_mode(MODES[index]),
+               help="\n".join(f"{SHORT[m]}: {MODE_LABELS[m]}" for m in MODES))
     frame = decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step, head, whole=whole)
     # the frames a Step or a Back click shows next, sent now so the board draws them at the click
     # (the rerun the click starts then brings the same numbers with the narration)
@@ -205,5 +213,4 @@ def text_and_table(shown, shown_step: int) -> None:
 
 lesson_header("Decode", "One new token at a time: its query attends to every key so far. With a KV cache "
                         "only the new token's key and value are computed; without one, everything is redone.")
-st.session_state[MODE_PICKER] = state.mode()
 decode_lesson()

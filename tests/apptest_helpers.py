@@ -205,3 +205,28 @@ def prompt_shown(at) -> str:
 def has_prompt_box(at) -> bool:
     """Whether the sidebar drew its prompt box in the last run."""
     return any(e.proto.id.endswith(f"-{widget_key(at, 'prompt')}") for e in at.get("bidi_component"))
+
+
+def choice_data(at, key: str) -> dict:
+    """The data a choice or switch (viz.ui.components) was drawn with: label, options, value, help, presenter."""
+    assert component(at, key).proto.component_name == "kvlab_choice", key
+    return component_data(at, key)
+
+
+def _next_seq(at, key: str) -> int:
+    seen = f"{key}__seen"
+    return (at.session_state[seen] if seen in at.session_state else 0) + 1
+
+
+def pick(at, key: str, index: int):
+    """Click option ``index`` of a choice, as a visitor does, and check nothing raised."""
+    fire(at, key, "picked", {"index": index, "seq": _next_seq(at, key)})
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def flip(at, key: str, on: bool):
+    """Switch a switch to ``on``, as a visitor's click does, and check nothing raised."""
+    fire(at, key, "flipped", {"on": on, "seq": _next_seq(at, key)})
+    assert not at.exception, [e.value for e in at.exception]
+    return at

@@ -10,11 +10,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from viz import Scenario, load_preset
+from viz.core.presets import preset_names
 from viz.core.limits import MAX_PROMPT_CHARS
 from viz.core.share import View, encode_view
 from viz.ui import components, state
 
-from apptest_helpers import (by_label, component_data, edit_table, errors, fire, has_prompt_box, prompt_shown, scenario, send_prompt,
+from apptest_helpers import (by_label, choice_data, flip, pick, component_data, edit_table, errors, fire, has_prompt_box, prompt_shown, scenario, send_prompt,
                              shown, widget_key)
 
 
@@ -134,9 +135,11 @@ def test_sampling_controls(app):
 def test_preset_picker_loads_a_preset(app):
     """Choosing a preset replaces the scenario and resets the step."""
     app.session_state[state.STEP] = 3
-    by_label(app.button_group, "Scenario").set_value("sliding-window").run()
+    names = preset_names()
+    pick(app, widget_key(app, "preset"), names.index("sliding-window"))
     assert scenario(app) == load_preset("sliding-window") and app.session_state[state.STEP] == 0
-    assert by_label(app.button_group, "Scenario").value == "sliding-window"  # the new pills, in the same run
+    shown = choice_data(app, widget_key(app, "preset"))  # the new pills, in the same run
+    assert shown["options"] == names and shown["value"] == names.index("sliding-window") and shown["label_visible"]
 
 
 def test_cache_safe_button(app):
@@ -152,15 +155,15 @@ def test_the_frame_style_follows_the_presenter_toggle_in_the_same_run(app):
         return component_data(app, components.STYLE_KEY)["css"]
 
     assert css().endswith(components.frame_style(False)) and "clamp(" not in css()
-    by_label(app.toggle, "Presenter mode").set_value(True).run()
+    flip(app, state.PRESENTER_TOGGLE, True)
     assert css().endswith(components.frame_style(True)) and "clamp(" in css()
-    by_label(app.toggle, "Presenter mode").set_value(False).run()
+    flip(app, state.PRESENTER_TOGGLE, False)
     assert css().endswith(components.frame_style(False))
 
 
 def test_presenter_mode_folds_editors_away(app):
     """Presenter mode hides the editors and goes into the URL."""
-    by_label(app.toggle, "Presenter mode").set_value(True).run()
+    flip(app, state.PRESENTER_TOGGLE, True)
     assert not app.data_editor and not has_prompt_box(app)
     assert app.query_params.get("present") in ("1", ["1"])
 
@@ -252,7 +255,7 @@ def test_present_in_class_turns_presenter_mode_on_and_opens_decode():
     at.run()
     next(b for b in at.button if b.key == "home_present_decode").click().run()
     assert not at.exception
-    assert at.session_state[state.PRESENTER] and by_label(at.toggle, "Presenter mode").value
+    assert at.session_state[state.PRESENTER] and choice_data(at, state.PRESENTER_TOGGLE)["value"]
     assert at.title[0].value.startswith("Decode")
     assert at.query_params.get("present") in ("1", ["1"])
 
@@ -397,8 +400,8 @@ def test_a_refused_edit_keeps_its_panel_open_with_the_message(app):
     app.session_state["kv_panel_heads"] = False  # the visitor folds the panel
     app.run()
     assert any("not allowed" in e.value for e in app.sidebar.error)
-    by_label(app.toggle, "Presenter mode").set_value(True).run()
-    by_label(app.toggle, "Presenter mode").set_value(False).run()
+    flip(app, state.PRESENTER_TOGGLE, True)
+    flip(app, state.PRESENTER_TOGGLE, False)
     assert any("not allowed" in e.value for e in app.sidebar.error)
     assert any("rule" in d.value.columns for d in app.sidebar.data_editor)
 

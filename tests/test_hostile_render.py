@@ -18,7 +18,7 @@ from viz import load_preset
 from viz.core.share import View, encode_view
 from viz.ui.common import md_escape
 
-from apptest_helpers import ALL_PAGES, by_label, edit_table, errors, move_range, range_data, scenario, shown
+from apptest_helpers import ALL_PAGES, by_label, choice_data, pick, edit_table, errors, move_range, range_data, scenario, shown
 
 PAGES = ALL_PAGES
 
@@ -78,6 +78,16 @@ def test_range_labels_carry_visitor_text_as_data(hostile_app):
     assert range_data(hostile_app, "prefill_position_range")["value"] == 3
     assert md_escape(HOSTILE[2]) in hostile_app.info[0].value  # the narration quotes token 3, escaped
     assert_nothing_rendered(hostile_app, "prefill after a move")
+
+
+def test_choice_options_carry_visitor_text_as_data(hostile_app):
+    """Decode's head choice gets each head name verbatim as data (choice.js writes it as text); a
+    pick still works with such names, and no element renders them."""
+    hostile_app.switch_page("pages/decode.py").run()
+    assert choice_data(hostile_app, "decode_head")["options"] == list(SCENARIO.head_names)
+    pick(hostile_app, "decode_head", 1)
+    assert choice_data(hostile_app, "decode_head")["value"] == 1
+    assert_nothing_rendered(hostile_app, "decode after a pick")
 
 
 def test_messages_that_quote_visitor_text_are_escaped(app):

@@ -12,7 +12,8 @@ from viz.core.cost import Bandwidth, CostMeasurement, DecodePoint, LiveConfig, P
 from viz.core.timing import Timing, TimingPlan
 from viz.core.engine import WorkCounts
 from viz.figures import cost
-from apptest_helpers import rerun
+from viz.ui import state
+from apptest_helpers import flip, rerun
 
 PAGE = "pages/cost.py"
 RESULTS = "cost_results"
@@ -145,8 +146,7 @@ def test_a_failed_measurement_keeps_the_last_results(at, tiny, monkeypatch):
 def test_presenter_mode_enlarges_the_plots(at, tiny):
     """In presenter mode the cost plots use the larger type."""
     click_measure(at)
-    next(t for t in at.toggle if t.label == "Presenter mode").set_value(True)
-    rerun(at)
+    flip(at, state.PRESENTER_TOGGLE, True)
     assert figure(at, "Decode: O(n²)")["layout"]["font"]["size"] == 18
 
 

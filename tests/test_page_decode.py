@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apptest_helpers import (array, board, figure, figures, move_range, plain_table, range_data, scenario, shown, stat,
+from apptest_helpers import (array, choice_data, flip, pick, board, figure, figures, move_range, plain_table, range_data, scenario, shown, stat,
                              stat_value)
 from viz.ui import state
 
@@ -53,7 +53,7 @@ def test_one_click_fix_makes_the_cache_agree(decode):
 
 def _run_size(at, n: int):
     """Choose how many tokens the Run button generates."""
-    return at.segmented_control(key="decode_run_n").set_value(n).run()
+    return pick(at, "decode_run_n", (2, 4, 8, 16, 32).index(n))
 
 
 def test_run_n_back_reset_and_timeline(decode):
@@ -72,11 +72,11 @@ def test_run_n_back_reset_and_timeline(decode):
 
 
 def test_the_run_size_picker(decode):
-    """Run's size is a segmented control of 2 to 32 tokens (8 at first, always one chosen); the
+    """Run's size is a choice of 2 to 32 tokens (8 at first, always one chosen); the
     button says and generates that many."""
-    picker = decode.segmented_control(key="decode_run_n")
-    assert list(picker.options) == ["2", "4", "8", "16", "32"] and picker.value == 8
-    assert picker.help == "Tokens the Run button generates" and not decode.main.number_input
+    picker = choice_data(decode, "decode_run_n")
+    assert picker["options"] == ["2", "4", "8", "16", "32"] and picker["value"] == 2
+    assert picker["help"] == "Tokens the Run button generates" and not decode.main.number_input
     _button(decode, "Run 8").click().run()
     assert decode.session_state[state.STEP] == 8
     _run_size(decode, 16)
@@ -116,7 +116,7 @@ def test_growing_heatmap_has_one_row_per_step(decode):
     assert "rows 4–11 of 11" in spec["title"]
     assert spec["groups"][0]["rows"][0]["label"] == "4 · so"
     assert spec["columns"][0] == "1 · Today"  # the first key stays in front
-    next(t for t in decode.toggle if t.label == "Whole").set_value(True).run()
+    flip(decode, "decode_whole", True)
     assert len(board(decode, "Attention · head")["groups"][0]["rows"]) == 11
 
 
@@ -135,8 +135,8 @@ def test_work_counts_are_plotted_from_the_engine(decode):
 def test_mode_picker_changes_the_narration(decode):
     """Choosing 'no cache (recompute)' shows the recompute run and goes into the URL."""
     _button(decode, "Step").click().run()
-    picker = next(w for w in decode.get("button_group") if getattr(w, "label", "") == "Show the run")
-    picker.set_value("recompute").run()
+    assert choice_data(decode, "decode_mode_picker")["options"] == ["recompute", "re-encode", "KV cache"]
+    pick(decode, "decode_mode_picker", 0)
     assert decode.session_state[state.MODE] == "recompute"
     assert "the whole sequence of 5 tokens is run again" in shown(decode.info[0].value)
     assert decode.query_params.get("mode") in ("recompute", ["recompute"])

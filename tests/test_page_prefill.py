@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apptest_helpers import array, board, boards, cells, edit_table, figure, figures, move_range, range_data, shown
+from apptest_helpers import array, flip, pick, board, boards, cells, edit_table, figure, figures, move_range, range_data, shown
 
 
 def _markdown(at) -> str:
@@ -72,8 +72,7 @@ def test_bad_rule_keeps_the_old_weights(app):
 def test_head_selector_switches_the_stage_figures(app):
     """Choosing another head redraws the stages and the lesson heatmap for it, and the link keeps it."""
     app.session_state["prefill_tab"] = "Stages of one head"
-    seg = [w for w in app.get("button_group") if getattr(w, "label", "") == "Head"][0]
-    seg.set_value(2).run()
+    pick(app, "prefill_head", 2)
     assert "head 'first'" in board(app, "Attention · head")["title"]
     assert app.query_params.get("head") in ("3", ["3"])
     assert "head 'first'" in figure(app, "Raw scores")["layout"]["title"]["text"]
@@ -101,7 +100,7 @@ def test_html_tokens_are_shown_as_text(app):
     assert spec["columns"][0] == "1 · <img src=x onerror=alert(1)>" and len(spec["columns"]) == 16
     assert "(positions 1–16 of 20; Whole shows all)" in spec["title"]
     # ... and all 20 with Whole, too many for cell text: Plotly draws them, escaped
-    app.toggle(key="prefill_whole").set_value(True).run()
+    flip(app, "prefill_whole", True)
     spec = figure(app, "Contexts")
     assert all("<img" not in label for label in spec["data"][0]["x"])
     assert any("&lt;img" in label for label in spec["data"][0]["x"])
@@ -156,7 +155,7 @@ def test_every_head_of_a_long_prompt_is_boards_until_whole_asks_for_all(app):
     assert not figures(app)
     assert len(boards(app)) == 3 + 4 + 1  # the lesson screen's, one per head, the contexts
     assert len(board(app, "Contexts")["columns"]) == 16
-    app.toggle(key="prefill_whole").set_value(True).run()
+    flip(app, "prefill_whole", True)
     assert figure(app, "Contexts")
     multiples = next(spec for spec in figures(app) if len(spec["data"]) == 4)  # the seed's four heads
     assert all(trace["type"] == "heatmap" for trace in multiples["data"])

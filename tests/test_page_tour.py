@@ -11,7 +11,7 @@ from viz import generate, load_preset
 from viz.core.tour import question_even
 from viz.ui import state
 from viz.ui.common import md_escape
-from apptest_helpers import move_range, plain_table, plain_tables, range_data
+from apptest_helpers import flip, move_range, plain_table, plain_tables, range_data
 
 
 @pytest.fixture
@@ -174,7 +174,7 @@ def _go_to(at, step: int) -> None:
 def test_nothing_gives_an_answer_away_before_reveal(tour, presenter):
     """Before Reveal, no text, table or figure of a step holds its answer; after Reveal it is shown."""
     if presenter:
-        next(t for t in tour.toggle if t.label == "Presenter mode").set_value(True).run()
+        flip(tour, state.PRESENTER_TOGGLE, True)
     questions = _tour_questions()
     for index, question in enumerate(questions):  # in order, as a class goes through the tour
         _go_to(tour, STEP_OF_QUESTION[index])

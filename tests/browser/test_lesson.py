@@ -105,7 +105,7 @@ def test_the_link_keeps_the_view_through_page_changes(app, new_app):
     other = new_app().open_url(shared)
     expect(other.page).to_have_url(re.compile(r"/tour\?"))
     assert other.query == app.query
-    expect(other.sidebar.get_by_label("Presenter mode", exact=True)).to_be_checked()
+    expect(other.sidebar.get_by_role("switch", name="Presenter mode")).to_be_checked()
     with other.rerun():
         nav_link(other, "Decode").click()
     assert {key: other.query.get(key) for key in view} == view

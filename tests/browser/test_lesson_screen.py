@@ -138,11 +138,9 @@ def test_a_step_reruns_only_the_decode_view_and_keeps_the_link(app):
     assert app.query.get("step") == "2"
     # the sidebar's Copy link box follows the fragment too (it is not rerun with it)
     expect(app.sidebar.get_by_role("textbox", name="Link to this view")).to_have_value(re.compile(r"step=2"))
-    with app.rerun():
-        app.main.locator(".st-key-decode_mode_picker button", has_text="recompute").first.click()
+    app.pick("Show the run", "recompute")
     assert app.query.get("mode") == "recompute"
-    with app.rerun():
-        app.main.locator(".st-key-decode_head button", has_text="first").first.click()
+    app.pick("Head", "first")
     assert app.query.get("head") == "3"
     expect(chart(app, "Attention · head 'first'")).to_have_count(1)
     app.assert_no_exception()
@@ -264,4 +262,22 @@ def test_the_cache_figures_are_a_stats_row_of_real_text(app):
     assert not row.locator("dt, dd.value, dd.help").evaluate_all(cut)
     tops = row.locator(".stat").evaluate_all("items => items.map(i => Math.round(i.getBoundingClientRect().top))")
     assert len(set(tops)) > 1  # more than one line of figures
+    app.assert_no_exception()
+
+
+def test_a_choice_keeps_its_arrow_keys_and_a_switch_flips_by_keyboard(app):
+    """Inside a choice the arrow keys move its pick (Decode's mode), not the decode step; Space on
+    a focused switch flips it."""
+    app.open("/decode")
+    group = app.page.get_by_role("radiogroup", name="Show the run", exact=True)
+    group.get_by_role("radio", name="KV cache", exact=True).focus()
+    with app.rerun():
+        app.page.keyboard.press("ArrowLeft")
+    expect(group.get_by_role("radio", name="re-encode", exact=True)).to_have_attribute("aria-checked", "true")
+    assert app.query.get("mode") == "reencode" and app.query.get("step", "0") == "0"
+    whole = app.page.get_by_role("switch", name="Whole", exact=True)
+    whole.focus()
+    with app.rerun():
+        app.page.keyboard.press("Space")
+    expect(whole).to_be_checked()
     app.assert_no_exception()

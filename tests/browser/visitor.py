@@ -156,10 +156,15 @@ class App:
             (scope or self.page).get_by_role("button", name=label).click()
 
     def toggle(self, label: str) -> None:
-        """Flip an ``st.toggle`` or ``st.checkbox`` by clicking its label."""
-        widget = self.page.get_by_test_id("stCheckbox").filter(has=self.page.get_by_label(label, exact=True))
+        """Flip a switch (kvlab's, viz.ui.components.switch) by clicking it."""
         with self.rerun():
-            widget.locator("label").first.click()
+            self.page.get_by_role("switch", name=label, exact=True).click()
+
+    def pick(self, group: str, option: str) -> None:
+        """Pick ``option`` in a choice (viz.ui.components.choice) named ``group`` by clicking it."""
+        with self.rerun():
+            self.page.get_by_role("radiogroup", name=group, exact=True).get_by_role(
+                "radio", name=option, exact=True).click()
 
     def expander(self, label: str, scope: Locator | None = None, reruns: bool = False) -> Locator:
         """An ``st.expander`` by its label, opened if it was folded. Pass ``reruns`` for one that

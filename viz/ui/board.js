@@ -113,10 +113,12 @@ function draw(parentElement, data) {
 }
 
 // Where a key press is typing, not a shortcut: as Streamlit decides for its own shortcuts, from the
-// event's composed path (a field inside a component's shadow root counts too).
+// event's composed path (a field inside a component's shadow root counts too); and inside a radio
+// group (kvlab's choice, choice.js), whose arrow keys move between its options.
 const TYPING = new Set(["INPUT", "TEXTAREA", "SELECT"]);
 const typing = event => (event.composedPath ? event.composedPath() : [event.target]).some(
-  node => node && node.tagName && (TYPING.has(node.tagName) || node.isContentEditable));
+  node => node && node.tagName && (TYPING.has(node.tagName) || node.isContentEditable
+                                   || node.getAttribute("role") === "radiogroup"));
 
 // The turns of one board: a click on a turn's button (not disabled) or its key (no modifier, not
 // typing) draws the turn's spec at once. One turn per render: after it, the board waits for the

@@ -14,7 +14,7 @@ from ..figures.base import figure_table
 from ..figures.board import attention_board, cache_board, fits, words_board
 from ..figures.lesson import attention_figure, cache_figure, frame_tables
 from . import state
-from .components import board, slider
+from .components import board, choice, slider
 
 # The toolbar shows on hover only (on a phone: after a tap), and short, so it stays clear of titles.
 PLOT_CONFIG = {"displaylogo": False, "displayModeBar": "hover",
@@ -156,15 +156,8 @@ def stepper(key: str, count: int, label: str, *, first: int = 1,
 
 def head_picker(key: str, label: str = "Head") -> int:
     """The head shown in detail (0-based): one choice shared by the pages and kept in share links."""
-    heads = state.scenario().head_names
-    st.session_state[key] = state.head()
-
-    def chosen() -> None:
-        state.set_head(st.session_state[key])
-
-    st.segmented_control(label, list(range(len(heads))), key=key, required=True, on_change=chosen,
-                         format_func=lambda h: md_escape(heads[h]), label_visibility="collapsed",
-                         help=f"{label}: which head the figures show")
+    choice(key, state.scenario().head_names, state.head(), label, state.set_head,
+           help=f"{label}: which head the figures show")
     return state.head()
 
 

@@ -17,7 +17,10 @@ in the page and writes visitor text with ``textContent`` only).
   :func:`viz.figures.base.stats_row`: one script for both, where every kind of Streamlit element
   loads its own on the first view that shows one;
 * the **range** is a labelled ``<input type="range">`` that sends each move as a trigger (Streamlit's
-  own sliders bring a script chunk of their own to a first view, 60 to 150 ms on a small machine).
+  own sliders bring a script chunk of their own to a first view, 60 to 150 ms on a small machine);
+* the **choice** (a row of pill buttons, one of N) and the **switch** (on/off), one script for both,
+  in place of ``st.segmented_control``, ``st.pills`` and ``st.toggle``: each of Streamlit's baseui
+  widgets costs about 20 to 25 ms of main-thread work on a first view.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ _table = st.components.v2.component("kvlab_table", js=_read("table.js"), css=_re
 _copy_link = st.components.v2.component("kvlab_copy_link", js=_read("copy_link.js"), css=_read("copy_link.css"))
 _field = st.components.v2.component("kvlab_field", js=_read("field.js"), css=_read("field.css"))
 _range = st.components.v2.component("kvlab_range", js=_read("range.js"), css=_read("range.css"))
+_choice = st.components.v2.component("kvlab_choice", js=_read("choice.js"), css=_read("choice.css"))
 # not in a shadow root: its style element applies to the whole page
 _style = st.components.v2.component("kvlab_style", js=_read("style.js"), isolate_styles=False)
 
@@ -100,10 +104,9 @@ def slider(key: str, value: int, low: int, high: int, label: str, on_move: Calla
         move = st.session_state[key].get("moved")  # the trigger's payload, as the browser sent it
         if not isinstance(move, dict):
             return
-        to, seq = move.get("to"), move.get("seq")
-        if isinstance(seq, int) and not isinstance(seq, bool):
-            st.session_state[seen] = max(st.session_state.get(seen, 0), seq)
-        if isinstance(to, int) and not isinstance(to, bool):
+        _handled(seen, move.get("seq"))
+        to = move.get("to")
+        if _whole(to):
             on_move(min(max(to, low), high))
 
     _range(key=key, data={"label": label, "help": help, "min": low, "max": high, "value": value,
@@ -111,6 +114,57 @@ def slider(key: str, value: int, low: int, high: int, label: str, on_move: Calla
                           "labels": [format_label(v) for v in range(low, high + 1)], "inline": inline,
                           "presenter": state.presenter()},
            on_moved_change=moved, width=width, height="content")
+
+
+def _whole(value) -> bool:
+    """A whole number as JSON sends one (not a bool, which Python counts as an int)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _handled(seen: str, seq) -> bool:
+    """Count a trigger's number (``seq``) as handled under ``seen``; False when it is not a number."""
+    if not _whole(seq):
+        return False
+    st.session_state[seen] = max(st.session_state.get(seen, 0), seq)
+    return True
+
+
+def _payload(key: str, event: str) -> dict | None:
+    """A choice's or switch's trigger, as the browser sent it, once its number is counted (None: not
+    a dict with a whole ``seq``, which is ignored)."""
+    sent = st.session_state[key].get(event)
+    return sent if isinstance(sent, dict) and _handled(f"{key}__seen", sent.get("seq")) else None
+
+
+def choice(key: str, options: list[str], value: int, label: str, on_pick: Callable[[int], None], *,
+           help: str | None = None, label_visible: bool = False, width: int | str = "content") -> None:
+    """A row of pill buttons (one of ``options``, plain text), ``options[value]`` chosen, wrapping on
+    a narrow screen; ``label`` names the group (shown above it when ``label_visible``). A click (or
+    an arrow key inside the row) calls ``on_pick`` with the index picked, before the rerun it starts;
+    anything else the browser might send is ignored."""
+    def picked() -> None:
+        pick = _payload(key, "picked")
+        index = pick.get("index") if pick else None
+        if _whole(index) and 0 <= index < len(options):
+            on_pick(index)
+
+    _choice(key=key, data={"kind": "choice", "label": label, "help": help, "options": [str(o) for o in options],
+                           "value": value, "label_visible": label_visible,
+                           "seen": st.session_state.get(f"{key}__seen", 0), "presenter": state.presenter()},
+            on_picked_change=picked, width=width, height="content")
+
+
+def switch(key: str, value: bool, label: str, on_flip: Callable[[bool], None], *, help: str | None = None) -> None:
+    """An on/off switch showing ``value`` with its label beside it; a click calls ``on_flip`` with
+    the new value, before the rerun it starts (anything but a bool is ignored)."""
+    def flipped() -> None:
+        flip = _payload(key, "flipped")
+        if flip and isinstance(flip.get("on"), bool):
+            on_flip(flip["on"])
+
+    _choice(key=key, data={"kind": "switch", "label": label, "help": help, "value": bool(value),
+                           "seen": st.session_state.get(f"{key}__seen", 0), "presenter": state.presenter()},
+            on_flipped_change=flipped, width="content", height="content")
 
 
 def text_field(label: str, value: str, key: str, on_send: Callable[[str], None], *, max_chars: int,

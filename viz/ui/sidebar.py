@@ -19,7 +19,7 @@ from ..core.rules import RULE_LIBRARY
 from ..core.scenario import MAX_D_K, MAX_PROMPT_CHARS, Scenario
 from . import state, tables
 from .common import folded, md_escape
-from .components import copy_link, text_field
+from .components import choice, copy_link, switch, text_field
 
 UPLOAD_SEEN = "kv_upload_seen"  # file id of the last applied upload, so it is applied once
 
@@ -35,24 +35,22 @@ def _show_error(field: str) -> None:
         st.error(md_escape(message), icon=":material/error:")
 
 
-def _preset_chosen(key: str) -> None:
+def _preset_chosen(name: str) -> None:
     """A pill clicked (a callback: the run that follows draws the new scenario, with no second run)."""
-    choice = st.session_state[key]
-    if choice and choice != matching_preset(state.scenario()):
-        state.set_scenario(load_preset(choice))
+    if name != matching_preset(state.scenario()):
+        state.set_scenario(load_preset(name))
         state.set_step(0)
 
 
 def _preset_picker() -> None:
     """The built-in scenarios as pills, all in view (one click loads one), the chosen one's title
-    below. Pills, not a drop-down: the lesson pages' pickers already load their script, so the
-    picker adds nothing to a first view (a selectbox loads its own, about a tenth of a second)."""
+    below. Pills, not a drop-down (a selectbox loads a script of its own, about a tenth of a second
+    of a first view), drawn by kvlab's choice (viz.ui.components)."""
     names = preset_names()
     match = matching_preset(state.scenario())
-    key = state.widget_key("preset")
-    st.pills("Scenario", names, default=match, required=True, key=key, format_func=md_escape,
-             on_change=_preset_chosen, args=(key,),
-             help="Built-in scenarios. Editing anything below makes it a custom scenario.")
+    choice(state.widget_key("preset"), names, names.index(match) if match in names else -1, "Scenario",
+           lambda index: _preset_chosen(names[index]), label_visible=True, width="stretch",
+           help="Built-in scenarios. Editing anything below makes it a custom scenario.")
     st.caption(md_escape(load_preset(match).title) if match else "Custom scenario (edited)")
 
 
@@ -249,9 +247,8 @@ def render(editors: bool = True, url_path: str = "") -> None:
     In presenter mode only the toggle, the preset, the badge and the link remain; on a page that
     does not read the scenario (``editors`` False) the preset picker and the editors are left out."""
     with st.sidebar:
-        presenter = st.toggle("Presenter mode", value=state.presenter(), key=state.PRESENTER_TOGGLE,
-                              help="Large type for a projector; editing panels fold away; ← and → step.")
-        state.set_presenter(presenter)
+        switch(state.PRESENTER_TOGGLE, state.presenter(), "Presenter mode", state.set_presenter,
+               help="Large type for a projector; editing panels fold away; ← and → step.")
         if editors:
             _preset_picker()
         st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")

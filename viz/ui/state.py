@@ -33,7 +33,7 @@ PROMPT_REFUSED = "kv_prompt_refused"  # (scenario version, text) of the prompt l
 STEP = "kv_step"
 MODE = "kv_mode"
 PRESENTER = "kv_presenter"
-PRESENTER_TOGGLE = "kv_w_presenter"  # the sidebar toggle's widget key
+PRESENTER_TOGGLE = "kv_w_presenter"  # the sidebar switch's component key
 NOTICES = "kv_notices"
 HEAD = "kv_head"  # the head shown in detail (0-based), shared by the pages
 POSITION = "kv_position"  # the Prefill page's query position (1-based)
@@ -182,21 +182,14 @@ def presenter() -> bool:
     return st.session_state[PRESENTER]
 
 
-def presenter_shown() -> bool:
-    """Presenter mode as this run draws it, before the sidebar has read its toggle: the toggle's new
-    value when the visitor has just switched it."""
-    return bool(st.session_state.get(PRESENTER_TOGGLE, presenter()))
-
-
 def set_presenter(value: bool) -> None:
     st.session_state[PRESENTER] = bool(value)
 
 
 def start_presenting() -> None:
-    """Turn presenter mode on from a button (an on_click callback: it runs before the sidebar's
-    toggle is drawn, so the toggle shows it too)."""
+    """Turn presenter mode on from a button (an on_click callback: the sidebar's switch, drawn
+    from :func:`presenter`, shows it too)."""
     set_presenter(True)
-    st.session_state[PRESENTER_TOGGLE] = True
 
 
 def notices() -> list[str]:
