@@ -18,8 +18,8 @@ from viz.figures import toy
 from viz.figures.base import Stat
 from viz.ui import guard, state
 from viz.ui.common import (division_notices, head_picker, lazy_tabs, lesson_header, lesson_screen, lesson_tables,
-                           md_escape, plot)
-from viz.ui.components import choice, slider, stats, switch, table
+                           md_escape, plot, whole_switch)
+from viz.ui.components import choice, slider, stats, table
 from viz.ui.runs import decode_traces, decode_traces_ahead
 
 state.require_frame()
@@ -30,8 +30,7 @@ RUN_SIZE = "decode_run_size"  # the tokens Run generates (kept while other pages
 RUN_SIZES = (2, 4, 8, 16, 32)  # the Run button's choices of tokens
 HEAD = "decode_head"
 MODE_PICKER = "decode_mode_picker"
-WHOLE = "decode_whole"  # the Whole switch's key
-WHOLE_ON = "decode_whole_on"  # whether Whole is on
+WHOLE = "decode_whole"  # whether Whole is on (its switch: WHOLE + "_switch")
 CUMULATIVE = "decode_cumulative"
 TAB = "decode_tab"
 STEP, BACK = "decode_step", "decode_back"  # the buttons' keys: the board draws the next step at their click
@@ -53,10 +52,6 @@ def reset() -> None:
 
 def set_run_size(index: int) -> None:
     st.session_state[RUN_SIZE] = RUN_SIZES[index]
-
-
-def set_whole(on: bool) -> None:
-    st.session_state[WHOLE_ON] = on
 
 
 def controls(step: int) -> None:
@@ -117,8 +112,7 @@ def decode_lesson() -> None:
     heads = scenario.head_names
     with st.container(horizontal=True, vertical_alignment="center"):
         head = head_picker(HEAD)
-        whole = st.session_state.get(WHOLE_ON, False)
-        switch(WHOLE, whole, "Whole", set_whole, help="Show every row and key, not only the newest ones")
+        whole = whole_switch(WHOLE, "Show every row and key, not only the newest ones")
         choice(MODE_PICKER, [SHORT[m] for m in MODES], MODES.index(state.mode()), "Show the run",
                lambda index: state.set_mode(MODES[index]),
                help="\n".join(f"{SHORT[m]}: {MODE_LABELS[m]}" for m in MODES))

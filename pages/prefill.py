@@ -16,22 +16,17 @@ from viz.figures.base import figure_table
 from viz.figures.board import attention_board, contexts_board, fits
 from viz.ui import guard, state
 from viz.ui.common import (division_notices, folded, head_picker, lazy_tabs, lesson_header, lesson_screen,
-                           lesson_tables, md_escape, plot, stepper)
-from viz.ui.components import board, switch, table
+                           lesson_tables, md_escape, plot, stepper, whole_switch)
+from viz.ui.components import board, table
 from viz.ui.runs import decode_traces
 
 state.require_frame()
 HEAD = "prefill_head"
 POSITION = "prefill_position"
-WHOLE = "prefill_whole"  # the Whole switch's key
-WHOLE_ON = "prefill_whole_on"  # whether Whole is on
+WHOLE = "prefill_whole"  # whether Whole is on (its switch: WHOLE + "_switch")
 TAB = "prefill_tab"
 EVERY_HEAD_COLUMNS = 2  # heads side by side in "Every head" (cells wide enough for their numbers)
 TABS = ("Every head", "Stages of one head", "Tokens and mask", "From context to word", "Figures as tables")
-
-
-def set_whole(on: bool) -> None:
-    st.session_state[WHOLE_ON] = on
 
 
 @guard.fragment
@@ -54,8 +49,7 @@ def prefill_lesson() -> None:
     division_notices(divisions_by_zero(trace))
     with st.container(horizontal=True, vertical_alignment="center"):
         head = head_picker(HEAD)
-        whole = st.session_state.get(WHOLE_ON, False)
-        switch(WHOLE, whole, "Whole", set_whole, help="Show every row and key, not only those around the position")
+        whole = whole_switch(WHOLE, "Show every row and key, not only those around the position")
     frame = prefill_frame(trace, position, head, whole=whole)
     # the positions either side, computed by the same prefill: the board draws them at the click
     turns = tuple((prefill_frame(trace, p, head, whole=whole) if 1 <= p <= n else None, f"{POSITION}_{way}", key)

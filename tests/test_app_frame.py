@@ -14,6 +14,7 @@ from viz.core.presets import preset_names
 from viz.core.limits import MAX_PROMPT_CHARS
 from viz.core.share import View, encode_view
 from viz.ui import components, state
+from viz.ui.sidebar import PRESET
 
 from apptest_helpers import (by_label, choice_data, flip, pick, component_data, edit_table, errors, fire, has_prompt_box, prompt_shown, scenario, send_prompt,
                              shown, widget_key)
@@ -136,10 +137,14 @@ def test_preset_picker_loads_a_preset(app):
     """Choosing a preset replaces the scenario and resets the step."""
     app.session_state[state.STEP] = 3
     names = preset_names()
-    pick(app, widget_key(app, "preset"), names.index("sliding-window"))
+    pick(app, PRESET, names.index("sliding-window"))
     assert scenario(app) == load_preset("sliding-window") and app.session_state[state.STEP] == 0
-    shown = choice_data(app, widget_key(app, "preset"))  # the new pills, in the same run
+    shown = choice_data(app, PRESET)  # the new pills, in the same run
     assert shown["options"] == names and shown["value"] == names.index("sliding-window") and shown["label_visible"]
+    assert not shown["arrows_pick"]  # arrow keys only move the focus: a pick loads a whole scenario
+    app.session_state[state.STEP] = 2
+    pick(app, PRESET, names.index("seed"))  # the same key after the scenario changed: focus stays in the row
+    assert scenario(app) == load_preset("seed") and app.session_state[state.STEP] == 0
 
 
 def test_cache_safe_button(app):
@@ -310,6 +315,13 @@ def test_a_link_naming_no_page_opens_home_and_says_so():
     assert not at.exception
     assert at.title[0].value.startswith("kvlab")
     assert any("names no page of kvlab" in w.value for w in at.sidebar.warning)
+
+
+def test_a_page_name_typed_by_hand_counts_in_any_case():
+    """``page=Decode`` (capitalised, spaces around) opens Decode as ``page=decode`` does."""
+    at = _open({"page": " Decode ", "step": "2"})
+    assert not at.exception and not [w.value for w in at.sidebar.warning]  # no "names no page" notice
+    assert at.title[0].value.startswith("Decode") and at.session_state[state.STEP] == 2
 
 
 def test_the_home_page_link_is_the_bare_root():

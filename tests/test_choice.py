@@ -8,7 +8,7 @@ import pytest
 from apptest_helpers import choice_data, fire, flip, on_page, pick
 from viz.ui import state
 
-HEAD, MODE, RUN, WHOLE = "decode_head", "decode_mode_picker", "decode_run_n", "decode_whole"
+HEAD, MODE, RUN, WHOLE = "decode_head", "decode_mode_picker", "decode_run_n", "decode_whole_switch"
 
 
 @pytest.fixture
@@ -27,6 +27,11 @@ def test_the_data_sent_names_each_control(decode):
     assert whole["kind"] == "switch" and whole["label"] == "Whole" and whole["value"] is False
     presenter = choice_data(decode, state.PRESENTER_TOGGLE)
     assert presenter["label"] == "Presenter mode" and presenter["value"] is False
+    # one mark per session, the same on every control and run: a page kept open across a new
+    # session (a reconnect) sees it change and counts its picks from that session's number again
+    marks = {choice_data(decode, key)["session"] for key in (HEAD, MODE, RUN, WHOLE, state.PRESENTER_TOGGLE)}
+    pick(decode, HEAD, 1)
+    assert marks == {choice_data(decode, HEAD)["session"]} and len(next(iter(marks))) == 16
 
 
 def test_a_pick_runs_the_callback_with_its_index(decode):

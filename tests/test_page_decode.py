@@ -75,7 +75,7 @@ def test_the_run_size_picker(decode):
     """Run's size is a choice of 2 to 32 tokens (8 at first, always one chosen); the
     button says and generates that many."""
     picker = choice_data(decode, "decode_run_n")
-    assert picker["options"] == ["2", "4", "8", "16", "32"] and picker["value"] == 2
+    assert picker["options"] == ["2", "4", "8", "16", "32"] and picker["value"] == 2  # the index of "8"
     assert picker["help"] == "Tokens the Run button generates" and not decode.main.number_input
     _button(decode, "Run 8").click().run()
     assert decode.session_state[state.STEP] == 8
@@ -116,7 +116,7 @@ def test_growing_heatmap_has_one_row_per_step(decode):
     assert "rows 4–11 of 11" in spec["title"]
     assert spec["groups"][0]["rows"][0]["label"] == "4 · so"
     assert spec["columns"][0] == "1 · Today"  # the first key stays in front
-    flip(decode, "decode_whole", True)
+    flip(decode, "decode_whole_switch", True)
     assert len(board(decode, "Attention · head")["groups"][0]["rows"]) == 11
 
 

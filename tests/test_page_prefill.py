@@ -100,7 +100,7 @@ def test_html_tokens_are_shown_as_text(app):
     assert spec["columns"][0] == "1 · <img src=x onerror=alert(1)>" and len(spec["columns"]) == 16
     assert "(positions 1–16 of 20; Whole shows all)" in spec["title"]
     # ... and all 20 with Whole, too many for cell text: Plotly draws them, escaped
-    flip(app, "prefill_whole", True)
+    flip(app, "prefill_whole_switch", True)
     spec = figure(app, "Contexts")
     assert all("<img" not in label for label in spec["data"][0]["x"])
     assert any("&lt;img" in label for label in spec["data"][0]["x"])
@@ -155,7 +155,7 @@ def test_every_head_of_a_long_prompt_is_boards_until_whole_asks_for_all(app):
     assert not figures(app)
     assert len(boards(app)) == 3 + 4 + 1  # the lesson screen's, one per head, the contexts
     assert len(board(app, "Contexts")["columns"]) == 16
-    flip(app, "prefill_whole", True)
+    flip(app, "prefill_whole_switch", True)
     assert figure(app, "Contexts")
     multiples = next(spec for spec in figures(app) if len(spec["data"]) == 4)  # the seed's four heads
     assert all(trace["type"] == "heatmap" for trace in multiples["data"])

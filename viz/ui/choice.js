@@ -3,9 +3,11 @@
 // page already loads (Streamlit's baseui segmented controls, pills and toggles cost 20 to 25 ms of
 // main-thread work each on a first view). The server is the authority: a render shows data.value
 // unless the visitor has picked again since (each pick carries a number; a run that has not seen
-// the latest leaves the visitor's pick shown). Arrow keys move between options (and pick), only
-// while focus is inside the choice, so the page's ← → shortcuts work everywhere else. Every text
-// (options may be head or scenario names) is written with textContent only.
+// the latest leaves the visitor's pick shown; a new session behind the same page starts the count
+// again). A group is one Tab stop; arrow keys move between its options and pick (or, where a pick
+// costs something, as for the scenario, only move: Enter or Space picks), only while focus is inside
+// the choice, so the page's ← → shortcuts work everywhere else. Every text (options may be head or
+// scenario names) is written with textContent only.
 
 const el = (tag, className) => {
   const node = document.createElement(tag);
@@ -51,8 +53,9 @@ function build(parentElement, kind) {
       const buttons = [...group.querySelectorAll("button")];
       const at = buttons.indexOf(event.target.closest("button"));
       const next = buttons[(Math.max(at, 0) + keys[event.key] + buttons.length) % buttons.length];
+      rove(group, next);
       next.focus();
-      next.click();
+      if (box.__arrowsPick) next.click();
     });
     box.append(head, group, described);
   }
@@ -60,29 +63,38 @@ function build(parentElement, kind) {
   return box;
 }
 
+// One Tab stop per group (the chosen option, or the first when none is): arrows move inside it.
+function rove(group, focused) {
+  group.querySelectorAll("button").forEach((b) => { b.tabIndex = b === focused ? 0 : -1; });
+}
+
 function pick(box, index) {
-  const buttons = box.querySelectorAll(".options button");
+  const buttons = [...box.querySelectorAll(".options button")];
   buttons.forEach((b, i) => b.setAttribute("aria-checked", String(i === index)));
+  rove(box.querySelector(".options"), buttons[index] || buttons[0]);
 }
 
 function drawOptions(box, data) {
   const group = box.querySelector(".options");
   const options = JSON.stringify(data.options);
-  if (box.__options === options) return;
+  if (box.__options === options) return false;
   box.__options = options;
   group.replaceChildren(...data.options.map((text, index) => {
     const button = el("button", "option");
     button.type = "button";
     button.setAttribute("role", "radio");
+    button.setAttribute("aria-checked", "false");
     button.textContent = text;
     button.addEventListener("click", () => {
       if (button.getAttribute("aria-checked") === "true") return;  // already the one chosen
       pick(box, index);  // at once; the server's answer follows
+      box.__picked = index;
       box.__sent += 1;
       box.__component.setTriggerValue("picked", { index, seq: box.__sent });
     });
     return button;
   }));
+  return true;
 }
 
 export default function (component) {
@@ -90,8 +102,9 @@ export default function (component) {
   if (!data) return;
   const kind = data.kind === "switch" ? "switch" : "choice";
   let box = parentElement.querySelector(`.${kind}`);
-  if (!box) {
-    box = build(parentElement, kind);
+  if (!box) box = build(parentElement, kind);
+  if (box.__session !== data.session) {  // drawn again, or a new session behind the same page
+    box.__session = data.session;
     box.__sent = data.seen ?? 0;  // go on from the picks the session has handled
   }
   box.__component = component;  // the latest render's trigger (it knows the fragment that reruns)
@@ -111,9 +124,8 @@ export default function (component) {
     const help = box.querySelector(".help");
     help.hidden = !data.help;
     help.title = data.help || "";
-    drawOptions(box, data);
-    if (caughtUp) pick(box, data.value);
-    control.querySelectorAll("button").forEach((b) => { b.title = data.help || ""; });
+    box.__arrowsPick = data.arrows_pick !== false;
+    if (drawOptions(box, data) || caughtUp) pick(box, caughtUp ? data.value : box.__picked);
   }
   control.title = data.help || "";
   if (data.help) control.setAttribute("aria-describedby", described.id);

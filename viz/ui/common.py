@@ -14,7 +14,7 @@ from ..figures.base import figure_table
 from ..figures.board import attention_board, cache_board, fits, words_board
 from ..figures.lesson import attention_figure, cache_figure, frame_tables
 from . import state
-from .components import board, choice, slider
+from .components import board, choice, slider, switch
 
 # The toolbar shows on hover only (on a phone: after a tap), and short, so it stays clear of titles.
 PLOT_CONFIG = {"displaylogo": False, "displayModeBar": "hover",
@@ -159,6 +159,17 @@ def head_picker(key: str, label: str = "Head") -> int:
     choice(key, state.scenario().head_names, state.head(), label, state.set_head,
            help=f"{label}: which head the figures show")
     return state.head()
+
+
+def whole_switch(key: str, help: str) -> bool:
+    """A lesson's Whole switch (every row and key, or only those around the focus), off at first;
+    whether it is on lives under ``key``, so it survives a tab or a page that does not draw it."""
+    def flipped(on: bool) -> None:
+        st.session_state[key] = on
+
+    whole = st.session_state.get(key, False)
+    switch(f"{key}_switch", whole, "Whole", flipped, help=help)
+    return whole
 
 
 def lesson_tables(frame: LessonFrame, heads: list[str]) -> None:

@@ -25,6 +25,7 @@ in the page and writes visitor text with ``textContent`` only).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,6 +48,7 @@ _copy_link = st.components.v2.component("kvlab_copy_link", js=_read("copy_link.j
 _field = st.components.v2.component("kvlab_field", js=_read("field.js"), css=_read("field.css"))
 _range = st.components.v2.component("kvlab_range", js=_read("range.js"), css=_read("range.css"))
 _choice = st.components.v2.component("kvlab_choice", js=_read("choice.js"), css=_read("choice.css"))
+SESSION_MARK = "kv_component_session"  # this session's mark, sent with each range, choice and switch
 # not in a shadow root: its style element applies to the whole page
 _style = st.components.v2.component("kvlab_style", js=_read("style.js"), isolate_styles=False)
 
@@ -98,22 +100,27 @@ def slider(key: str, value: int, low: int, high: int, label: str, on_move: Calla
     handled the latest (keys pressed faster than the reruns leave the thumb where the visitor put it).
     ``inline``: for a row of controls, the label for screen readers only and the value's text after
     the track. Disabled when ``low == high``. Labels are plain text (the range writes them as text)."""
-    seen = f"{key}__seen"  # the number of the latest move handled (the browser counts its moves)
-
     def moved() -> None:
         move = st.session_state[key].get("moved")  # the trigger's payload, as the browser sent it
         if not isinstance(move, dict):
             return
-        _handled(seen, move.get("seq"))
+        _handled(f"{key}__seen", move.get("seq"))
         to = move.get("to")
         if _whole(to):
             on_move(min(max(to, low), high))
 
-    _range(key=key, data={"label": label, "help": help, "min": low, "max": high, "value": value,
-                          "seen": st.session_state.get(seen, 0),
+    _range(key=key, data={"label": label, "help": help, "min": low, "max": high, "value": value, **_sync(key),
                           "labels": [format_label(v) for v in range(low, high + 1)], "inline": inline,
                           "presenter": state.presenter()},
            on_moved_change=moved, width=width, height="content")
+
+
+def _sync(key: str) -> dict:
+    """What a range, choice or switch needs to tell its visitor's moves from the server's answers:
+    the number of the latest move this session handled, and the session's mark (a page kept open
+    across a new session, after a reconnect, counts its moves from that session's number again)."""
+    return {"seen": st.session_state.get(f"{key}__seen", 0),
+            "session": st.session_state.setdefault(SESSION_MARK, secrets.token_hex(8))}
 
 
 def _whole(value) -> bool:
@@ -137,11 +144,13 @@ def _payload(key: str, event: str) -> dict | None:
 
 
 def choice(key: str, options: list[str], value: int, label: str, on_pick: Callable[[int], None], *,
-           help: str | None = None, label_visible: bool = False, width: int | str = "content") -> None:
+           help: str | None = None, label_visible: bool = False, arrows_pick: bool = True,
+           width: int | str = "content") -> None:
     """A row of pill buttons (one of ``options``, plain text), ``options[value]`` chosen, wrapping on
     a narrow screen; ``label`` names the group (shown above it when ``label_visible``). A click (or
-    an arrow key inside the row) calls ``on_pick`` with the index picked, before the rerun it starts;
-    anything else the browser might send is ignored."""
+    an arrow key inside the row, unless ``arrows_pick`` is False: then arrows move the focus only, for
+    a pick that costs something, and Enter or Space picks) calls ``on_pick`` with the index picked,
+    before the rerun it starts; anything else the browser might send is ignored."""
     def picked() -> None:
         pick = _payload(key, "picked")
         index = pick.get("index") if pick else None
@@ -149,8 +158,8 @@ def choice(key: str, options: list[str], value: int, label: str, on_pick: Callab
             on_pick(index)
 
     _choice(key=key, data={"kind": "choice", "label": label, "help": help, "options": [str(o) for o in options],
-                           "value": value, "label_visible": label_visible,
-                           "seen": st.session_state.get(f"{key}__seen", 0), "presenter": state.presenter()},
+                           "value": value, "label_visible": label_visible, "arrows_pick": arrows_pick,
+                           **_sync(key), "presenter": state.presenter()},
             on_picked_change=picked, width=width, height="content")
 
 
@@ -162,8 +171,8 @@ def switch(key: str, value: bool, label: str, on_flip: Callable[[bool], None], *
         if flip and isinstance(flip.get("on"), bool):
             on_flip(flip["on"])
 
-    _choice(key=key, data={"kind": "switch", "label": label, "help": help, "value": bool(value),
-                           "seen": st.session_state.get(f"{key}__seen", 0), "presenter": state.presenter()},
+    _choice(key=key, data={"kind": "switch", "label": label, "help": help, "value": bool(value), **_sync(key),
+                           "presenter": state.presenter()},
             on_flipped_change=flipped, width="content", height="content")
 
 

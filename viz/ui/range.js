@@ -56,9 +56,10 @@ export default function (component) {
   const { data, parentElement } = component;
   if (!data) return;
   let box = parentElement.querySelector(".range");
-  if (!box) {
-    box = build(parentElement);
-    box.__sent = data.seen ?? 0;  // go on from the moves the session has handled (a range drawn again)
+  if (!box) box = build(parentElement);
+  if (box.__session !== data.session) {  // drawn again, or a new session behind the same page
+    box.__session = data.session;
+    box.__sent = data.seen ?? 0;  // go on from the moves the session has handled
   }
   box.__data = data;
   box.__component = component;  // the latest render's trigger (it knows the fragment that reruns)

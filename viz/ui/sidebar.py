@@ -21,6 +21,7 @@ from . import state, tables
 from .common import folded, md_escape
 from .components import choice, copy_link, switch, text_field
 
+PRESET = "kv_preset"  # the scenario choice (one key for good: a pick keeps the keyboard's focus in it)
 UPLOAD_SEEN = "kv_upload_seen"  # file id of the last applied upload, so it is applied once
 
 
@@ -48,8 +49,8 @@ def _preset_picker() -> None:
     of a first view), drawn by kvlab's choice (viz.ui.components)."""
     names = preset_names()
     match = matching_preset(state.scenario())
-    choice(state.widget_key("preset"), names, names.index(match) if match in names else -1, "Scenario",
-           lambda index: _preset_chosen(names[index]), label_visible=True, width="stretch",
+    choice(PRESET, names, names.index(match) if match in names else -1, "Scenario",
+           lambda index: _preset_chosen(names[index]), label_visible=True, arrows_pick=False, width="stretch",
            help="Built-in scenarios. Editing anything below makes it a custom scenario.")
     st.caption(md_escape(load_preset(match).title) if match else "Custom scenario (edited)")
 

@@ -269,7 +269,7 @@ def _link_target(url_path: str, params: dict[str, str], pages: frozenset[str], p
     page kvlab does not have is a notice, and the link opens where it points."""
     if url_path != HOME_PATH:
         return ""
-    asked = params.get(LINK_PAGE, "")
+    asked = params.get(LINK_PAGE, "").strip().lower()  # typed by hand, as "Decode", it still counts
     if asked:
         if asked in pages:
             return asked
