@@ -283,3 +283,23 @@ def test_a_choice_keeps_its_arrow_keys_and_a_switch_flips_by_keyboard(app):
         app.page.keyboard.press("Space")
     expect(whole).to_be_checked()
     app.assert_no_exception()
+
+
+def test_arrows_in_the_scenario_row_only_move_the_focus(app):
+    """A pick in the scenario row loads a whole scenario, so there arrows move the focus (no rerun)
+    and Space picks; the row keeps its key, so focus stays in it after the pick."""
+    app.open("/decode")
+    group = app.sidebar.get_by_role("radiogroup", name="Scenario", exact=True)
+    seed, cache_safe = (group.get_by_role("radio", name=name, exact=True) for name in ("seed", "cache-safe"))
+    seed.focus()
+    runs = app.runs_finished
+    app.page.keyboard.press("ArrowRight")
+    expect(cache_safe).to_be_focused()
+    app.page.wait_for_timeout(500)  # time for a run to start, were one asked for
+    assert app.runs_finished == runs
+    expect(seed).to_have_attribute("aria-checked", "true")
+    with app.rerun():
+        app.page.keyboard.press("Space")
+    expect(cache_safe).to_have_attribute("aria-checked", "true")
+    expect(cache_safe).to_be_focused()
+    app.assert_no_exception()
