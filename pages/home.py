@@ -27,10 +27,10 @@ with present.container(border=True, height="stretch"):
                 "Large type for a projector, editors folded away, ← and → to step. Show decode step by "
                 "step, or run the tour as a class vote: question, vote, Reveal.")
     if st.button("Present Decode", icon=":material/co_present:", key="home_present_decode",
-                 on_click=state.start_presenting):
+                 on_click=state.set_presenter, args=(True,)):
         st.switch_page("pages/decode.py")
     if st.button("Present the tour", icon=":material/how_to_vote:", key="home_present_tour",
-                 on_click=state.start_presenting):
+                 on_click=state.set_presenter, args=(True,)):
         st.switch_page("pages/tour.py")
 with explore.container(border=True, height="stretch"):
     st.markdown("### Explore\n\n"

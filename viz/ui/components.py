@@ -119,8 +119,9 @@ def _sync(key: str) -> dict:
     """What a range, choice or switch needs to tell its visitor's moves from the server's answers:
     the number of the latest move this session handled, and the session's mark (a page kept open
     across a new session, after a reconnect, counts its moves from that session's number again)."""
-    return {"seen": st.session_state.get(f"{key}__seen", 0),
-            "session": st.session_state.setdefault(SESSION_MARK, secrets.token_hex(8))}
+    if SESSION_MARK not in st.session_state:  # once per session, not on every control of every run
+        st.session_state[SESSION_MARK] = secrets.token_hex(8)
+    return {"seen": st.session_state.get(f"{key}__seen", 0), "session": st.session_state[SESSION_MARK]}
 
 
 def _whole(value) -> bool:

@@ -186,12 +186,6 @@ def set_presenter(value: bool) -> None:
     st.session_state[PRESENTER] = bool(value)
 
 
-def start_presenting() -> None:
-    """Turn presenter mode on from a button (an on_click callback: the sidebar's switch, drawn
-    from :func:`presenter`, shows it too)."""
-    set_presenter(True)
-
-
 def notices() -> list[str]:
     """Messages about a share link that could not be fully restored."""
     return st.session_state[NOTICES]
