@@ -58,10 +58,15 @@ def figure(at, title_part: str) -> dict:
     raise AssertionError(f"no figure titled {title_part!r}")
 
 
+def sent_data(element) -> dict:
+    """What one of kvlab's components was sent (the payload, the one item of its data list)."""
+    import json
+    return json.loads(element.proto.json)[0]
+
+
 def boards(at) -> list[dict]:
     """Every lesson board on the page (viz.ui.components), as the spec sent to the browser."""
-    import json
-    return [json.loads(el.proto.json) for el in at.get("bidi_component") if el.proto.component_name == "kvlab_board"]
+    return [sent_data(el) for el in at.get("bidi_component") if el.proto.component_name == "kvlab_board"]
 
 
 def board(at, title_part: str) -> dict:
@@ -78,8 +83,7 @@ def cells(spec: dict, group: int = 0) -> list[list[str]]:
 
 def _plain_specs(at) -> list[dict]:
     """Every plain table and stats row on the page (one component draws both), as sent to the browser."""
-    import json
-    return [json.loads(el.proto.json) for el in at.get("bidi_component") if el.proto.component_name == "kvlab_table"]
+    return [sent_data(el) for el in at.get("bidi_component") if el.proto.component_name == "kvlab_table"]
 
 
 def plain_tables(at) -> list[dict]:
@@ -159,8 +163,7 @@ def component(at, key: str):
 
 def component_data(at, key: str) -> dict:
     """The data a custom component was sent in the last run."""
-    import json
-    return json.loads(component(at, key).proto.json)
+    return sent_data(component(at, key))
 
 
 def fire(at, key: str, event: str, value):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apptest_helpers import (array, choice_data, flip, pick, board, figure, figures, move_range, plain_table, range_data, scenario, shown, stat,
+from apptest_helpers import (array, choice_data, flip, pick, board, boards, figure, figures, move_range, plain_table, range_data, scenario, shown, stat,
                              stat_value)
 from viz.ui import state
 
@@ -191,19 +191,17 @@ def test_the_step_sent_ahead_is_the_step_the_server_shows(decode, mode):
     the server would not have shown."""
     decode.session_state[state.MODE] = mode
     _button(decode, "Step").click().run()
-    specs = [el for el in decode.get("bidi_component") if el.proto.component_name == "kvlab_board"]
-    assert len(specs) == 3
-    import json
-    sent = [json.loads(el.proto.json) for el in specs]
+    sent = boards(decode)
+    assert len(sent) == 3
     ahead = [next(t["spec"] for t in s["turns"] if t["selector"] == ".st-key-decode_step button") for s in sent]
     behind = [next(t["spec"] for t in s["turns"] if t["selector"] == ".st-key-decode_back button") for s in sent]
     assert [t["key"] for t in sent[0]["turns"]] == ["ArrowRight", "ArrowLeft"]
     _button(decode, "Step").click().run()
-    now = [json.loads(el.proto.json) for el in decode.get("bidi_component") if el.proto.component_name == "kvlab_board"]
+    now = boards(decode)
     assert [_without_turns(s) for s in now] == [{**a, "presenter": False} for a in ahead]
     _button(decode, "Back").click().run()
     _button(decode, "Back").click().run()
-    back = [json.loads(el.proto.json) for el in decode.get("bidi_component") if el.proto.component_name == "kvlab_board"]
+    back = boards(decode)
     assert decode.session_state[state.STEP] == 0
     assert [_without_turns(s) for s in back] == [{**b, "presenter": False} for b in behind]
     assert [t["selector"] for t in back[0]["turns"]] == [".st-key-decode_step button"]  # nothing before step 0

@@ -117,11 +117,8 @@ def test_description_only_for_an_unedited_preset(app):
 def test_the_position_sent_ahead_is_the_one_the_server_shows(app):
     """The boards hold the next and the previous position (drawn at the stepper's click or ←/→); after
     the click's rerun the board shows exactly that spec."""
-    import json
-
     def sent():  # the lesson screen's three boards, above the tabs (whose "Every head" has boards too)
-        return [json.loads(el.proto.json) for el in app.get("bidi_component")
-                if el.proto.component_name == "kvlab_board"][:3]
+        return boards(app)[:3]
 
     forward = ".st-key-prefill_position_forward button"
     next(b for b in app.button if b.key == "prefill_position_forward").click().run()

@@ -154,7 +154,8 @@ function listen(parentElement, data) {
 }
 
 export default function (component) {
-  const { data, parentElement } = component;
+  const { parentElement } = component;
+  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._data
   if (!data) return;
   draw(parentElement, data);
   return listen(parentElement, data);

@@ -98,7 +98,8 @@ function drawOptions(box, data) {
 }
 
 export default function (component) {
-  const { data, parentElement } = component;
+  const { parentElement } = component;
+  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._data
   if (!data) return;
   const kind = data.kind === "switch" ? "switch" : "choice";
   let box = parentElement.querySelector(`.${kind}`);

@@ -53,6 +53,14 @@ SESSION_MARK = "kv_component_session"  # this session's mark, sent with each ran
 _style = st.components.v2.component("kvlab_style", js=_read("style.js"), isolate_styles=False)
 
 
+def _data(payload: dict) -> list[dict]:
+    """What a component is sent: its payload as the one item of a list, which each script reads as
+    ``data[0]``. Streamlit checks every top-level value of a dict for a dataframe, with typing-protocol
+    checks that cost about half a millisecond per component per run on this machine (a lesson view
+    draws about fifteen); a list goes through as plain JSON."""
+    return [payload]
+
+
 def board(spec: dict, key: str, turns: list[dict] = ()) -> None:
     """Draw one spec (a matrix or bars) at full width; larger type in presenter mode. Each of
     ``turns`` ({"selector": a button's CSS selector, "key": a keyboard key, "spec"}) is drawn the
@@ -61,14 +69,14 @@ def board(spec: dict, key: str, turns: list[dict] = ()) -> None:
     # a new number on every draw: the browser redraws the board from this run's data even when the
     # spec is unchanged (over a frame the board drew at a click, should the server have answered otherwise)
     st.session_state[DRAWS] = st.session_state.get(DRAWS, 0) + 1
-    _board(key=key, data={**spec, "presenter": state.presenter(), "turns": list(turns),
-                          "draw": st.session_state[DRAWS]}, width="stretch", height="content")
+    _board(key=key, data=_data({**spec, "presenter": state.presenter(), "turns": list(turns),
+                                "draw": st.session_state[DRAWS]}), width="stretch", height="content")
 
 
 def copy_link(link: str, label: str, key: str = "kv_copy_link") -> None:
     """A read-only field holding ``link`` (selectable, named ``label`` for screen readers) and a
     Copy button that puts it on the clipboard."""
-    _copy_link(key=key, data={"link": link, "label": label}, width="stretch", height="content")
+    _copy_link(key=key, data=_data({"link": link, "label": label}), width="stretch", height="content")
 
 
 def table(rows, label: str, key: str) -> None:
@@ -86,7 +94,7 @@ def stats(items: list[Stat], label: str, key: str) -> None:
 
 def _plain(spec: dict, key: str) -> None:
     """Draw a plain table or a stats row (the same component), larger in presenter mode."""
-    _table(key=key, data={**spec, "presenter": state.presenter()}, width="stretch", height="content")
+    _table(key=key, data=_data({**spec, "presenter": state.presenter()}), width="stretch", height="content")
 
 
 def slider(key: str, value: int, low: int, high: int, label: str, on_move: Callable[[int], None], *,
@@ -109,9 +117,9 @@ def slider(key: str, value: int, low: int, high: int, label: str, on_move: Calla
         if _whole(to):
             on_move(min(max(to, low), high))
 
-    _range(key=key, data={"label": label, "help": help, "min": low, "max": high, "value": value, **_sync(key),
-                          "labels": [format_label(v) for v in range(low, high + 1)], "inline": inline,
-                          "presenter": state.presenter()},
+    _range(key=key, data=_data({"label": label, "help": help, "min": low, "max": high, "value": value,
+                                **_sync(key), "labels": [format_label(v) for v in range(low, high + 1)],
+                                "inline": inline, "presenter": state.presenter()}),
            on_moved_change=moved, width=width, height="content")
 
 
@@ -158,9 +166,10 @@ def choice(key: str, options: list[str], value: int, label: str, on_pick: Callab
         if _whole(index) and 0 <= index < len(options):
             on_pick(index)
 
-    _choice(key=key, data={"kind": "choice", "label": label, "help": help, "options": [str(o) for o in options],
-                           "value": value, "label_visible": label_visible, "arrows_pick": arrows_pick,
-                           **_sync(key), "presenter": state.presenter()},
+    _choice(key=key, data=_data({"kind": "choice", "label": label, "help": help,
+                                 "options": [str(o) for o in options], "value": value,
+                                 "label_visible": label_visible, "arrows_pick": arrows_pick,
+                                 **_sync(key), "presenter": state.presenter()}),
             on_picked_change=picked, width=width, height="content")
 
 
@@ -172,8 +181,8 @@ def switch(key: str, value: bool, label: str, on_flip: Callable[[bool], None], *
         if flip and isinstance(flip.get("on"), bool):
             on_flip(flip["on"])
 
-    _choice(key=key, data={"kind": "switch", "label": label, "help": help, "value": bool(value), **_sync(key),
-                           "presenter": state.presenter()},
+    _choice(key=key, data=_data({"kind": "switch", "label": label, "help": help, "value": bool(value),
+                                 **_sync(key), "presenter": state.presenter()}),
             on_flipped_change=flipped, width="content", height="content")
 
 
@@ -189,7 +198,8 @@ def text_field(label: str, value: str, key: str, on_send: Callable[[str], None],
         if isinstance(text, str):
             on_send(text)
 
-    _field(key=key, data={"label": label, "value": value, "help": help, "error": error, "max_chars": max_chars},
+    _field(key=key, data=_data({"label": label, "value": value, "help": help, "error": error,
+                                "max_chars": max_chars}),
            on_submitted_change=sent, width="stretch", height="content")
 
 
@@ -225,5 +235,6 @@ STYLE_KEY = "kv_style"
 def page_style(presenter: bool) -> None:
     """The frame's CSS (:func:`frame_style`, the app's own, never visitor text) for the whole page,
     drawn once a run by app.py; the element holding it takes no room."""
-    _style(key=STYLE_KEY, data={"css": f".st-key-{STYLE_KEY} {{ display: none; }} {frame_style(presenter)}"},
+    _style(key=STYLE_KEY, data=_data({"css": f".st-key-{STYLE_KEY} {{ display: none; }} "
+                                             f"{frame_style(presenter)}"}),
            width="stretch", height="content")

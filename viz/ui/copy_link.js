@@ -3,7 +3,8 @@
 // elsewhere the field's text is selected and copied the old way, or left selected for Ctrl+C.
 
 export default function (component) {
-  const { data, parentElement } = component;
+  const { parentElement } = component;
+  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._data
   if (!data) return;
   let box = parentElement.querySelector(".copy");
   if (!box) {

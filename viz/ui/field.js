@@ -7,7 +7,8 @@
 // input's value.
 
 export default function (component) {
-  const { data, parentElement } = component;
+  const { parentElement } = component;
+  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._data
   if (!data) return;
   let box = parentElement.querySelector(".field");
   if (!box) {

@@ -53,7 +53,8 @@ function build(parentElement) {
 }
 
 export default function (component) {
-  const { data, parentElement } = component;
+  const { parentElement } = component;
+  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._data
   if (!data) return;
   let box = parentElement.querySelector(".range");
   if (!box) box = build(parentElement);

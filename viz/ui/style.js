@@ -3,7 +3,8 @@
 // page; the CSS is the app's own, never visitor text, and is set with textContent.
 
 export default function (component) {
-  const { data, parentElement } = component;
+  const { parentElement } = component;
+  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._data
   if (!data) return;
   let style = parentElement.querySelector("style");
   if (!style) {

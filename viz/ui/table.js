@@ -68,7 +68,8 @@ function drawStats(data) {
 }
 
 export default function (component) {
-  const { data, parentElement } = component;
+  const { parentElement } = component;
+  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._data
   if (!data) return;
   const stats = data.layout === "stats";
   let box = parentElement.querySelector(".kv-box");
