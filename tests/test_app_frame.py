@@ -421,3 +421,16 @@ def test_a_refused_edit_keeps_its_panel_open_with_the_message(app):
 def components_drawn(at) -> set[str]:
     """The names of kvlab's components drawn in the last run."""
     return {e.proto.component_name for e in at.get("bidi_component")}
+
+
+def test_the_tab_icon_is_a_data_url_streamlit_passes_on_as_it_is():
+    """The causal-mask icon is an SVG data URL: no PNG encoding and media file on every full rerun."""
+    import base64
+
+    from streamlit.commands.page_config import _get_favicon_string
+
+    from viz.ui.common import favicon
+    url = favicon()
+    assert _get_favicon_string(url) == url
+    svg = base64.b64decode(url.removeprefix("data:image/svg+xml;base64,")).decode()
+    assert svg.count("<rect") == 16 and svg.count("#1f5fa8") == 10  # the lower triangle and diagonal

@@ -15,6 +15,7 @@ def test_three_sessions_at_once_without_errors():
     assert result.errors == []
     assert result.reruns >= 6 and len(result.run_times_s) >= 6
     assert all(t > 0 for t in result.latencies_s + result.run_times_s)
+    assert len(result.arrival_latencies_s) == 3  # each session's first click, kept apart in the summary
     assert result.rss_baseline_mb > 0 and result.rss_peak_mb >= result.rss_baseline_mb
     assert not math.isnan(result.rss_after_mb)
 
@@ -24,3 +25,4 @@ def test_thirty_socket_sessions_without_errors():
     result = run_load(sessions=30, seconds=15, client="socket", settle_s=3, after_s=3, min_actions=1)
     assert result.errors == []
     assert result.reruns >= 30 and all(t > 0 for t in result.run_times_s)
+    assert len(result.arrival_latencies_s) == 30
