@@ -11,7 +11,7 @@ import re
 from playwright.sync_api import expect
 
 from viz import generate, load_preset
-from viz.core.explain import fmt, narrate_step
+from viz.core.explain import narrate_step
 from viz.core.tour import question_even
 from viz.ui import article
 
