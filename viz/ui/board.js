@@ -155,7 +155,7 @@ function listen(parentElement, data) {
 
 export default function (component) {
   const { parentElement } = component;
-  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._data
+  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._component
   if (!data) return;
   draw(parentElement, data);
   return listen(parentElement, data);

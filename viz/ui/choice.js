@@ -99,7 +99,7 @@ function drawOptions(box, data) {
 
 export default function (component) {
   const { parentElement } = component;
-  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._data
+  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._component
   if (!data) return;
   const kind = data.kind === "switch" ? "switch" : "choice";
   let box = parentElement.querySelector(`.${kind}`);

@@ -42,23 +42,25 @@ def _read(name: str) -> str:
     return (_HERE / name).read_text(encoding="utf-8")
 
 
-_board = st.components.v2.component("kvlab_board", js=_read("board.js"), css=_read("board.css"))
-_table = st.components.v2.component("kvlab_table", js=_read("table.js"), css=_read("table.css"))
-_copy_link = st.components.v2.component("kvlab_copy_link", js=_read("copy_link.js"), css=_read("copy_link.css"))
-_field = st.components.v2.component("kvlab_field", js=_read("field.js"), css=_read("field.css"))
-_range = st.components.v2.component("kvlab_range", js=_read("range.js"), css=_read("range.css"))
-_choice = st.components.v2.component("kvlab_choice", js=_read("choice.js"), css=_read("choice.css"))
+def _component(name: str, css: bool = True, **options) -> Callable[..., object]:
+    """Register ``viz/ui/<name>.js`` (and ``<name>.css``) as the component ``kvlab_<name>``; the
+    returned mount sends its ``data`` payload as the one item of a list, which each script reads as
+    ``data[0]``. Streamlit checks every top-level value of a dict for a dataframe, with
+    typing-protocol checks that cost about half a millisecond per component per run on this machine
+    (a lesson view draws about fifteen); a list goes through as plain JSON."""
+    mount = st.components.v2.component(f"kvlab_{name}", js=_read(f"{name}.js"),
+                                       css=_read(f"{name}.css") if css else None, **options)
+
+    def send(*, data: dict, **kwargs) -> object:
+        return mount(data=[data], **kwargs)
+    return send
+
+
+_board, _table, _copy_link, _field, _range, _choice = (
+    _component(name) for name in ("board", "table", "copy_link", "field", "range", "choice"))
 SESSION_MARK = "kv_component_session"  # this session's mark, sent with each range, choice and switch
 # not in a shadow root: its style element applies to the whole page
-_style = st.components.v2.component("kvlab_style", js=_read("style.js"), isolate_styles=False)
-
-
-def _data(payload: dict) -> list[dict]:
-    """What a component is sent: its payload as the one item of a list, which each script reads as
-    ``data[0]``. Streamlit checks every top-level value of a dict for a dataframe, with typing-protocol
-    checks that cost about half a millisecond per component per run on this machine (a lesson view
-    draws about fifteen); a list goes through as plain JSON."""
-    return [payload]
+_style = _component("style", css=False, isolate_styles=False)
 
 
 def board(spec: dict, key: str, turns: list[dict] = ()) -> None:
@@ -69,14 +71,14 @@ def board(spec: dict, key: str, turns: list[dict] = ()) -> None:
     # a new number on every draw: the browser redraws the board from this run's data even when the
     # spec is unchanged (over a frame the board drew at a click, should the server have answered otherwise)
     st.session_state[DRAWS] = st.session_state.get(DRAWS, 0) + 1
-    _board(key=key, data=_data({**spec, "presenter": state.presenter(), "turns": list(turns),
-                                "draw": st.session_state[DRAWS]}), width="stretch", height="content")
+    _board(key=key, data={**spec, "presenter": state.presenter(), "turns": list(turns),
+                          "draw": st.session_state[DRAWS]}, width="stretch", height="content")
 
 
 def copy_link(link: str, label: str, key: str = "kv_copy_link") -> None:
     """A read-only field holding ``link`` (selectable, named ``label`` for screen readers) and a
     Copy button that puts it on the clipboard."""
-    _copy_link(key=key, data=_data({"link": link, "label": label}), width="stretch", height="content")
+    _copy_link(key=key, data={"link": link, "label": label}, width="stretch", height="content")
 
 
 def table(rows, label: str, key: str) -> None:
@@ -94,7 +96,7 @@ def stats(items: list[Stat], label: str, key: str) -> None:
 
 def _plain(spec: dict, key: str) -> None:
     """Draw a plain table or a stats row (the same component), larger in presenter mode."""
-    _table(key=key, data=_data({**spec, "presenter": state.presenter()}), width="stretch", height="content")
+    _table(key=key, data={**spec, "presenter": state.presenter()}, width="stretch", height="content")
 
 
 def slider(key: str, value: int, low: int, high: int, label: str, on_move: Callable[[int], None], *,
@@ -117,9 +119,9 @@ def slider(key: str, value: int, low: int, high: int, label: str, on_move: Calla
         if _whole(to):
             on_move(min(max(to, low), high))
 
-    _range(key=key, data=_data({"label": label, "help": help, "min": low, "max": high, "value": value,
-                                **_sync(key), "labels": [format_label(v) for v in range(low, high + 1)],
-                                "inline": inline, "presenter": state.presenter()}),
+    _range(key=key, data={"label": label, "help": help, "min": low, "max": high, "value": value, **_sync(key),
+                          "labels": [format_label(v) for v in range(low, high + 1)], "inline": inline,
+                          "presenter": state.presenter()},
            on_moved_change=moved, width=width, height="content")
 
 
@@ -166,10 +168,9 @@ def choice(key: str, options: list[str], value: int, label: str, on_pick: Callab
         if _whole(index) and 0 <= index < len(options):
             on_pick(index)
 
-    _choice(key=key, data=_data({"kind": "choice", "label": label, "help": help,
-                                 "options": [str(o) for o in options], "value": value,
-                                 "label_visible": label_visible, "arrows_pick": arrows_pick,
-                                 **_sync(key), "presenter": state.presenter()}),
+    _choice(key=key, data={"kind": "choice", "label": label, "help": help, "options": [str(o) for o in options],
+                           "value": value, "label_visible": label_visible, "arrows_pick": arrows_pick,
+                           **_sync(key), "presenter": state.presenter()},
             on_picked_change=picked, width=width, height="content")
 
 
@@ -181,8 +182,8 @@ def switch(key: str, value: bool, label: str, on_flip: Callable[[bool], None], *
         if flip and isinstance(flip.get("on"), bool):
             on_flip(flip["on"])
 
-    _choice(key=key, data=_data({"kind": "switch", "label": label, "help": help, "value": bool(value),
-                                 **_sync(key), "presenter": state.presenter()}),
+    _choice(key=key, data={"kind": "switch", "label": label, "help": help, "value": bool(value), **_sync(key),
+                           "presenter": state.presenter()},
             on_flipped_change=flipped, width="content", height="content")
 
 
@@ -198,8 +199,7 @@ def text_field(label: str, value: str, key: str, on_send: Callable[[str], None],
         if isinstance(text, str):
             on_send(text)
 
-    _field(key=key, data=_data({"label": label, "value": value, "help": help, "error": error,
-                                "max_chars": max_chars}),
+    _field(key=key, data={"label": label, "value": value, "help": help, "error": error, "max_chars": max_chars},
            on_submitted_change=sent, width="stretch", height="content")
 
 
@@ -235,6 +235,5 @@ STYLE_KEY = "kv_style"
 def page_style(presenter: bool) -> None:
     """The frame's CSS (:func:`frame_style`, the app's own, never visitor text) for the whole page,
     drawn once a run by app.py; the element holding it takes no room."""
-    _style(key=STYLE_KEY, data=_data({"css": f".st-key-{STYLE_KEY} {{ display: none; }} "
-                                             f"{frame_style(presenter)}"}),
+    _style(key=STYLE_KEY, data={"css": f".st-key-{STYLE_KEY} {{ display: none; }} {frame_style(presenter)}"},
            width="stretch", height="content")

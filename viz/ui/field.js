@@ -8,7 +8,7 @@
 
 export default function (component) {
   const { parentElement } = component;
-  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._data
+  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._component
   if (!data) return;
   let box = parentElement.querySelector(".field");
   if (!box) {

@@ -69,7 +69,7 @@ function drawStats(data) {
 
 export default function (component) {
   const { parentElement } = component;
-  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._data
+  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._component
   if (!data) return;
   const stats = data.layout === "stats";
   let box = parentElement.querySelector(".kv-box");
