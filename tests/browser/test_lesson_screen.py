@@ -19,6 +19,7 @@ from lesson_fixtures import long_scenario
 from viz import generate, load_preset
 from viz.core.explain import narrate_step
 from viz.core.share import View, decode_scenario, encode_view
+from viz.tools.protocol import kind, parse
 from viz.ui.common import PRESENTER_TEXT_PX
 
 SIZES = [(1280, 720), (1920, 1080)]
@@ -143,6 +144,28 @@ def test_a_step_reruns_only_the_decode_view_and_keeps_the_link(app):
     app.pick("Head", "first")
     assert app.query.get("head") == "3"
     expect(chart(app, "Attention · head 'first'")).to_have_count(1)
+    app.assert_no_exception()
+
+
+def test_a_step_sends_the_components_it_left_unchanged_by_reference(app):
+    """Each component's message carries its script and style, so a Step sends the pickers it left
+    unchanged (run size, head, Whole, mode) as references to the copies the page already holds
+    (``.streamlit/config.toml``: ``global.minCachedMessageSize``); the page draws them from those
+    copies, and they still answer."""
+    received = []
+    app.page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: received.append(payload)))
+    app.open("/decode")
+    before = len(received)
+    app.click_button("Step")
+    kinds = [kind(message) for message in map(parse, received[before:]) if message is not None]
+    assert kinds.count("ref_hash") >= 4, kinds
+    assert "bidi_component" in kinds  # the boards, which the Step changed, come whole
+    group = app.page.get_by_role("radiogroup", name="Head", exact=True)
+    expect(group.locator('[role="radio"][aria-checked="true"]')).to_have_count(1)
+    app.pick("Head", "first")
+    assert app.query.get("head") == "3" and app.query.get("step") == "1"
+    expect(chart(app, "Attention · head 'first'")).to_have_count(1)
+    expect(app.page.get_by_role("switch", name="Whole", exact=True)).not_to_be_checked()
     app.assert_no_exception()
 
 
