@@ -23,9 +23,13 @@ def _get(url: str, timeout: float = 5.0) -> tuple[int, str]:
         return response.status, response.read().decode("utf-8", "replace")
 
 
+def _hosting_config() -> dict:
+    return tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+
+
 def test_hosting_settings():
     """XSRF protection is on, visitors see no error details, uploads are capped."""
-    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    config = _hosting_config()
     assert config["server"]["enableXsrfProtection"] is True
     assert config["client"]["showErrorDetails"] == "none"
     assert config["server"]["maxUploadSize"] <= 1
@@ -36,7 +40,7 @@ def test_unchanged_components_go_by_reference():
     """Each kvlab component with a style sheet sends its script and style in every message; the size
     from which Streamlit sends an unchanged element as a reference to the page's copy is below the
     smallest of them, so a rerun that leaves one unchanged does not send it again."""
-    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    config = _hosting_config()
     ui = ROOT / "viz" / "ui"
     sizes = {js.stem: len(js.read_bytes()) + len(js.with_suffix(".css").read_bytes())
              for js in ui.glob("*.js") if js.with_suffix(".css").exists()}
