@@ -41,9 +41,11 @@ PAGES = [
 # Pages that read the scenario show its editors; the others (Home, the tour on the seed, Cost on its
 # benchmark scenario, Real model on its own model) leave them out of the sidebar.
 EDITOR_PAGES = {"prefill", "decode", "memory", "at_scale", "serving"}
+LINKABLE = frozenset(p.url_path for p in PAGES if p.url_path)  # the pages a share link may name
+state.open_link_page(LINKABLE)  # a share link opens at / and names its page (state.link_params)
 page = st.navigation(PAGES)
-state.init(page.url_path, frozenset(p.url_path for p in PAGES if p.url_path))
-target = state.link_target()  # a share link opens at / and names its page (state.link_params)
+state.init(page.url_path, LINKABLE)
+target = state.link_target()  # only where open_link_page could not choose the page: one more run
 if target:
     st.switch_page(next(p for p in PAGES if p.url_path == target))
 guard.begin()

@@ -309,6 +309,38 @@ def test_a_share_link_opens_at_the_root_and_goes_to_its_page(page):
     assert shown == view
 
 
+def _switches(monkeypatch) -> list:
+    """Record app.py's calls of st.switch_page (each one ends the run and starts another)."""
+    import streamlit
+
+    calls: list = []
+    real = streamlit.switch_page
+    monkeypatch.setattr(streamlit, "switch_page", lambda page: (calls.append(page), real(page)))
+    return calls
+
+
+@pytest.mark.parametrize("params", [{"page": "decode", "step": "2"}, {"step": "2"}],
+                         ids=["names its page", "an old link: Prefill"])
+def test_a_link_at_the_root_draws_its_page_in_the_first_run(monkeypatch, params):
+    """The page a link at / asks for is the one st.navigation picks in the visitor's first run: no
+    switch to it afterwards, which would have run the app twice for every arriving visitor."""
+    calls = _switches(monkeypatch)
+    at = _open(params)
+    assert not at.exception and calls == []
+    assert at.title[0].value.startswith("Decode" if "page" in params else "Prefill")
+    assert at.session_state[state.STEP] == 2
+
+
+def test_without_streamlits_pages_manager_a_link_still_reaches_its_page(monkeypatch):
+    """Where the pages manager cannot be reached (another Streamlit version), app.py switches to the
+    page after the first run, as it did before: the visitor still lands on the page the link names."""
+    monkeypatch.setattr(state, "get_script_run_ctx", lambda: None)
+    calls = _switches(monkeypatch)
+    at = _open({"page": "decode", "step": "2"})
+    assert not at.exception and len(calls) == 1
+    assert at.title[0].value.startswith("Decode") and at.session_state[state.STEP] == 2
+
+
 def test_a_link_naming_no_page_opens_home_and_says_so():
     """A link at / naming a page kvlab does not have opens Home with the reason in the sidebar."""
     at = _open({"page": "nowhere", "step": "2"})

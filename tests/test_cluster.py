@@ -10,6 +10,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from viz.tools.cluster import COOKIE, Cluster, haproxy_config
+from viz.tools.loadtest import CLASS_LINK
 from viz.tools.protocol import ProtocolSession, run_in_thread
 
 
@@ -74,3 +75,25 @@ def test_visitors_stay_on_their_process_across_a_reconnect(cluster):
         assert server == first_server  # the cookie kept the websocket and the reconnect on one process
         assert session_id == first_id  # that process still held the session ...
         assert (before, after) == (2, 3)  # ... with its state: the step went on from 2 to 3
+
+
+def test_a_class_opening_the_teachers_link_gets_decode_in_one_run(cluster):
+    """The load test's students open the teacher's share link (/?page=decode&s=…) as a browser does:
+    the first run is Decode's, with its Step button, and the address bar holds the view without
+    ``page``; one run per arriving visitor, not Home's run switched to Decode."""
+
+    async def arrive() -> tuple[int, bool, bool, dict[str, list[str]]]:
+        session = ProtocolSession(cluster.url)
+        try:
+            await session.open_link(CLASS_LINK)
+            log = session.log
+            return len(log.runs), log.page_hash == log.pages["decode"], session.can_click("Step"), \
+                parse_qs(log.query_string)
+        finally:
+            await session.close()
+
+    runs, on_decode, can_step, query = run_in_thread(arrive())
+    assert (runs, on_decode, can_step) == (1, True, True)
+    expected = parse_qs(CLASS_LINK)
+    del expected["page"]
+    assert query == expected

@@ -14,6 +14,7 @@ from viz import Scenario, generate, load_preset
 from viz.core.explain import fmt, narrate_step
 from viz.core.scenario import Head
 from viz.core.share import View, decode_scenario, encode_view
+from viz.tools.protocol import kind, parse
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 
@@ -231,3 +232,18 @@ def test_first_visit_to_a_deep_link_on_a_cold_server(new_app, start_server, app_
     expect(visitor.page.get_by_role("dialog")).to_have_count(0)
     visitor.assert_no_exception()
     visitor.screenshot(f"frame-cold-first-visit-{target.name}")
+
+
+def test_a_share_link_is_drawn_by_the_visitors_first_run(app):
+    """A share link opens at / and names its page; the visitor's first run draws that page (one
+    session start on the socket, not a run of Home switched to Decode), and the address bar then
+    holds the page's own address with the view."""
+    view = encode_view(View(load_preset("seed"), step=2))
+    received: list[bytes] = []
+    app.page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: received.append(payload)))
+    app.open("/", page="decode", **view)
+    expect(app.main.get_by_role("heading", level=1)).to_contain_text("Decode")
+    kinds = [kind(message) for message in map(parse, received) if message is not None]
+    assert kinds.count("new_session") == 1, kinds
+    assert app.page.url.split("?")[0].endswith("/decode") and app.query == view
+    app.assert_no_exception()

@@ -3,8 +3,8 @@
 ``python -m viz.tools.loadtest [--sessions 30] [--seconds 60]`` starts ``streamlit run app.py`` on a
 free loopback port (``--processes 1 2 4``: a HAProxy cluster of that many processes, one round per
 count, see ``viz.tools.cluster``; ``--url``: a running server) and lets each session behave like a
-student for the given time: open the Decode page, step, scrub back, switch the decode mode, visit
-Prefill and walk its position stepper, type a prompt. ``--client browser`` drives Debian's
+student for the given time: open the teacher's share link to Decode (``/?page=decode&s=…``), step,
+scrub back, switch the decode mode, visit Prefill and walk its position stepper, type a prompt. ``--client browser`` drives Debian's
 Chromium (what people see), ``--client socket`` speaks Streamlit's websocket protocol directly
 (``viz.tools.protocol``: the server alone). It reports the reruns finished per second, the rerun
 latency (click to finished run, p50 / p95), the errors (exceptions shown, failed runs, timeouts)
@@ -27,7 +27,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
-from urllib.parse import urlparse
+from urllib.parse import urlencode, urlparse
+
+from ..core.presets import load_preset
+from ..core.share import View, encode_view
 
 from .chromium import launch_options
 from .cluster import Cluster
@@ -35,6 +38,8 @@ from .protocol import ProtocolSession, RunLog, run_in_thread
 from .server import ROOT, StreamlitServer
 
 MAX_SESSIONS = 60
+# What a class opens: the teacher's Copy link to Decode on the seed scenario (the link names its page)
+CLASS_LINK = urlencode({"page": "decode", **encode_view(View(load_preset("seed")))})
 MAX_SECONDS = 600
 
 
@@ -139,7 +144,7 @@ async def _student(browser, base: str, seconds: float, seed: int, latencies: lis
     log = RunLog()
     page.on("websocket", lambda socket: socket.on("framereceived", log.feed))
     try:
-        await page.goto(f"{base}/decode", timeout=timeout_s * 1000)
+        await page.goto(f"{base}/?{CLASS_LINK}", timeout=timeout_s * 1000)
         await _finished_after(log, 0, timeout_s)
         deadline = time.monotonic() + seconds
         mode = "KV cache"
@@ -214,7 +219,7 @@ class SocketStudent:
         session = self.session
         mine: list[float] = []
         try:
-            await session.open("decode")
+            await session.open_link(CLASS_LINK)
             deadline = time.monotonic() + seconds
             actions = 0
             while time.monotonic() < deadline or actions < min_actions:

@@ -252,6 +252,14 @@ class ProtocolSession:
         button = self.log.buttons[name]
         return await self.rerun([WidgetState(id=button.id, trigger_value=True)], fragment_id=button.fragment_id)
 
+    async def open_link(self, query: str) -> Run:
+        """Load the page and connect as a visitor following a share link at / (``page=decode&s=…``)
+        does: its first run carries the link's query, as a browser's first message does."""
+        await asyncio.to_thread(self.load_page)
+        await self.connect()
+        self.log.query_string = query
+        return await self.rerun(page_hash="")
+
     async def open(self, path: str = "") -> Run:
         """Load the page, connect and run ``path``'s page ("" for the default), as a first visit does."""
         await asyncio.to_thread(self.load_page)

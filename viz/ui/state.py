@@ -19,6 +19,7 @@ from typing import Callable
 
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..core.engine import MODES
 from ..core.presets import DEFAULT_PRESET, load_preset
@@ -270,6 +271,28 @@ def _link_target(url_path: str, params: dict[str, str], pages: frozenset[str], p
         problems.append(f"this link names no page of kvlab (use one of {', '.join(sorted(pages))})")
         return ""
     return "prefill" if any(key in params for key in VIEW_KEYS) else ""
+
+
+def open_link_page(pages: frozenset[str]) -> bool:
+    """Before st.navigation, in a new visitor's first run: if the link opened at / names a page,
+    make that the page st.navigation picks, so the page is drawn in this same run. Returns whether
+    it did. Without it, app.py's switch_page (see :func:`link_target`) ends this run and starts a
+    second one: on a Decode link that was about 100 ms more server work per arriving visitor, and
+    twice the messages, while the page's script is still loading.
+
+    This uses Streamlit's pages manager, the place where a page's own address (/decode) puts the
+    page a run is for; where a Streamlit version lacks it, nothing changes and app.py switches."""
+    if st.session_state.get(READY):
+        return False
+    manager = getattr(get_script_run_ctx(), "pages_manager", None)
+    intend = getattr(manager, "set_script_intent", None)
+    if intend is None or manager.intended_page_script_hash or (manager.intended_page_name or "") != HOME_PATH:
+        return False  # a page's own address, or a reconnecting visitor: that page stands
+    params = {key: st.query_params.get(key, "") for key in st.query_params.keys()}
+    target = _link_target(HOME_PATH, params, pages, [])  # a page kvlab lacks: init says so at /
+    if target:
+        intend("", target)
+    return bool(target)
 
 
 def link_target() -> str:
