@@ -4,9 +4,9 @@
 free loopback port (``--processes 1 2 4``: a HAProxy cluster of that many processes, one round per
 count, see ``viz.tools.cluster``; ``--url``: a running server) and lets each session behave like a
 student for the given time: open the teacher's share link to Decode (``/?page=decode&s=…``), step,
-scrub back, switch the decode mode, visit Prefill and walk its position stepper, type a prompt. ``--client browser`` drives Debian's
-Chromium (what people see), ``--client socket`` speaks Streamlit's websocket protocol directly
-(``viz.tools.protocol``: the server alone). It reports the reruns finished per second, the rerun
+scrub back, switch the decode mode, visit Prefill and walk its position stepper, type a prompt.
+``--client browser`` drives Debian's Chromium (what people see), ``--client socket`` speaks
+Streamlit's websocket protocol directly (``viz.tools.protocol``: the server alone). It reports the reruns finished per second, the rerun
 latency (click to finished run, p50 / p95), the errors (exceptions shown, failed runs, timeouts)
 and the servers' resident memory before the sessions, at their peak and after they closed.
 
