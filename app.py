@@ -42,7 +42,8 @@ PAGES = [
 # benchmark scenario, Real model on its own model) leave them out of the sidebar.
 EDITOR_PAGES = {"prefill", "decode", "memory", "at_scale", "serving"}
 LINKABLE = frozenset(p.url_path for p in PAGES if p.url_path)  # the pages a share link may name
-state.open_link_page(LINKABLE)  # a share link opens at / and names its page (state.link_params)
+# a share link opens at / and names its page (state.link_params); an old link there means Prefill
+state.open_link_page(LINKABLE)
 page = st.navigation(PAGES)
 state.init(page.url_path, LINKABLE)
 target = state.link_target()  # only where open_link_page could not choose the page: one more run

@@ -4,7 +4,8 @@ presets, presenter mode and share links."""
 from __future__ import annotations
 
 import logging
-from urllib.parse import parse_qsl, urlsplit
+from types import SimpleNamespace
+from urllib.parse import parse_qs, parse_qsl, urlsplit
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -13,6 +14,7 @@ from viz import Scenario, load_preset
 from viz.core.presets import preset_names
 from viz.core.limits import MAX_PROMPT_CHARS
 from viz.core.share import View, encode_view
+from viz.tools.loadtest import CLASS_LINK
 from viz.ui import components, state
 from viz.ui.sidebar import PRESET
 
@@ -331,14 +333,42 @@ def test_a_link_at_the_root_draws_its_page_in_the_first_run(monkeypatch, params)
     assert at.session_state[state.STEP] == 2
 
 
-def test_without_streamlits_pages_manager_a_link_still_reaches_its_page(monkeypatch):
-    """Where the pages manager cannot be reached (another Streamlit version), app.py switches to the
-    page after the first run, as it did before: the visitor still lands on the page the link names."""
-    monkeypatch.setattr(state, "get_script_run_ctx", lambda: None)
+class _RefusingPagesManager:
+    """Streamlit's pages manager, but its set_script_intent takes other arguments (a future version)."""
+
+    def __init__(self, manager):
+        self._manager = manager
+
+    def __getattr__(self, name):
+        return getattr(self._manager, name)
+
+    def set_script_intent(self, *args):
+        raise TypeError("set_script_intent() takes other arguments")
+
+
+@pytest.mark.parametrize("context", [
+    lambda real: None,
+    lambda real: SimpleNamespace(pages_manager=_RefusingPagesManager(real().pages_manager)),
+], ids=["no pages manager", "a pages manager that refuses"])
+def test_without_streamlits_pages_manager_a_link_still_reaches_its_page(monkeypatch, context):
+    """Where the pages manager cannot be reached or refuses (another Streamlit version), app.py
+    switches to the page after the first run, as it did before: the visitor still lands on the page
+    the link names."""
+    real = state.get_script_run_ctx
+    monkeypatch.setattr(state, "get_script_run_ctx", lambda: context(real))
     calls = _switches(monkeypatch)
     at = _open({"page": "decode", "step": "2"})
     assert not at.exception and len(calls) == 1
     assert at.title[0].value.startswith("Decode") and at.session_state[state.STEP] == 2
+
+
+def test_the_load_tests_class_link_is_the_copy_link_of_a_fresh_decode():
+    """The link the load test's students open is the one a teacher's Copy link box gives on Decode
+    with the seed scenario as it opens."""
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    at.switch_page("pages/decode.py").run()
+    link = urlsplit(component_data(at, "kv_copy_link")["link"])
+    assert link.path == "/" and parse_qs(link.query) == parse_qs(CLASS_LINK)
 
 
 def test_a_link_naming_no_page_opens_home_and_says_so():

@@ -234,10 +234,11 @@ def test_first_visit_to_a_deep_link_on_a_cold_server(new_app, start_server, app_
     visitor.screenshot(f"frame-cold-first-visit-{target.name}")
 
 
-def test_a_share_link_is_drawn_by_the_visitors_first_run(app):
+def test_a_share_link_is_drawn_by_the_visitors_first_run(new_app, start_server):
     """A share link opens at / and names its page; the visitor's first run draws that page (one
     session start on the socket, not a run of Home switched to Decode), and the address bar then
-    holds the page's own address with the view."""
+    holds the page's own address with the view. On a cold server: the class's first student."""
+    app = new_app(start_server())
     view = encode_view(View(load_preset("seed"), step=2))
     received: list[bytes] = []
     app.page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: received.append(payload)))

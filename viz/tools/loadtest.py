@@ -6,9 +6,10 @@ count, see ``viz.tools.cluster``; ``--url``: a running server) and lets each ses
 student for the given time: open the teacher's share link to Decode (``/?page=decode&s=…``), step,
 scrub back, switch the decode mode, visit Prefill and walk its position stepper, type a prompt.
 ``--client browser`` drives Debian's Chromium (what people see), ``--client socket`` speaks
-Streamlit's websocket protocol directly (``viz.tools.protocol``: the server alone). It reports the reruns finished per second, the rerun
-latency (click to finished run, p50 / p95), the errors (exceptions shown, failed runs, timeouts)
-and the servers' resident memory before the sessions, at their peak and after they closed.
+Streamlit's websocket protocol directly (``viz.tools.protocol``: the server alone). It reports the
+reruns finished per second, the rerun latency (click to finished run, p50 / p95), the errors
+(exceptions shown, failed runs, timeouts) and the servers' resident memory before the sessions, at
+their peak and after they closed.
 
 Loopback only; bounded in time and count.
 """
@@ -38,9 +39,9 @@ from .protocol import ProtocolSession, RunLog, run_in_thread
 from .server import ROOT, StreamlitServer
 
 MAX_SESSIONS = 60
+MAX_SECONDS = 600
 # What a class opens: the teacher's Copy link to Decode on the seed scenario (the link names its page)
 CLASS_LINK = urlencode({"page": "decode", **encode_view(View(load_preset("seed")))})
-MAX_SECONDS = 600
 
 
 @dataclass

@@ -273,27 +273,29 @@ def _link_target(url_path: str, params: dict[str, str], pages: frozenset[str], p
     return "prefill" if any(key in params for key in VIEW_KEYS) else ""
 
 
-def open_link_page(pages: frozenset[str]) -> bool:
-    """Before st.navigation, in a new visitor's first run: if the link opened at / names a page,
-    make that the page st.navigation picks, so the page is drawn in this same run. Returns whether
-    it did. Without it, app.py's switch_page (see :func:`link_target`) ends this run and starts a
-    second one: Home's frame runs first (on an idle server an arriving visitor's run took 88 ms
-    instead of 71; 166 instead of 59 while the browser starts on the same cores), and the page gets
-    two sets of messages.
+def open_link_page(pages: frozenset[str]) -> None:
+    """Before st.navigation, in a new visitor's first run at /: the page the link asks for (named by
+    ``page``, or Prefill for an old link with a view in it, as :func:`_link_target` decides) becomes
+    the page st.navigation picks, so that page is drawn in this same run. Without it, app.py's
+    switch_page (see :func:`link_target`) ends the run after Home's frame and starts a second one,
+    and the page gets two sets of messages (docs/design.md, "Share links").
 
-    This uses Streamlit's pages manager, the place where a page's own address (/decode) puts the
-    page a run is for; where a Streamlit version lacks it, nothing changes and app.py switches."""
+    This uses Streamlit's pages manager, where a page's own address (/decode) puts the page a run is
+    for. Where a Streamlit version lacks it or takes it otherwise, nothing changes and app.py
+    switches."""
     if st.session_state.get(READY):
-        return False
+        return
     manager = getattr(get_script_run_ctx(), "pages_manager", None)
     intend = getattr(manager, "set_script_intent", None)
     if intend is None or manager.intended_page_script_hash or (manager.intended_page_name or "") != HOME_PATH:
-        return False  # a page's own address, or a reconnecting visitor: that page stands
+        return  # a page's own address, or a reconnecting visitor: that page stands
     params = {key: st.query_params.get(key, "") for key in st.query_params.keys()}
     target = _link_target(HOME_PATH, params, pages, [])  # a page kvlab lacks: init says so at /
     if target:
-        intend("", target)
-    return bool(target)
+        try:
+            intend("", target)
+        except (TypeError, ValueError):  # another version's signature: the switch does it
+            logging.getLogger("kvlab.app").warning("could not open %s in the first run; switching to it", target)
 
 
 def link_target() -> str:
