@@ -28,7 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
-from urllib.parse import urlencode, urlparse
+from urllib.parse import urlencode
 
 from ..core.presets import load_preset
 from ..core.share import View, encode_view
@@ -152,7 +152,9 @@ async def _student(browser, base: str, seconds: float, seed: int, latencies: lis
         sidebar = page.locator('[data-testid="stSidebar"]')
         while time.monotonic() < deadline or len(mine) < min_actions:
             choice = rng.random()
-            on_decode = urlparse(page.url).path.endswith("/decode")
+            # from the runs, not the address bar: after a share link's first run the page may not
+            # have written /decode there yet
+            on_decode = log.page_hash == log.pages.get("decode")
             if choice < 0.1:
                 box = sidebar.get_by_label("Prompt", exact=True)
                 words = " ".join(rng.choice(["the", "cat", "weather", "is", "so", "nice", "today"])
