@@ -25,7 +25,7 @@ from viz import load_preset
 from viz.core.engine import Side
 from viz.core.rules import RuleError, compile_rule
 from viz.core.scenario import Scenario, ScenarioError
-from viz.core.share import decode_scenario, decode_view, encode_view, View
+from viz.core.share import LINK_PAGE, View, decode_scenario, decode_view, encode_view, link_query
 
 PIECES = ["k", "q", "n", ".", "pos", "token", "value", "__class__", "__globals__", "(", ")", "[", "]",
           "{", "}", "lambda", ":", "**", "*", "//", "/", "%", "-", "+", "9", "0", "1.5", "'a'", '"so"',
@@ -108,6 +108,14 @@ def test_link_payload_fuzz(payload):
         record("Share links: any payload (decoder)", "refused")
         return
     record("Share links: any payload (decoder)", "ran")
+
+
+def test_a_share_links_query_names_its_page_and_holds_the_view():
+    """link_query adds the page to the view's parameters; the view reads back from it unchanged."""
+    view = View(load_preset("content"), step=3, mode="recompute", head=1, position=2)
+    query = link_query("decode", view)
+    assert query[LINK_PAGE] == "decode" and {k: v for k, v in query.items() if k != LINK_PAGE} == encode_view(view)
+    assert decode_view(query, load_preset("seed")) == (view, [])
 
 
 def test_link_round_trip_and_zip_bomb():

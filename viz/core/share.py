@@ -85,6 +85,14 @@ def encode_view(view: View) -> dict[str, str]:
     return params
 
 
+LINK_PAGE = "page"  # a share link names its page in the query and opens at / (viz.ui.state.link_params)
+
+
+def link_query(page: str, view: View) -> dict[str, str]:
+    """The query of a share link that opens ``view`` on the page at url path ``page``."""
+    return {LINK_PAGE: page, **encode_view(view)}
+
+
 def _whole(params: dict[str, str], key: str, low: int, high: int, what: str,
            problems: list[str]) -> int | None:
     """A whole number from low to high (ASCII digits only), or None with a problem noted."""

@@ -31,7 +31,7 @@ from typing import Iterator
 from urllib.parse import urlencode
 
 from ..core.presets import load_preset
-from ..core.share import View, encode_view
+from ..core.share import View, link_query
 
 from .chromium import launch_options
 from .cluster import Cluster
@@ -41,7 +41,7 @@ from .server import ROOT, StreamlitServer
 MAX_SESSIONS = 60
 MAX_SECONDS = 600
 # What a class opens: the teacher's Copy link to Decode on the seed scenario (the link names its page)
-CLASS_LINK = urlencode({"page": "decode", **encode_view(View(load_preset("seed")))})
+CLASS_LINK = urlencode(link_query("decode", View(load_preset("seed"))))
 
 
 @dataclass

@@ -24,7 +24,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from ..core.engine import MODES
 from ..core.presets import DEFAULT_PRESET, load_preset
 from ..core.scenario import MAX_DECODE_STEPS, Scenario, ScenarioError
-from ..core.share import View, decode_view, encode_view
+from ..core.share import LINK_PAGE, View, decode_view, encode_view, link_query
 
 # Session-state keys (the only place they are spelled out).
 SCENARIO = "kv_scenario"
@@ -71,7 +71,7 @@ def init(url_path: str, pages: frozenset[str]) -> None:
     the page the visit opened at; ``pages`` the url paths a link may name (every page but Home)."""
     if st.session_state.get(READY):
         return
-    params = {key: st.query_params.get(key, "") for key in st.query_params.keys()}
+    params = _address_query()
     view, problems = decode_view(params, load_preset(DEFAULT_PRESET))
     st.session_state[LINK_TARGET] = _link_target(url_path, params, pages, problems)
     st.session_state[SCENARIO] = view.scenario
@@ -85,6 +85,11 @@ def init(url_path: str, pages: frozenset[str]) -> None:
     st.session_state[TOUR_STEP] = view.tour
     st.session_state[NOTICES] = problems
     st.session_state[READY] = True
+
+
+def _address_query() -> dict[str, str]:
+    """The query parameters the address bar holds now (the last value of a repeated key)."""
+    return {key: st.query_params.get(key, "") for key in st.query_params.keys()}
 
 
 def scenario() -> Scenario:
@@ -241,7 +246,6 @@ def current_view() -> View:
 
 HOME_PATH = ""  # the home page's url path: it shows no view, so its address carries none
 VIEW_KEYS = ("s", "step", "mode", "head", "pos")  # an old link at / with any of these meant Prefill
-LINK_PAGE = "page"  # a share link's page (it opens at /: see link_params)
 
 
 def url_params(url_path: str | None = None) -> dict[str, str]:
@@ -255,7 +259,7 @@ def link_params(url_path: str) -> dict[str, str]:
     page (``page=decode``): a new visitor's browser then connects at its first try, where a link to
     /decode first looks for Streamlit under /decode/, is refused and tries / a tenth of a second
     later. The address bar's own form (/decode?…) opens the same view."""
-    return {} if url_path == HOME_PATH else {LINK_PAGE: url_path, **url_params(url_path)}
+    return {} if url_path == HOME_PATH else link_query(url_path, current_view())
 
 
 def _link_target(url_path: str, params: dict[str, str], pages: frozenset[str], problems: list[str]) -> str:
@@ -289,7 +293,7 @@ def open_link_page(pages: frozenset[str]) -> None:
     intend = getattr(manager, "set_script_intent", None)
     if intend is None or manager.intended_page_script_hash or (manager.intended_page_name or "") != HOME_PATH:
         return  # a page's own address, or a reconnecting visitor: that page stands
-    params = {key: st.query_params.get(key, "") for key in st.query_params.keys()}
+    params = _address_query()
     target = _link_target(HOME_PATH, params, pages, [])  # a page kvlab lacks: init says so at /
     if target:
         try:
@@ -310,6 +314,6 @@ def sync_url(url_path: str | None = None) -> None:
     in the navigation clears the query parameters, and they must come back at once.
     """
     params = url_params(url_path)
-    shown = {key: st.query_params.get(key, "") for key in st.query_params.keys()}
+    shown = _address_query()
     if shown != params:
         st.query_params.from_dict(params)
