@@ -8,6 +8,8 @@ from pathlib import Path
 
 import plotly.colors
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hostile_text import HOSTILE
 from lesson_fixtures import long_scenario
@@ -16,7 +18,7 @@ from viz.core.engine import MODES
 from viz.core.explain import fmt
 from viz.core.lesson import decode_frame, prefill_frame
 from viz.figures import board
-from viz.figures.base import GOLD, RED, Stat, plain_table, stats_row
+from viz.figures.base import GOLD, RED, Stat, plain_table, short, stats_row
 from viz.figures.lesson import CONTEXTS_TITLE
 
 BOARD_JS = Path(board.__file__).resolve().parents[1] / "ui" / "board.js"
@@ -45,7 +47,30 @@ def test_seed_step_one_cache_marks_the_stale_key_of_so_and_the_new_entry():
     assert [item["label"] for item in spec["legend"]] == ["stale key", "new entry"]
     stale_cell = spec["groups"][0]["rows"][1]["cells"][3]
     assert "stale" in stale_cell["tip"] and stale_cell["text"] in ("+1", "−1")
-    assert [c["text"] for c in spec["groups"][1]["rows"][0]["cells"]] == [fmt(v) for v in load_preset("seed").values] + ["7"]
+    assert [c["text"] for c in spec["groups"][1]["rows"][0]["cells"]] == [short(v) for v in load_preset("seed").values] + ["7"]
+
+
+@pytest.mark.parametrize("x, text", [(0.333, ".33"), (-0.5, "-.5"), (0.999, "1"), (2.25, "2.25"), (10.333, "10.33"),
+                                     (99.997, "100"), (-123.4, "-123"), (999.7, "1k"), (1500, "1.5k"), (12345, "12k"),
+                                     (833334, "833k"), (-1e6, "-1M"), (2.5e7, "25M"), (1e9, "1B"), (3e12, "3T"),
+                                     (1e15, "1e15"), (4e-5, "0")])
+def test_a_cell_number_is_short_as_people_write_it(x, text):
+    assert short(x) == text
+
+
+@given(st.floats(min_value=-1e15, max_value=1e15, allow_nan=False))
+def test_a_cell_number_never_takes_more_than_five_characters_and_a_sign(x):
+    assert len(short(x).removeprefix("-")) <= 5
+
+
+def test_a_value_of_a_million_fits_its_cache_cell_and_keeps_every_digit_in_the_tip():
+    """Large values (a visitor may type any finite number) read 1M, 833k in the V row, not
+    1,000,000 cut off by the cell; the hover still says every digit."""
+    seed = load_preset("seed")
+    big = Scenario.from_dict({**seed.to_dict(), "values": [1_000_000.0, -833_334.0] + list(seed.values[2:])})
+    cells = board.cache_board(_frame(big, 1), big.head_names)["groups"][1]["rows"][0]["cells"]
+    assert [c["text"] for c in cells[:2]] == ["1M", "-833k"]
+    assert cells[0]["tip"].endswith("1,000,000") and cells[1]["tip"].endswith("-833,334")
 
 
 def test_attention_cells_read_as_people_write_numbers_and_masked_cells_are_empty():

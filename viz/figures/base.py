@@ -88,12 +88,27 @@ def grid(rows: int, cols: int, titles: Sequence[str] = (), *, hspace: float = 0.
     return layout, refs
 
 
+_THOUSANDS = (("k", 1e3), ("M", 1e6), ("B", 1e9), ("T", 1e12))  # thousand, million, billion, trillion
+
+
+def _trimmed(x: float, decimals: int) -> str:
+    return f"{x:.{decimals}f}".rstrip("0").rstrip(".") if decimals else f"{x:.0f}"
+
+
 def short(x: float) -> str:
-    """A number in a small cell, narrow enough for its type: .33, .5, 1, -8, and 0 for near-zeros."""
+    """A number in a small cell, at most five characters and a sign: .33, .5, 1, 10.33 (the article's
+    numbers as it writes them), 833, 1.5k, 833k, 1M, 0 for near-zeros (the hover has every digit)."""
     if abs(x) < NEAR_ZERO:
         return "0"
-    text = f"{x:.2f}".rstrip("0").rstrip(".")
-    return text[1:] if text.startswith("0.") else ("-" + text[2:] if text.startswith("-0.") else text)
+    size, sign = abs(x), "-" if x < 0 else ""
+    if size < 999.5:  # two decimals below 100, none above (999.7 is 1k)
+        text = _trimmed(size, 2 if size < 100 else 0)
+        return sign + (text[1:] if text.startswith("0.") else text)
+    for suffix, unit in _THOUSANDS:
+        scaled = size / unit
+        if scaled < 999.5:
+            return sign + _trimmed(scaled, 1 if scaled < 9.95 else 0) + suffix
+    return sign + f"{size:.0e}".replace("e+", "e")  # 1e15 and up (and inf, nan as themselves)
 
 
 def _cell(x: float, narrow: bool) -> str:

@@ -133,7 +133,7 @@ def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
     values = view.values.detach().double().cpu().tolist()
     low, high = (min(values), max(values)) if values else (0.0, 0.0)
     value_row = {"label": "V", "cells": [
-        _cell("Viridis", (v - low) / (high - low) if high > low else 0.5, fmt(v), f"value of {label}: {fmt(v)}")
+        _cell("Viridis", (v - low) / (high - low) if high > low else 0.5, short(v), f"value of {label}: {fmt(v)}")
         for label, v in zip(columns, values)]}
     outlines = [{"group": 0, "row": h, "col": view.keys.index(p), "color": RED} for h, p in sorted(stale)]
     legend = [{"label": "stale key", "color": RED}] if stale else []

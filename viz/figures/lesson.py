@@ -131,7 +131,7 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
                    texttemplate="%{text}" if fits else None, customdata=key_hover, xgap=2, ygap=2,
                    hovertemplate="%{customdata}<extra></extra>", xaxis=refs[0][0], yaxis=refs[0][1], name=""),
         go.Heatmap(z=values[None, :].numpy(), x=list(range(cols)), y=[0], colorscale="Viridis", showscale=False,
-                   text=np.array([[fmt(v) for v in values.tolist()]], dtype=object) if fits else None,
+                   text=np.array([[short(v) for v in values.tolist()]], dtype=object) if fits else None,
                    texttemplate="%{text}" if fits else None, xgap=2,
                    customdata=np.array([[f"value of {label}: {fmt(v)}" for label, v in zip(labels, values.tolist())]],
                                        dtype=object),
