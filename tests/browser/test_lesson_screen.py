@@ -36,6 +36,8 @@ CASES = {"seed": (load_preset("seed"), 1), "35 tokens": (long_scenario(), 15)}
 
 
 LESSON_BOARDS = ".st-key-lesson_attention, .st-key-lesson_cache, .st-key-lesson_words"
+# read by screen readers, not drawn: a box of at most one pixel (the visually-hidden pattern)
+SCREEN_READER_ONLY_JS = "e => { const r = e.getBoundingClientRect(); return r.width <= 1 && r.height <= 1; }"
 
 
 def chart(app, title: str):
@@ -261,12 +263,13 @@ def test_the_cache_check_is_a_real_table(app):
     last = table.locator("tbody tr").nth(1)
     expect(last.locator("th")).to_have_attribute("scope", "row")
     expect(last.locator("th, td")).to_have_text(["last", "k.pos == n", "no", "6", "7", "1"])
+    assert table.locator("caption").evaluate(SCREEN_READER_ONLY_JS)  # named for screen readers only
     app.assert_no_exception()
 
 
 def test_the_cache_figures_are_a_stats_row_of_real_text(app):
     """Decode's cache figures are text in a description list (no canvas): after one step the engine's
-    5 entries with "up 1" for a screen reader, its bytes, the help in view; on a 390 px phone the
+    5 entries with "up 1" for a screen reader only, its bytes, the help in view; on a 390 px phone the
     row wraps within the screen, nothing cut."""
     kv = generate(load_preset("seed"), 2, "kv")  # the seed after one decode step
     app.open("/decode", step=1)
@@ -276,6 +279,9 @@ def test_the_cache_figures_are_a_stats_row_of_real_text(app):
     row = app.main.locator("dl.stats").filter(has=app.page.locator("dt", has_text=re.compile("^Entries$")))
     expect(row.locator("dt")).to_have_text(["Entries", "Bytes held (K + V)", "Bytes reserved", "Times it grew"])
     expect(row.locator(".stat").first.locator("dd.delta")).to_have_text(re.compile(r"\+1\s*up 1"))
+    spoken = row.locator(".stat").first.locator("dd.delta .sr")
+    expect(spoken).to_have_text("up 1")
+    assert spoken.evaluate(SCREEN_READER_ONLY_JS)  # the arrow and +1 are what a sighted visitor reads
     expect(row.locator("dd.help")).to_have_text(["The buffers double when full, so growing is rare."])
     assert row.locator("canvas").count() == 0
     app.page.set_viewport_size({"width": 390, "height": 844})
