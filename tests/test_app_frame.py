@@ -401,6 +401,23 @@ def test_a_refused_rule_is_announced_on_the_page(app):
     assert scenario(app).heads == load_preset("seed").heads
 
 
+@pytest.mark.parametrize("table, bad, good", [
+    ("heads", {0: {"rule": "k.pos =="}}, {0: {"rule": "k.pos % 2 == 0"}}),
+    ("heads", {1: {"name": "even"}}, {1: {"name": "last"}}),
+    ("tokens", {0: {"token": ""}}, {0: {"token": "Today"}})])
+def test_a_refused_table_edit_put_back_is_refused_no_more(app, table, bad, good):
+    """A refused cell holding the value in force again clears the sidebar's message and the page's
+    notice (the table then equals the scenario, so there is nothing to apply), on this page and the next.
+    (The browser drops an edit typed back to the cell's value instead: tests/browser/test_frame.py.)"""
+    edit_table(app, table, edited_rows=bad)
+    assert errors(app) and any("still shows the last good scenario" in w.value for w in app.warning)
+    edit_table(app, table, edited_rows=good)
+    assert not errors(app) and not any("still shows the last good scenario" in w.value for w in app.warning)
+    assert scenario(app) == load_preset("seed")
+    app.switch_page("pages/decode.py").run()
+    assert not errors(app) and not app.warning
+
+
 @pytest.mark.parametrize("page, editors", [("pages/tour.py", False), ("pages/cost.py", False),
                                            ("pages/memory.py", True), ("pages/decode.py", True)])
 def test_editors_only_on_pages_that_use_the_scenario(app, page, editors):

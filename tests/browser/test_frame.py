@@ -129,6 +129,27 @@ def test_bad_rule_shows_error_and_keeps_the_numbers(app):
     assert decode_scenario(app.query["s"]) == fixed
 
 
+def test_a_refused_cell_typed_back_is_refused_no_more(app):
+    """A refused rule, then the rule in force typed back: the browser drops the edit, and the sidebar's
+    message and the page's notice go with it, also on the next page."""
+    app.open("/decode")
+    heads = app.expander("Heads", app.sidebar, reruns=True)
+    grid = heads.get_by_test_id("stDataFrame")
+    app.edit_cell(grid, 0, "rule", "k.pos ==")
+    error = heads.get_by_test_id("stAlertContentError")
+    notice = app.main.get_by_text("still shows the last good scenario")
+    expect(error).to_contain_text("heads, row 1, rule")
+    expect(notice).to_have_count(1)
+    app.edit_cell(grid, 0, "rule", load_preset("seed").heads[0].rule)
+    expect(error).to_have_count(0)
+    expect(notice).to_have_count(0)
+    with app.rerun():
+        app.sidebar.get_by_test_id("stSidebarNavLink").filter(has_text="Prefill").click()
+    expect(app.sidebar.get_by_test_id("stAlertContentError")).to_have_count(0)
+    expect(app.main.get_by_text("still shows the last good scenario")).to_have_count(0)
+    app.assert_no_exception()
+
+
 def test_presenter_mode_folds_editors_and_enlarges_type(app):
     """Presenter mode hides the editors and enlarges the type; → steps decode; switching back restores."""
     app.open("/decode")

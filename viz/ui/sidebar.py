@@ -7,6 +7,7 @@ good scenario.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
@@ -78,21 +79,46 @@ def _prompt(scenario: Scenario) -> None:
     _show_error("prompt")
 
 
+def _apply(field: str, changed: bool, build: Callable[[], Scenario]) -> None:
+    """A table editor's outcome, then its message: an edit that changes what is in force is tried
+    (and refused with a message if bad); a table the visitor typed back to what is in force has
+    nothing refused any more (as the prompt box, sent the prompt in force). A table drawn afresh
+    (its panel folded away and back) keeps the message of the edit it no longer holds."""
+    if changed:
+        state.update(field, build)
+    elif _typed_into(state.widget_key(field)):
+        state.clear_error(field)
+    _show_error(field)
+
+
+def _typed_into(key: str) -> bool:
+    """Whether the data editor under ``key`` holds edits of the visitor's (equal to what is in force)."""
+    edits = st.session_state.get(key) or {}
+    return any(edits.get(part) for part in ("edited_rows", "added_rows", "deleted_rows"))
+
+
+def _edited(field: str) -> None:
+    """A table editor's change (a callback): the browser drops an edit typed back to the cell's value
+    in force, so a table left with no edits at all was put back by the visitor, refused no more."""
+    if not _typed_into(state.widget_key(field)):
+        state.clear_error(field)
+
+
 def _tokens(scenario: Scenario) -> None:
     base = tables.tokens_frame(scenario)
     edited = st.data_editor(
         base, num_rows="dynamic", width="stretch", key=state.widget_key("tokens"),
+        on_change=_edited, args=("tokens",),
         column_config={"token": st.column_config.TextColumn("token", required=True),
                        "value": st.column_config.NumberColumn("value (V)", format="%g", required=True)})
-    if not edited.equals(base):
-        state.update("tokens", lambda: tables.scenario_from_tokens(scenario, edited))
-    _show_error("tokens")
+    _apply("tokens", not edited.equals(base), lambda: tables.scenario_from_tokens(scenario, edited))
 
 
 def _heads(scenario: Scenario) -> None:
     base = tables.heads_frame(scenario)
     edited = st.data_editor(
         base, num_rows="dynamic", width="stretch", key=state.widget_key("heads"),
+        on_change=_edited, args=("heads",),
         disabled=["cacheable"],
         column_config={
             # widths that fit the sidebar with every header in full (the cell editor widens to edit)
@@ -103,9 +129,8 @@ def _heads(scenario: Scenario) -> None:
                 "cacheable", width=94, help="Rules that read n change old keys as the sequence grows, "
                                   "so a KV cache would hold stale keys."),
         })
-    if not edited[["name", "rule"]].equals(base[["name", "rule"]]):
-        state.update("heads", lambda: tables.scenario_from_heads(scenario, edited[["name", "rule"]]))
-    _show_error("heads")
+    _apply("heads", not edited[["name", "rule"]].equals(base[["name", "rule"]]),
+           lambda: tables.scenario_from_heads(scenario, edited[["name", "rule"]]))
 
     names = scenario.head_names
     left, up, down = st.columns([3, 1, 1], vertical_alignment="bottom")
@@ -139,10 +164,9 @@ def _vocab(scenario: Scenario) -> None:
         config[column] = st.column_config.NumberColumn(column, format="%g", required=True,
                                                        help=f"W_vocab weight for head '{md_escape(name)}'")
     edited = st.data_editor(base, num_rows="dynamic", width="stretch", key=state.widget_key("vocab"),
+                            on_change=_edited, args=("vocab",),
                             column_config=config)
-    if not edited.equals(base):
-        state.update("vocab", lambda: tables.scenario_from_vocab(scenario, edited))
-    _show_error("vocab")
+    _apply("vocab", not edited.equals(base), lambda: tables.scenario_from_vocab(scenario, edited))
 
 
 def _kept(value, shown, original):
