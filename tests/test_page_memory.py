@@ -9,6 +9,7 @@ from apptest_helpers import (board, boards, by_label, cells, errors, figure, mov
 
 from viz import load_preset
 from viz.core.compress import CacheSpec, EvictionPolicy, compare_with_full
+from viz.core.limits import MAX_TOKENS
 from viz.core.memory import format_bytes
 from viz.core.paged import decode_together, variants
 from viz.ui import state
@@ -165,6 +166,17 @@ def test_prediction_stepper_selects_the_inspected_step(at):
     open_compress(at)
     move_range(at, "memory_prediction_range", 0)
     assert any("prefill pass" in c.value for c in at.caption)
+
+
+def test_a_prompt_at_the_length_limit_offers_prompts_within_it(at):
+    """A 512-token prompt (the limit): prompt C ends with the last word instead of growing past the
+    limit, so the page shows no refusal the visitor did not cause, and C shares 511 tokens with A."""
+    long = load_preset("cache-safe").with_tokens([f"w{i}" for i in range(MAX_TOKENS)], [1.0] * MAX_TOKENS)
+    at.session_state[state.SCENARIO] = long
+    at.session_state[state.VERSION] += 1
+    rerun(at)
+    assert not errors(at)
+    assert list(frame(at, "shares")["shares"])[1:] == [f"{MAX_TOKENS - 1} tokens with A"] * 2
 
 
 def test_a_long_prompt_renders_with_a_bounded_picture(at):

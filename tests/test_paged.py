@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from viz import generate, load_preset, preset_names
 from viz.core.cache import TokenInfo
+from viz.core.limits import MAX_TOKENS
 from viz.core.paged import (BlockPool, OutOfBlocks, PagedKVCache, Request, decode_together, same_outputs,
                        sharing_refusal, variants)
 
@@ -136,6 +137,19 @@ def test_decoding_together_equals_generating_alone(name, share):
         assert torch.equal(seq.contexts, torch.stack([step.context for step in alone.steps]))
         assert torch.equal(seq.logits, torch.stack([step.logits for step in alone.steps]))
         assert seq.tokens == tuple(alone.tokens[:-1])
+
+
+@pytest.mark.parametrize("length", [1, 2, MAX_TOKENS - 1, MAX_TOKENS])
+def test_every_variant_prompt_is_one_a_visitor_could_type(length):
+    """B swaps the last token for the first word, C continues with the last word; at the length limit
+    C ends with that word instead, so no prompt the Memory page offers is over the limit."""
+    seed = load_preset("seed")
+    scenario = seed.with_tokens([f"t{i}" for i in range(length)], [1.0] * length)
+    a, b, c = variants(scenario, 2)
+    assert a.tokens == scenario.tokens and b.tokens[-1] == seed.vocab[0].token and c.tokens[-1] == seed.vocab[-1].token
+    assert len(c.tokens) == min(length + 1, MAX_TOKENS)
+    for request in (a, b, c):
+        assert scenario.with_prompt(" ".join(request.tokens)).tokens == request.tokens
 
 
 def test_shared_prefix_decoding_equals_unshared_and_uses_fewer_blocks():

@@ -33,7 +33,7 @@ import torch
 
 from .cache import TokenInfo, _check_truncate
 from .engine import Generation, ToyModel
-from .scenario import MAX_DECODE_STEPS, Scenario
+from .scenario import MAX_DECODE_STEPS, MAX_TOKENS, Scenario
 
 MAX_BLOCK_SIZE = 64
 MAX_SEQUENCES = 8
@@ -224,15 +224,18 @@ class Request:
 
 def variants(scenario: Scenario, steps: int) -> list[Request]:
     """The scenario's prompt plus two that share a prefix with it: one whose last token is the
-    first vocabulary word instead, and one that continues it with the last vocabulary word."""
+    first vocabulary word instead, and one that continues it with the last vocabulary word (or, for
+    a prompt already at the length limit, ends with that word in place of its last token, so that
+    every prompt is one a visitor could type)."""
     first, last = scenario.vocab[0], scenario.vocab[-1]
     if len(scenario.tokens) > 1:
         swapped = (scenario.tokens[:-1] + (first.token,), scenario.values[:-1] + (first.value,))
     else:
         swapped = (scenario.tokens + (first.token,), scenario.values + (first.value,))
+    kept = len(scenario.tokens) - (len(scenario.tokens) >= MAX_TOKENS)
     return [Request("A", scenario.tokens, scenario.values, steps),
             Request("B", *swapped, steps),
-            Request("C", scenario.tokens + (last.token,), scenario.values + (last.value,), steps)]
+            Request("C", scenario.tokens[:kept] + (last.token,), scenario.values[:kept] + (last.value,), steps)]
 
 
 @dataclass(frozen=True)
