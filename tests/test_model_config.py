@@ -95,6 +95,12 @@ def test_head_counts_however_the_config_spells_them(raw, expected):
     ('{"model_type": "llama", "x": [' + ",".join(["1"] * 5000) + "]}", "entries"),
     ('{"model_type": "llama", "num_attention_heads": 32, "num_key_value_heads": 5}', "K/V heads"),
     ('{"model_type": "gemma2", "hidden_size": 100, "num_attention_heads": 3}', "refused"),
+    ('{"model_type": "llama", "hidden_size": 4097, "num_attention_heads": 32, "num_key_value_heads": 7}',
+     r"refused this llama config: The hidden size \(4097\) is not a multiple of the number of attention heads \(32\)\.$"),
+    ('{"model_type": "llama", "num_attention_heads": 0}', "num_attention_heads is 0; it must be at least 1"),
+    ('{"model_type": "llama", "num_key_value_heads": 0}', "num_key_value_heads is 0; it must be at least 1"),
+    ('{"model_type": "llama", "num_hidden_layers": 0}', "num_hidden_layers is 0; it must be at least 1"),
+    ('{"model_type": "gpt2", "n_embd": 0}', "n_embd is 0; it must be at least 1"),
 ])
 def test_bad_configs_are_refused_in_one_line(text, message):
     """Every kind of bad config.json raises ConfigError with one line naming the problem."""

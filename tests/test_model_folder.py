@@ -69,7 +69,7 @@ BREAKS = {
         lambda f: (shutil.move(f / "model.safetensors", f.parent / "outside.safetensors"),
                    os.symlink(f.parent / "outside.safetensors", f / "model.safetensors")), "leads outside"),
     "no tokenizer files": (lambda f: os.remove(f / "tokenizer.json"), "has no tokenizer files"),
-    "n_head -4": (lambda f: _config(f, n_head=-4), "n_head is -4; kvlab takes attention heads up to"),
+    "n_head -4": (lambda f: _config(f, n_head=-4), "n_head is -4; it must be at least 1"),
     "n_head 0": (lambda f: _config(f, n_head=0), "n_head is 0; it must be at least 1"),
     "n_head as text": (lambda f: _config(f, n_head="4"), "n_head must be a whole number"),
     "n_layer huge": (lambda f: _config(f, n_layer=10**9), "n_layer is 1,000,000,000"),

@@ -247,9 +247,14 @@ def _check_sizes(node: object, where: str, depth: int = 0) -> None:
         raise ConfigError(f"{where.rstrip('.')} is {node:.3g}, far beyond any model")
 
 
+AT_LEAST_ONE = ("layers", "hidden size", "attention heads")  # a model has some of each (0 would divide by zero)
+
+
 def _check_size(field: str, value: object, cap: int, label: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{field} must be a whole number, got {clip(repr(value))}")
+    if label in AT_LEAST_ONE and value < 1:
+        raise ConfigError(f"{field} is {value:,}; it must be at least 1")
     if not 0 <= value <= cap:
         raise ConfigError(f"{field} is {value:,}; kvlab takes {label} up to {cap:,}")
 

@@ -52,9 +52,15 @@ def problem(text: str, *, multiline: bool = False) -> str | None:
 
 def first_line(err: BaseException) -> str:
     """An error's message in one line (torch's can run to many): its first line with text, or its
-    type if it has none."""
+    type if it has none. A first line that only introduces what follows (ends with a colon, as
+    transformers' "Class validation error for validator …:") gives way to the last line, the cause,
+    without its exception's name."""
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return lines[0] if lines else type(err).__name__
+    if not lines:
+        return type(err).__name__
+    if lines[0].endswith(":") and len(lines) > 1:
+        return re.sub(r"^\w*(?:Error|Exception|Warning): ", "", lines[-1])
+    return lines[0]
 
 
 def brief(err: BaseException, limit: int = 160) -> str:
