@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from viz import generate, load_preset, preset_names
 from viz.core.cache import TokenInfo
 from viz.core.limits import MAX_TOKENS
+from viz.core.scenario import Head
 from viz.core.paged import (BlockPool, OutOfBlocks, PagedKVCache, Request, decode_together, same_outputs,
                        sharing_refusal, variants)
 
@@ -193,7 +194,9 @@ def test_sequences_interleave_in_the_pool():
 def test_sharing_is_refused_when_a_head_reads_n():
     """The seed's 'last' head reads n, so prompt keys depend on the prompt length: no sharing."""
     seed = load_preset("seed")
-    assert "'last'" in sharing_refusal(seed) and sharing_refusal(seed.cache_safe()) == ""
+    assert sharing_refusal(seed).startswith("Head 'last' reads n, so") and sharing_refusal(seed.cache_safe()) == ""
+    two = seed.with_heads([*seed.heads, Head("also", "k.pos == n - 1")], [*range(len(seed.heads)), None])
+    assert sharing_refusal(two).startswith("Heads 'last' and 'also' read n, so")
     run = decode_together(seed, variants(seed, 3), 4, share_prefix=True, device="cpu")
     assert not run.sharing and "reads n" in run.sharing_note
     assert all(s.shared_prefix == 0 for s in run.sequences)

@@ -325,10 +325,10 @@ def same_outputs(a: PagedRun, b: PagedRun) -> bool:
 
 def sharing_refusal(scenario: Scenario) -> str:
     """Why prompts with a common prefix cannot share blocks, or "" when they can."""
-    names = scenario.n_readers()
-    if not names:
+    readers = scenario.n_readers()
+    if not readers:
         return ""
-    return (f"Head {names} reads n, so a prompt key depends on how long the whole prompt is: the "
+    return (f"{readers}, so a prompt key depends on how long the whole prompt is: the "
             "same prefix inside a longer prompt gets different keys, and sharing its blocks would "
             "be wrong. Sharing needs the cache-safe form of the rule.")
 

@@ -177,8 +177,14 @@ class Scenario:
         return _validated(replace(self, heads=heads))
 
     def n_readers(self) -> str:
-        """The names of the heads whose rule reads ``n`` (not cacheable), quoted and joined, or ""."""
-        return ", ".join(f"'{h.name}'" for h in self.heads if not compile_rule(h.rule).cacheable)
+        """The heads whose rule reads ``n`` (not cacheable) as a sentence's start: "Head 'last' reads
+        n", "Heads 'a' and 'b' read n", "Heads 'a', 'b' and 'c' read n"; "" when none does."""
+        names = [f"'{h.name}'" for h in self.heads if not compile_rule(h.rule).cacheable]
+        if not names:
+            return ""
+        if len(names) == 1:
+            return f"Head {names[0]} reads n"
+        return f"Heads {', '.join(names[:-1])} and {names[-1]} read n"
 
     def default_value(self, token: str) -> float:
         """A token without a value takes its vocabulary value, or 1."""

@@ -39,7 +39,7 @@ def narrate_iteration(run: ServingRun, index: int) -> str:
         request = run.workload.requests[i]
         total = len(request.tokens) + len(_words_before(run, i, index))
         if s.fed == s.cache_length:
-            what = f"computes its whole prompt ({s.fed} tokens)" if s.fed == len(request.tokens) else \
+            what = f"computes its whole prompt ({s.fed} token{'s' if s.fed != 1 else ''})" if s.fed == len(request.tokens) else \
                 f"computes all {s.fed} of its tokens again"
         else:
             what = f"computes {s.fed} token{'s' if s.fed != 1 else ''} ({s.cache_length} of {total} now cached)"

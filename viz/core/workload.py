@@ -91,10 +91,10 @@ def token_values(scenario: Scenario, tokens: list[str] | tuple[str, ...]) -> tup
 
 def serving_refusal(scenario: Scenario) -> str:
     """Why this scenario cannot be served with shared, chunked or recomputed keys, or "" if it can."""
-    names = scenario.n_readers()
-    if not names:
+    readers = scenario.n_readers()
+    if not readers:
         return ""
-    return (f"Head {names} reads n, so a key depends on how long the sequence was when it was "
+    return (f"{readers}, so a key depends on how long the sequence was when it was "
             "encoded. A chunk, a shared prefix block or a recomputed key would then hold other "
             "numbers than decoding the request alone, so the server needs the cache-safe form.")
 
