@@ -77,6 +77,24 @@ def test_heatmaps_stay_readable_as_they_grow(tokens, whole, numbers):
     assert heat.hovertext is not None and len(heat.hovertext) == len(frame.window.rows)
 
 
+def test_a_whole_view_of_many_keys_stays_readable():
+    """Whole on 64 tokens after 32 steps (96 keys): the cache's cells touch (gaps between 2-pixel cells
+    would leave only the gaps), its outlines are thin, and the attention rows are labelled no closer
+    than a label's height (every third of 96 six-pixel rows)."""
+    scenario = long_scenario(64)
+    runs = _runs(scenario, 32)
+    frame = decode_frame(runs["kv"], runs["kv"], runs["recompute"], 32, 1, whole=True)
+    cache = lesson.cache_figure(frame, list(scenario.head_names))
+    assert len(frame.cache.keys) == 96 and [t.xgap for t in cache.data[:2]] == [0, 0]
+    assert cache.layout.shapes and all(s.line.width <= 2 for s in cache.layout.shapes)
+    attention = lesson.attention_figure(frame, "last")
+    ticks = attention.layout.yaxis.tickvals
+    rows = len(frame.window.rows)
+    row_px = (attention.layout.height - 36 - lesson.TICKS_PX - 34) / rows
+    assert rows == 96 and len(ticks) == 32 and (ticks[1] - ticks[0]) * row_px >= lesson.LABEL_PX
+    assert list(attention.layout.yaxis.ticktext[:2]) == [f"1 · {scenario.tokens[0]}", f"4 · {scenario.tokens[3]}"]
+
+
 def test_presenter_text_is_at_least_16_px():
     """Presenter mode raises every font in a lesson figure (cells, ticks, legend, title) to ≥ 16 px."""
     runs = _runs(load_preset("seed"), 1)

@@ -21,6 +21,7 @@ from .base import GOLD, INK, RED, figure, frame, grid, rect, safe, short
 CELL_TEXT_COLUMNS = 16  # cell numbers are drawn up to this many keys (they no longer fit beyond)
 CELL_TEXT_ROWS = 24
 ROW_PX = 24  # height of one matrix row (16 px cell text fits)
+LABEL_PX = 18  # the least row height a tick label needs, presenter type too (thinner rows: every k-th labelled)
 TICKS_PX = 74  # room for key labels at -45°
 
 
@@ -92,10 +93,11 @@ def attention_figure(frame_: LessonFrame, head: str, *, newest_key: bool = False
         shapes.append(dict(type="line", x0=0.5, x1=0.5, y0=-0.5, y1=rows - 0.5, xref="x", yref="y",
                            line=dict(color=INK, width=2, dash="dot")))
     row_px = ROW_PX if rows <= CELL_TEXT_ROWS else max(6, 640 // rows)
+    labelled = range(0, rows, -(-LABEL_PX // row_px))  # every row where rows are as tall as a label, else every k-th
     layout = frame(title, 36 + TICKS_PX + row_px * rows + (34 if legend else 0), top=36,
                    xaxis=dict(tickvals=list(range(cols)), ticktext=x_labels, side="bottom", tickangle=-45,
                               showticklabels=cols <= 64, showgrid=False, zeroline=False),
-                   yaxis=dict(tickvals=list(range(rows)), ticktext=y_labels, autorange="reversed",
+                   yaxis=dict(tickvals=list(labelled), ticktext=[y_labels[r] for r in labelled], autorange="reversed",
                               showgrid=False, zeroline=False),
                    shapes=shapes, showlegend=bool(legend),
                    legend=dict(orientation="h", x=0, xref="container", y=0, yanchor="bottom", yref="container"))
@@ -115,6 +117,7 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     view: CacheView = frame_.cache
     positions = view.keys
     cols = len(positions)
+    gap = 2 if cols <= 40 else 0  # gaps between narrow cells would leave only the gaps to see
     labels = _ticks(frame_, positions)
     fits = cols <= CELL_TEXT_COLUMNS
     head_labels = [safe(h) for h in heads]
@@ -128,11 +131,11 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     data = [
         go.Heatmap(z=signs.numpy(), x=list(range(cols)), y=list(range(len(heads))), colorscale="RdBu",
                    zmin=-1, zmax=1, showscale=False, text=_sign_text(signs) if fits else None,
-                   texttemplate="%{text}" if fits else None, customdata=key_hover, xgap=2, ygap=2,
+                   texttemplate="%{text}" if fits else None, customdata=key_hover, xgap=gap, ygap=2,
                    hovertemplate="%{customdata}<extra></extra>", xaxis=refs[0][0], yaxis=refs[0][1], name=""),
         go.Heatmap(z=values[None, :].numpy(), x=list(range(cols)), y=[0], colorscale="Viridis", showscale=False,
                    text=np.array([[short(v) for v in values.tolist()]], dtype=object) if fits else None,
-                   texttemplate="%{text}" if fits else None, xgap=2,
+                   texttemplate="%{text}" if fits else None, xgap=gap,
                    customdata=np.array([[f"value of {label}: {fmt(v)}" for label, v in zip(labels, values.tolist())]],
                                        dtype=object),
                    hovertemplate="%{customdata}<extra></extra>", xaxis=refs[1][0], yaxis=refs[1][1], name=""),
@@ -140,12 +143,12 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     shapes, legend = [], []
     for h, position in sorted(stale):
         c = positions.index(position)
-        shapes.append(rect(c - 0.5, c + 0.5, h - 0.5, h + 0.5, RED, 5, refs[0]))
+        shapes.append(rect(c - 0.5, c + 0.5, h - 0.5, h + 0.5, RED, 5 if gap else 1, refs[0]))
     if stale:
         legend.append(_marker("stale key", RED))
     if len(view.written) == 1 and view.written[0] in positions:
         c = positions.index(view.written[0])
-        shapes += [rect(c - 0.5, c + 0.5, -0.5, span - 0.5, GOLD, 3, ref)
+        shapes += [rect(c - 0.5, c + 0.5, -0.5, span - 0.5, GOLD, 3 if gap else 2, ref)
                    for span, ref in ((len(heads), refs[0]), (1, refs[1]))]
         legend.append(_marker("new entry" if view.cached else "new key", GOLD))
     layout["xaxis"].update(tickvals=list(range(cols)), ticktext=labels, showticklabels=False, showgrid=False,
