@@ -153,8 +153,9 @@ def _texts_outside_questions(at, questions) -> list[str]:
     for spec in plain_tables(at):
         texts.append(json.dumps(spec, ensure_ascii=False))
     for spec in figures(at):
-        texts.append(json.dumps(spec["layout"].get("title", {})))
-        texts.append(json.dumps(spec["layout"].get("annotations", [])))
+        # what a figure writes (not its sizes and paddings, which are numbers too)
+        texts.append(spec["layout"].get("title", {}).get("text", ""))
+        texts.extend(note.get("text", "") for note in spec["layout"].get("annotations", []))
         for trace in spec["data"]:
             texts.append(json.dumps({k: trace.get(k) for k in ("text", "hovertext", "customdata", "z", "name")}))
     return texts

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -43,11 +44,33 @@ def labels(tokens: Sequence[str], start: int = 1) -> list[str]:
     return [f"{i} · {safe(t)}" for i, t in enumerate(tokens, start)]
 
 
-def frame(title: str, height: int, top: int = 46, background: str = MASKED, **extra: Any) -> dict:
-    """The layout every figure shares: a left-aligned title, tight margins, a height."""
-    return dict(title=dict(text=title, x=0, xanchor="left", y=1, yanchor="top", yref="container",
-                           pad=dict(t=8), font=dict(size=15)),
-                height=height, margin=dict(l=10, r=10, t=top, b=10), plot_bgcolor=background, **extra)
+TITLE_CHARS = 46  # a line of a 15-px title that fits a phone's chart (about 340 px; Plotly does not wrap)
+TITLE_LINE_PX = 20
+
+
+def _title_lines(text: str) -> list[str]:
+    return [wrapped for line in text.split("<br>")
+            for wrapped in (textwrap.wrap(line, TITLE_CHARS, break_long_words=False) or [""])]
+
+
+def title(text: str) -> dict:
+    """A figure's title: left-aligned, 15 px, in lines that fit a phone (escaped text keeps its
+    entities whole: they hold no spaces)."""
+    return dict(text="<br>".join(_title_lines(text)), x=0, xanchor="left", font=dict(size=15))
+
+
+def title_room(text: str) -> int:
+    """The top margin a title's lines take beyond its first."""
+    return TITLE_LINE_PX * (len(_title_lines(text)) - 1)
+
+
+def frame(title_text: str, height: int, top: int = 46, background: str = MASKED, **extra: Any) -> dict:
+    """The layout every figure shares: a left-aligned title, tight margins, a height (taller by
+    the title's extra lines, so the plot keeps its size)."""
+    room = title_room(title_text)
+    # Plotly lifts a title's first line by part of the lines below it when anchored at its top
+    return dict(title=dict(**title(title_text), y=1, yanchor="top", yref="container", pad=dict(t=8 + room // 2)),
+                height=height + room, margin=dict(l=10, r=10, t=top + room, b=10), plot_bgcolor=background, **extra)
 
 
 def figure(data: list, layout: dict) -> go.Figure:

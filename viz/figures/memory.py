@@ -17,6 +17,7 @@ from ..core.compress import CacheComparison, StepComparison
 from ..core.cache_layout import LibraryLayout
 from ..core.memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurve, ToyCacheMemory, format_bytes
 from ..core.paged import PagedRun, PoolSnapshot, WasteReport
+from .base import title as title_of, title_room
 from .board import colored_cell
 from .lesson import CELL_TEXT_COLUMNS
 from .toy import BLUE, GOLD, MASKED, RED, safe
@@ -31,8 +32,8 @@ CURVE_COLORS = [BLUE, "#e67e22", GREEN, "#8e44ad", RED, "#16a085"]
 
 
 def _layout(fig: go.Figure, title: str, height: int, *, legend: bool = True) -> go.Figure:
-    fig.update_layout(title=dict(text=title, x=0, xanchor="left", font_size=15), height=height,
-                      margin=dict(l=10, r=10, t=50, b=10), plot_bgcolor="white", showlegend=legend,
+    fig.update_layout(title=title_of(title), height=height + title_room(title),
+                      margin=dict(l=10, r=10, t=50 + title_room(title), b=10), plot_bgcolor="white", showlegend=legend,
                       legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
     fig.update_xaxes(gridcolor="#eceff4")
     fig.update_yaxes(gridcolor="#eceff4")
@@ -57,8 +58,9 @@ def memory_curve_figure(curves: Sequence[tuple[str, MemoryCurve]], tokens: int,
                       annotation_text=f"cache the GPUs can hold: {format_bytes(budget_bytes)}",
                       annotation_position="top left")
     elif budget_bytes is not None:  # a line far above the curves would flatten them
-        fig.add_annotation(text=f"the cache the GPUs can hold, {format_bytes(budget_bytes)}, is far above this chart",
-                           xref="paper", yref="paper", x=0.01, y=0.98, showarrow=False, font_color=RED)
+        fig.add_annotation(text=f"the cache the GPUs can hold, {format_bytes(budget_bytes)},<br>is far above this chart",
+                           xref="paper", yref="paper", x=0.99, y=0.03, xanchor="right", yanchor="bottom",
+                           align="right", showarrow=False, font_color=RED)  # under the rising curves
     fig.add_vline(x=tokens, line=dict(color="#555", dash="dot"), annotation_text=f"{tokens:,} tokens",
                   annotation_position="top right")
     if max_context is not None and max_context != tokens:

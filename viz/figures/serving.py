@@ -32,10 +32,10 @@ def _color(i: int) -> str:
     return SEQUENCE_COLORS[i % len(SEQUENCE_COLORS)]
 
 
-def _plain(title: str, height: int, **extra) -> dict:
+def _plain(title: str, height: int, top: int = 50, **extra) -> dict:
     """A white plot area, the legend below it (large presenter type cannot push it into the title):
     the layout of every chart here."""
-    return frame(title, height, top=50, background="white",
+    return frame(title, height, top=top, background="white",
                  legend=dict(orientation="h", yanchor="top", y=-0.18, x=0, xanchor="left"), **extra)
 
 
@@ -152,9 +152,10 @@ def metrics_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
         data.append(go.Bar(x=names, y=[o.tpot if o.tpot is not None else 0 for o in run.outcomes], name=safe(label),
                            marker_color=colors[k % 4], legendgroup=label, showlegend=False, xaxis="x2", yaxis="y2",
                            hovertemplate=f"{safe(label)}: %{{x}} %{{y:.3g}} ticks per token<extra></extra>"))
-    annotations = [dict(text=text, x=x, y=1.04, xref="paper", yref="paper", showarrow=False, yanchor="bottom")
-                   for text, x in (("time to first token", 0.235), ("time per output token", 0.765))]
-    return figure(data, _plain("Per request: waiting for the first token, then the pace of the rest", 380,
+    # two lines each: side by side on a phone, one line each would run into the other
+    annotations = [dict(text=text, x=x, y=1.02, xref="paper", yref="paper", showarrow=False, yanchor="bottom")
+                   for text, x in (("time to<br>first token", 0.235), ("time per<br>output token", 0.765))]
+    return figure(data, _plain("Per request: waiting for the first token, then the pace of the rest", 396, top=66,
                                barmode="group", annotations=annotations, **layout_axes))
 
 
