@@ -128,3 +128,18 @@ def test_stage_heatmaps_at_13_tokens_have_no_colliding_labels():
     assert text[0][1] == "" and list(text[3][:5]) == ["0", ".5", "0", ".5", ""]
     seed = toy.stage_figure(generate(load_preset("seed"), 1), 0, "weights").data[0].text
     assert seed[0][1] == "masked" and seed[3][0] == "0"  # four keys: the word fits, near-zero is 0
+
+
+def test_a_long_figure_title_breaks_into_lines_that_fit_a_phone_and_keeps_the_plot_size():
+    """Plotly does not wrap titles: one longer than a phone's chart is broken at spaces into lines of
+    at most 46 characters, and the figure grows by the extra lines above the plot. Escaped visitor
+    text keeps its entities whole."""
+    from viz.figures.base import TITLE_CHARS, TITLE_LINE_PX, frame
+
+    long = "Per request: waiting for the first token, then the pace of the rest &lt;b&gt;"
+    short = frame("Short title", 300, top=40)
+    wrapped = frame(long, 300, top=40)
+    lines = wrapped["title"]["text"].split("<br>")
+    assert short["title"]["text"] == "Short title" and len(lines) == 2
+    assert all(len(line) <= TITLE_CHARS for line in lines) and " ".join(lines) == long
+    assert wrapped["height"] - short["height"] == wrapped["margin"]["t"] - short["margin"]["t"] == TITLE_LINE_PX
