@@ -11,6 +11,7 @@ from viz.core.engine import MODES
 from viz.core.explain import check_cache, fmt
 from viz.core.lesson import WINDOW, decode_frame, make_window, prefill_frame
 from viz.figures import lesson
+from viz.figures.base import title_room
 from viz.ui.common import PRESENTER_TEXT_PX, presenter_text
 
 
@@ -90,9 +91,11 @@ def test_a_whole_view_of_many_keys_stays_readable():
     attention = lesson.attention_figure(frame, "last")
     ticks = attention.layout.yaxis.tickvals
     rows = len(frame.window.rows)
-    row_px = (attention.layout.height - 36 - lesson.TICKS_PX - 34) / rows
+    row_px = 640 // rows  # thin rows: the figure stays about 640 px high
+    assert attention.layout.height == 36 + lesson.TICKS_PX + row_px * rows + 34 + title_room(attention.layout.title.text)
     assert rows == 96 and len(ticks) == 32 and (ticks[1] - ticks[0]) * row_px >= lesson.LABEL_PX
-    assert list(attention.layout.yaxis.ticktext[:2]) == [f"1 · {scenario.tokens[0]}", f"4 · {scenario.tokens[3]}"]
+    assert ticks[-1] == rows - 1  # the newest query, outlined in gold, is labelled; the count runs back from it
+    assert list(attention.layout.yaxis.ticktext[-1:]) == [f"96 · {frame.tokens[95]}"]
 
 
 def test_presenter_text_is_at_least_16_px():

@@ -64,13 +64,19 @@ def title_room(text: str) -> int:
     return TITLE_LINE_PX * (len(_title_lines(text)) - 1)
 
 
+def titled(text: str, height: int, top: int, **placement: Any) -> dict:
+    """Layout entries for a figure titled ``text``: the title (placed by ``placement``), tight
+    margins, and the height and top margin grown by the title's extra lines, so the plot keeps its size."""
+    room = title_room(text)
+    return dict(title=dict(**title(text), **placement), height=height + room,
+                margin=dict(l=10, r=10, t=top + room, b=10))
+
+
 def frame(title_text: str, height: int, top: int = 46, background: str = MASKED, **extra: Any) -> dict:
-    """The layout every figure shares: a left-aligned title, tight margins, a height (taller by
-    the title's extra lines, so the plot keeps its size)."""
-    room = title_room(title_text)
+    """The layout every figure shares: a left-aligned title at the top, tight margins, a height."""
     # Plotly lifts a title's first line by part of the lines below it when anchored at its top
-    return dict(title=dict(**title(title_text), y=1, yanchor="top", yref="container", pad=dict(t=8 + room // 2)),
-                height=height + room, margin=dict(l=10, r=10, t=top + room, b=10), plot_bgcolor=background, **extra)
+    return dict(**titled(title_text, height, top, y=1, yanchor="top", yref="container",
+                         pad=dict(t=8 + title_room(title_text) // 2)), plot_bgcolor=background, **extra)
 
 
 def figure(data: list, layout: dict) -> go.Figure:
@@ -126,7 +132,7 @@ def short(x: float) -> str:
     size, sign = abs(x), "-" if x < 0 else ""
     if size < 999.5:  # two decimals below 100, none above (999.7 is 1k)
         text = _trimmed(size, 2 if size < 100 else 0)
-        return sign + (text[1:] if text.startswith("0.") else text)
+        return "0" if text == "0" else sign + (text[1:] if text.startswith("0.") else text)  # -0.004 is 0
     for suffix, unit in _THOUSANDS:
         scaled = size / unit
         if scaled < 999.5:
@@ -135,8 +141,8 @@ def short(x: float) -> str:
 
 
 def _cell(x: float, narrow: bool) -> str:
-    """Cell text: the number as people write it (0 for near-zeros; the hover has every digit),
-    shortened to two decimals when the cells are narrow."""
+    """Cell text: the number as people write it (0 for near-zeros; the hover has every digit), in
+    :func:`short`'s few characters when the cells are narrow."""
     return short(x) if narrow else fmt(x)
 
 

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 
 from ..core.cost import DECODE_MODES, CostMeasurement, CostSummary, DecodePoint
 from ..core.timing import Timing, format_seconds
-from .base import title as title_of, title_room
+from .base import titled
 from .toy import BLUE, MODE_COLORS, RED
 
 COLORS = {"recompute": MODE_COLORS["recompute"], "kv": MODE_COLORS["kv"], "cat": "#e67e22",
@@ -29,8 +29,7 @@ def _layout(fig: go.Figure, title: str, sizes: list[int]) -> go.Figure:
                      ticktext=[f"{n:,}" for n in sizes])
     fig.update_yaxes(type="log", dtick=1, tickformat="~s")  # powers of ten: 10k, 1M; 100µs, 1ms
     fig.update_yaxes(ticksuffix="s", row=1, col=2)
-    fig.update_layout(title=title_of(title), height=400 + title_room(title),
-                      margin=dict(l=10, r=10, t=70 + title_room(title), b=10), legend=dict(orientation="h", y=-0.22),
+    fig.update_layout(**titled(title, 400, 70), legend=dict(orientation="h", y=-0.22),
                       plot_bgcolor="white")
     fig.update_xaxes(gridcolor="#e6e6e6")
     fig.update_yaxes(gridcolor="#e6e6e6")

@@ -22,6 +22,7 @@ CELL_TEXT_COLUMNS = 16  # cell numbers are drawn up to this many keys (they no l
 CELL_TEXT_ROWS = 24
 ROW_PX = 24  # height of one matrix row (16 px cell text fits)
 LABEL_PX = 18  # the least row height a tick label needs, presenter type too (thinner rows: every k-th labelled)
+GAPPED = 40  # cells get 2-px gaps up to this many per row or column (beyond, the gaps would be all one sees)
 TICKS_PX = 74  # room for key labels at -45°
 
 
@@ -75,7 +76,7 @@ def attention_figure(frame_: LessonFrame, head: str, *, newest_key: bool = False
     trace = go.Heatmap(
         z=z.numpy(), x=list(range(cols)), y=list(range(rows)), text=text if fits else None,
         texttemplate="%{text}" if fits else None, customdata=hover, hoverongaps=True,
-        xgap=2 if cols <= 40 else 0, ygap=2 if rows <= 40 else 0, colorscale="Blues", zmin=0, zmax=1,
+        xgap=2 if cols <= GAPPED else 0, ygap=2 if rows <= GAPPED else 0, colorscale="Blues", zmin=0, zmax=1,
         showscale=not fits, colorbar=dict(title=dict(text="weight"), thickness=12),
         # the axes are numeric (tokens repeat), so the query and key labels travel as hover text
         hovertext=np.array([[f"query {y}<br>key {x}" for x in x_labels] for y in y_labels], dtype=object),
@@ -93,7 +94,8 @@ def attention_figure(frame_: LessonFrame, head: str, *, newest_key: bool = False
         shapes.append(dict(type="line", x0=0.5, x1=0.5, y0=-0.5, y1=rows - 0.5, xref="x", yref="y",
                            line=dict(color=INK, width=2, dash="dot")))
     row_px = ROW_PX if rows <= CELL_TEXT_ROWS else max(6, 640 // rows)
-    labelled = range(0, rows, -(-LABEL_PX // row_px))  # every row where rows are as tall as a label, else every k-th
+    every = -(-LABEL_PX // row_px)  # every row where rows are as tall as a label, else every k-th, counted
+    labelled = range((rows - 1 if focus is None else focus) % every, rows, every)  # from the row in focus
     layout = frame(title, 36 + TICKS_PX + row_px * rows + (34 if legend else 0), top=36,
                    xaxis=dict(tickvals=list(range(cols)), ticktext=x_labels, side="bottom", tickangle=-45,
                               showticklabels=cols <= 64, showgrid=False, zeroline=False),
@@ -117,7 +119,7 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     view: CacheView = frame_.cache
     positions = view.keys
     cols = len(positions)
-    gap = 2 if cols <= 40 else 0  # gaps between narrow cells would leave only the gaps to see
+    gap = 2 if cols <= GAPPED else 0
     labels = _ticks(frame_, positions)
     fits = cols <= CELL_TEXT_COLUMNS
     head_labels = [safe(h) for h in heads]

@@ -17,7 +17,7 @@ from ..core.compress import CacheComparison, StepComparison
 from ..core.cache_layout import LibraryLayout
 from ..core.memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurve, ToyCacheMemory, format_bytes
 from ..core.paged import PagedRun, PoolSnapshot, WasteReport
-from .base import title as title_of, title_room
+from .base import titled
 from .board import colored_cell
 from .lesson import CELL_TEXT_COLUMNS
 from .toy import BLUE, GOLD, MASKED, RED, safe
@@ -31,9 +31,8 @@ MAX_TEXT_COLUMNS = 40  # label heatmap cells only while they are wide enough to 
 CURVE_COLORS = [BLUE, "#e67e22", GREEN, "#8e44ad", RED, "#16a085"]
 
 
-def _layout(fig: go.Figure, title: str, height: int, *, legend: bool = True) -> go.Figure:
-    fig.update_layout(title=title_of(title), height=height + title_room(title),
-                      margin=dict(l=10, r=10, t=50 + title_room(title), b=10), plot_bgcolor="white", showlegend=legend,
+def _layout(fig: go.Figure, title: str, height: int, *, legend: bool = True, top: int = 50) -> go.Figure:
+    fig.update_layout(**titled(title, height, top), plot_bgcolor="white", showlegend=legend,
                       legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
     fig.update_xaxes(gridcolor="#eceff4")
     fig.update_yaxes(gridcolor="#eceff4")
@@ -259,9 +258,8 @@ def pool_figure(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]) -> 
                                  marker=dict(color=color, size=12, symbol="square")))
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(side="top", type="category", showgrid=False)
-    fig = _layout(fig, safe(title), 170 + 30 * max(1, len(rows)))
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.02, x=0, xanchor="left"),
-                      margin=dict(t=80))
+    fig = _layout(fig, safe(title), 170 + 30 * max(1, len(rows)), top=80)  # the block numbers sit on top
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.02, x=0, xanchor="left"))
     return fig
 
 
@@ -360,8 +358,8 @@ def attention_compare_figure(step: StepComparison, tokens: Sequence[str], head_n
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category", side="top")
     fig = _layout(fig, f"Attention of {safe(tokens[length - 1])} (prediction {step.index}), full vs compressed",
-                  130 + 26 * len(y), legend=False)
-    fig.update_layout(plot_bgcolor=MASKED, margin=dict(t=80))
+                  130 + 26 * len(y), legend=False, top=80)  # the key labels sit on top
+    fig.update_layout(plot_bgcolor=MASKED)
     return fig
 
 
