@@ -167,3 +167,16 @@ def test_no_text_field_takes_a_character_that_is_not_text(field, char, at, throu
     assert err.value.path == named and f"U+{ord(char):04X}" in err.value.message
     record("Characters that are not text, in every field (JSON, links)", "refused")
     err.value.message.encode("utf-8")  # the message itself can always be sent to a browser
+
+
+def test_an_error_is_quoted_in_one_line_that_says_why():
+    """A library's error shortened for a message: its first line, or under a heading that ends with
+    a colon (transformers' validators) the cause on the last line without its exception's name."""
+    from viz.core.text import brief, first_line, joined
+
+    assert first_line(ValueError("bad value\n  more detail")) == "bad value"
+    assert first_line(ValueError("Class validation error for validator 'v':\n    ValueError: The size is odd.")) \
+        == "The size is odd."
+    assert first_line(ValueError("")) == "ValueError"
+    assert brief(ValueError("x" * 300)).endswith("...") and len(brief(ValueError("x" * 300))) == 160
+    assert [joined(items) for items in ([], ["a"], ["a", "b"], ["a", "b", "c"])] == ["", "a", "a and b", "a, b and c"]

@@ -197,6 +197,8 @@ def test_sharing_is_refused_when_a_head_reads_n():
     assert sharing_refusal(seed).startswith("Head 'last' reads n, so") and sharing_refusal(seed.cache_safe()) == ""
     two = seed.with_heads([*seed.heads, Head("also", "k.pos == n - 1")], [*range(len(seed.heads)), None])
     assert sharing_refusal(two).startswith("Heads 'last' and 'also' read n, so")
+    three = two.with_heads([*two.heads, Head("too", "k.pos == n")], [*range(len(two.heads)), None])
+    assert sharing_refusal(three).startswith("Heads 'last', 'also' and 'too' read n, so")
     run = decode_together(seed, variants(seed, 3), 4, share_prefix=True, device="cpu")
     assert not run.sharing and "reads n" in run.sharing_note
     assert all(s.shared_prefix == 0 for s in run.sequences)

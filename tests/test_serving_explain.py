@@ -89,3 +89,16 @@ def test_tiles_are_narrated_with_their_running_max_and_final_context():
         if visit.last_for_rows:
             match = re.search(r"= ([-\d.]+), written once", text)
             assert match and abs(float(match.group(1)) - float(run.contexts[1, visit.rows[1] - 1])) < 1e-3
+
+
+def test_a_chunked_prompts_first_chunk_is_a_chunk_not_a_recompute():
+    """The first chunk of a long prompt starts from an empty cache, as a recompute does: it is
+    narrated as so many tokens of the prompt now cached, never as computing them all again."""
+    workload = workload_preset(SCENARIO, "one long prompt among short ones")
+    run = serve(SCENARIO, workload, ServingConfig(num_blocks=32, chunk_size=4))
+    long = max(range(len(workload.requests)), key=lambda i: len(workload.requests[i].tokens))
+    name, length = workload.requests[long].name, len(workload.requests[long].tokens)
+    first = next(it for it in run.iterations if it.states[long].fed)
+    assert first.states[long].fed == 4 < length
+    text = narrate_iteration(run, first.index)
+    assert f"{name} computes 4 tokens (4 of {length} now cached)" in text and "again" not in text

@@ -182,9 +182,7 @@ class Scenario:
         names = [f"'{h.name}'" for h in self.heads if not compile_rule(h.rule).cacheable]
         if not names:
             return ""
-        if len(names) == 1:
-            return f"Head {names[0]} reads n"
-        return f"Heads {', '.join(names[:-1])} and {names[-1]} read n"
+        return f"Head {names[0]} reads n" if len(names) == 1 else f"Heads {text_check.joined(names)} read n"
 
     def default_value(self, token: str) -> float:
         """A token without a value takes its vocabulary value, or 1."""

@@ -9,15 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .explain import fmt
+from .text import joined
 from .flash import FlashRun
 from .speculative import Round
 from .workload import ServingRun
-
-
-def _names(names: list[str]) -> str:
-    if len(names) <= 2:
-        return " and ".join(names)
-    return ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _blocks(blocks: tuple[int, ...]) -> str:
@@ -31,17 +26,17 @@ def narrate_iteration(run: ServingRun, index: int) -> str:
     parts = []
     decoding = [names[i] for i, s in enumerate(it.states) if s.phase == "decode"]
     if decoding:
-        parts.append(f"{_names(decoding)} decode{'s' if len(decoding) == 1 else ''} one token "
+        parts.append(f"{joined(decoding)} decode{'s' if len(decoding) == 1 else ''} one token "
                      f"{'each' if len(decoding) > 1 else ''}".rstrip())
     for i, s in enumerate(it.states):
         if s.phase != "prefill":
             continue
         request = run.workload.requests[i]
         total = len(request.tokens) + len(_words_before(run, i, index))
-        if s.fed == s.cache_length:
+        if s.fed == s.cache_length == total:  # from nothing to everything it has: its prompt, or all again
             what = f"computes its whole prompt ({s.fed} token{'s' if s.fed != 1 else ''})" if s.fed == len(request.tokens) else \
                 f"computes all {s.fed} of its tokens again"
-        else:
+        else:  # a chunk (the first of a chunked prefill too), or what a cached prefix left
             what = f"computes {s.fed} token{'s' if s.fed != 1 else ''} ({s.cache_length} of {total} now cached)"
         parts.append(f"{names[i]} {what}" + (f" [{s.event}]" if s.event else ""))
     reasons: dict[str, list[str]] = {}
@@ -50,11 +45,11 @@ def narrate_iteration(run: ServingRun, index: int) -> str:
             reasons.setdefault(s.reason, []).append(names[i])
         elif s.event and s.phase not in ("prefill", "decode"):
             parts.append(f"{names[i]} {s.event}")
-    parts += [f"{_names(who)}: {reason}" for reason, who in reasons.items()]
+    parts += [f"{joined(who)}: {reason}" for reason, who in reasons.items()]
     done = [names[i] for i, s in enumerate(it.states) if s.predicted is not None and s.phase != "idle"
             and len(_words_before(run, i, index)) + 1 == run.workload.requests[i].max_new_tokens]
     if done:
-        parts.append(f"{_names(done)} finish{'es' if len(done) == 1 else ''}")
+        parts.append(f"{joined(done)} finish{'es' if len(done) == 1 else ''}")
     memory = []
     if it.allocated:
         memory.append(f"{_blocks(it.allocated)} handed out")

@@ -10,7 +10,8 @@ breaks only where a field may hold several lines (the prompt, the description).
 
 :func:`problem` says what is wrong in words that name the character and where it is;
 :func:`shown` makes any text safe to quote in a message (clipped, such characters as ``\\uXXXX``);
-:func:`first_line`, :func:`brief` and :func:`clip` shorten error messages; :func:`whole_number` checks a count.
+:func:`first_line`, :func:`brief` and :func:`clip` shorten error messages; :func:`whole_number` checks a count;
+:func:`joined` lists names as a sentence does.
 """
 
 from __future__ import annotations
@@ -94,3 +95,10 @@ def whole_number(value: object, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ValueError(f"must be between {low:,} and {high:,}, got {value:,}")
     return value
+
+
+def joined(items: list[str]) -> str:
+    """Items as a sentence lists them: "a", "a and b", "a, b and c"."""
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
