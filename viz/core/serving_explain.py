@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .explain import fmt
-from .text import joined
 from .flash import FlashRun
 from .speculative import Round
+from .text import joined
 from .workload import ServingRun
 
 

@@ -98,10 +98,10 @@ def _typed_into(key: str) -> bool:
 
 
 def _edited(field: str) -> None:
-    """A table editor's change (a callback): the browser drops an edit typed back to the cell's value
-    in force, so a table left with no edits at all was put back by the visitor, refused no more."""
-    if not _typed_into(state.widget_key(field)):
-        state.clear_error(field)
+    """A table editor's change (a callback): the visitor changed the table, so the run that follows
+    judges it afresh (:func:`_apply` refuses it again if it is still bad). This is what clears a
+    refusal typed back to the value in force: the browser drops such an edit, leaving none."""
+    state.clear_error(field)
 
 
 def _tokens(scenario: Scenario) -> None:
