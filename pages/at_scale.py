@@ -4,15 +4,15 @@ on GPUs, and what limits a decode step; the toy's cache beside it."""
 import streamlit as st
 
 from viz import generate
-from viz.core.cache_layout import layout_dtype, library_layout
-from viz.core.gpus import DEFAULT_GPU, GPU_BY_NAME
-from viz.core.memory import (DEFAULT_RESERVE_GIB, DEFAULT_UTILIZATION, DTYPE_BITS, KIB, MAX_BATCH, MAX_GPUS,
+from viz.core.scale.cache_layout import layout_dtype, library_layout
+from viz.core.scale.gpus import DEFAULT_GPU, GPU_BY_NAME
+from viz.core.scale.memory import (DEFAULT_RESERVE_GIB, DEFAULT_UTILIZATION, DTYPE_BITS, KIB, MAX_BATCH, MAX_GPUS,
                              MAX_TOKENS, MemoryConfigError, beyond_context, by_dtype, cache_memory, curve_span,
                              fits_by_gpu, format_bytes, gpu_fit, kv_split, memory_curve, per_token_ratio,
                              toy_cache_memory)
-from viz.core.model_config import (ATTENTION_LABELS, DEFAULT_MODEL, MAX_CONFIG_BYTES, ConfigError, model_config,
+from viz.core.scale.model_config import (ATTENTION_LABELS, DEFAULT_MODEL, MAX_CONFIG_BYTES, ConfigError, model_config,
                                    preset, preset_names, preset_text, read_config)
-from viz.core.roofline import (MAX_SWEEP, batch_sweep, cache_overtakes, context_overtakes, decode_step,
+from viz.core.scale.roofline import (MAX_SWEEP, batch_sweep, cache_overtakes, context_overtakes, decode_step,
                                prefill_step)
 from viz.figures import memory as figures
 from viz.figures import roofline as roof
@@ -158,7 +158,7 @@ with gpu_tab:
     gpu_table = figures.gpu_table(fits_by_gpu(memory, gpus, weights_dtype, usable, reserve))
     st.dataframe(gpu_table, hide_index=True, width="stretch",  # every header in full
                  column_config={c: st.column_config.Column(width=w) for c, w in header_widths(gpu_table).items()})
-    st.caption("Memory: nvidia-smi's total (rocm-smi for the MI300X), with sources in viz/core/gpus.py; the "
+    st.caption("Memory: nvidia-smi's total (rocm-smi for the MI300X), with sources in viz/core/scale/gpus.py; the "
                "README lists them.")
 
 with cache_tab:

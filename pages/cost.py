@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from viz.core import cost as sweep
+from viz.core.engine import cost as sweep
 from viz.core.text import first_line
 from viz.figures import cost
 from viz.ui import state

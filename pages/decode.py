@@ -8,11 +8,11 @@ the sidebar and the frame.
 
 import streamlit as st
 
-from viz.core.division import divisions_by_zero
-from viz.core.engine import MODE_LABELS, MODES
-from viz.core.explain import check_cache, narrate_step
-from viz.core.lesson import decode_frame
-from viz.core.scenario import MAX_DECODE_STEPS
+from viz.core.engine.division import divisions_by_zero
+from viz.core.engine.model import MODE_LABELS, MODES
+from viz.core.engine.explain import check_cache, narrate_step
+from viz.core.lessons.lesson import decode_frame
+from viz.core.engine.scenario import MAX_DECODE_STEPS
 from viz.figures import lesson as lesson_figures
 from viz.figures import toy
 from viz.figures.base import Stat

@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from viz.core.compress import GROUP_SIZES, QMAX, SCALE_MODES, CacheSpec, EvictionPolicy, compare_with_full
+from viz.core.serving.compress import GROUP_SIZES, QMAX, SCALE_MODES, CacheSpec, EvictionPolicy, compare_with_full
 from viz.figures import memory as figures
 from viz.figures.base import Stat
-from viz.core.memory import format_bytes
-from viz.core.paged import MAX_BLOCK_SIZE, Request, decode_together, same_outputs, sharing_refusal, variants
-from viz.core.scenario import MAX_DECODE_STEPS, ScenarioError
+from viz.core.scale.memory import format_bytes
+from viz.core.serving.paged import MAX_BLOCK_SIZE, Request, decode_together, same_outputs, sharing_refusal, variants
+from viz.core.engine.scenario import MAX_DECODE_STEPS, ScenarioError
 from viz.ui import state
 from viz.ui.common import header, lazy_tabs, md_escape, plot, stepper
 from viz.ui.components import board, stats, table

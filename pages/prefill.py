@@ -7,10 +7,10 @@ stage, head and table in tabs below. The stepper and everything it drives run in
 
 import streamlit as st
 
-from viz.core.division import divisions_by_zero
-from viz.core.explain import explain_position, fmt, no_match_rows
-from viz.core.lesson import make_window, prefill_frame
-from viz.core.presets import matching_preset
+from viz.core.engine.division import divisions_by_zero
+from viz.core.engine.explain import explain_position, fmt, no_match_rows
+from viz.core.lessons.lesson import make_window, prefill_frame
+from viz.core.engine.presets import matching_preset
 from viz.figures import toy
 from viz.figures.base import figure_table
 from viz.figures.board import attention_board, contexts_board, fits

@@ -8,8 +8,8 @@ from viz.core.real.model import (LLAMA_DIR, MAX_PROMPT_CHARS, SHIPPED_DIR, Decod
                                  check_sampling, compare_cache, encode, load_model, measure_cache, piece,
                                  training_report)
 from viz.core.real.rules_match import TOY_RULES, match_heads
-from viz.core.rules import RuleError
-from viz.core.scenario import STRATEGIES, Head, Sampling
+from viz.core.rules.language import RuleError
+from viz.core.engine.scenario import STRATEGIES, Head, Sampling
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot
 from viz.ui.components import stats

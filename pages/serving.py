@@ -5,18 +5,18 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from viz.core.flash import BLOCK_SIZES as TILE_SIZES
-from viz.core.flash import MAX_FLASH_TOKENS, flash_attention, traffic_sweep
-from viz.core.presets import sequence
-from viz.core.memory import format_bytes
+from viz.core.serving.flash import BLOCK_SIZES as TILE_SIZES
+from viz.core.serving.flash import MAX_FLASH_TOKENS, flash_attention, traffic_sweep
+from viz.core.engine.presets import sequence
+from viz.core.scale.memory import format_bytes
 from viz.core.real.model import SHIPPED_MODELS, RealModelError, encode, load_model
 from viz.core.real.speculative import REAL_DRAFTS, speculate_real
-from viz.core.scheduler import same_as_alone, serve
-from viz.core.scenario import Sampling
-from viz.core.serving_explain import (compare_policies, narrate_chunking, narrate_iteration, narrate_prefix,
+from viz.core.serving.scheduler import same_as_alone, serve
+from viz.core.engine.scenario import Sampling
+from viz.core.serving.explain import (compare_policies, narrate_chunking, narrate_iteration, narrate_prefix,
                                       narrate_round, narrate_visit)
-from viz.core.speculative import DRAFTS, MAX_K, MAX_SPEC_TOKENS, DraftSpec, speculate
-from viz.core.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BATCH, MAX_BLOCKS, MAX_OVERHEAD,
+from viz.core.serving.speculative import DRAFTS, MAX_K, MAX_SPEC_TOKENS, DraftSpec, speculate
+from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BATCH, MAX_BLOCKS, MAX_OVERHEAD,
                                MAX_REQUESTS, PREEMPTIONS, WORKLOADS, ServingConfig, ServingError, ServingRun, Workload,
                                check_workload, make_request, serving_refusal, workload_preset)
 from viz.figures import serving as figs

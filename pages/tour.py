@@ -5,11 +5,11 @@ from dataclasses import replace
 import streamlit as st
 
 from viz import generate, load_preset
-from viz.core.engine import MODES
-from viz.core.explain import check_cache, explain_position
+from viz.core.engine.model import MODES
+from viz.core.engine.explain import check_cache, explain_position
 from viz.figures import serving, toy
-from viz.core.scheduler import serve
-from viz.core.tour import (TOUR_SERVER, Question, tour_score, question_even, question_join, question_keys, question_mask,
+from viz.core.serving.scheduler import serve
+from viz.core.lessons.tour import (TOUR_SERVER, Question, tour_score, question_even, question_join, question_keys, question_mask,
                            question_no_match, question_prefix, question_stale, question_winner, tour_workload)
 from viz.ui import article, state
 from viz.ui.common import md_escape, plot, stepper

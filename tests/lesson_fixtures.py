@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from viz import Scenario, load_preset
-from viz.core.presets import sequence
+from viz.core.engine.presets import sequence
 
 
 def long_scenario(tokens: int = 20) -> Scenario:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from viz.core.rules import RuleError, compile_rule
-from viz.core.scenario import Head, Sampling, Scenario, ScenarioError, VocabWord
+from viz.core.rules.language import RuleError, compile_rule
+from viz.core.engine.scenario import Head, Sampling, Scenario, ScenarioError, VocabWord
 
 WORDS = ("Today", "weather", "is", "so", "a", "nice")
 SMALL_INTS = st.integers(-6, 6).map(str)

@@ -11,9 +11,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from viz import Scenario, load_preset
-from viz.core.presets import preset_names
+from viz.core.engine.presets import preset_names
 from viz.core.limits import MAX_PROMPT_CHARS
-from viz.core.share import View, encode_view
+from viz.core.engine.share import View, encode_view
 from viz.tools.loadtest import CLASS_LINK
 from viz.ui import components, state
 from viz.ui.sidebar import PRESET
@@ -179,7 +179,7 @@ def test_url_always_encodes_the_view(app):
     """After an edit, the query parameters decode to the same scenario."""
     send_prompt(app, "a b c")
     params = {k: (v[0] if isinstance(v, list) else v) for k, v in app.query_params.items()}
-    from viz.core.share import decode_view
+    from viz.core.engine.share import decode_view
     view, problems = decode_view(params, load_preset("seed"))
     assert not problems and view.scenario == scenario(app)
 

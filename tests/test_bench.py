@@ -14,8 +14,8 @@ import torch
 from viz import load_preset
 from viz.tools import bench
 from viz.__main__ import main
-from viz.core.cache import CatCache, KVCache
-from viz.core.cost import (DECODE_MODES, Bandwidth, CostMeasurement, DecodePoint, LiveConfig, PrefillPoint,
+from viz.core.engine.cache import CatCache, KVCache
+from viz.core.engine.cost import (DECODE_MODES, Bandwidth, CostMeasurement, DecodePoint, LiveConfig, PrefillPoint,
                            live_cost, measure_decode, summarize_cost)
 from viz.core.timing import Timing, TimingPlan, time_calls, time_in_turn
 from viz.tools import real_bench
@@ -23,7 +23,7 @@ from viz.tools.bench import (QUICK, Finding, Section, SectionResult, Table, benc
                              render_section, report_to_dict, run_bench)
 from viz.tools.peers import PEERS
 from viz.core.device import pick_device
-from viz.core.engine import ToyModel, WorkCounts, make_decoder
+from viz.core.engine.model import ToyModel, WorkCounts, make_decoder
 
 SECTION_KEYS = ["prefill", "decode", "peers", "floor", "latency", "real_model", "serving"]
 

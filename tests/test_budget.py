@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from viz import Scenario, load_preset
-from viz.core.budget import BUDGET, Budget, Shape, grant, prefill_work, run_work, step_work
-from viz.core.scenario import MAX_D_K, MAX_DECODE_STEPS, MAX_HEADS, MAX_TOKENS
+from viz.core.engine.budget import BUDGET, Budget, Shape, grant, prefill_work, run_work, step_work
+from viz.core.engine.scenario import MAX_D_K, MAX_DECODE_STEPS, MAX_HEADS, MAX_TOKENS
 
 
 def worst() -> Scenario:

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from viz import Generation, generate, load_preset
-from viz.core.cache import Cache, CatCache, KVCache, TokenInfo
-from viz.core.compress import EvictingCache, EvictionPolicy, QuantizedCache
-from viz.core.engine import ToyModel, make_decoder
-from viz.core.paged import BlockPool, PagedKVCache
+from viz.core.engine.cache import Cache, CatCache, KVCache, TokenInfo
+from viz.core.serving.compress import EvictingCache, EvictionPolicy, QuantizedCache
+from viz.core.engine.model import ToyModel, make_decoder
+from viz.core.serving.paged import BlockPool, PagedKVCache
 
 
 def _caches(heads: int, d_k: int) -> dict[str, Cache]:

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from viz.core.cache_layout import MAX_LAYOUT_TOKENS, layout_dtype, library_layout
-from viz.core.memory import GIB, MIB, cache_memory
-from viz.core.model_config import ConfigError, model_config, preset, preset_names, read_config
+from viz.core.scale.cache_layout import MAX_LAYOUT_TOKENS, layout_dtype, library_layout
+from viz.core.scale.memory import GIB, MIB, cache_memory
+from viz.core.scale.model_config import ConfigError, model_config, preset, preset_names, read_config
 
 
 def own(raw: dict):

@@ -10,7 +10,7 @@ import pytest
 
 from hostile_text import record
 from viz import load_preset
-from viz.core.presets import preset_names
+from viz.core.engine.presets import preset_names
 
 
 CLI = "Command line: odd files, devices, bytes, arguments"

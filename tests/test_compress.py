@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from viz import generate, load_preset, preset_names
-from viz.core.cache import TokenInfo
-from viz.core.compress import (QMAX, CacheSpec, EvictingCache, EvictionPolicy, QuantizedCache, _pack_int4,
+from viz.core.engine.cache import TokenInfo
+from viz.core.serving.compress import (QMAX, CacheSpec, EvictingCache, EvictionPolicy, QuantizedCache, _pack_int4,
                           _unpack_int4, compare_with_full, dequantize, quantize)
 
 STEPS = 6

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from viz.figures import cost
-from viz.core.cost import Bandwidth, CostMeasurement, DecodePoint, PrefillPoint, summarize_cost
-from viz.core.engine import WorkCounts
+from viz.core.engine.cost import Bandwidth, CostMeasurement, DecodePoint, PrefillPoint, summarize_cost
+from viz.core.engine.model import WorkCounts
 from viz.core.timing import Timing
 
 

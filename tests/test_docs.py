@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from viz.core.rules import EXAMPLES
+from viz.core.rules.language import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +24,7 @@ def test_readme_library_example_runs_and_exports_figures(tmp_path, monkeypatch, 
 
 
 def test_design_document_lists_the_rule_examples():
-    """docs/design.md names exactly the rule examples the tests compile (viz.core.rules.EXAMPLES)."""
+    """docs/design.md names exactly the rule examples the tests compile (viz.core.rules.language.EXAMPLES)."""
     design = (ROOT / "docs" / "design.md").read_text()
     line = design.split("Examples: ", 1)[1].split("\n\n", 1)[0]
     assert re.findall(r"`([^`]+)`", line) == list(EXAMPLES)

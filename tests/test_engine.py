@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from viz import KVCache, Scenario, ToyModel, generate, load_preset
-from viz.core.cache import TokenInfo
-from viz.core.engine import KVDecoder, make_decoder
+from viz.core.engine.cache import TokenInfo
+from viz.core.engine.model import KVDecoder, make_decoder
 
 SEED_CONTEXTS = [[10, 20, 20, 12.5], [10, 15, 10.3333, 5], [10, 10, 10, 10], [10, 15, 10.3333, 9]]
 

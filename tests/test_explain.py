@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from viz import generate, load_preset
-from viz.core.explain import check_cache, no_match_rows
+from viz.core.engine.explain import check_cache, no_match_rows
 
 
 def test_the_seed_cache_check_finds_the_stale_last_key():

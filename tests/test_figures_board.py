@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from hostile_text import HOSTILE
 from lesson_fixtures import long_scenario
 from viz import Scenario, generate, load_preset
-from viz.core.engine import MODES
-from viz.core.explain import fmt
-from viz.core.lesson import decode_frame, prefill_frame
+from viz.core.engine.model import MODES
+from viz.core.engine.explain import fmt
+from viz.core.lessons.lesson import decode_frame, prefill_frame
 from viz.figures import board
 from viz.figures.base import GOLD, RED, Stat, plain_table, short, stats_row
 from viz.figures.lesson import CONTEXTS_TITLE
@@ -148,7 +148,7 @@ def test_plain_table_cells_read_as_people_write_numbers():
 
 def test_plain_table_of_the_seed_cache_check_says_six_and_seven():
     """The decode comparison as the plain table shows it: head 'last' reads 6 cached and 7 recomputed."""
-    from viz.core.explain import check_cache
+    from viz.core.engine.explain import check_cache
     from viz.figures.toy import comparison_table
     seed = load_preset("seed")
     check = check_cache(generate(seed, 2, "kv"), generate(seed, 2, "recompute"), 1)
@@ -228,7 +228,7 @@ def test_contexts_board_holds_every_heads_context_and_windows_long_prompts():
 def test_pool_board_carries_tokens_verbatim_and_the_plotly_pool_escapes_them():
     """The paged pool with a token that looks like markup: the board's cell holds it as typed (the
     board writes text), the Plotly picture (wide blocks) escaped; both show the same cells."""
-    from viz.core.paged import decode_together, variants
+    from viz.core.serving.paged import decode_together, variants
     from viz.figures import memory
     token = "<b>x</b>"
     scenario = load_preset("cache-safe").with_tokens([token, "b", "c"], [1.0, 2.0, 3.0])

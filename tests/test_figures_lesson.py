@@ -1,4 +1,4 @@
-"""Tier 1: the lesson screen's window, stale-key marks and figures (viz.core.lesson, viz.figures.lesson)."""
+"""Tier 1: the lesson screen's window, stale-key marks and figures (viz.core.lessons.lesson, viz.figures.lesson)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 
 from lesson_fixtures import long_scenario
 from viz import Scenario, generate, load_preset
-from viz.core.engine import MODES
-from viz.core.explain import check_cache, fmt
-from viz.core.lesson import WINDOW, decode_frame, make_window, prefill_frame
+from viz.core.engine.model import MODES
+from viz.core.engine.explain import check_cache, fmt
+from viz.core.lessons.lesson import WINDOW, decode_frame, make_window, prefill_frame
 from viz.figures import lesson
 from viz.figures.base import title_room
 from viz.ui.common import PRESENTER_TEXT_PX, presenter_text

@@ -23,7 +23,7 @@ GUARD = "A page, the sidebar or a fragment made to fail on purpose (guard)"
 def fails_on(monkeypatch):
     """Make the toy model (which every toy page builds, through viz.generate or the session's decode
     runs) raise for scenarios whose tokens include a word."""
-    from viz.core.engine import ToyModel
+    from viz.core.engine.model import ToyModel
     real = ToyModel.__init__
 
     def install(word: str | None):
@@ -74,7 +74,7 @@ def test_a_share_link_that_fails_falls_back_to_the_seed(fails_on):
     """A link whose scenario makes the page fail opens the seed instead, with the reason."""
     from streamlit.testing.v1 import AppTest
 
-    from viz.core.share import View, encode_view
+    from viz.core.engine.share import View, encode_view
 
     fails_on("boom")
     at = AppTest.from_file("../app.py", default_timeout=120)
@@ -89,7 +89,7 @@ def test_a_share_link_that_fails_falls_back_to_the_seed(fails_on):
 
 def test_a_failing_fragment_keeps_the_rest_of_the_page(app, monkeypatch):
     """Prefill's lesson (a fragment) fails on its own: a message in its place, the rest of the page drawn."""
-    import viz.core.explain as explain
+    import viz.core.engine.explain as explain
 
     monkeypatch.setattr(explain, "explain_position", lambda *a, **k: 1 / 0)
     app.run()

@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 from hostile_text import link_for, record
 from viz import load_preset
-from viz.core.engine import Side
-from viz.core.rules import RuleError, compile_rule
-from viz.core.scenario import Scenario, ScenarioError
-from viz.core.share import LINK_PAGE, View, decode_scenario, decode_view, encode_view, link_query
+from viz.core.engine.model import Side
+from viz.core.rules.language import RuleError, compile_rule
+from viz.core.engine.scenario import Scenario, ScenarioError
+from viz.core.engine.share import LINK_PAGE, View, decode_scenario, decode_view, encode_view, link_query
 
 PIECES = ["k", "q", "n", ".", "pos", "token", "value", "__class__", "__globals__", "(", ")", "[", "]",
           "{", "}", "lambda", ":", "**", "*", "//", "/", "%", "-", "+", "9", "0", "1.5", "'a'", '"so"',

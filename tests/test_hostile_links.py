@@ -21,8 +21,8 @@ from streamlit.testing.v1 import AppTest
 from hostile_text import HOSTILE, SCENARIO, element_protos, link_for, markdown_strings, problems_in, record
 from rule_grammar import ACCEPTED_RULES
 from viz import MODES, load_preset
-from viz.core.scenario import MAX_DECODE_STEPS, MAX_HEADS, MAX_TOKEN_CHARS, MAX_VOCAB, Scenario
-from viz.core.share import decode_view, encode_scenario
+from viz.core.engine.scenario import MAX_DECODE_STEPS, MAX_HEADS, MAX_TOKEN_CHARS, MAX_VOCAB, Scenario
+from viz.core.engine.share import decode_view, encode_scenario
 from viz.ui import guard, state
 
 from apptest_helpers import ALL_PAGES, errors, scenario

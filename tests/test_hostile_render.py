@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from hostile_text import (HOSTILE, HTML_IMAGE, LINK, SCENARIO, element_protos, link_for, markdown_strings,
                           problems_in, record)
 from viz import load_preset
-from viz.core.share import View, encode_view
+from viz.core.engine.share import View, encode_view
 from viz.ui.common import md_escape
 
 from apptest_helpers import ALL_PAGES, by_label, choice_data, pick, edit_table, errors, move_range, range_data, scenario, shown

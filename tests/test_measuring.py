@@ -7,7 +7,7 @@ from pathlib import Path
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from viz.core.presets import load_preset
+from viz.core.engine.presets import load_preset
 from viz.tools.paint import FLOOR_ACTION, FLOOR_APP, first_views, visit_order
 from viz.tools.profile import kind_of, summarise
 from viz.tools.protocol import RunLog, ends_run
@@ -96,7 +96,7 @@ def test_profile_counts_the_innermost_known_kind_and_leaves_out_waiting_threads(
     """A JSON encoder under Plotly counts as Plotly JSON, Streamlit frames only when nothing more specific runs."""
     plotly = ["run (streamlit/runtime/scriptrunner/script_runner.py:1)", "to_json (plotly/io/_json.py:2)",
               "encode (json/encoder.py:3)"]
-    engine = ["run (streamlit/runtime/scriptrunner/script_runner.py:1)", "step (viz/core/engine.py:9)"]
+    engine = ["run (streamlit/runtime/scriptrunner/script_runner.py:1)", "step (viz/core/engine/model.py:9)"]
     idle = ["Thread.run (threading.py:1)", "Condition.wait (threading.py:2)"]
     assert kind_of(plotly) == "Plotly JSON encoding" and kind_of(engine) == "engine (viz/core, torch)"
     summary = summarise([(plotly, 3), (engine, 1), (idle, 10)])

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from viz import generate, load_preset
-from viz.core.gpus import GPU_BY_NAME, GPUS
-from viz.core.memory import (DEFAULT_UTILIZATION, DTYPE_BITS, GIB, KIB, MIB, MemoryConfigError, beyond_context,
+from viz.core.scale.gpus import GPU_BY_NAME, GPUS
+from viz.core.scale.memory import (DEFAULT_UTILIZATION, DTYPE_BITS, GIB, KIB, MIB, MemoryConfigError, beyond_context,
                              by_dtype, cache_memory, curve_span, fits_by_gpu, format_bytes, gpu_fit, kv_split,
                              memory_curve, toy_cache_memory)
-from viz.core.model_config import preset, preset_names
+from viz.core.scale.model_config import preset, preset_names
 
 H100, H200, T4 = GPU_BY_NAME["H100 SXM"], GPU_BY_NAME["H200 SXM"], GPU_BY_NAME["T4"]
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from viz.core.model_config import (CONFIG_DIR, MAX_CONFIG_BYTES, PRESET_FILES, ConfigError, model_config, preset,
+from viz.core.scale.model_config import (CONFIG_DIR, MAX_CONFIG_BYTES, PRESET_FILES, ConfigError, model_config, preset,
                                    preset_names, preset_text, read_config)
 
 # Parameter counts published for these checkpoints (model cards / safetensors metadata): the meta
@@ -20,7 +20,7 @@ PUBLISHED_PARAMS = {
 
 
 def test_every_preset_is_a_shipped_config_json_with_a_source():
-    """Each preset names a source and a file in viz/core/configs that reads as valid JSON with a model_type."""
+    """Each preset names a source and a file in viz/core/scale/configs that reads as valid JSON with a model_type."""
     files = {path.name for path in CONFIG_DIR.glob("*.json")}
     assert {file for file, _ in PRESET_FILES.values()} == files
     for name, (file, source) in PRESET_FILES.items():

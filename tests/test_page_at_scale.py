@@ -8,10 +8,10 @@ from apptest_helpers import errors, figure, on_page, rerun, stat_labels, stat_va
 import json
 
 from viz import generate, load_preset
-from viz.core.gpus import GPU_BY_NAME
-from viz.core.memory import cache_memory, format_bytes, gpu_fit, toy_cache_memory
-from viz.core.model_config import preset, preset_text
-from viz.core.roofline import decode_step
+from viz.core.scale.gpus import GPU_BY_NAME
+from viz.core.scale.memory import cache_memory, format_bytes, gpu_fit, toy_cache_memory
+from viz.core.scale.model_config import preset, preset_text
+from viz.core.scale.roofline import decode_step
 
 PAGE = "pages/at_scale.py"
 
@@ -205,9 +205,9 @@ def test_compare_adds_curves(at):
 
 def test_gpu_table_columns_are_wide_enough_for_their_headers():
     """Each GPU-table column gets a width that holds its whole header and its longest cell."""
-    from viz.core.gpus import GPUS
-    from viz.core.memory import cache_memory, fits_by_gpu
-    from viz.core.model_config import preset
+    from viz.core.scale.gpus import GPUS
+    from viz.core.scale.memory import cache_memory, fits_by_gpu
+    from viz.core.scale.model_config import preset
     from viz.figures.memory import gpu_table
     from viz.ui.tables import HEADER_CHAR_PX, HEADER_PADDING_PX, header_widths
 

@@ -7,10 +7,10 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from viz.core import cost as sweep
-from viz.core.cost import Bandwidth, CostMeasurement, DecodePoint, LiveConfig, PrefillPoint, summarize_cost
+from viz.core.engine import cost as sweep
+from viz.core.engine.cost import Bandwidth, CostMeasurement, DecodePoint, LiveConfig, PrefillPoint, summarize_cost
 from viz.core.timing import Timing, TimingPlan
-from viz.core.engine import WorkCounts
+from viz.core.engine.model import WorkCounts
 from viz.figures import cost
 from viz.ui import state
 from apptest_helpers import flip, rerun

@@ -145,7 +145,7 @@ def test_mode_picker_changes_the_narration(decode):
 def test_figures_for_every_head_count():
     """Every decode figure builds for 1 to 16 heads (subplot grids stay inside plotly's [0, 1])."""
     from viz import Scenario, generate
-    from viz.core.engine import MODES
+    from viz.core.engine.model import MODES
     from viz.figures import toy
     for heads in (1, 2, 3, 5, 7, 8, 13, 16):
         scenario = Scenario.from_dict({

@@ -8,10 +8,10 @@ from apptest_helpers import (board, boards, by_label, cells, errors, figure, mov
                              rerun, shown, stat_labels, stat_value)
 
 from viz import load_preset
-from viz.core.compress import CacheSpec, EvictionPolicy, compare_with_full
+from viz.core.serving.compress import CacheSpec, EvictionPolicy, compare_with_full
 from viz.core.limits import MAX_TOKENS
-from viz.core.memory import format_bytes
-from viz.core.paged import decode_together, variants
+from viz.core.scale.memory import format_bytes
+from viz.core.serving.paged import decode_together, variants
 from viz.ui import state
 
 PAGE = "pages/memory.py"

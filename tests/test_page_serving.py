@@ -9,12 +9,12 @@ import pytest
 from apptest_helpers import on_page, rerun, stat, stat_value
 
 from viz import load_preset
-from viz.core.flash import flash_attention
-from viz.core.presets import sequence
-from viz.core.scheduler import serve
-from viz.core.serving_explain import narrate_chunking, narrate_iteration, narrate_prefix, narrate_visit
-from viz.core.speculative import DraftSpec, speculate
-from viz.core.workload import ServingConfig, workload_preset
+from viz.core.serving.flash import flash_attention
+from viz.core.engine.presets import sequence
+from viz.core.serving.scheduler import serve
+from viz.core.serving.explain import narrate_chunking, narrate_iteration, narrate_prefix, narrate_visit
+from viz.core.serving.speculative import DraftSpec, speculate
+from viz.core.serving.workload import ServingConfig, workload_preset
 from viz.ui.common import md_escape
 
 PAGE = "pages/serving.py"

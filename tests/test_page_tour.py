@@ -8,7 +8,7 @@ import re
 import pytest
 
 from viz import generate, load_preset
-from viz.core.tour import question_even
+from viz.core.lessons.tour import question_even
 from viz.ui import state
 from viz.ui.common import md_escape
 from apptest_helpers import flip, move_range, plain_table, plain_tables, range_data
@@ -95,8 +95,8 @@ def test_closing_chapter_asks_about_the_server_with_the_engines_answers(tour):
     """The last step serves three requests: its answers are the scheduler's time to first token and prefix hits."""
     from dataclasses import replace
 
-    from viz.core.scheduler import serve
-    from viz.core.tour import TOUR_SERVER, question_join, question_prefix, tour_workload
+    from viz.core.serving.scheduler import serve
+    from viz.core.lessons.tour import TOUR_SERVER, question_join, question_prefix, tour_workload
 
     for _ in range(8):
         _forward(tour)
@@ -119,14 +119,14 @@ STEP_OF_QUESTION = {0: 2, 1: 3, 2: 4, 3: 5, 4: 6, 5: 8, 6: 9, 7: 9}  # question 
 
 def _tour_questions():
     """The tour's questions as the page asks them, from the engine."""
-    from viz.core import tour as core_tour
+    from viz.core.lessons import tour as core_tour
     seed = load_preset("seed")
     prefill = generate(seed, 1)
     full, kv = generate(seed, 9, "recompute"), generate(seed, 9, "kv")
     last_head = next(h for h, ok in enumerate(kv.cacheable) if not ok)
     from dataclasses import replace
 
-    from viz.core.scheduler import serve
+    from viz.core.serving.scheduler import serve
     served = seed.cache_safe()
     continuous = serve(served, core_tour.tour_workload(served), core_tour.TOUR_SERVER)
     static = serve(served, core_tour.tour_workload(served), replace(core_tour.TOUR_SERVER, policy="static"))

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from viz import generate, load_preset, preset_names
-from viz.core.cache import TokenInfo
+from viz.core.engine.cache import TokenInfo
 from viz.core.limits import MAX_TOKENS
-from viz.core.scenario import Head
-from viz.core.paged import (BlockPool, OutOfBlocks, PagedKVCache, Request, decode_together, same_outputs,
+from viz.core.engine.scenario import Head
+from viz.core.serving.paged import (BlockPool, OutOfBlocks, PagedKVCache, Request, decode_together, same_outputs,
                        sharing_refusal, variants)
 
 

@@ -18,8 +18,8 @@ from viz.core.real.rules_match import (RANDOM_HEADS, TOY_RULES, chance_levels, m
                                        rule_patterns)
 from viz.tools.train import LLAMA, TrainConfig, train
 from viz.tools.train import main as train_main
-from viz.core.rules import RuleError
-from viz.core.scenario import Head, Sampling
+from viz.core.rules.language import RuleError
+from viz.core.engine.scenario import Head, Sampling
 
 PROMPT = 'The "return" statement leaves the current function call'
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from viz.core.gpus import GPU_BY_NAME, compute_dtype
-from viz.core.memory import GIB, MemoryConfigError
-from viz.core.model_config import preset
-from viz.core.roofline import (attention_flops_per_key, batch_sweep, cache_overtakes, context_overtakes,
+from viz.core.scale.gpus import GPU_BY_NAME, compute_dtype
+from viz.core.scale.memory import GIB, MemoryConfigError
+from viz.core.scale.model_config import preset
+from viz.core.scale.roofline import (attention_flops_per_key, batch_sweep, cache_overtakes, context_overtakes,
                                decode_step, experts_touched, prefill_step, sweep_batches, weight_bytes)
 
 H100, H200, A100 = GPU_BY_NAME["H100 SXM"], GPU_BY_NAME["H200 SXM"], GPU_BY_NAME["A100 80GB"]

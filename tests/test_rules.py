@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from viz.core.engine import Side
-from viz.core.rules import EXAMPLES, MAX_RULE_CHARS, RuleError, compile_rule
+from viz.core.engine.model import Side
+from viz.core.rules.language import EXAMPLES, MAX_RULE_CHARS, RuleError, compile_rule
 
 TOKENS = ["Today", "weather", "is", "so"]
 IDS = {t: i for i, t in enumerate(TOKENS)}
@@ -222,7 +222,7 @@ def test_oversized_rules_are_refused_before_parsing(rule, monkeypatch):
     """Huge or deeply nested text never reaches the parser, so it cannot be slow or crash it."""
     def no_parse(*args, **kwargs):
         raise AssertionError("parsed an oversized rule")
-    monkeypatch.setattr("viz.core.rules.ast.parse", no_parse)
+    monkeypatch.setattr("viz.core.rules.language.ast.parse", no_parse)
     compile_rule.cache_clear()
     with pytest.raises(RuleError, match="too long"):
         compile_rule(rule)

@@ -7,8 +7,8 @@ import pytest
 import streamlit as st
 
 from viz import load_preset
-from viz.core.budget import Budget, grant
-from viz.core.engine import MODES
+from viz.core.engine.budget import Budget, grant
+from viz.core.engine.model import MODES
 from viz.ui.runs import RUNS, decode_traces, decode_traces_ahead
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from hostile_text import record
 from viz import Scenario, ScenarioError, load_preset, preset_names, tokenize
-from viz.core.scenario import MAX_HEADS, MAX_JSON_BYTES, MAX_TOKENS
+from viz.core.engine.scenario import MAX_HEADS, MAX_JSON_BYTES, MAX_TOKENS
 
 
 def seed_dict() -> dict:

@@ -6,13 +6,13 @@ import re
 from dataclasses import replace
 
 from viz import load_preset
-from viz.core.flash import flash_attention
-from viz.core.presets import sequence
-from viz.core.scheduler import serve
-from viz.core.serving_explain import (compare_policies, narrate_chunking, narrate_iteration, narrate_prefix,
+from viz.core.serving.flash import flash_attention
+from viz.core.engine.presets import sequence
+from viz.core.serving.scheduler import serve
+from viz.core.serving.explain import (compare_policies, narrate_chunking, narrate_iteration, narrate_prefix,
                                       narrate_round, narrate_visit)
-from viz.core.speculative import DraftSpec, speculate
-from viz.core.workload import ServingConfig, workload_preset
+from viz.core.serving.speculative import DraftSpec, speculate
+from viz.core.serving.workload import ServingConfig, workload_preset
 from serving_fixtures import one_thread  # noqa: F401  (autouse: one torch thread)
 
 SCENARIO = load_preset("cache-safe")

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from viz import load_preset
-from viz.core.engine import ToyModel
-from viz.core.flash import (BLOCK_SIZES, MAX_FLASH_TOKENS, flash_attention, flash_traffic, naive_traffic,
+from viz.core.engine.model import ToyModel
+from viz.core.serving.flash import (BLOCK_SIZES, MAX_FLASH_TOKENS, flash_attention, flash_traffic, naive_traffic,
                             tile_schedule, tolerance, traffic_sweep)
 from serving_fixtures import one_thread  # noqa: F401  (autouse: one torch thread)
 

@@ -7,7 +7,7 @@ import pytest
 
 from viz.core.real.model import LLAMA_DIR, RealModelError, encode, generate, load_model
 from viz.core.real.speculative import early_exit_model, speculate_real
-from viz.core.scenario import Sampling
+from viz.core.engine.scenario import Sampling
 from serving_fixtures import one_thread  # noqa: F401  (autouse: one torch thread)
 
 PROMPTS = ['The "return" statement', "Return the number of", "class Foo:"]

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from viz import load_preset
-from viz.core.scenario import Head
-from viz.core.prefix_cache import CachingPool
-from viz.core.scheduler import decode_alone, same_as_alone, serve
-from viz.core.workload import (WORKLOADS, ServeRequest, ServingConfig, ServingError, Workload, make_request,
+from viz.core.engine.scenario import Head
+from viz.core.serving.prefix_cache import CachingPool
+from viz.core.serving.scheduler import decode_alone, same_as_alone, serve
+from viz.core.serving.workload import (WORKLOADS, ServeRequest, ServingConfig, ServingError, Workload, make_request,
                                token_values, workload_preset)
 from serving_fixtures import one_thread  # noqa: F401  (autouse: one torch thread)
 

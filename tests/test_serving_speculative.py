@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from viz import load_preset
-from viz.core import speculative
-from viz.core.engine import Generation
-from viz.core.speculative import DraftSpec, draft_scenario, speculate
-from viz.core.workload import ServingError, token_values
+from viz.core.serving import speculative
+from viz.core.engine.model import Generation
+from viz.core.serving.speculative import DraftSpec, draft_scenario, speculate
+from viz.core.serving.workload import ServingError, token_values
 from serving_fixtures import one_thread  # noqa: F401  (autouse: one torch thread)
 
 DRAFTS = [DraftSpec("fewer heads", heads=1), DraftSpec("fewer heads", heads=2), DraftSpec("prompt lookup", ngram=1),

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from hostile_text import record
 from rule_grammar import RULES, WORDS, scenarios
 from viz import MODES, generate, load_preset
-from viz.core.engine import Side
-from viz.core.rules import RuleError, compile_rule
-from viz.core.scenario import Head, ScenarioError
+from viz.core.engine.model import Side
+from viz.core.rules.language import RuleError, compile_rule
+from viz.core.engine.scenario import Head, ScenarioError
 
 FAST = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 ORACLE_EXAMPLES = 1500
@@ -202,7 +202,7 @@ def test_reproductions_that_run_report_where_they_divided_by_zero():
 
 def test_divisions_by_zero_are_told_by_head_and_position():
     """The page's sentence names the head, the division and the visible pairs, for prefill and a step."""
-    from viz.core.division import divisions_by_zero
+    from viz.core.engine.division import divisions_by_zero
 
     seed = load_preset("seed")
     scenario = seed.with_heads([Head("x", "k.pos // (q.pos - 3) == 0"), Head("y", "k.value // (k.value - 20) == 0"),

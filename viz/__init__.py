@@ -5,15 +5,15 @@ pandas tables, ``viz.ui`` is the Streamlit layer the app's pages use, ``viz.tool
 commands. This package re-exports the core's everyday names; see docs/design.md for the layers.
 """
 
-from .core.cache import Cache, CatCache, KVCache, TokenInfo
+from .core.engine.cache import Cache, CatCache, KVCache, TokenInfo
 from .core.device import describe_device, pick_device
-from .core.engine import (MODES, Generation, KVDecoder, PrefillResult, RecomputeDecoder, ReencodeDecoder,
+from .core.engine.model import (MODES, Generation, KVDecoder, PrefillResult, RecomputeDecoder, ReencodeDecoder,
                           Step, ToyModel, Trace, WorkCounts, generate, make_decoder)
-from .core.presets import DEFAULT_PRESET, load_preset, preset_names
-from .core.rules import Rule, RuleError, compile_rule
-from .core.sampling import SampleResult, Sampler, sample
-from .core.scenario import Head, Sampling, Scenario, ScenarioError, VocabWord
-from .core.tokenizer import tokenize
+from .core.engine.presets import DEFAULT_PRESET, load_preset, preset_names
+from .core.rules.language import Rule, RuleError, compile_rule
+from .core.engine.sampling import SampleResult, Sampler, sample
+from .core.engine.scenario import Head, Sampling, Scenario, ScenarioError, VocabWord
+from .core.engine.tokenizer import tokenize
 
 __all__ = [
     "Cache", "CatCache", "KVCache", "TokenInfo", "MODES", "Generation", "KVDecoder", "PrefillResult",

@@ -18,9 +18,9 @@ import sys
 import torch
 
 from .core.device import DEVICE_KINDS, pick_device
-from .core.engine import MODES, generate
-from .core.presets import load_preset, preset_names
-from .core.scenario import MAX_DECODE_STEPS, MAX_JSON_BYTES, Scenario, ScenarioError
+from .core.engine.model import MODES, generate
+from .core.engine.presets import load_preset, preset_names
+from .core.engine.scenario import MAX_DECODE_STEPS, MAX_JSON_BYTES, Scenario, ScenarioError
 from .core.text import shown
 
 
@@ -153,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
         except KeyError as err:
             raise UsageError(err.args[0]) from None
     elif args.command == "trace":
-        from .core.trace import trace_to_dict
+        from .core.engine.trace import trace_to_dict
 
         device = _device(args.device)  # before reading: a missing device is said first
         scenario = _read_scenario(args.scenario)

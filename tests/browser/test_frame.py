@@ -11,9 +11,9 @@ import re
 from playwright.sync_api import expect
 
 from viz import Scenario, generate, load_preset
-from viz.core.explain import fmt, narrate_step
-from viz.core.scenario import Head
-from viz.core.share import View, decode_scenario, encode_view
+from viz.core.engine.explain import fmt, narrate_step
+from viz.core.engine.scenario import Head
+from viz.core.engine.share import View, decode_scenario, encode_view
 from viz.tools.protocol import kind, parse
 
 HOSTILE = "<img src=x onerror=alert(1)>"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from hostile_text import HTML_IMAGE, ICON, LINK, SCENARIO, record
-from viz.core.share import View, encode_view
+from viz.core.engine.share import View, encode_view
 
 # Anything in the DOM built from the hostile strings, if Markdown, HTML or LaTeX had been rendered.
 MADE_FROM_USER_TEXT = ('a[href*="example.org"]', 'img[src*="example.org"]', 'img[src="x"]', ".katex",

@@ -11,8 +11,8 @@ import re
 from playwright.sync_api import expect
 
 from viz import generate, load_preset
-from viz.core.explain import narrate_step
-from viz.core.tour import question_even
+from viz.core.engine.explain import narrate_step
+from viz.core.lessons.tour import question_even
 from viz.ui import article
 
 PRESENTER_720 = {"width": 1280, "height": 720}

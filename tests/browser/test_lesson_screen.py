@@ -17,8 +17,8 @@ from playwright.sync_api import expect
 
 from lesson_fixtures import long_scenario
 from viz import generate, load_preset
-from viz.core.explain import narrate_step
-from viz.core.share import View, decode_scenario, encode_view
+from viz.core.engine.explain import narrate_step
+from viz.core.engine.share import View, decode_scenario, encode_view
 from viz.tools.protocol import kind, parse
 from viz.ui.common import PRESENTER_TEXT_PX
 

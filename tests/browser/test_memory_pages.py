@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from viz.core.memory import cache_memory, format_bytes
-from viz.core.model_config import preset
+from viz.core.scale.memory import cache_memory, format_bytes
+from viz.core.scale.model_config import preset
 
 
 def test_at_scale_page_switches_model(app):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from viz import load_preset
-from viz.core.share import View, encode_view
+from viz.core.engine.share import View, encode_view
 
 
 def press(app, key: str, slider, param: str, value: str, text: str) -> None:

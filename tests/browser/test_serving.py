@@ -8,9 +8,9 @@ import re
 from playwright.sync_api import expect
 
 from viz import load_preset
-from viz.core.scheduler import serve
-from viz.core.serving_explain import narrate_iteration
-from viz.core.workload import ServingConfig, workload_preset
+from viz.core.serving.scheduler import serve
+from viz.core.serving.explain import narrate_iteration
+from viz.core.serving.workload import ServingConfig, workload_preset
 
 SECTIONS = ("Chunked prefill", "Prefix caching", "Speculative decoding", "FlashAttention")
 HOSTILE = "<b>R1</b>"  # short enough for a request name; it must show as typed

@@ -1,8 +1,8 @@
 """Every limit on what a visitor can send, in one place: the scenario loader, the rule compiler,
 share links, the CLI and the tests all name these numbers.
 
-:mod:`viz.core.scenario` re-exports them (``from viz.core.scenario import MAX_TOKENS`` keeps working);
-they live here so that :mod:`viz.core.rules` can use them without importing the scenario.
+:mod:`viz.core.engine.scenario` re-exports them (``from viz.core.engine.scenario import MAX_TOKENS`` keeps working);
+they live here so that :mod:`viz.core.rules.language` can use them without importing the scenario.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ MAX_JSON_BYTES = 100_000
 MAX_DECODE_STEPS = 256  # predictions per run
 MAX_SEED = 2**63 - 1
 
-# The rule language (see viz.core.rules).
+# The rule language (see viz.core.rules.language).
 MAX_RULE_CHARS = 400  # longer texts are refused before parsing
 MAX_RULE_NODES = 200  # syntax-tree nodes after parsing
 MAX_RULE_DEPTH = 24  # nesting depth of the syntax tree

@@ -19,7 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from ..core.explain import NEAR_ZERO, fmt
+from ..core.engine.explain import NEAR_ZERO, fmt
 
 # Okabe and Ito's colour-blind-safe palette: blue, orange and vermillion stay apart for every common
 # kind of colour blindness (and by lightness in grey). Gold outlines the row in focus, red marks a

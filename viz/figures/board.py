@@ -1,6 +1,6 @@
 """The lesson screen's three figures as light drawing specs for the board (``viz/ui/board.js``).
 
-A lesson window is small (at most :data:`viz.core.lesson.WINDOW` rows and a few more keys), and the
+A lesson window is small (at most :data:`viz.core.lessons.lesson.WINDOW` rows and a few more keys), and the
 browser redraws it on every Step: drawn as Plotly charts it cost about a quarter of a second of
 scripting per click, drawn as a grid of boxes it costs a few milliseconds. The specs here hold
 everything the board shows, already decided: cell colours and the text colour that reads on them,
@@ -27,9 +27,9 @@ from functools import lru_cache
 
 import plotly.colors
 
-from ..core.engine import Trace
-from ..core.explain import fmt
-from ..core.lesson import LessonFrame
+from ..core.engine.model import Trace
+from ..core.engine.explain import fmt
+from ..core.lessons.lesson import LessonFrame
 from .base import BLUE, GOLD, MASKED, RED, short
 from .lesson import CELL_TEXT_COLUMNS, CELL_TEXT_ROWS, CONTEXTS_TITLE, attention_title, cache_title
 

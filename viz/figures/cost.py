@@ -1,9 +1,9 @@
 """Figures for the Cost page: theory (the engine's work counts) next to practice (measured time).
 
-Pure functions from a :class:`viz.core.cost.CostMeasurement` to plotly figures, pandas tables and the
+Pure functions from a :class:`viz.core.engine.cost.CostMeasurement` to plotly figures, pandas tables and the
 plain-language reading of the plots. Both axes are logarithmic, so O(n) shows as a line of slope 1
 and O(n²) as a line of slope 2. Nothing here measures or computes a ratio of its own: the numbers
-come from :func:`viz.core.cost.live_cost` and :func:`viz.core.cost.summarize_cost`.
+come from :func:`viz.core.engine.cost.live_cost` and :func:`viz.core.engine.cost.summarize_cost`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..core.cost import DECODE_MODES, CostMeasurement, CostSummary, DecodePoint
+from ..core.engine.cost import DECODE_MODES, CostMeasurement, CostSummary, DecodePoint
 from ..core.timing import Timing, format_seconds
 from .base import titled
 from .toy import BLUE, MODE_COLORS, RED

@@ -1,4 +1,4 @@
-"""Plotly figures for one lesson screen (viz.core.lesson.LessonFrame) whose window is too large for
+"""Plotly figures for one lesson screen (viz.core.lessons.lesson.LessonFrame) whose window is too large for
 the light board (viz.figures.board): the attention heatmap and the keys and values under its
 columns (stale cached keys marked), and the replay of every step; plus the screen as tables.
 
@@ -14,8 +14,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from ..core.explain import fmt
-from ..core.lesson import CacheView, LessonFrame
+from ..core.engine.explain import fmt
+from ..core.lessons.lesson import CacheView, LessonFrame
 from .base import GOLD, INK, RED, figure, frame, grid, rect, safe, short
 
 CELL_TEXT_COLUMNS = 16  # cell numbers are drawn up to this many keys (they no longer fit beyond)

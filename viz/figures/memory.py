@@ -1,6 +1,6 @@
 """Figures for cache memory: the calculator at scale, the paged pool, eviction and quantisation.
 
-Pure functions from the core's results (:mod:`viz.core.memory`, :mod:`viz.core.paged`, :mod:`viz.core.compress`)
+Pure functions from the core's results (:mod:`viz.core.scale.memory`, :mod:`viz.core.serving.paged`, :mod:`viz.core.serving.compress`)
 to plotly figures or pandas tables; no arithmetic beyond unit conversion and labelling. User text
 (tokens, head names, words) is HTML-escaped before it reaches plotly.
 """
@@ -13,10 +13,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from ..core.compress import CacheComparison, StepComparison
-from ..core.cache_layout import LibraryLayout
-from ..core.memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurve, ToyCacheMemory, format_bytes
-from ..core.paged import PagedRun, PoolSnapshot, WasteReport
+from ..core.serving.compress import CacheComparison, StepComparison
+from ..core.scale.cache_layout import LibraryLayout
+from ..core.scale.memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurve, ToyCacheMemory, format_bytes
+from ..core.serving.paged import PagedRun, PoolSnapshot, WasteReport
 from .base import titled
 from .board import colored_cell
 from .lesson import CELL_TEXT_COLUMNS

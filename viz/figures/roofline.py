@@ -1,6 +1,6 @@
 """Figures for "what limits a decode step": the roofline, bytes per step, throughput against batch.
 
-Pure functions from :class:`viz.core.roofline.StepCost` results to plotly figures, pandas tables and
+Pure functions from :class:`viz.core.scale.roofline.StepCost` results to plotly figures, pandas tables and
 sentences; no arithmetic beyond unit conversion. Model names come from a visitor's config.json, so
 every label goes through :func:`~viz.figures.toy.safe`.
 """
@@ -12,8 +12,8 @@ from typing import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..core.memory import GIB, format_bytes
-from ..core.roofline import StepCost
+from ..core.scale.memory import GIB, format_bytes
+from ..core.scale.roofline import StepCost
 from .memory import GREEN, GREY, _layout
 from .toy import BLUE, GOLD, RED, safe
 

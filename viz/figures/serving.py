@@ -1,5 +1,5 @@
 """Figures and tables for the Serving page, drawn from the core's results
-(:mod:`viz.core.workload`, :mod:`viz.core.speculative`, :mod:`viz.core.flash`).
+(:mod:`viz.core.serving.workload`, :mod:`viz.core.serving.speculative`, :mod:`viz.core.serving.flash`).
 
 Pure functions from results to plotly figures or pandas tables; no arithmetic beyond layout and unit
 labels. Request names, prompts and words are HTML-escaped with :func:`safe` before they reach plotly.
@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..core.flash import FlashRun, TrafficPoint
-from ..core.memory import format_bytes
-from ..core.speculative import SpecRun
-from ..core.workload import ServingRun
+from ..core.serving.flash import FlashRun, TrafficPoint
+from ..core.scale.memory import format_bytes
+from ..core.serving.speculative import SpecRun
+from ..core.serving.workload import ServingRun
 from .base import BLUE, GOLD, MASKED, RED, figure, frame, rect, safe
 from .memory import FREE, GREEN, GREY, SEQUENCE_COLORS
 

@@ -1,7 +1,7 @@
 """Figures for the toy model: annotated heatmaps of every attention stage, the growing decode
 matrix, the KV cache, logits and probabilities, and work counts.
 
-Pure functions from engine results (:class:`viz.core.engine.Trace`) to plotly figures or pandas tables,
+Pure functions from engine results (:class:`viz.core.engine.model.Trace`) to plotly figures or pandas tables,
 built with the helpers in :mod:`viz.figures.base` (one validation pass per figure, escaped labels).
 """
 
@@ -14,10 +14,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from ..core.engine import Trace
-from ..core.explain import CacheCheck, fmt
-from ..core.lesson import Window
-from ..core.rules import compile_rule
+from ..core.engine.model import Trace
+from ..core.engine.explain import CacheCheck, fmt
+from ..core.lessons.lesson import Window
+from ..core.rules.language import compile_rule
 from .base import (BLUE, GOLD, MASKED, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
                    matrix_axes, rect, safe)
 from .lesson import CONTEXTS_TITLE
@@ -99,7 +99,7 @@ def contexts_figure(trace: Trace, position: int | None = None) -> go.Figure:
 
 def small_multiples(trace: Trace, position: int | None = None, window: Window | None = None) -> go.Figure:
     """Attention weights of every head in a grid, the current query row outlined; with ``window``
-    only its query rows and keys (viz.core.lesson.make_window), so a long prompt stays light."""
+    only its query rows and keys (viz.core.lessons.lesson.make_window), so a long prompt stays light."""
     pre = trace.prefill
     n_all = len(pre.tokens)
     rows_at = torch.tensor(window.rows if window else range(n_all), dtype=torch.long)

@@ -5,7 +5,7 @@ decode per token for recompute, our KVCache and a ``torch.cat`` cache; the same 
 transformers' caches (viz.tools.peers); the memory-bandwidth floor; app latency (a rerun of the real
 pages through Streamlit's AppTest, viz.tools.latency); the real models (viz.tools.real_bench).
 :func:`run_bench` returns a :class:`BenchReport`; :func:`report_to_dict` is the one place its JSON
-is made. Measurements come from viz.core.cost and the harness in viz.core.timing.
+is made. Measurements come from viz.core.engine.cost and the harness in viz.core.timing.
 
 What this module does not do: check any speed (numbers are reported, never asserted, and the goals
 are read off the findings) or draw.
@@ -24,12 +24,12 @@ from typing import Any, Callable, NamedTuple
 import torch
 import transformers
 
-from ..core.cost import (FloorPoint, measure_bandwidth, measure_decode, measure_decodes, measure_prefill,
+from ..core.engine.cost import (FloorPoint, measure_bandwidth, measure_decode, measure_decodes, measure_prefill,
                          model_for)
 from ..core.device import describe_device, pick_device
 from ..core.text import first_line
 from ..core.timing import format_seconds
-from ..core import presets
+from ..core.engine import presets
 from . import latency, peers, real_bench
 from .bench_serving import bench_serving
 

@@ -22,15 +22,15 @@ from dataclasses import dataclass
 
 import torch
 
-from ..core.engine import ToyModel
-from ..core.flash import MAX_FLASH_TOKENS, flash_attention, flash_traffic, naive_traffic
-from ..core.presets import load_preset, sequence
+from ..core.engine.model import ToyModel
+from ..core.serving.flash import MAX_FLASH_TOKENS, flash_attention, flash_traffic, naive_traffic
+from ..core.engine.presets import load_preset, sequence
 from ..core.real.model import LLAMA_DIR, encode, load_model
 from ..core.real.speculative import speculate_real
-from ..core.scheduler import serve
-from ..core.speculative import DraftSpec, speculate
+from ..core.serving.scheduler import serve
+from ..core.serving.speculative import DraftSpec, speculate
 from ..core.timing import Timing, format_seconds, time_in_turn
-from ..core.workload import WORKLOADS, ServingConfig, workload_preset
+from ..core.serving.workload import WORKLOADS, ServingConfig, workload_preset
 from .bench_report import BenchConfig, Finding, SectionResult, Table
 
 POLICIES = {"continuous": ServingConfig(num_blocks=40), "static": ServingConfig(num_blocks=40, policy="static"),

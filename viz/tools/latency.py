@@ -19,9 +19,9 @@ from pathlib import Path
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
-from ..core.presets import load_preset
-from ..core.scenario import Scenario
-from ..core.share import View, encode_view
+from ..core.engine.presets import load_preset
+from ..core.engine.scenario import Scenario
+from ..core.engine.share import View, encode_view
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         from . import paint
         return paint.main(["--repeats", str(min(args.repeats, 50))])
     _explicit_navigation()
-    from ..core.presets import busy_scenario as latency_scenario
+    from ..core.engine.presets import busy_scenario as latency_scenario
 
     cases = [("seed, step 1", load_preset("seed"), 1), ("64 tokens, 8 heads, step 32", latency_scenario(), 32)]
     print(f"{'scenario':32} {'Decode: Step click':>20} {'Prefill: stepper click':>24}")

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlencode
 
-from ..core.presets import load_preset
-from ..core.share import View, link_query
+from ..core.engine.presets import load_preset
+from ..core.engine.share import View, link_query
 
 from .chromium import launch_options
 from .cluster import Cluster

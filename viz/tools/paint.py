@@ -31,7 +31,7 @@ the same minutes. For each it reports the median (and the spread) of:
 * the run's **message bytes** by element type.
 
 Scenarios: ``seed`` (the article's four heads at step 1) and ``large`` (64 tokens × 8 heads after
-decode step 32, ``viz.core.presets.busy_scenario``). ``--profile`` then clicks through once more
+decode step 32, ``viz.core.engine.presets.busy_scenario``). ``--profile`` then clicks through once more
 while py-spy samples the server (a round of its own, so the sampler does not touch the timings) and
 prints what dominates (``pip install -e ".[profile]"``).
 """
@@ -54,8 +54,8 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import urlencode
 
-from ..core.presets import busy_scenario, load_preset
-from ..core.share import View, encode_view
+from ..core.engine.presets import busy_scenario, load_preset
+from ..core.engine.share import View, encode_view
 from .chromium import CHROMIUM, MISSING, launch_options
 from .protocol import RunLog
 from .server import ROOT, StreamlitServer

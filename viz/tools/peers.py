@@ -13,9 +13,9 @@ from typing import Callable, Iterator
 import torch
 import transformers
 
-from ..core.cache import CatCache, KVCache, TokenInfo
-from ..core.cost import sequence
-from ..core.engine import ToyModel
+from ..core.engine.cache import CatCache, KVCache, TokenInfo
+from ..core.engine.cost import sequence
+from ..core.engine.model import ToyModel
 from ..core.timing import Timing, TimingPlan, time_in_turn
 
 PEERS = ("kv", "cat", "DynamicCache", "StaticCache")  # the last two from transformers

@@ -23,10 +23,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..core.rules import MAX_RULE_CHARS
-from ..core.scenario import (MAX_D_K, MAX_DECODE_STEPS, MAX_HEADS, MAX_TOKEN_CHARS, MAX_TOKENS, MAX_VOCAB,
+from ..core.rules.language import MAX_RULE_CHARS
+from ..core.engine.scenario import (MAX_D_K, MAX_DECODE_STEPS, MAX_HEADS, MAX_TOKEN_CHARS, MAX_TOKENS, MAX_VOCAB,
                              Scenario)
-from ..core.share import View, encode_view
+from ..core.engine.share import View, encode_view
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 PAGES = ("prefill", "decode", "tour", "cost", "real_model", "at_scale", "memory", "serving")

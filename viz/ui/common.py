@@ -10,8 +10,8 @@ from typing import Callable
 import plotly.graph_objects as go
 import streamlit as st
 
-from ..core.division import DivisionByZero
-from ..core.lesson import LessonFrame
+from ..core.engine.division import DivisionByZero
+from ..core.lessons.lesson import LessonFrame
 from ..figures.base import figure_table
 from ..figures.board import attention_board, cache_board, fits, words_board
 from ..figures.lesson import attention_figure, cache_figure, frame_tables

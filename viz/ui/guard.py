@@ -22,8 +22,8 @@ from typing import Callable, Iterator
 import streamlit as st
 from streamlit.errors import FragmentHandledException
 
-from ..core.presets import DEFAULT_PRESET, load_preset
-from ..core.share import View
+from ..core.engine.presets import DEFAULT_PRESET, load_preset
+from ..core.engine.share import View
 from . import sidebar, state
 
 log = logging.getLogger("kvlab.app")

@@ -1,7 +1,7 @@
 """Decode runs kept across reruns: a Step click computes one more step, not the whole run again.
 
-One :class:`viz.core.engine.Generation` per decode mode lives in the visitor's session for the
-current scenario (a new scenario starts new runs). Before extending them, :func:`viz.core.budget.grant`
+One :class:`viz.core.engine.model.Generation` per decode mode lives in the visitor's session for the
+current scenario (a new scenario starts new runs). Before extending them, :func:`viz.core.engine.budget.grant`
 decides how far each may go in this rerun; a run cut short by the budget says so in its grant.
 Per-visitor mutable objects: they live in ``st.session_state``, never in a shared cache.
 """
@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from ..core.budget import BUDGET, Budget, Grant, grant
-from ..core.engine import MODES, Generation, ToyModel, Trace
-from ..core.scenario import Scenario
+from ..core.engine.budget import BUDGET, Budget, Grant, grant
+from ..core.engine.model import MODES, Generation, ToyModel, Trace
+from ..core.engine.scenario import Scenario
 
 RUNS = "kv_decode_runs"
 

@@ -15,9 +15,9 @@ import torch
 from streamlit.errors import StreamlitAPIException
 
 from ..core.device import describe_device, pick_device
-from ..core.presets import load_preset, matching_preset, preset_names
-from ..core.rules import RULE_LIBRARY
-from ..core.scenario import MAX_D_K, MAX_PROMPT_CHARS, Scenario
+from ..core.engine.presets import load_preset, matching_preset, preset_names
+from ..core.rules.language import RULE_LIBRARY
+from ..core.engine.scenario import MAX_D_K, MAX_PROMPT_CHARS, Scenario
 from . import state, tables
 from .common import folded, md_escape
 from .components import choice, copy_link, switch, text_field

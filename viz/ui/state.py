@@ -21,10 +21,10 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from ..core.engine import MODES
-from ..core.presets import DEFAULT_PRESET, load_preset
-from ..core.scenario import MAX_DECODE_STEPS, Scenario, ScenarioError
-from ..core.share import LINK_PAGE, View, decode_view, encode_view, link_query
+from ..core.engine.model import MODES
+from ..core.engine.presets import DEFAULT_PRESET, load_preset
+from ..core.engine.scenario import MAX_DECODE_STEPS, Scenario, ScenarioError
+from ..core.engine.share import LINK_PAGE, View, decode_view, encode_view, link_query
 
 # Session-state keys (the only place they are spelled out).
 SCENARIO = "kv_scenario"

@@ -1,7 +1,7 @@
 """The editable tables of the sidebar: scenario <-> pandas DataFrame, with row-level messages.
 
 Pure pandas (no streamlit), so the conversions are tested directly. Reading a table back raises
-:class:`viz.core.scenario.ScenarioError` naming the row and column a person has to fix.
+:class:`viz.core.engine.scenario.ScenarioError` naming the row and column a person has to fix.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.rules import compile_rule
-from ..core.scenario import Head, Scenario, ScenarioError, VocabWord
+from ..core.rules.language import compile_rule
+from ..core.engine.scenario import Head, Scenario, ScenarioError, VocabWord
 
 
 def _missing(value: Any) -> bool:

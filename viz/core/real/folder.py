@@ -22,7 +22,7 @@ import re
 import struct
 from pathlib import Path, PurePath
 
-from ..model_config import MAX_CONFIG_BYTES, SIZE_CAPS, ConfigError, read_config
+from ..scale.model_config import MAX_CONFIG_BYTES, SIZE_CAPS, ConfigError, read_config
 from ..text import first_unusable, shown
 
 MAX_PATH_CHARS = 1024  # a typed path longer than this is refused before touching the disk
@@ -128,7 +128,7 @@ def _json_file(folder: Path, name: str, *, required: bool):
 
 
 def _check_config(path: Path) -> None:
-    """config.json read as the At scale page reads one (size caps on every field, viz.core.model_config),
+    """config.json read as the At scale page reads one (size caps on every field, viz.core.scale.model_config),
     then the sizes the loader divides by: at least 1, heads that split the width and the K/V heads."""
     with open(path, "rb") as handle:
         data = handle.read(MAX_CONFIG_BYTES + 1)

@@ -36,11 +36,11 @@ from pathlib import Path
 import torch
 
 from ..device import pick_device
-from ..model_config import SLIDING_KINDS, ConfigError, layer_kinds, tokens_kept
-from ..sampling import SampleResult, sample
+from ..scale.model_config import SLIDING_KINDS, ConfigError, layer_kinds, tokens_kept
+from ..engine.sampling import SampleResult, sample
 from ..text import brief
 from ..timing import timed
-from ..scenario import MAX_TEMPERATURE, STRATEGIES, Sampling
+from ..engine.scenario import MAX_TEMPERATURE, STRATEGIES, Sampling
 from .folder import FolderError, check_folder, display_name, scrub
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "weights"  # the GPT-2 model

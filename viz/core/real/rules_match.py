@@ -1,7 +1,7 @@
 """Which of a real model's heads behave like the toy's hand-written rules.
 
 For a prompt of n tokens, each rule's attention pattern is what the toy engine itself produces:
-a :class:`viz.core.engine.ToyModel` with one head per rule, run over the same n tokens (the real pieces,
+a :class:`viz.core.engine.model.ToyModel` with one head per rule, run over the same n tokens (the real pieces,
 so rules that read ``k.token`` work too), gives the exact softmax weights of every rule (n, n).
 A real head's measured attention (n, n) is compared with each pattern row by row: a row's
 agreement is the overlap of the two distributions, Σ_j min(real_ij, rule_ij) = 1 − total
@@ -16,7 +16,7 @@ positions (softmax of standard normal scores under the causal mask, seeded), and
 **chance level** is the 95th percentile of their scores. A real head *beats chance* when its best
 score is above the chance level of that rule.
 
-What this module does not do: parse or evaluate rules (viz.core.rules, viz.core.engine do), run the real
+What this module does not do: parse or evaluate rules (viz.core.rules.language, viz.core.engine.model do), run the real
 model (viz.core.real.model) or draw.
 """
 
@@ -27,9 +27,9 @@ from functools import lru_cache
 
 import torch
 
-from ..engine import ToyModel
-from ..rules import compile_rule
-from ..scenario import Head, Scenario, VocabWord
+from ..engine.model import ToyModel
+from ..rules.language import compile_rule
+from ..engine.scenario import Head, Scenario, VocabWord
 
 RANDOM_HEADS = 128  # random heads scored for the chance level
 RANDOM_SEED = 0

@@ -1,7 +1,7 @@
 """Speculative decoding on a real model: the target checks a draft's guesses in one pass over its
 transformers ``DynamicCache`` and crops the rejected ones away.
 
-The rule is the toy's (:func:`viz.core.speculative.accept`): greedy keeps a guess while it is the
+The rule is the toy's (:func:`viz.core.serving.speculative.accept`): greedy keeps a guess while it is the
 target's own choice; sampling keeps it with probability min(1, p/q) and draws a replacement from
 max(0, p − q). Drafts (:data:`REAL_DRAFTS`):
 
@@ -26,9 +26,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from ..engine import WorkCounts
-from ..sampling import Sampling, sample
-from ..speculative import Round, RoundsSummary, distribution, greedy, judge
+from ..engine.model import WorkCounts
+from ..engine.sampling import Sampling, sample
+from ..serving.speculative import Round, RoundsSummary, distribution, greedy, judge
 from ..timing import timed
 from .model import GREEDY, CachedDecoder, RealModel, RealModelError, check_sampling, piece
 

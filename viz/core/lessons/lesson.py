@@ -7,8 +7,8 @@ marked), and the next word. :class:`LessonFrame` holds one such screen for one d
 prefill position; the Decode page sends the frames of the steps computed so far, so a visitor can
 replay them in the browser.
 
-Selecting and copying only: every number here was computed by the engine (viz.core.engine) or
-compared by :func:`viz.core.explain.check_cache`; nothing is recomputed.
+Selecting and copying only: every number here was computed by the engine (viz.core.engine.model) or
+compared by :func:`viz.core.engine.explain.check_cache`; nothing is recomputed.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .engine import Trace
-from .explain import check_cache, fmt
+from ..engine.model import Trace
+from ..engine.explain import check_cache, fmt
 
 WINDOW = 8  # query rows and keys a lesson view shows, unless the whole matrix is asked for
 WHOLE_CELLS = 256 * 256  # the largest matrix drawn whole; a bigger one shows its last 256 rows and keys
@@ -149,7 +149,7 @@ def _words(trace: Trace, step: int) -> tuple[Word, ...]:
 
 
 def _key_only(trace: Trace) -> torch.Tensor:
-    from .rules import compile_rule
+    from ..rules.language import compile_rule
     return torch.tensor([compile_rule(h.rule).key_only for h in trace.scenario.heads])
 
 

@@ -20,7 +20,7 @@ settings and limits, and the typed results a run returns, with the metrics read 
 Limits (``LIMITS``) bound every run, so one visitor cannot occupy the server: at most
 12 requests × (96 prompt + 32 new tokens), 128 blocks, 8 sequences at once.
 
-What this module does not do: schedule (:mod:`viz.core.scheduler`), speculate or draw.
+What this module does not do: schedule (:mod:`viz.core.serving.scheduler`), speculate or draw.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from typing import NamedTuple
 
 import torch
 
-from .engine import WorkCounts
-from .scenario import Scenario
-from .tokenizer import tokenize
+from ..engine.model import WorkCounts
+from ..engine.scenario import Scenario
+from ..engine.tokenizer import tokenize
 
 MAX_REQUESTS = 12
 MAX_PROMPT_TOKENS = 96

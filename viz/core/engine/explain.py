@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .engine import Attention, Trace
+from .model import Attention, Trace
 
 
 NEAR_ZERO = 5e-5  # shown as 0: below what four decimals can show (softmax weights of 1e-7, float error)

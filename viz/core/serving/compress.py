@@ -1,7 +1,7 @@
 """Smaller KV caches for the toy: eviction (sliding window, attention sinks, by hand) and
 quantisation (int8 / int4, per token or KIVI-style), and what they change.
 
-Both keep the :class:`~viz.core.cache.Cache` interface, so the engine's kv decoder uses
+Both keep the :class:`~viz.core.engine.cache.Cache` interface, so the engine's kv decoder uses
 them through ``generate(..., make_cache=...)`` unchanged:
 
 1. :class:`EvictingCache` drops keys after each append, following an :class:`EvictionPolicy`. The
@@ -40,9 +40,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import torch
 
-from .cache import KVCache, TokenInfo, _check_truncate
-from .engine import Generation, ToyModel, generate
-from .scenario import MAX_DECODE_STEPS, Scenario
+from ..engine.cache import KVCache, TokenInfo, _check_truncate
+from ..engine.model import Generation, ToyModel, generate
+from ..engine.scenario import MAX_DECODE_STEPS, Scenario
 
 QMAX = {"int8": 127, "int4": 7}
 SCALE_MODES = ("per-token", "KIVI")

@@ -15,11 +15,11 @@
    a decode step reads in full, the token-embedding tables (read a row per token) and the routed
    experts (read only when a token is routed to them).
 
-The presets are small shipped ``config.json`` files in ``viz/core/configs/``; :data:`PRESET_FILES`
+The presets are small shipped ``config.json`` files in ``viz/core/scale/configs/``; :data:`PRESET_FILES`
 names the source of each. Their parameter counts built this way equal the published ones.
 
 What this module does not do: download anything, trust remote code, or lay out the cache (that is
-:mod:`viz.core.cache_layout`).
+:mod:`viz.core.scale.cache_layout`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from .text import brief, clip
+from ..text import brief, clip
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 MAX_CONFIG_BYTES = 64 * 1024
@@ -66,7 +66,7 @@ SLIDING_KINDS = ("sliding_attention", "chunked_attention", "hybrid_sliding")
 FULL_KINDS = ("full_attention", "hybrid", "indexed_attention")
 CACHELESS_KINDS = ("dummy", "mlp", "moe")  # KV shared with an earlier layer, or no attention at all
 
-# The presets: name -> (file in viz/core/configs/, where it comes from). Each file is the model's
+# The presets: name -> (file in viz/core/scale/configs/, where it comes from). Each file is the model's
 # published config.json on the Hugging Face Hub; the parameter counts built from them are the
 # published ones (tests/test_model_config.py checks them).
 PRESET_FILES: dict[str, tuple[str, str]] = {

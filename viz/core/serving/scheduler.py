@@ -1,7 +1,7 @@
 """A toy inference server: many requests decoded on one block pool, scheduled one iteration at a time.
 
-Every request runs the engine's one decode loop (:class:`~viz.core.engine.Generation`: extend →
-logits → sample) over its own :class:`~viz.core.paged.PagedKVCache`; what this module decides is
+Every request runs the engine's one decode loop (:class:`~viz.core.engine.model.Generation`: extend →
+logits → sample) over its own :class:`~viz.core.serving.paged.PagedKVCache`; what this module decides is
 *who computes what in each iteration*, as vLLM's scheduler does:
 
 1. **Continuous batching** (iteration-level scheduling): a request joins as soon as a batch slot and
@@ -30,7 +30,7 @@ head that reads ``n`` cannot be served this way.
 
 What this module does not do: batch several requests into one tensor (each request's rows are its
 own attention call, as PagedAttention gives each sequence its own block table), run speculative
-decoding (:mod:`viz.core.speculative`) or draw.
+decoding (:mod:`viz.core.serving.speculative`) or draw.
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ from dataclasses import dataclass
 
 import torch
 
-from .budget import BUDGET, BYTE_RATE, ELEMENT, Shape, Work, attend_work
-from .engine import Generation, Step, ToyModel, WorkCounts
+from ..engine.budget import BUDGET, BYTE_RATE, ELEMENT, Shape, Work, attend_work
+from ..engine.model import Generation, Step, ToyModel, WorkCounts
 from .paged import OutOfBlocks, PagedKVCache
 from .prefix_cache import BlockKey, CachingPool
-from .scenario import Scenario
-from .timing import timed
+from ..engine.scenario import Scenario
+from ..timing import timed
 from .workload import (BlockState, Iteration, RequestOutcome, SequenceState, ServeRequest, ServingConfig,
                        ServingError, ServingRun, Workload, check_workload, serving_refusal)
 
@@ -122,7 +122,7 @@ def _forget(seq: _Seq) -> None:
 
 
 class Meter:
-    """Engine work estimated pass by pass (:func:`viz.core.budget.attend_work`) before each pass runs;
+    """Engine work estimated pass by pass (:func:`viz.core.engine.budget.attend_work`) before each pass runs;
     :class:`ServingError` once it passes ``budget_ms`` reference milliseconds.
 
     A pass over a paged cache first gathers its blocks into one tensor (``PagedKVCache.keys``), which
@@ -554,7 +554,7 @@ class _Static(_Server):
 def serve(scenario: Scenario, workload: Workload, config: ServingConfig,
           device: str | torch.device | None = None, budget_ms: float = RUN_BUDGET_MS) -> ServingRun:
     """Serve ``workload`` under ``config``; :class:`ServingError` for a refused setting, or for a run
-    whose engine work passes ``budget_ms`` reference milliseconds (:mod:`viz.core.budget`)."""
+    whose engine work passes ``budget_ms`` reference milliseconds (:mod:`viz.core.engine.budget`)."""
     config = config.checked()
     pool_bytes = config.slots * (len(scenario.heads) * scenario.d_k + 1) * 4
     if pool_bytes > MAX_POOL_BYTES:  # static batching reserves as much, request by request

@@ -21,11 +21,11 @@ from typing import Any, Callable
 import torch
 
 from .cache import CatCache
-from .device import DEVICE_KINDS, describe_device, pick_device
-from .engine import Decoder, ToyModel, WorkCounts, make_decoder
+from ..device import DEVICE_KINDS, describe_device, pick_device
+from .model import Decoder, ToyModel, WorkCounts, make_decoder
 from .presets import load_preset, sequence
 from .scenario import Scenario
-from .timing import Timing, TimingPlan, time_calls, time_in_turn
+from ..timing import Timing, TimingPlan, time_calls, time_in_turn
 
 DECODE_MODES = ("recompute", "kv", "cat")  # no cache, our KVCache, the naive torch.cat cache
 

@@ -1,17 +1,17 @@
 """Plain words for the Serving page: one line per scheduler iteration, speculative round and
 FlashAttention tile, and the comparisons the page draws, all read from engine results.
 
-Like :mod:`viz.core.explain`, nothing here computes; every number comes from a run's dataclasses.
+Like :mod:`viz.core.engine.explain`, nothing here computes; every number comes from a run's dataclasses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .explain import fmt
+from ..engine.explain import fmt
 from .flash import FlashRun
 from .speculative import Round
-from .text import joined
+from ..text import joined
 from .workload import ServingRun
 
 

@@ -1,7 +1,7 @@
 """The guided tour's questions: predict-then-reveal, with every answer read from engine results.
 
 The tour follows the article's walkthrough on the seed scenario, then closes with one sequence's
-cache becoming a server's: a few requests on one block pool (:mod:`viz.core.scheduler`). Each question's options include
+cache becoming a server's: a few requests on one block pool (:mod:`viz.core.serving.scheduler`). Each question's options include
 the engine's own number and plausible wrong ones (the values people usually guess), so the answer
 checked in class is always the one kvlab computes.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .engine import Trace
-from .explain import fmt
-from .scenario import Scenario
-from .workload import ServingConfig, ServingRun, Workload, make_request
+from ..engine.model import Trace
+from ..engine.explain import fmt
+from ..engine.scenario import Scenario
+from ..serving.workload import ServingConfig, ServingRun, Workload, make_request
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ Every pass counts its own work (queries, keys and values encoded, scores, multip
 shapes of the tensors it actually multiplies, so cost plots use real counts. Per-step results are
 copies of the rows kept, never views of the n × n tensors a pass allocates, so those are freed.
 
-What this module does not do: parse rules (viz.core.rules), validate input (viz.core.scenario),
-decide how much work a request may cost (viz.core.budget) or draw.
+What this module does not do: parse rules (viz.core.rules.language), validate input (viz.core.engine.scenario),
+decide how much work a request may cost (viz.core.engine.budget) or draw.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import torch
 from torch import nn
 
 from .cache import Cache, KVCache, Side, TokenInfo
-from .device import pick_device
-from .rules import compile_rule
+from ..device import pick_device
+from ..rules.language import compile_rule
 from .sampling import SampleResult, Sampler
 from .scenario import Scenario
 
@@ -87,7 +87,7 @@ class Attention:
     counts: WorkCounts
     scale: float = 1.0  # √d_k
     undefined: torch.Tensor | None = None  # (heads, m, len) bool: a division by zero made the rule
-    # false there (viz.core.rules); None when no head's rule can divide by zero
+    # false there (viz.core.rules.language); None when no head's rule can divide by zero
 
     @property
     def scaled_scores(self) -> torch.Tensor:
@@ -457,7 +457,7 @@ class CacheAt:
 
 @dataclass(frozen=True)
 class Trace:
-    """A whole run: the prefill and N predictions. Serialised by :func:`viz.core.trace.trace_to_dict`."""
+    """A whole run: the prefill and N predictions. Serialised by :func:`viz.core.engine.trace.trace_to_dict`."""
 
     scenario: Scenario
     mode: str

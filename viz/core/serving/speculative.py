@@ -2,7 +2,7 @@
 
 Plain decoding runs the target once per new word. Speculative decoding (Leviathan et al. 2023,
 Chen et al. 2023) lets a cheap **draft** guess the next k words, then runs the target **once** over
-the last chosen word and all k guesses (:meth:`~viz.core.engine.Decoder.extend` with k + 1 tokens).
+the last chosen word and all k guesses (:meth:`~viz.core.engine.model.Decoder.extend` with k + 1 tokens).
 Row i of that pass is the target's distribution p after the first i guesses, so every guess can be
 checked against it:
 
@@ -22,7 +22,7 @@ of rejected guesses were appended by the verification pass; they are rolled back
    propose the vocabulary words that followed it; no model at all (q puts all its mass on the guess).
 
 Rolled-back and verified keys must be the keys decoding alone computes, so heads that read ``n``
-are refused (:func:`viz.core.workload.serving_refusal`), as on the rest of the Serving page.
+are refused (:func:`viz.core.serving.workload.serving_refusal`), as on the rest of the Serving page.
 
 What this module does not do: run a real model (:mod:`viz.core.real.speculative`), batch several
 sequences, or tune k while decoding.
@@ -34,11 +34,11 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from .budget import BUDGET, run_work
-from .engine import Decoder, Generation, ToyModel, WorkCounts, make_decoder
-from .sampling import Sampler, sample
-from .timing import timed
-from .scenario import Sampling, Scenario
+from ..engine.budget import BUDGET, run_work
+from ..engine.model import Decoder, Generation, ToyModel, WorkCounts, make_decoder
+from ..engine.sampling import Sampler, sample
+from ..timing import timed
+from ..engine.scenario import Sampling, Scenario
 from .workload import ServingError, serving_refusal
 
 DRAFTS = ("fewer heads", "prompt lookup")

@@ -5,7 +5,7 @@ cannot parse, what is wrong, where, and how to write it instead.
 syntax". Python's own message decides the broad case (an unclosed bracket, an unclosed quote, a
 stray character); the rule's tokens decide the rest (what came last, which operator was meant).
 
-What this module does not do: check or compile rules (viz.core.rules).
+What this module does not do: check or compile rules (viz.core.rules.language).
 """
 
 from __future__ import annotations

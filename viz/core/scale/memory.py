@@ -10,10 +10,10 @@ MQA shares a single one. MLA (DeepSeek-V2/V3) caches one compressed latent plus 
 token and layer instead, so there is no factor 2: ``(latent + rope) · layers · tokens · …``.
 A sliding-window layer keeps only the last ``window`` tokens; models such as Gemma-2 alternate
 sliding and full layers, so only some layers stop growing. Which layer does what comes from the
-model's config.json as transformers reads it (:mod:`viz.core.model_config`);
-:mod:`viz.core.cache_layout` checks this formula against transformers' own cache.
+model's config.json as transformers reads it (:mod:`viz.core.scale.model_config`);
+:mod:`viz.core.scale.cache_layout` checks this formula against transformers' own cache.
 
-On GPUs (:func:`gpu_fit`), memory is what the driver reports (:mod:`viz.core.gpus`). A serving
+On GPUs (:func:`gpu_fit`), memory is what the driver reports (:mod:`viz.core.scale.gpus`). A serving
 engine such as vLLM takes ``gpu_memory_utilization`` of it (0.92 by default in current vLLM, 0.9
 in earlier releases) and, inside that share, keeps the weights, the activation peak of its
 profiling pass and its CUDA graphs; the KV cache gets the rest. Under tensor parallelism each GPU
@@ -25,7 +25,7 @@ Sizes are binary: 1 KiB = 1024 bytes, 1 GiB = 1024³ bytes (the vLLM paper's "80
 OPT-13B is 819,200 bytes = 800 KiB).
 
 What this module does not do: count the scales a quantised cache also stores (the toy's quantised
-cache in ``viz.core.compress`` does count them), model pipeline parallelism or paged-block
+cache in ``viz.core.serving.compress`` does count them), model pipeline parallelism or paged-block
 rounding, or run anything on a GPU. It is plain arithmetic; the toy's own bytes come from the
 engine (:func:`toy_cache_memory`).
 """
@@ -35,10 +35,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .engine import KVCache
+from ..engine.model import KVCache
 from .gpus import GPUS, Gpu
 from .model_config import ModelConfig
-from .text import whole_number
+from ..text import whole_number
 
 DTYPE_BITS = {"fp32": 32, "fp16/bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "int2": 2}
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
@@ -217,7 +217,7 @@ def by_dtype(memory: CacheMemory) -> list[CacheMemory]:
 def fits_by_gpu(memory: CacheMemory, gpus: int = 1, weights_dtype: str = "fp16/bf16",
                 utilization: float = DEFAULT_UTILIZATION,
                 reserve_gib: float = DEFAULT_RESERVE_GIB) -> list[GpuFit]:
-    """:func:`gpu_fit` for every GPU in :data:`viz.core.gpus.GPUS`."""
+    """:func:`gpu_fit` for every GPU in :data:`viz.core.scale.gpus.GPUS`."""
     return [gpu_fit(memory, gpu, gpus, weights_dtype, utilization, reserve_gib) for gpu in GPUS]
 
 

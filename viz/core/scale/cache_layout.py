@@ -1,6 +1,6 @@
 """The KV cache as transformers lays it out for N tokens, beside the closed formula.
 
-The model is built on the meta device (:func:`viz.core.model_config.meta_model`) in the cache's
+The model is built on the meta device (:func:`viz.core.scale.model_config.meta_model`) in the cache's
 dtype, handed a ``DynamicCache(config=...)`` (which picks a full or a sliding-window layer class per
 layer from the config, as ``generate()`` does) and run over N − 1 tokens of prefill and then one
 decode step. Meta tensors carry shapes, dtypes and storage sizes but no data, so this costs the
@@ -14,7 +14,7 @@ same for 100 tokens as for 100 million and allocates nothing. Read off every cac
   step; that is why the layout takes one decode step.)
 
 :func:`library_layout` compares that storage with the closed formula of
-:meth:`viz.core.model_config.ModelConfig.tokens_kept` layer by layer. Layer types the formula
+:meth:`viz.core.scale.model_config.ModelConfig.tokens_kept` layer by layer. Layer types the formula
 does not model (linear-attention and convolution states) are named; any other difference is
 reported as unexplained, never hidden.
 
@@ -30,7 +30,7 @@ from functools import lru_cache
 import torch
 
 from .model_config import ConfigError, ModelConfig, meta_model
-from .text import brief
+from ..text import brief
 
 LIBRARY_DTYPES = {"fp32": torch.float32, "fp16/bf16": torch.bfloat16}  # what a DynamicCache stores as-is
 MAX_LAYOUT_TOKENS = 100_000_000

@@ -26,7 +26,7 @@ never raises when it is evaluated, at any (query, key) pair:
   infinity, which compares like a number), so they cannot raise either.
 
 What this module does not do: build Q and K, apply the causal mask or the softmax (see
-:mod:`viz.core.engine`).
+:mod:`viz.core.engine.model`).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from typing import Callable, NamedTuple, Protocol
 
 import torch
 
-from . import text as text_check
-from .rule_syntax import CONSTRUCT_NAMES, OPERATOR_HINTS, OPERATORS, syntax_message
-from .limits import (INT64_MAX, MAX_INT_LITERAL, MAX_LITERAL_CHARS, MAX_POSITION, MAX_RULE_CHARS,
+from .. import text as text_check
+from .syntax import CONSTRUCT_NAMES, OPERATOR_HINTS, OPERATORS, syntax_message
+from ..limits import (INT64_MAX, MAX_INT_LITERAL, MAX_LITERAL_CHARS, MAX_POSITION, MAX_RULE_CHARS,
                      MAX_RULE_DEPTH, MAX_RULE_NODES)
 
 __all__ = ["EXAMPLES", "RULE_LIBRARY", "MAX_RULE_CHARS", "Rule", "RuleError", "Side", "cache_safe_rule",

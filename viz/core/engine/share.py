@@ -2,7 +2,7 @@
 
 A scenario travels as ``1.`` + base64url(zlib(compact JSON)). Decoding checks the version, caps
 the decompressed size (a small link cannot expand into a huge one) and validates the scenario
-like any other input: bad links raise :class:`viz.core.scenario.ScenarioError`, never anything else.
+like any other input: bad links raise :class:`viz.core.engine.scenario.ScenarioError`, never anything else.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 import zlib
 from dataclasses import dataclass
 
-from .engine import MODES
+from .model import MODES
 from .scenario import MAX_DECODE_STEPS, MAX_JSON_BYTES, Scenario, ScenarioError
 
 LINK_VERSION = "1"

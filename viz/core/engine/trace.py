@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from .engine import Trace
+from .model import Trace
 from .scenario import VERSION
 
 

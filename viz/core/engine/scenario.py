@@ -18,11 +18,11 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from . import text as text_check
-from .limits import (MAX_ABS_NUMBER, MAX_D_K, MAX_DECODE_STEPS, MAX_HEADS, MAX_JSON_BYTES, MAX_NAME_CHARS,
+from .. import text as text_check
+from ..limits import (MAX_ABS_NUMBER, MAX_D_K, MAX_DECODE_STEPS, MAX_HEADS, MAX_JSON_BYTES, MAX_NAME_CHARS,
                      MAX_POSITION, MAX_PROMPT_CHARS, MAX_RULE_CHARS, MAX_SEED, MAX_TEMPERATURE, MAX_TEXT_CHARS,
                      MAX_TITLE_CHARS, MAX_TOKEN_CHARS, MAX_TOKENS, MAX_VOCAB)
-from .rules import RuleError, cache_safe_rule, compile_rule
+from ..rules.language import RuleError, cache_safe_rule, compile_rule
 from .tokenizer import tokenize
 
 __all__ = ["VERSION", "LIMITS", "STRATEGIES", "Head", "Sampling", "Scenario", "ScenarioError", "VocabWord",
@@ -54,7 +54,7 @@ class ScenarioError(ValueError):
 @dataclass(frozen=True)
 class Head:
     name: str  # shown in every figure; unique within a scenario
-    rule: str  # rule-language text, see viz.core.rules
+    rule: str  # rule-language text, see viz.core.rules.language
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ class Scenario:
         return self.with_heads([*self.heads, Head(unique, rule)], [*range(len(self.heads)), None])
 
     def cache_safe(self) -> "Scenario":
-        """Every head that reads ``n`` rewritten with ``q.pos`` (see viz.core.rules.cache_safe_rule)."""
+        """Every head that reads ``n`` rewritten with ``q.pos`` (see viz.core.rules.language.cache_safe_rule)."""
         heads = tuple(replace(h, rule=cache_safe_rule(h.rule)) for h in self.heads)
         return _validated(replace(self, heads=heads))
 

@@ -13,7 +13,7 @@ and which term wins is decided by its **arithmetic intensity** ``flops / bytes``
   the LM head. Token-embedding tables are only indexed (a row per token, not counted). A mixture
   of experts reads only the experts some token in the step is routed to: with B tokens each picking
   k of E experts, E · (1 − (1 − k/E)^B) of them on average (uniform routing assumed).
-- **KV cache read** (decode) or **written** (prefill): the closed formula of :mod:`viz.core.memory`.
+- **KV cache read** (decode) or **written** (prefill): the closed formula of :mod:`viz.core.scale.memory`.
 - **FLOPs**: 2 per weight used per token (a multiply and an add), plus attention: a new token scores
   every key it can see and sums as many values, 2 · heads · (key width + value width) FLOPs per key
   and layer. MLA is counted the way serving engines decode it, in the latent (scores over

@@ -1,7 +1,7 @@
 """Where a rule divided by zero, in words a page can show.
 
 A rule such as ``k.pos // (q.pos - 3) == 0`` is undefined where its divisor is zero; the rule
-language makes it false there (see :mod:`viz.core.rules`) and the engine records those pairs in
+language makes it false there (see :mod:`viz.core.rules.language`) and the engine records those pairs in
 ``Attention.undefined``. :func:`divisions_by_zero` reads them back for the prefill or one decode
 step: which head, which division, and which visible (query, key) pairs, by position and token.
 Pairs the causal mask hides are left out: they change nothing.
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .engine import Attention, Trace
-from .rules import compile_rule
+from .model import Attention, Trace
+from ..rules.language import compile_rule
 
 SHOWN = 4  # positions named before "… (N in all)"
 

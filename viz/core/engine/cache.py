@@ -8,10 +8,10 @@ satisfy it are:
 * :class:`KVCache` here: preallocated buffers written in place, grown by doubling (O(1) amortised).
 * :class:`CatCache` here: the naive cache that concatenates a new copy on every append (O(n) bytes
   moved per token), kept as a teaching object and a benchmark baseline.
-* :class:`viz.core.paged.PagedKVCache`: blocks of a shared pool behind a block table.
-* :class:`viz.core.compress.EvictingCache` and :class:`viz.core.compress.QuantizedCache`.
+* :class:`viz.core.serving.paged.PagedKVCache`: blocks of a shared pool behind a block table.
+* :class:`viz.core.serving.compress.EvictingCache` and :class:`viz.core.serving.compress.QuantizedCache`.
 
-What this module does not do: encode keys or attend (see :mod:`viz.core.engine`).
+What this module does not do: encode keys or attend (see :mod:`viz.core.engine.model`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """FlashAttention on the toy: attention computed tile by tile with the online softmax, bytes counted.
 
-The toy's prefill pass (:meth:`~viz.core.engine.ToyModel.prefill`) is the *naive* attention a
+The toy's prefill pass (:meth:`~viz.core.engine.model.ToyModel.prefill`) is the *naive* attention a
 textbook writes: the whole n × n score matrix S is formed, the masked softmax turns it into P, and
 P · V gives the contexts. On a GPU, S and P do not fit in the small fast on-chip memory (SRAM), so
 the naive kernel writes each to the large slow memory (HBM) and reads it back.
@@ -35,9 +35,9 @@ from typing import Iterator, NamedTuple
 
 import torch
 
-from .cache import TokenInfo
-from .engine import ToyModel
-from .scenario import Scenario
+from ..engine.cache import TokenInfo
+from ..engine.model import ToyModel
+from ..engine.scenario import Scenario
 
 MAX_FLASH_TOKENS = 128  # prompt length stepped through tile by tile (every visit is kept)
 MAX_VISITS = 2_048  # tile steps kept for stepping through (each is one small attention call)

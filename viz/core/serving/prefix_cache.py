@@ -7,7 +7,7 @@ starts with the same full blocks takes them back (:meth:`CachingPool.take`) inst
 their keys and values. A new block comes from the free list first, then by evicting the oldest
 cached one. Only full blocks are ever named: a partly filled block is still being written.
 
-What this module does not do: decide which prompts look up which blocks (viz.core.scheduler).
+What this module does not do: decide which prompts look up which blocks (viz.core.serving.scheduler).
 """
 
 from __future__ import annotations

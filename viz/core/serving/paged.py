@@ -6,7 +6,7 @@ decoding together on one pool of blocks.
    from a free list and carry a reference count.
 2. **Block tables**: a :class:`PagedKVCache` is one sequence's view: a table mapping its logical
    blocks (tokens 1…B, B+1…2B, …) to physical blocks anywhere in the pool. It has
-   the :class:`~viz.core.cache.Cache` interface, so ``generate(..., make_cache=...)`` and the
+   the :class:`~viz.core.engine.cache.Cache` interface, so ``generate(..., make_cache=...)`` and the
    engine's kv decoder use it unchanged; ``keys()`` gathers the blocks in table order.
 3. **Sharing**: :meth:`PagedKVCache.fork` gives a new sequence the blocks of a common prefix
    (reference count + 1). Writing into a block that someone else also holds copies it first
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .cache import TokenInfo, _check_truncate
-from .engine import Generation, ToyModel
-from .scenario import MAX_DECODE_STEPS, MAX_TOKENS, Scenario
+from ..engine.cache import TokenInfo, _check_truncate
+from ..engine.model import Generation, ToyModel
+from ..engine.scenario import MAX_DECODE_STEPS, MAX_TOKENS, Scenario
 
 MAX_BLOCK_SIZE = 64
 MAX_SEQUENCES = 8
@@ -113,7 +113,7 @@ class BlockPool:
 class PagedKVCache:
     """One sequence's KV cache as a block table into a shared :class:`BlockPool`.
 
-    Same interface as :class:`~viz.core.engine.KVCache` (``append``, ``keys``, ``values``, ``info``,
+    Same interface as :class:`~viz.core.engine.model.KVCache` (``append``, ``keys``, ``values``, ``info``,
     ``len``, ``nbytes``). Appending positions the cache already holds (a prompt whose prefix was
     shared by :meth:`fork`) checks that they match what the shared blocks hold and writes only the rest.
     """

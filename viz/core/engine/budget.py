@@ -20,7 +20,7 @@ compare). The peak memory of a pass is estimated the same way. :func:`grant` the
 predictions each decode mode may compute in one rerun; what does not fit is shown as far as it
 goes, and the page says so with :attr:`Grant.note`.
 
-What this module does not do: compute anything (see viz.core.engine) or time anything.
+What this module does not do: compute anything (see viz.core.engine.model) or time anything.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import functools
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from .rules import compile_rule
+from ..rules.language import compile_rule
 from .scenario import Scenario
 
 MAC_RATE = 10e9  # multiply-adds per second, one CPU thread, large batched matmuls

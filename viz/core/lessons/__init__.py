@@ -1,0 +1,1 @@
+"""Lesson views and the guided tour, read from engine and serving results."""
