@@ -1,5 +1,7 @@
 """Memory: the toy's cache in paged blocks shared between sequences, then evicted and quantised."""
 
+from dataclasses import replace
+
 import streamlit as st
 
 from viz.core.serving.compress import GROUP_SIZES, QMAX, SCALE_MODES, CacheSpec, EvictionPolicy, compare_with_full
@@ -7,10 +9,12 @@ from viz.figures import memory as figures
 from viz.figures.base import Stat
 from viz.core.scale.memory import format_bytes
 from viz.core.serving.paged import MAX_BLOCK_SIZE, Request, decode_together, same_outputs, sharing_refusal, variants
+from viz.core.engine.budget import grant_compare, grant_paged
 from viz.core.engine.scenario import MAX_DECODE_STEPS, ScenarioError
 from viz.ui import state
 from viz.ui.common import header, lazy_tabs, md_escape, plot, stepper
-from viz.ui.components import board, stats, table
+from viz.ui.board import board
+from viz.ui.widgets import stats, table
 
 state.require_frame()
 BLOCK_SIZE = "memory_block_size"
@@ -78,8 +82,11 @@ def paged() -> None:
                      icon=":material/error:")
             requests.append(default)
 
+    grant = grant_paged(paged_scenario, [len(r.tokens) for r in requests], steps, block_size, reserve)
+    if grant.note:
+        st.warning(grant.note, icon=":material/hourglass_top:")
+    requests, reserve = [replace(r, steps=grant.granted) for r in requests], grant.reserve
     run = decode_together(paged_scenario, requests, block_size, share_prefix=share, max_new_tokens=reserve)
-    unshared = decode_together(paged_scenario, requests, block_size, share_prefix=False, max_new_tokens=reserve)
     names = [s.name for s in run.sequences]
 
     if st.session_state.get(SNAPSHOT_COUNT) != len(run.snapshots):
@@ -111,7 +118,8 @@ def paged() -> None:
                 help=f"{format_bytes(waste.nbytes(waste.shared))} that prefix sharing did not store twice.")],
           "Memory for these sequences", key="memory_waste_stats")
     board(figures.waste_board(waste, reserve), key="memory_waste")
-    if run.sharing:
+    if run.sharing and grant.compare:
+        unshared = decode_together(paged_scenario, requests, block_size, share_prefix=False, max_new_tokens=reserve)
         verdict = "identical" if same_outputs(run, unshared) else "DIFFERENT"
         st.success(f"Every word, context and logit with shared blocks is {verdict} to decoding each "
                    f"sequence alone ({unshared.waste.paged_slots} slots without sharing, "
@@ -157,11 +165,14 @@ def compress() -> None:
                                    persist_state=KEEP) \
                 if method == "Sinks + window" else 0
             spec = CacheSpec(EvictionPolicy(window=window, sinks=sinks))
-        comparison = compare_with_full(scenario, evict_steps, spec)
+        grant = grant_compare(scenario, evict_steps)
+        comparison = compare_with_full(scenario, grant.granted, spec)
     except ValueError as err:
         st.error(md_escape(str(err)), icon=":material/error:")
         st.stop()
 
+    if grant.note:
+        st.warning(grant.note, icon=":material/hourglass_top:")
     last = comparison.steps[-1]
     saved = comparison.bytes_saved
     first = comparison.first_change
@@ -177,7 +188,7 @@ def compress() -> None:
                 f"**{md_escape(spec.label)}** generates: {md_escape(' '.join(comparison.free_tokens[n:]))}")
 
     st.session_state.setdefault(PREDICTION, 1)  # the first prediction eviction can change
-    chosen = stepper(PREDICTION, evict_steps - 1, "Prediction to inspect", first=0,
+    chosen = stepper(PREDICTION, len(comparison.steps) - 1, "Prediction to inspect", first=0,
                      format_label=lambda k: f"{k} · after {comparison.tokens[len(comparison.steps[k].positions) - 1]}")
     step = comparison.steps[chosen]
     if chosen == 0 and method != "Quantise":

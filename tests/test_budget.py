@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from viz import Scenario, load_preset
-from viz.core.engine.budget import BUDGET, Budget, Shape, grant, prefill_work, run_work, step_work
+from viz.core.engine.budget import (BUDGET, Budget, Shape, grant, grant_compare, grant_paged, pool_slots, prefill_work,
+                                    run_work, slot_bytes, step_work)
 from viz.core.engine.scenario import MAX_D_K, MAX_DECODE_STEPS, MAX_HEADS, MAX_TOKENS
 
 
@@ -71,3 +72,40 @@ def test_a_run_keeps_what_it_has_and_grows_by_the_budget():
     assert first.granted < second.granted <= 257
     tiny = grant(scenario, ("kv",), 257, done={"kv": 10}, budget=Budget(ms=0.0))["kv"]
     assert tiny.granted == 10 and tiny.cut
+
+
+def memory_prompts(scenario: Scenario) -> list[int]:
+    """The Memory page's three prompt lengths for a scenario (A, B and C)."""
+    from viz.core.serving.paged import variants
+    return [len(r.tokens) for r in variants(scenario, 1)]
+
+
+def test_the_memory_page_is_cut_to_the_budget_at_the_limits():
+    """At the limits the paged view's pool fits its allocation and its work the budget, and the note says what was cut."""
+    scenario = worst().cache_safe()
+    prompts = memory_prompts(scenario)
+    for block_size in (1, 32):
+        cut = grant_paged(scenario, prompts, 16, block_size, MAX_DECODE_STEPS)
+        assert cut.cut and cut.reserve < MAX_DECODE_STEPS and cut.granted <= cut.reserve
+        assert pool_slots(prompts, block_size, cut.reserve) * slot_bytes(Shape.of(scenario)) <= BUDGET.pool_bytes
+        assert cut.granted == 1 or cut.work.ms <= BUDGET.ms
+        assert f"not {MAX_DECODE_STEPS}" in cut.note and f"{BUDGET.pool_bytes // 2**20} MB" in cut.note
+        more = grant_paged(scenario, prompts, 16, block_size, MAX_DECODE_STEPS, Budget(ms=BUDGET.ms * 4))
+        assert more.granted >= cut.granted and (more.granted > cut.granted or more.compare)
+
+
+def test_the_seed_memory_page_is_never_cut():
+    """The seed's paged view and its eviction view get every prediction, the whole reservation and the check."""
+    seed = load_preset("seed").cache_safe()
+    paged = grant_paged(seed, memory_prompts(seed), 16, 1, MAX_DECODE_STEPS)
+    assert (paged.granted, paged.reserve, paged.compare, paged.note) == (16, MAX_DECODE_STEPS, True, "")
+    compare = grant_compare(seed, 16)
+    assert (compare.granted, compare.note) == (16, "")
+
+
+def test_the_eviction_view_fits_the_budget_or_makes_one_prediction():
+    """Three decodes of the worst scenario are cut to what fits; the note names the predictions made."""
+    scenario = worst()
+    compare = grant_compare(scenario, 16, Budget(ms=run_work(scenario, "kv", 4).ms * 3))
+    assert compare.granted == 4 and compare.cut and "makes 4 of the 16 predictions" in compare.note
+    assert grant_compare(scenario, 16, Budget(ms=0.0)).granted == 1

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Sequence
 
 from ..rules.language import compile_rule
+from ..text import joined as text_joined
 from .scenario import Scenario
 
 MAC_RATE = 10e9  # multiply-adds per second, one CPU thread, large batched matmuls
@@ -64,6 +66,7 @@ class Budget:
     ms: float = 2500.0  # reference milliseconds of engine work per rerun
     peak_bytes: int = 256 * MIB  # memory one pass may take at once
     kept_bytes: int = 96 * MIB  # memory the kept per-step rows of one run may take
+    pool_bytes: int = 128 * MIB  # a block pool one rerun may allocate (the Memory page)
 
 
 BUDGET = Budget()
@@ -189,3 +192,112 @@ def grant(scenario: Scenario, modes: Iterable[str], wanted: int, done: Mapping[s
         spent += work.ms
         grants[mode] = Grant(mode, wanted, max(granted, have), work)
     return grants
+
+
+# -- the Memory page: paged pools and compressed caches --------------------------------------
+SLOT_RECORD_BYTES = 4 + 4 * 8  # a pool slot beside its keys: the value (float32), pos, token, value, n (8 bytes each)
+SNAPSHOT_NS = 400.0  # recording one pool slot in one snapshot of the scheduler's iterations (Python)
+
+
+def slot_bytes(shape: Shape) -> int:
+    """One token's slot in a block pool: its keys for every head, its value and its records."""
+    return shape.heads * shape.d_k * ELEMENT + SLOT_RECORD_BYTES
+
+
+def paged_pass_work(shape: Shape, m: int, length: int) -> Work:
+    """A pass over a paged cache: it first gathers the blocks into one tensor, copying every key
+    twice (read and written), which a contiguous cache does not do."""
+    gathered = shape.heads * length * shape.d_k * ELEMENT
+    pass_work = attend_work(shape, m, length, m)
+    return Work(pass_work.ms + 1e3 * 2 * 2 * gathered / BYTE_RATE, pass_work.peak_bytes + 2 * gathered)
+
+
+def pool_slots(prompts: Sequence[int], block_size: int, reserve: int) -> int:
+    """The slots of a pool as large as contiguous buffers of each prompt + ``reserve`` new tokens."""
+    return sum(math.ceil((n + reserve) / block_size) * block_size for n in prompts)
+
+
+def paged_work(shape: Shape, prompts: Sequence[int], steps: int, block_size: int, reserve: int) -> Work:
+    """Decoding ``prompts`` together on one pool (viz.core.serving.paged.decode_together): each
+    prompt's prefill, ``steps - 1`` paged decode passes each, a snapshot of the pool per iteration;
+    the peak holds the pool beside the largest pass."""
+    slots = pool_slots(prompts, block_size, reserve)
+    passes = Work()
+    for n in prompts:
+        passes = passes + paged_pass_work(shape, n, n)
+        for k in range(1, steps):
+            passes = passes + paged_pass_work(shape, 1, n + k)
+    snapshots_ms = 1e-6 * SNAPSHOT_NS * slots * (len(prompts) + steps)
+    return Work(passes.ms + snapshots_ms, passes.peak_bytes + slots * slot_bytes(shape))
+
+
+@dataclass(frozen=True)
+class MemoryGrant:
+    """What one rerun of the Memory page may compute, decided before it computes anything."""
+
+    wanted: int  # predictions per sequence asked for
+    granted: int  # predictions it may make in this rerun
+    reserve_wanted: int = 0  # new tokens reserved per request asked for (paged blocks only)
+    reserve: int = 0  # the reservation that fits
+    compare: bool = True  # room for the second run (sharing off) that checks sharing changes nothing
+    work: Work = Work()
+
+    @property
+    def cut(self) -> bool:
+        return self.granted < self.wanted or self.reserve < self.reserve_wanted or not self.compare
+
+    @property
+    def note(self) -> str:
+        """A plain sentence for the page when the view was cut to what fits, else ''."""
+        parts = []
+        if self.reserve < self.reserve_wanted:
+            parts.append(f"reserves {self.reserve} new tokens per prompt, not {self.reserve_wanted} (a pool that "
+                         f"large would pass the {BUDGET.pool_bytes // MIB} MB one click may allocate)")
+        if self.granted < self.wanted:
+            parts.append(f"makes {self.granted} of the {self.wanted} predictions asked for")
+        if not self.compare:
+            parts.append("skips the second run without sharing that checks the outputs are identical")
+        if not parts:
+            return ""
+        return (f"This server computes at most {BUDGET.ms / 1000:g} s of engine work per click, so this "
+                f"view {text_joined(parts)}. Fewer heads, a smaller d_k or shorter prompts fit in full.")
+
+
+def grant_paged(scenario: Scenario, prompts: Sequence[int], steps: int, block_size: int, reserve: int,
+                budget: Budget = BUDGET) -> MemoryGrant:
+    """How far the Memory page's paged view may go: the reservation first cut to a pool that fits
+    ``budget.pool_bytes``, then as many predictions as fit two runs (sharing on and off) in the
+    work budget, else one run. The first prediction is always granted: the limits bound it."""
+    shape = Shape.of(scenario)
+    fits = _most(lambda r: pool_slots(prompts, block_size, r) * slot_bytes(shape) <= budget.pool_bytes, reserve)
+    def cost(predictions: int, runs: int) -> float:
+        return runs * paged_work(shape, prompts, predictions, block_size, fits).ms
+
+    runs = 2 if cost(1, 2) <= budget.ms else 1
+    granted = _most(lambda s: cost(s, runs) <= budget.ms, min(steps, fits))
+    work = paged_work(shape, prompts, granted, block_size, fits)
+    return MemoryGrant(steps, granted, reserve, fits, runs == 2, Work(runs * work.ms, work.peak_bytes))
+
+
+def grant_compare(scenario: Scenario, steps: int, budget: Budget = BUDGET) -> MemoryGrant:
+    """How many predictions the Memory page's eviction and quantisation view may make: it decodes
+    the scenario three times (the full cache, the smaller one fed the same words, the smaller one
+    left to itself), each holding its own prefill."""
+    def work(s: int) -> Work:
+        one = run_work(scenario, "kv", s)
+        return Work(3 * one.ms, 3 * prefill_work(scenario).peak_bytes)
+
+    granted = _most(lambda s: work(s).ms <= budget.ms, steps)
+    return MemoryGrant(steps, granted, work=work(granted))
+
+
+def _most(fits: Callable[[int], bool], most: int) -> int:
+    """The largest k in 1 … ``most`` for which ``fits(k)`` holds (fits grows harder with k), at least 1."""
+    low, high = 1, most
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
