@@ -24,7 +24,7 @@ from streamlit.errors import FragmentHandledException
 
 from ..core.engine.presets import DEFAULT_PRESET, load_preset
 from ..core.engine.share import View
-from . import sidebar, state
+from . import server_budget, sidebar, state
 
 log = logging.getLogger("kvlab.app")
 
@@ -71,9 +71,16 @@ def frame(where: str, place=None) -> Iterator[None]:
     """Run a part of the app; if it raises, log it, restore the last good view and say so kindly.
 
     ``place`` is where the message goes (a container or ``st.sidebar``; the current one if None).
+    A part outside the sidebar computes the view, so a heavy view waits for the server's admission
+    (viz.ui.server_budget); the sidebar never waits, so its editors always answer.
     """
     try:
-        yield
+        if place is st.sidebar:
+            yield
+        else:
+            view = state.current_view()
+            with server_budget.admitted(view.scenario, view.step, place):
+                yield
     except FragmentHandledException:  # an unguarded fragment failed and Streamlit showed it already
         st.session_state[state.RUN_FAILED] = True
         log.error("a fragment failed in %s (already reported above)", where)

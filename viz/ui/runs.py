@@ -3,18 +3,22 @@
 One :class:`viz.core.engine.model.Generation` per decode mode lives in the visitor's session for the
 current scenario (a new scenario starts new runs). Before extending them, :func:`viz.core.engine.budget.grant`
 decides how far each may go in this rerun; a run cut short by the budget says so in its grant.
-Per-visitor mutable objects: they live in ``st.session_state``, never in a shared cache.
+Per-visitor mutable objects: they live in ``st.session_state``, never in a shared cache. They can be
+recomputed, so each rerun tells viz.ui.server_budget what they hold; when all sessions together keep
+too much, the least recently used are dropped and their visitor's next click computes them again.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import streamlit as st
 
-from ..core.engine.budget import BUDGET, Budget, Grant, grant
+from ..core.engine.budget import BUDGET, Budget, Grant, grant, tensor_bytes
 from ..core.engine.model import MODES, Generation, ToyModel, Trace
 from ..core.engine.scenario import Scenario
+from . import server_budget
 
 RUNS = "kv_decode_runs"
 
@@ -24,6 +28,13 @@ class _Runs:
     scenario: Scenario
     model: ToyModel
     runs: dict[str, Generation] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def drop(self) -> None:
+        """Let the runs go (the server keeps too much); skipped while this session is extending them."""
+        if self.lock.acquire(blocking=False):
+            self.runs = {}
+            self.lock.release()
 
 
 def _store(scenario: Scenario) -> _Runs:
@@ -52,6 +63,16 @@ def decode_traces_ahead(scenario: Scenario, step: int, modes: tuple[str, ...] = 
 def _extend(scenario: Scenario, step: int, modes: tuple[str, ...], ahead: bool, budget: Budget = BUDGET
             ) -> tuple[dict[str, Trace], dict[str, Grant], dict[str, Trace] | None]:
     store = _store(scenario)
+    with store.lock:
+        result = _extend_runs(store, step, modes, ahead, budget)
+        held = tensor_bytes(store.runs)
+    server_budget.keep(store, held)
+    return result
+
+
+def _extend_runs(store: _Runs, step: int, modes: tuple[str, ...], ahead: bool, budget: Budget
+                 ) -> tuple[dict[str, Trace], dict[str, Grant], dict[str, Trace] | None]:
+    scenario = store.scenario
     wanted = step + 1
     done = {m: len(r.steps) for m, r in store.runs.items()}
     further = grant(scenario, modes, wanted + 1, done, budget) if ahead else None

@@ -31,6 +31,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
+import torch
+
 from ..rules.language import compile_rule
 from ..text import joined as text_joined
 from .scenario import Scenario
@@ -301,3 +303,46 @@ def _most(fits: Callable[[int], bool], most: int) -> int:
         else:
             high = middle - 1
     return low
+
+
+# -- the whole server: how heavy a view is, and what a kept object holds ---------------------
+LIGHT_MS = 100.0  # a view estimated under this is light: it never waits for the server's heavy slots
+
+
+def view_work(scenario: Scenario, step: int) -> Work:
+    """The heaviest passes a view of ``scenario`` at decode ``step`` may need: the prompt's prefill
+    (every engine page reads it) and one step without a cache at that length (the costliest step)."""
+    n = len(scenario.tokens)
+    return prefill_work(scenario) + step_work("recompute", n + max(step, 0), Shape.of(scenario))
+
+
+def is_light(scenario: Scenario, step: int) -> bool:
+    """A classroom-sized view: never made to wait behind heavy ones."""
+    return view_work(scenario, step).ms < LIGHT_MS
+
+
+def tensor_bytes(*objects: object) -> int:
+    """Bytes of every tensor reachable from ``objects`` (through dataclasses, containers and object
+    attributes), each storage counted once: what keeping those objects holds in memory."""
+    seen: set[int] = set()
+    storages: set[int] = set()
+    total, stack = 0, list(objects)
+    while stack:
+        obj = stack.pop()
+        if obj is None or isinstance(obj, (str, bytes, int, float, bool)) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, torch.Tensor):
+            storage = obj.untyped_storage()
+            if storage.data_ptr() not in storages:
+                storages.add(storage.data_ptr())
+                total += storage.nbytes()
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            stack.extend(obj)
+        elif hasattr(obj, "__dict__"):
+            stack.extend(vars(obj).values())
+        elif hasattr(obj, "__slots__"):
+            stack.extend(getattr(obj, name, None) for name in obj.__slots__)
+    return total

@@ -1,0 +1,161 @@
+"""The whole server's budget: what all reruns in flight compute together, and what all sessions keep.
+
+viz.core.engine.budget bounds one click. Many visitors on heavy links could still take the memory and
+the cores from everyone else together, so this module bounds them as one process:
+
+* **Admission** (:func:`admitted`): a rerun of a heavy view (``budget.is_light`` says no) takes one
+  of :data:`HEAVY_SLOTS` slots for as long as it runs; when every slot is taken it waits its turn,
+  first come first served, with a message saying so, for at most :data:`WAIT_S`; after that this click
+  is refused with a message and the visitor's view stays as it was. A light view (the seed, any
+  class-sized scenario) never waits. A slot is held per thread, so a fragment inside a page's run
+  does not wait for its own page.
+* **Kept state** (:func:`keep`): per-visitor objects that can be recomputed (decode runs) are
+  registered with their size. When all sessions together keep more than :data:`KEPT_BYTES`, or one
+  has been idle for :data:`IDLE_S`, the least recently used are dropped (``drop()``); their visitor's
+  next click recomputes them within the work budget.
+
+Per-visitor objects stay in ``st.session_state``; this module holds only weak references to them.
+What it does not do: estimate work (viz.core.engine.budget) or decide what a page shows.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import threading
+import time
+import weakref
+from typing import Iterator, Protocol
+
+import streamlit as st
+
+from ..core.engine.budget import MIB, is_light
+from ..core.engine.scenario import Scenario
+
+HEAVY_SLOTS = max(1, (os.cpu_count() or 2) // 2)  # heavy reruns at once: half the cores, the rest for light ones
+WAIT_S = 30.0  # the longest a heavy rerun waits for a slot
+KEPT_BYTES = 192 * MIB  # what every session's recomputable state may keep together
+IDLE_S = 600.0  # recomputable state unused this long is dropped at the next rerun of anyone
+BUSY = ("The server is busy with other large scenarios, so this one waits its turn ({ahead} ahead of it); "
+        "small ones, such as the seed, go first.")
+REFUSED = ("The server stayed busy with other large scenarios for {wait:g} s, so this click was not computed. "
+           "Your view is unchanged: click again in a moment, or make the scenario smaller.")
+
+
+class Droppable(Protocol):
+    """Something a session keeps that can be recomputed: ``drop`` lets it go (from any thread)."""
+
+    def drop(self) -> None: ...
+
+
+class _Gate:
+    """Counted slots handed out in arrival order; a thread holding one may enter again."""
+
+    def __init__(self, slots: int):
+        self.slots = slots
+        self.changed = threading.Condition()
+        self.queue: collections.deque[int] = collections.deque()
+        self.held: dict[int, int] = {}  # thread id → how many times it entered
+
+    def ahead(self, me: int) -> int:
+        return self.queue.index(me) if me in self.queue else len(self.queue)
+
+    def enter(self, timeout: float, waiting=None) -> bool:
+        me = threading.get_ident()
+        with self.changed:
+            if me in self.held:
+                self.held[me] += 1
+                return True
+            self.queue.append(me)
+            deadline = time.monotonic() + timeout
+            told = False
+            while not (len(self.held) < self.slots and self.queue[0] == me):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.queue.remove(me)
+                    self.changed.notify_all()
+                    return False
+                if waiting is not None and not told:
+                    waiting(self.ahead(me) + len(self.held))
+                    told = True
+                self.changed.wait(min(left, 0.5))
+            self.queue.popleft()
+            self.held[me] = 1
+            return True
+
+    def leave(self) -> None:
+        me = threading.get_ident()
+        with self.changed:
+            self.held[me] -= 1
+            if not self.held[me]:
+                del self.held[me]
+                self.changed.notify_all()
+
+
+GATE = _Gate(HEAVY_SLOTS)
+
+
+@contextlib.contextmanager
+def admitted(scenario: Scenario, step: int, place=None) -> Iterator[None]:
+    """Run the body now if the view is light; else once a heavy slot is free (saying so while it
+    waits in ``place``), or stop this run with a message after :data:`WAIT_S`."""
+    if is_light(scenario, step):
+        yield
+        return
+    notice = []
+
+    def waiting(ahead: int) -> None:
+        notice.append((place or st).empty())
+        notice[0].info(BUSY.format(ahead=ahead), icon=":material/hourglass_top:")
+
+    if not GATE.enter(WAIT_S, waiting):
+        (notice[0] if notice else (place or st)).warning(REFUSED.format(wait=WAIT_S), icon=":material/hourglass_top:")
+        st.stop()
+    if notice:
+        notice[0].empty()
+    try:
+        yield
+    finally:
+        GATE.leave()
+
+
+class _Ledger:
+    """Every session's droppable objects: their size and when they were last used."""
+
+    def __init__(self, limit: int, idle_s: float):
+        self.limit, self.idle_s = limit, idle_s
+        self.lock = threading.Lock()
+        self.entries: dict[int, tuple[weakref.ref, int, float]] = {}
+
+    def keep(self, holder: Droppable, nbytes: int) -> list[Droppable]:
+        """Record ``holder`` as just used at ``nbytes``; drop others until all fit. Returns the dropped."""
+        now = time.monotonic()
+        with self.lock:
+            self.entries = {k: e for k, e in self.entries.items() if e[0]() is not None}
+            self.entries[id(holder)] = (weakref.ref(holder), nbytes, now)
+            total = sum(e[1] for e in self.entries.values())
+            dropped = []
+            for key, (ref, size, used) in sorted(self.entries.items(), key=lambda item: item[1][2]):
+                other = ref()
+                if other is None or other is holder or (total <= self.limit and now - used < self.idle_s):
+                    continue
+                dropped.append(other)
+                total -= size
+                del self.entries[key]
+        for other in dropped:
+            other.drop()
+        return dropped
+
+    @property
+    def kept_bytes(self) -> int:
+        with self.lock:
+            return sum(size for ref, size, _ in self.entries.values() if ref() is not None)
+
+
+LEDGER = _Ledger(KEPT_BYTES, IDLE_S)
+
+
+def keep(holder: Droppable, nbytes: int) -> None:
+    """``holder`` (a session's recomputable state) was just used and holds ``nbytes``."""
+    LEDGER.keep(holder, nbytes)
