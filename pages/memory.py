@@ -8,7 +8,8 @@ from viz.core.serving.compress import GROUP_SIZES, QMAX, SCALE_MODES, CacheSpec,
 from viz.figures import memory as figures
 from viz.figures.base import Stat
 from viz.core.scale.memory import format_bytes
-from viz.core.serving.paged import MAX_BLOCK_SIZE, Request, decode_together, same_outputs, sharing_refusal, variants
+from viz.core.serving.paged import MAX_BLOCK_SIZE, decode_together, same_outputs, sharing_refusal, variants
+from viz.core.serving.sequence import Request
 from viz.core.engine.budget import grant_compare, grant_paged
 from viz.core.engine.scenario import MAX_DECODE_STEPS, ScenarioError
 from viz.ui import state
@@ -85,9 +86,10 @@ def paged() -> None:
     grant = grant_paged(paged_scenario, [len(r.tokens) for r in requests], steps, block_size, reserve)
     if grant.note:
         st.warning(grant.note, icon=":material/hourglass_top:")
-    requests, reserve = [replace(r, steps=grant.granted) for r in requests], grant.reserve
+    requests, reserve = [replace(r, max_new_tokens=grant.granted) for r in requests], grant.reserve
     run = decode_together(paged_scenario, requests, block_size, share_prefix=share, max_new_tokens=reserve)
     names = [s.name for s in run.sequences]
+    st.caption(md_escape(run.system.sentence))
 
     if st.session_state.get(SNAPSHOT_COUNT) != len(run.snapshots):
         st.session_state[SNAPSHOT_COUNT] = len(run.snapshots)

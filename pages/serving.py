@@ -17,8 +17,8 @@ from viz.core.serving.explain import (compare_policies, narrate_chunking, narrat
                                       narrate_round, narrate_visit)
 from viz.core.serving.speculative import DRAFTS, MAX_K, MAX_SPEC_TOKENS, DraftSpec, speculate
 from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BATCH, MAX_BLOCKS, MAX_OVERHEAD,
-                               MAX_REQUESTS, PREEMPTIONS, WORKLOADS, ServingConfig, ServingError, ServingRun, Workload,
-                               check_workload, make_request, serving_refusal, workload_preset)
+                               MAX_REQUESTS, PREEMPTION_NOTE, PREEMPTIONS, WORKLOADS, ServingConfig, ServingError,
+                               ServingRun, Workload, check_workload, make_request, serving_refusal, workload_preset)
 from viz.figures import serving as figs
 from viz.figures.base import Stat
 from viz.ui import state
@@ -210,6 +210,7 @@ if section == "Continuous batching":
                 help=f"{continuous.recomputed} tokens to recompute, {format_bytes(continuous.swap_bytes)} swapped.")],
           "Continuous batching against static batching", key="serving_batching_stats")
     st.caption(md_escape(comparison.text))
+    st.caption(md_escape(PREEMPTION_NOTE))
     policy = st.segmented_control("Step through", ["continuous", "static"], default="continuous", key=POLICY,
                                   required=True)
     step_through(continuous if policy == "continuous" else static, policy)
@@ -253,6 +254,7 @@ elif section == "Prefix caching":
     except ServingError as err:
         fail(err)
     st.info(md_escape(narrate_prefix(off, on, len(scenario.heads))), icon=":material/record_voice_over:")
+    st.caption(md_escape(on.sharing.sentence))
     stats([Stat("Prompt tokens reused", on.prefix_hits),
            Stat("Keys not recomputed", off.work.keys_encoded - on.work.keys_encoded),
            Stat("Mean TTFT", f"{on.mean('ttft'):.3g}", delta=f"{on.mean('ttft') - off.mean('ttft'):+.3g}",

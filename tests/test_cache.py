@@ -9,11 +9,11 @@ from viz import Generation, generate, load_preset
 from viz.core.engine.cache import Cache, CatCache, KVCache, TokenInfo
 from viz.core.serving.compress import EvictingCache, EvictionPolicy, QuantizedCache
 from viz.core.engine.model import ToyModel, make_decoder
-from viz.core.serving.paged import BlockPool, PagedKVCache
+from viz.core.serving.block_manager import BlockManager, PagedKVCache
 
 
 def _caches(heads: int, d_k: int) -> dict[str, Cache]:
-    pool = BlockPool(8, 3, heads, d_k)
+    pool = BlockManager(8, 3, heads, d_k)
     return {"KVCache": KVCache(heads, d_k, capacity=2), "CatCache": CatCache(heads, d_k),
             "PagedKVCache": PagedKVCache(pool), "EvictingCache": EvictingCache(heads, d_k, EvictionPolicy()),
             "QuantizedCache": QuantizedCache(heads, d_k, "int8")}
@@ -45,7 +45,7 @@ def test_every_cache_keeps_the_interface_and_truncates(name):
 
 def test_paged_truncate_returns_empty_blocks_to_the_pool():
     """Rolling back a paged cache frees the blocks it no longer needs."""
-    pool = BlockPool(4, 2, 1, 2)
+    pool = BlockManager(4, 2, 1, 2)
     cache = PagedKVCache(pool)
     cache.append(torch.ones(1, 5, 2), torch.ones(5), _records(1, 5))
     assert pool.free_blocks == 1

@@ -11,13 +11,14 @@ from viz import generate, load_preset, preset_names
 from viz.core.engine.cache import TokenInfo
 from viz.core.limits import MAX_TOKENS
 from viz.core.engine.scenario import Head
-from viz.core.serving.paged import (BlockPool, OutOfBlocks, PagedKVCache, Request, decode_together, same_outputs,
-                       sharing_refusal, variants)
+from viz.core.serving.block_manager import BlockManager, OutOfBlocks, PagedKVCache
+from viz.core.serving.paged import decode_together, same_outputs, sharing_refusal, variants
+from viz.core.serving.sequence import Request
 
 
 def paged(block_size: int, num_blocks: int = 64):
     """make_cache for generate(): a fresh pool and one paged cache on it."""
-    return lambda model: PagedKVCache(BlockPool(num_blocks, block_size, model.num_heads, model.d_k,
+    return lambda model: PagedKVCache(BlockManager(num_blocks, block_size, model.num_heads, model.d_k,
                                                 device=model.device, dtype=model.dtype))
 
 
@@ -72,7 +73,7 @@ def test_paged_cache_matches_for_any_block_size_and_length(block_size, steps):
 
 def test_block_table_spans_only_the_blocks_needed():
     """A cache of 10 tokens in blocks of 4 holds 3 blocks; allocated bytes include the empty slots."""
-    pool = BlockPool(8, 4, 2, 3)
+    pool = BlockManager(8, 4, 2, 3)
     cache = PagedKVCache(pool)
     cache.append(*tokens(1, 10))
     assert cache.table == [0, 1, 2] and len(cache) == 10
@@ -84,7 +85,7 @@ def test_block_table_spans_only_the_blocks_needed():
 def test_fork_shares_blocks_and_copies_on_write():
     """A fork shares the prefix blocks (refcount 2); writing into a shared block copies it first,
     and afterwards each sequence still reads exactly its own tokens."""
-    pool = BlockPool(8, 4, 2, 3)
+    pool = BlockManager(8, 4, 2, 3)
     a = PagedKVCache(pool)
     a.append(*tokens(1, 6))  # blocks 0 (full) and 1 (2 of 4 slots)
     b = a.fork(5)  # shares block 0 and block 1, where b sees only slot 0
@@ -103,7 +104,7 @@ def test_fork_shares_blocks_and_copies_on_write():
 
 def test_fork_refuses_a_prompt_that_differs_from_the_shared_prefix():
     """Appending a prompt whose first tokens differ from the shared blocks is an error, not a silent mix."""
-    pool = BlockPool(4, 4, 2, 3)
+    pool = BlockManager(4, 4, 2, 3)
     a = PagedKVCache(pool)
     a.append(*tokens(1, 4))
     with pytest.raises(ValueError, match="shared prefix"):
@@ -112,14 +113,14 @@ def test_fork_refuses_a_prompt_that_differs_from_the_shared_prefix():
 
 def test_pool_runs_out_of_blocks_with_a_clear_error():
     """More tokens than the pool has slots raise OutOfBlocks."""
-    cache = PagedKVCache(BlockPool(2, 2, 2, 3))
+    cache = PagedKVCache(BlockManager(2, 2, 2, 3))
     with pytest.raises(OutOfBlocks, match="all 2 blocks"):
         cache.append(*tokens(1, 5))
 
 
 def test_positions_must_run_on():
     """Appending with a gap in positions is refused."""
-    cache = PagedKVCache(BlockPool(2, 2, 2, 3))
+    cache = PagedKVCache(BlockManager(2, 2, 2, 3))
     cache.append(*tokens(1, 2))
     with pytest.raises(ValueError, match="gap"):
         cache.append(*tokens(5, 1))
@@ -134,7 +135,7 @@ def test_decoding_together_equals_generating_alone(name, share):
     run = decode_together(scenario, requests, 3, share_prefix=share, device="cpu")
     for request, seq in zip(requests, run.sequences):
         alone = generate(scenario.with_tokens(list(request.tokens), list(request.values)), 5, "kv", device="cpu")
-        assert seq.chosen == tuple(step.token for step in alone.steps)
+        assert seq.words == tuple(step.token for step in alone.steps)
         assert torch.equal(seq.contexts, torch.stack([step.context for step in alone.steps]))
         assert torch.equal(seq.logits, torch.stack([step.logits for step in alone.steps]))
         assert seq.tokens == tuple(alone.tokens[:-1])
@@ -160,10 +161,10 @@ def test_shared_prefix_decoding_equals_unshared_and_uses_fewer_blocks():
     shared = decode_together(scenario, requests, 2, share_prefix=True, device="cpu")
     alone = decode_together(scenario, requests, 2, share_prefix=False, device="cpu")
     assert shared.sharing and not alone.sharing
-    assert [s.shared_prefix for s in shared.sequences] == [0, 3, 4]
+    assert [s.prefix_hits for s in shared.sequences] == [0, 3, 4]
     assert [s.shared_with for s in shared.sequences] == [None, "A", "A"]
     for a, b in zip(shared.sequences, alone.sequences):
-        assert a.chosen == b.chosen and a.tokens == b.tokens
+        assert a.words == b.words and a.tokens == b.tokens
         assert torch.equal(a.contexts, b.contexts) and torch.equal(a.logits, b.logits)
     assert shared.waste.paged_slots < alone.waste.paged_slots
     assert shared.waste.shared > 0 == alone.waste.shared
@@ -201,9 +202,9 @@ def test_sharing_is_refused_when_a_head_reads_n():
     assert sharing_refusal(three).startswith("Heads 'last', 'also' and 'too' read n, so")
     run = decode_together(seed, variants(seed, 3), 4, share_prefix=True, device="cpu")
     assert not run.sharing and "reads n" in run.sharing_note
-    assert all(s.shared_prefix == 0 for s in run.sequences)
+    assert all(s.prefix_hits == 0 for s in run.sequences)
     c = generate(seed.with_tokens(list(variants(seed, 3)[2].tokens), list(variants(seed, 3)[2].values)), 3, "kv")
-    assert run.sequences[2].chosen == tuple(step.token for step in c.steps)
+    assert run.sequences[2].words == tuple(step.token for step in c.steps)
 
 
 def test_waste_report_counts_slots_three_ways():

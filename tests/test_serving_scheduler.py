@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 from viz import load_preset
 from viz.core.engine.scenario import Head
-from viz.core.serving.prefix_cache import CachingPool
+from viz.core.serving.block_manager import BlockManager
 from viz.core.serving.scheduler import decode_alone, same_as_alone, serve
-from viz.core.serving.workload import (WORKLOADS, ServeRequest, ServingConfig, ServingError, Workload, make_request,
-                               token_values, workload_preset)
+from viz.core.serving.sequence import Request
+from viz.core.serving.workload import (WORKLOADS, ServingConfig, ServingError, Workload, make_request, token_values,
+                                       workload_preset)
 from serving_fixtures import one_thread  # noqa: F401  (autouse: one torch thread)
 
 SCENARIO = load_preset("cache-safe")
@@ -121,16 +122,17 @@ def test_a_prefix_shorter_than_a_block_is_not_shared():
 
 def test_the_caching_pool_evicts_the_oldest_cached_block_first():
     """A freed named block stays cached until the free list is empty; then the least recently freed goes."""
-    pool = CachingPool(3, 2, 1, 1, caching=True)
+    pool = BlockManager(3, 2, 1, 1, prefix_caching=True)
     blocks = [pool.allocate() for _ in range(3)]
-    for block, key in zip(blocks, ["a", "b", "c"]):
-        pool.name(block, (key,))
+    for block, word in zip(blocks, ["a", "b", "c"]):  # each block full of one word: its own one-block prefix
+        pool.name_full_blocks([block], 2, [word, word], [1.0, 1.0], 0)
     pool.release(blocks[1])
     pool.release(blocks[0])
     assert pool.available == 2 and pool.free_blocks == 0
     new = pool.allocate()
-    assert new == blocks[1] and ("b",) not in pool.by_key and ("a",) in pool.by_key
-    pool.take(blocks[0])  # a prefix hit revives it
+    assert new == blocks[1] and pool.cached_prefix(["b", "b", "b"], [1.0] * 3) == []
+    assert pool.cached_prefix(["a", "a", "a"], [1.0] * 3) == [blocks[0]]
+    pool.share(blocks[0])  # a prefix hit revives it
     assert pool.refcount[blocks[0]] == 1 and pool.available == 0
 
 
@@ -205,7 +207,7 @@ def test_refusals_name_the_problem():
 def test_token_values_and_the_alone_reference():
     """Prompt tokens take the scenario's value, then the vocabulary's, then 1; decode_alone is generate's run."""
     assert token_values(SCENARIO, ["weather", "nice", "banana"]) == (20.0, 7.0, 1.0)
-    request = ServeRequest("A", 0, SCENARIO.tokens, SCENARIO.values, 5)
+    request = Request(name="A", arrival=0, tokens=SCENARIO.tokens, values=SCENARIO.values, max_new_tokens=5)
     from viz import generate
     steps = decode_alone(SCENARIO, request)
     reference = generate(SCENARIO, 5)

@@ -293,9 +293,9 @@ def sequences_frame(run: PagedRun) -> pd.DataFrame:
     return pd.DataFrame({
         "sequence": [s.name for s in run.sequences],
         "prompt": [" ".join(s.tokens[: s.prompt_length]) for s in run.sequences],
-        "shares": [f"{s.shared_prefix} tokens with {s.shared_with}" if s.shared_with else "—"
+        "shares": [f"{s.prefix_hits} tokens with {s.shared_with}" if s.shared_with else "—"
                    for s in run.sequences],
-        "generated": [" ".join(s.chosen) for s in run.sequences],
+        "generated": [" ".join(s.words) for s in run.sequences],
     })
 
 

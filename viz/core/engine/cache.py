@@ -8,7 +8,7 @@ satisfy it are:
 * :class:`KVCache` here: preallocated buffers written in place, grown by doubling (O(1) amortised).
 * :class:`CatCache` here: the naive cache that concatenates a new copy on every append (O(n) bytes
   moved per token), kept as a teaching object and a benchmark baseline.
-* :class:`viz.core.serving.paged.PagedKVCache`: blocks of a shared pool behind a block table.
+* :class:`viz.core.serving.block_manager.PagedKVCache`: blocks of a shared pool behind a block table.
 * :class:`viz.core.serving.compress.EvictingCache` and :class:`viz.core.serving.compress.QuantizedCache`.
 
 What this module does not do: encode keys or attend (see :mod:`viz.core.engine.model`).
@@ -100,6 +100,12 @@ class Cache(Protocol):
     def nbytes(self) -> int: ...
 
 
+def slot_nbytes(num_heads: int, d_k: int, element_size: int) -> int:
+    """Bytes one token takes in a cache: a key row per head plus its value (records not counted).
+    The one place this formula is written: every cache, pool and server counts with it."""
+    return (num_heads * d_k + 1) * element_size
+
+
 def _check_truncate(length: int, held: int) -> None:
     if not 0 <= length <= held:
         raise ValueError(f"cannot keep {length} of the {held} tokens held")
@@ -187,12 +193,12 @@ class KVCache:
     @property
     def nbytes(self) -> int:
         """Bytes of the K and V held: len · (heads · d_k + 1) · element size."""
-        return self.length * (self.num_heads * self.d_k + 1) * self.element_size
+        return self.length * slot_nbytes(self.num_heads, self.d_k, self.element_size)
 
     @property
     def allocated_nbytes(self) -> int:
         """Bytes of the K and V buffers reserved, including room not filled yet."""
-        return self.capacity * (self.num_heads * self.d_k + 1) * self.element_size
+        return self.capacity * slot_nbytes(self.num_heads, self.d_k, self.element_size)
 
 
 class CatCache:

@@ -34,7 +34,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from .cache import Cache, KVCache, Side, TokenInfo
+from .cache import Cache, KVCache, Side, TokenInfo, slot_nbytes
 from ..device import pick_device
 from ..rules.language import compile_rule
 from .sampling import SampleResult, Sampler
@@ -285,6 +285,15 @@ class Decoder:
         cost, for long prompts (benchmarks) whose n × n weights nobody looks at."""
         self.tokens, self.values = list(tokens), list(values)
 
+    def resume(self, tokens: list[str], values: list[float]) -> None:
+        """Carry on from ``tokens``, which the cache already holds without this decoder having fed
+        them: blocks taken from a prefix cache, or none once the cache was emptied (a server that
+        preempts by recomputation). The next :meth:`extend` continues after them."""
+        cache = self.cache
+        if cache is not None and len(cache) != len(tokens):
+            raise ValueError(f"the cache holds {len(cache)} tokens, not the {len(tokens)} to resume from")
+        self.tokens, self.values = list(tokens), list(values)
+
     def extend(self, tokens: list[str], values: list[float]) -> DecodeResult:
         """Append m ≥ 1 tokens and compute their query rows over every key so far."""
         if not tokens or len(tokens) != len(values):
@@ -440,7 +449,7 @@ class CacheAt:
 
     @property
     def nbytes(self) -> int:
-        return self.length * (self.cache.num_heads * self.cache.d_k + 1) * self.element_size
+        return self.length * self._slot
 
     @property
     def allocated_nbytes(self) -> int:
@@ -448,7 +457,11 @@ class CacheAt:
 
     @property
     def capacity(self) -> int:
-        return self.reserved // ((self.cache.num_heads * self.cache.d_k + 1) * self.element_size)
+        return self.reserved // self._slot
+
+    @property
+    def _slot(self) -> int:
+        return slot_nbytes(self.cache.num_heads, self.cache.d_k, self.element_size)
 
     @property
     def growth_events(self) -> int:
@@ -537,6 +550,16 @@ class Generation:
             raise RuntimeError("prefill with predict=True first")
         token, value = forced if forced is not None else (self.steps[-1].token, self.steps[-1].value)
         return self._predict(self.decoder.decode_step(token, value))
+
+    def feed(self, tokens: list[str], values: list[float], *, predict: bool) -> tuple[WorkCounts, Step | None]:
+        """Extend the sequence by ``tokens`` (a prompt, a chunk of one, or the last chosen word) in one
+        pass; with ``predict``, the newest query's context gives the next prediction, as :meth:`step`
+        does. Returns the pass's work (with the logits when predicting) and the step, if any."""
+        result = self.decoder.extend(tokens, values)
+        if not predict:
+            return result.attention.counts, None
+        step = self._predict(result)
+        return step.counts, step
 
     def _predict(self, result: DecodeResult) -> Step:
         context = result.attention.contexts[:, -1]  # (heads,)

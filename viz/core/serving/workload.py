@@ -1,13 +1,15 @@
 """What a server is asked to do and how it may do it: requests arriving over time, the scheduler's
 settings and limits, and the typed results a run returns, with the metrics read off them.
 
-1. **Requests** (:class:`ServeRequest`): a name, an arrival time, a prompt (tokens and values on the
+1. **Requests** (:class:`~viz.core.serving.sequence.Request`): a name, an arrival time, a prompt (tokens and values on the
    scenario's heads and vocabulary) and the most new tokens it may produce. A **workload** is a
    list of them; :data:`WORKLOADS` holds the presets ("a burst", "one long prompt among short
    ones", "a shared system prompt", "a steady trickle").
 2. **Settings** (:class:`ServingConfig`): the block pool (blocks × block size), how many sequences
-   may run at once, static or continuous batching, whole or chunked prefill, prefix caching, and
-   what to do when the pool runs out (recompute or swap).
+   may run at once, static or continuous batching (:class:`Policy`), whole or chunked prefill, prefix
+   caching, and what to do when the pool runs out (:class:`Preemption`: recompute, as current vLLM
+   does, or swap, as vLLM V0 could). :class:`Sharing` names the two ways blocks are shared (automatic
+   prefix caching, copy on write), each with the sentence a view shows.
 3. **The clock.** The toy runs on a CPU, where a step's wall time says little about a GPU, so
    time is counted in *ticks*: one tick per token an iteration computes, plus a fixed cost per
    iteration (a GPU reads all the weights once per iteration, however many tokens share it). Time
@@ -25,8 +27,8 @@ What this module does not do: schedule (:mod:`viz.core.serving.scheduler`), spec
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import NamedTuple
 
 import torch
@@ -34,6 +36,7 @@ import torch
 from ..engine.model import WorkCounts
 from ..engine.scenario import Scenario
 from ..engine.tokenizer import tokenize
+from .sequence import Request, RequestOutcome
 
 MAX_REQUESTS = 12
 MAX_PROMPT_TOKENS = 96
@@ -44,8 +47,51 @@ BLOCK_SIZES = (1, 2, 4, 8, 16)
 MAX_BATCH = 8
 CHUNK_SIZES = (1, 2, 4, 8, 16, 32, 64)
 MAX_OVERHEAD = 64  # ticks per iteration
-POLICIES = ("continuous", "static")
-PREEMPTIONS = ("recompute", "swap")
+
+
+class Policy(StrEnum):
+    """Who computes when (the values are what share links and the pages carry)."""
+
+    CONTINUOUS = "continuous"  # iteration-level: join and leave at any iteration
+    STATIC = "static"  # a batch runs from its padded prefill to its longest answer
+
+
+class Preemption(StrEnum):
+    """What a continuous server does to a running request when the pool runs out."""
+
+    RECOMPUTE = "recompute"  # free its blocks; compute its tokens again when it returns
+    SWAP = "swap"  # copy its blocks out to other memory and back
+
+
+POLICIES = tuple(p.value for p in Policy)
+PREEMPTIONS = tuple(p.value for p in Preemption)
+PREEMPTION_NOTE = ("Current vLLM (V1) preempts by recomputation only: it frees the request's blocks and "
+                   "computes its tokens again when the request returns, often finding most of them still in "
+                   "the prefix cache, since freed full blocks stay cached until they are needed (the toy does "
+                   "the same with prefix caching on). Swapping blocks out to CPU memory and back was vLLM "
+                   "V0's other option; the toy keeps it to compare the two.")
+
+
+class Sharing(StrEnum):
+    """The two ways a paged server lets sequences share blocks; each view says which one it shows."""
+
+    PREFIX_CACHING = "automatic prefix caching"
+    COPY_ON_WRITE = "copy on write"
+
+    @property
+    def sentence(self) -> str:
+        """What this system shares, and where the other one is taught."""
+        if self is Sharing.PREFIX_CACHING:
+            return ("This view shows vLLM's automatic prefix caching: independent requests share only full "
+                    "blocks, each named by its tokens and every token before it; a partly filled block is "
+                    "never shared. Forks of one sequence (parallel sampling, beam search) share even a partly "
+                    "filled block and copy it on the first write: copy on write, shown on the Memory page.")
+        return ("This view shows copy on write, as vLLM does for forks such as parallel sampling and beam "
+                "search: a later prompt forks the earlier one at their longest common prefix and shares all of "
+                "its blocks, even a partly filled last one, which is copied the first time either sequence "
+                "writes into it. Independent requests in vLLM share only full blocks (automatic prefix "
+                "caching), shown on the Serving page.")
+
 LIMITS = {"requests": MAX_REQUESTS, "prompt tokens per request": MAX_PROMPT_TOKENS,
           "new tokens per request": MAX_NEW_TOKENS, "arrival time (ticks)": MAX_ARRIVAL,
           "blocks in the pool": MAX_BLOCKS, "block size": max(BLOCK_SIZES),
@@ -58,28 +104,9 @@ class ServingError(ValueError):
 
 
 @dataclass(frozen=True)
-class ServeRequest:
-    """One request: when it arrives, its prompt, and how many new tokens it asks for."""
-
-    name: str
-    arrival: int  # ticks
-    tokens: tuple[str, ...]
-    values: tuple[float, ...]  # one V per prompt token
-    max_new_tokens: int  # predictions to make; the last is not fed back
-
-    @property
-    def max_cached(self) -> int:
-        """Tokens it holds at the most: the prompt and every new token but the last (never fed back)."""
-        return len(self.tokens) + self.max_new_tokens - 1
-
-    def blocks_needed(self, block_size: int) -> int:
-        return math.ceil(self.max_cached / block_size)
-
-
-@dataclass(frozen=True)
 class Workload:
     name: str
-    requests: tuple[ServeRequest, ...]
+    requests: tuple[Request, ...]
 
 
 def token_values(scenario: Scenario, tokens: list[str] | tuple[str, ...]) -> tuple[float, ...]:
@@ -99,7 +126,7 @@ def serving_refusal(scenario: Scenario) -> str:
             "numbers than decoding the request alone, so the server needs the cache-safe form.")
 
 
-def make_request(scenario: Scenario, name: str, arrival: int, prompt: str, max_new_tokens: int) -> ServeRequest:
+def make_request(scenario: Scenario, name: str, arrival: int, prompt: str, max_new_tokens: int) -> Request:
     """A request from text, checked against the limits; :class:`ServingError` says what is wrong."""
     label = f"request '{name}'" if name else "a request"
     if not name or len(name) > 20:
@@ -115,10 +142,11 @@ def make_request(scenario: Scenario, name: str, arrival: int, prompt: str, max_n
         raise ServingError(f"{label}: the prompt has {len(tokens)} tokens; give it 1 to {MAX_PROMPT_TOKENS}")
     if any(len(t) > 40 for t in tokens):
         raise ServingError(f"{label}: a token is longer than 40 characters")
-    return ServeRequest(name, arrival, tokens, token_values(scenario, tokens), max_new_tokens)
+    return Request(name=name, arrival=arrival, tokens=tokens, values=token_values(scenario, tokens),
+                   max_new_tokens=max_new_tokens)
 
 
-def check_workload(requests: list[ServeRequest] | tuple[ServeRequest, ...]) -> tuple[ServeRequest, ...]:
+def check_workload(requests: list[Request] | tuple[Request, ...]) -> tuple[Request, ...]:
     if not 1 <= len(requests) <= MAX_REQUESTS:
         raise ServingError(f"a workload has 1 to {MAX_REQUESTS} requests, this one has {len(requests)}")
     names = [r.name for r in requests]
@@ -161,13 +189,14 @@ class ServingConfig:
     num_blocks: int = 24  # physical blocks in the pool
     block_size: int = 4  # token slots per block
     max_batch: int = 4  # sequences running (or prefilling) at once
-    policy: str = "continuous"  # "continuous": iteration-level; "static": a batch runs to its end
+    policy: Policy = Policy.CONTINUOUS  # continuous: iteration-level; static: a batch runs to its end
     chunk_size: int | None = None  # prompt tokens per iteration (chunked prefill); None: whole prompts
     prefix_caching: bool = False  # reuse full blocks whose tokens another request already computed
-    preemption: str = "recompute"  # when the pool runs out: drop and recompute, or swap out
+    preemption: Preemption = Preemption.RECOMPUTE  # when the pool runs out: drop and recompute, or swap out
     overhead: int = 8  # ticks every iteration costs on top of one per token computed
 
     def checked(self) -> "ServingConfig":
+        """This config with its policies as enums; :class:`ServingError` for a setting off the limits."""
         if not 1 <= self.num_blocks <= MAX_BLOCKS:
             raise ServingError(f"the pool holds 1 to {MAX_BLOCKS} blocks")
         if self.block_size not in BLOCK_SIZES:
@@ -182,9 +211,10 @@ class ServingConfig:
             raise ServingError(f"preemption is one of {', '.join(PREEMPTIONS)}")
         if not 0 <= self.overhead <= MAX_OVERHEAD:
             raise ServingError(f"the fixed cost per iteration is 0 to {MAX_OVERHEAD} ticks")
-        if self.policy == "static" and (self.chunk_size is not None or self.prefix_caching):
-            return replace(self, chunk_size=None, prefix_caching=False)  # static batching has neither
-        return self
+        config = replace(self, policy=Policy(self.policy), preemption=Preemption(self.preemption))
+        if config.policy is Policy.STATIC and (config.chunk_size is not None or config.prefix_caching):
+            return replace(config, chunk_size=None, prefix_caching=False)  # static batching has neither
+        return config
 
     @property
     def slots(self) -> int:
@@ -192,13 +222,25 @@ class ServingConfig:
 
 
 # -- results --------------------------------------------------------------------------------
-PHASES = ("not arrived", "waiting", "prefill", "decode", "swapped", "idle", "done")
+class Phase(StrEnum):
+    """What a request did in one iteration."""
+
+    NOT_ARRIVED = "not arrived"
+    WAITING = "waiting"  # arrived (or running) but computed nothing
+    PREFILL = "prefill"  # computed prompt tokens (or recomputed its tokens after preemption)
+    DECODE = "decode"  # computed one token
+    SWAPPED = "swapped"
+    IDLE = "idle"  # finished but still holding a static batch slot
+    DONE = "done"
+
+
+PHASES = tuple(p.value for p in Phase)
 
 
 class SequenceState(NamedTuple):
     """One request during one iteration (a named tuple: a run records thousands of them)."""
 
-    phase: str  # one of PHASES; "idle": finished but still holding a static batch slot
+    phase: Phase
     fed: int  # tokens computed for it in this iteration (prompt chunk, recompute, or 1 to decode)
     cache_length: int  # tokens it holds after the iteration
     table: tuple[int, ...]  # its block table after the iteration (static batching: reserved slots)
@@ -243,42 +285,6 @@ class Iteration:
 
 
 @dataclass(frozen=True)
-class RequestOutcome:
-    """What one request produced and when."""
-
-    name: str
-    prompt_length: int
-    arrival: int  # ticks
-    words: tuple[str, ...]  # the words chosen, one per prediction
-    contexts: torch.Tensor  # (predictions, heads) behind each choice
-    logits: torch.Tensor  # (predictions, vocab)
-    token_times: tuple[int, ...]  # ticks at which each prediction was made (its iteration's end)
-    preemptions: int
-    recomputed: int  # tokens computed again after preemption by recompute
-    prefix_hits: int  # prompt tokens whose keys and values came from the prefix cache
-    swapped_bytes: int  # bytes copied out to swap space and back
-
-    @property
-    def first_token(self) -> int:
-        return self.token_times[0]
-
-    @property
-    def ttft(self) -> int:
-        """Time to first token: arrival to the end of the iteration that predicted it."""
-        return self.first_token - self.arrival
-
-    @property
-    def tpot(self) -> float | None:
-        """Time per output token after the first (None with a single token)."""
-        n = len(self.token_times)
-        return (self.token_times[-1] - self.token_times[0]) / (n - 1) if n > 1 else None
-
-    @property
-    def latency(self) -> int:
-        return self.token_times[-1] - self.arrival
-
-
-@dataclass(frozen=True)
 class ServingRun:
     """A workload served under one configuration."""
 
@@ -289,6 +295,11 @@ class ServingRun:
     outcomes: tuple[RequestOutcome, ...]
     swap_bytes: int  # copied to swap space and back, all requests
     slot_nbytes: int  # bytes of one token slot (keys for every head plus the value)
+
+    @property
+    def sharing(self) -> Sharing | None:
+        """The block-sharing system this run shows: automatic prefix caching when it is on."""
+        return Sharing.PREFIX_CACHING if self.config.prefix_caching else None
 
     @property
     def makespan(self) -> int:
