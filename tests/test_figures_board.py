@@ -18,10 +18,11 @@ from viz.core.engine.model import MODES
 from viz.core.engine.explain import fmt
 from viz.core.lessons.lesson import decode_frame, prefill_frame
 from viz.figures import board
-from viz.figures.base import GOLD, RED, Stat, plain_table, short, stats_row
+from viz.figures.base import MEANINGS, Stat, hatch, plain_table, short, stats_row
 from viz.figures.lesson import CONTEXTS_TITLE
 
 BOARD_JS = Path(board.__file__).resolve().parents[1] / "ui" / "board.js"
+FOCUS, NEW, STALE, CHOSEN = (MEANINGS[name].color for name in ("focus", "new", "stale", "chosen"))
 
 
 def _frame(scenario: Scenario, step: int, head: int = 1, whole: bool = False):
@@ -35,18 +36,21 @@ def _contrast(a: str, b: str) -> float:
 
 
 def test_seed_step_one_cache_marks_the_stale_key_of_so_and_the_new_entry():
-    """Head 'last' at 'so' (position 4) is outlined in vermillion; the entry written this step in gold
-    down both the keys and the value row; the legend names both, in that order."""
+    """Head 'last' at 'so' (position 4) is outlined as stale, hatched and says "stale" in its cell (not
+    a colour alone); the entry written this step is outlined as new down both the keys and the value
+    row; the legend names both, in that order, the stale entry with its hatch."""
     spec = board.cache_board(_frame(load_preset("seed"), 1), load_preset("seed").head_names)
     assert spec["title"].startswith("KV cache: 5 entries")
     assert [g["rows"][0]["label"] for g in spec["groups"]] == ["K even", "V"]
-    assert {"group": 0, "row": 1, "col": 3, "color": RED} in spec["outlines"]
-    assert [o for o in spec["outlines"] if o["color"] == RED] == [{"group": 0, "row": 1, "col": 3, "color": RED}]
-    assert [o for o in spec["outlines"] if o["color"] == GOLD] == [
-        {"group": g, "row": None, "col": 4, "color": GOLD} for g in (0, 1)]
+    assert [o for o in spec["outlines"] if o["color"] == STALE] == [{"group": 0, "row": 1, "col": 3, "color": STALE}]
+    assert [o for o in spec["outlines"] if o["color"] == NEW] == [
+        {"group": g, "row": None, "col": 4, "color": NEW} for g in (0, 1)]
     assert [item["label"] for item in spec["legend"]] == ["stale key", "new entry"]
+    assert spec["legend"][0]["color"] == hatch("stale") and spec["legend"][0]["fill"]
     stale_cell = spec["groups"][0]["rows"][1]["cells"][3]
-    assert "stale" in stale_cell["tip"] and stale_cell["text"] in ("+1", "−1")
+    assert "stale" in stale_cell["tip"] and stale_cell["text"] in ("+1 stale", "−1 stale")
+    assert STALE in stale_cell["bg"] and "gradient" in stale_cell["bg"]
+    assert spec["axes"] == {"rows": "each head's key K, then the value V", "columns": "keys"}
     assert [c["text"] for c in spec["groups"][1]["rows"][0]["cells"]] == ['10', '20', '1', '5', '7']
 
 
@@ -83,9 +87,11 @@ def test_attention_cells_read_as_people_write_numbers_and_masked_cells_are_empty
     assert rows[2]["cells"][0]["text"] == ".33" and rows[4]["cells"][0]["text"] == "0"
     assert rows[0]["cells"][1]["text"] == "" and "masked" in rows[0]["cells"][1]["tip"]
     assert rows[4]["cells"][0]["tip"].endswith(f"weight {fmt(5.6e-8)}")
-    assert spec["outlines"] == [{"group": 0, "row": 4, "col": None, "color": GOLD},
-                                {"group": 0, "row": 4, "col": 4, "color": RED}]
+    assert spec["outlines"] == [{"group": 0, "row": 4, "col": None, "color": FOCUS},
+                                {"group": 0, "row": 4, "col": 4, "color": NEW}]
     assert [item["label"] for item in spec["legend"]] == ["newest query", "new key"]
+    assert spec["axes"] == {"rows": "queries", "columns": "keys"} and spec["title"].endswith(
+        "rows: queries, columns: keys")
 
 
 def test_every_cell_text_reads_on_its_colour():
@@ -105,14 +111,28 @@ def test_windows_that_fit_go_to_the_board_and_whole_long_matrices_to_plotly():
 
 
 def test_next_word_bars_mark_the_chosen_word():
-    """The chosen word's bar is gold; the title gives it with its probability; shares stay in 0..1."""
+    """The chosen word's bar has the chosen colour; the title gives it with its probability; shares
+    stay in 0..1. Greedy decoding filters nothing, so the legend says "another word", never "kept"."""
     frame = prefill_frame(generate(load_preset("seed"), 1), 4, 0)
     spec = board.words_board(frame)
-    chosen = [b for b in spec["bars"] if b["color"] == GOLD]
+    chosen = [b for b in spec["bars"] if b["color"] == CHOSEN]
     assert len(chosen) == 1 and chosen[0]["label"] == frame.next_token == "nice"
     assert spec["title"] == f"Next word: 'nice' (p = {frame.next_p:.2f})"
     assert all(0 <= b["share"] <= 1 for b in spec["bars"])
-    assert spec["legend"][0]["label"] == "chosen"
+    assert [item["label"] for item in spec["legend"]] == ["chosen", "another word"]
+
+
+def test_next_word_bars_under_top_k_say_kept_and_hatch_the_words_left_out():
+    """With top-k = 2 the third word is filtered out: hatched and named so, and the word kept beside
+    the chosen one says "kept by top-k/top-p"."""
+    seed = load_preset("seed")
+    sampled = Scenario.from_dict({**seed.to_dict(), "sampling": {"strategy": "sample", "temperature": 1,
+                                                                 "top_k": 2, "top_p": 1, "seed": 0}})
+    spec = board.words_board(prefill_frame(generate(sampled, 1), 4, 0))
+    labels = [item["label"] for item in spec["legend"]]
+    assert "filtered out by top-k/top-p" in labels and "kept by top-k/top-p" in labels
+    left_out = [b for b in spec["bars"] if "filtered out" in b["tip"]]
+    assert left_out and all(b["color"] == hatch("left out") for b in left_out)
 
 
 @pytest.mark.parametrize("token", ["<img src=x onerror=alert(1)>", "**b** [l](u)", "&amp;"])
@@ -210,7 +230,7 @@ def test_contexts_board_holds_every_heads_context_and_windows_long_prompts():
     last_row = spec["groups"][0]["rows"][3]
     assert last_row["label"] == "all" and [c["text"] for c in last_row["cells"]] == ["10", "15", "10.33", "9"]
     assert last_row["cells"][2]["tip"] == "head all\nposition 3 · is\ncontext 10.33"
-    assert spec["outlines"] == [{"group": 0, "row": None, "col": 3, "color": GOLD}]
+    assert spec["outlines"] == [{"group": 0, "row": None, "col": 3, "color": FOCUS}]
     long = seed.with_tokens([f"t{i}" for i in range(40)], [float(i) for i in range(40)])
     trace = generate(long, 1, "kv")
     spec = board.contexts_board(trace, 20)
@@ -220,7 +240,7 @@ def test_contexts_board_holds_every_heads_context_and_windows_long_prompts():
     assert [r["cells"][7] for r in spec["groups"][0]["rows"]] == [r["cells"][5] for r in later["groups"][0]["rows"]]
     short_prompt = long.with_tokens(list(long.tokens[:16]), list(long.values[:16]))
     sixteen = board.contexts_board(generate(short_prompt, 1, "kv"), 3)
-    assert (len(sixteen["columns"]), sixteen["title"]) == (16, CONTEXTS_TITLE)
+    assert len(sixteen["columns"]) == 16 and sixteen["title"].startswith(CONTEXTS_TITLE + " · rows: heads")
     assert board.contexts_board(trace, 39)["columns"][-1] == "40 · t39"  # the window stays inside the prompt
     assert board.contexts_board(trace, 20, whole=True) is None
 

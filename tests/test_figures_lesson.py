@@ -11,7 +11,7 @@ from viz.core.engine.model import MODES
 from viz.core.engine.explain import check_cache, fmt
 from viz.core.lessons.lesson import WINDOW, decode_frame, make_window, prefill_frame
 from viz.figures import lesson
-from viz.figures.base import title_room
+from viz.figures.base import MEANINGS, title_room
 from viz.ui.common import PRESENTER_TEXT_PX, presenter_text
 
 
@@ -42,8 +42,11 @@ def test_seed_step_one_marks_the_stale_key_of_so():
     assert frame.cache.stale == ((1, 3),) and frame.cache.written == (4,)
     fig = lesson.cache_figure(frame, load_preset("seed").head_names)
     assert [t.name for t in fig.data if t.type == "scatter"] == ["stale key", "new entry"]
-    red = [s for s in fig.layout.shapes if s.line.color == lesson.RED]
-    assert len(red) == 1 and (red[0].x0, red[0].y0) == (2.5, 0.5)  # column of 'so', row of 'last'
+    stale = [s for s in fig.layout.shapes if s.line.color == MEANINGS["stale"].color]
+    assert len(stale) == 1 and (stale[0].x0, stale[0].y0) == (2.5, 0.5)  # column of 'so', row of 'last'
+    assert stale[0].line.dash == "dot"
+    hatch = next(t for t in fig.data if t.name == "stale key")  # the pattern over the cell, not a colour alone
+    assert (list(hatch.x), list(hatch.y), hatch.marker.symbol) == ([3], [1], "line-ne-open")
 
 
 def test_stale_summary_is_a_sentence():
@@ -133,16 +136,42 @@ def test_stage_heatmaps_at_13_tokens_have_no_colliding_labels():
     assert seed[0][1] == "masked" and seed[3][0] == "0"  # four keys: the word fits, near-zero is 0
 
 
-def test_a_long_figure_title_breaks_into_lines_that_fit_a_phone_and_keeps_the_plot_size():
-    """Plotly does not wrap titles: one longer than a phone's chart is broken at spaces into lines of
-    at most 46 characters, and the figure grows by the extra lines above the plot. Escaped visitor
-    text keeps its entities whole."""
-    from viz.figures.base import TITLE_CHARS, TITLE_LINE_PX, frame
+def test_a_long_figure_title_breaks_by_the_figures_width_into_even_lines_and_keeps_the_plot_size():
+    """Plotly does not wrap titles: one longer than its chart is broken at spaces for the width the
+    figure is drawn at (a phone's unless told), its first line clear of the toolbar, into even lines
+    (no word left alone), and the figure grows by the extra lines above the plot. Escaped visitor text
+    keeps its entities whole."""
+    from viz.figures.base import DESKTOP_PX, PHONE_PX, title_chars, frame
 
     long = "Per request: waiting for the first token, then the pace of the rest &lt;b&gt;"
     short = frame("Short title", 300, top=40)
     wrapped = frame(long, 300, top=40)
     lines = wrapped["title"]["text"].split("<br>")
-    assert short["title"]["text"] == "Short title" and len(lines) == 2
-    assert all(len(line) <= TITLE_CHARS for line in lines) and " ".join(lines) == long
-    assert wrapped["height"] - short["height"] == wrapped["margin"]["t"] - short["margin"]["t"] == TITLE_LINE_PX
+    first, rest = title_chars(PHONE_PX)
+    assert short["title"]["text"] == "Short title" and len(lines) == 3 and " ".join(lines) == long
+    assert len(lines[0]) <= first and all(len(line) <= rest for line in lines)
+    assert max(map(len, lines)) - min(map(len, lines)) <= 4  # even: no orphan
+    assert wrapped["height"] - short["height"] == wrapped["margin"]["t"] - short["margin"]["t"] == 2 * 20
+    wide = frame(long, 300, top=40, width=DESKTOP_PX)
+    assert wide["title"]["text"] == long and wide["height"] == short["height"]
+
+
+def test_fit_refits_a_title_for_a_presenter_screen_and_raises_every_text_to_16_px():
+    """fit() breaks the title again for the width and type it is drawn at (presenter: 20-px type, so
+    a title that fit one desktop line takes two at a narrow column) and raises cells, ticks, legends
+    and notes to 16 px; at a desk nothing is under 12 px."""
+    from viz.figures.base import PRESENTER_FONTS, fit, font_sizes
+    runs = _runs(load_preset("seed"), 1)
+    frame = decode_frame(runs["kv"], runs["kv"], runs["recompute"], 1, 1)
+    fig = lesson.cache_figure(frame, ["a", "b", "c", "d"])
+    base_height = fig.layout.meta["height"]
+    fit(fig, width=420, presenter=True)
+    assert fig.layout.title.font.size == PRESENTER_FONTS.title
+    lines = fig.layout.title.text.count("<br>") + 1
+    assert lines >= 2 and fig.layout.height == base_height + PRESENTER_FONTS.line * (lines - 1)
+    spec = fig.to_plotly_json()
+    assert all(t["textfont"]["size"] >= 16 for t in spec["data"] if "textfont" in t)
+    assert spec["layout"]["legend"]["font"]["size"] >= 16
+    desk = lesson.attention_figure(frame, "last").to_plotly_json()
+    assert desk["layout"]["font"]["size"] >= font_sizes().text
+    assert all(t["textfont"]["size"] >= 12 for t in desk["data"] if t.get("texttemplate"))

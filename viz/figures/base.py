@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import re
-import textwrap
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -20,17 +19,13 @@ import plotly.graph_objects as go
 import torch
 
 from ..core.engine.explain import NEAR_ZERO, fmt
+from .meanings import (BLACK, BLUE, FREE, GREEN, INK, LEFT_OUT, MASKED, MEANINGS, ORANGE, PURPLE, RESERVED,
+                       SERIES, SKY, VERMILLION, YELLOW, Meaning, hatch, meaning, series)
 
-# Okabe and Ito's colour-blind-safe palette: blue, orange and vermillion stay apart for every common
-# kind of colour blindness (and by lightness in grey). Gold outlines the row in focus, red marks a
-# single cell; masked cells are a neutral grey that no colour scale uses.
-BLUE = "#0072B2"
-GOLD = "#E69F00"
-RED = "#D55E00"
-PURPLE = "#CC79A7"
-SKY = "#56B4E9"
-MASKED = "#d9d9d9"
-INK = "#262730"  # text, and marks that must read on any cell colour
+# The colours and what each means live in one table (viz.figures.meanings), imported from here by
+# every figure module; GOLD and RED are the older names of two of them.
+GOLD = ORANGE  # the focus
+RED = VERMILLION  # a series colour only
 
 
 def safe(text: str) -> str:
@@ -44,39 +39,140 @@ def labels(tokens: Sequence[str], start: int = 1) -> list[str]:
     return [f"{i} · {safe(t)}" for i, t in enumerate(tokens, start)]
 
 
-TITLE_CHARS = 46  # a line of a 15-px title that fits a phone's chart (about 340 px; Plotly does not wrap)
-TITLE_LINE_PX = 20
+@dataclass(frozen=True)
+class FontSizes:
+    """Type sizes inside a figure: ``text`` the least any text may be (cells, ticks, legends, notes),
+    ``base`` what nothing sets for itself, ``title`` the title's, ``line`` a title line's height."""
+
+    text: int
+    base: int
+    title: int
+    line: int
 
 
-def _title_lines(text: str) -> list[str]:
-    return [wrapped for line in text.split("<br>")
-            for wrapped in (textwrap.wrap(line, TITLE_CHARS, break_long_words=False) or [""])]
+DESKTOP_FONTS = FontSizes(text=12, base=12, title=15, line=20)
+PRESENTER_FONTS = FontSizes(text=16, base=18, title=20, line=26)
 
 
-def title(text: str) -> dict:
-    """A figure's title: left-aligned, 15 px, in lines that fit a phone (escaped text keeps its
+def font_sizes(presenter: bool = False) -> FontSizes:
+    """The type sizes of a figure at a desk (no text under 12 px) or on a projector (none under 16 px)."""
+    return PRESENTER_FONTS if presenter else DESKTOP_FONTS
+
+
+# Widths a figure is drawn at (px): a phone's chart (390-px screen), the main column at 1440 × 900
+# beside the sidebar, and presenter mode's at 1280 × 720 with the sidebar folded. Plotly does not
+# wrap titles: :func:`titled` breaks them for the width it is told, a phone's unless the Streamlit
+# layer, which knows its columns, re-fits the figure (:func:`fit`).
+PHONE_PX = 358
+DESKTOP_PX = 880
+PRESENTER_PX = 1180
+TOOLBAR_PX = 120  # the chart's toolbar (four buttons, top right): the title's first line stays clear of it
+CHAR_EM = 0.52  # an average character of the title's type, in ems
+
+
+def _greedy(words: list[str], first: int, rest: int) -> list[str]:
+    """Words into lines of at most ``first`` (the first line) and ``rest`` characters; a word longer
+    than its line stays whole."""
+    lines: list[str] = []
+    for word in words:
+        limit = first if len(lines) == 1 else rest
+        if lines and len(lines[-1]) + 1 + len(word) <= limit:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _wrap(line: str, first: int, rest: int) -> list[str]:
+    """One title line broken at spaces: the first at most ``first`` characters, the others ``rest``,
+    and balanced (the fewest lines, then as even as they go: no word left alone on the last)."""
+    words = line.split()
+    if not words:
+        return [""]
+    count = len(_greedy(words, first, rest))
+    while rest > 1 and len(_greedy(words, min(first, rest - 1), rest - 1)) == count:
+        rest -= 1
+    return _greedy(words, min(first, rest), rest)
+
+
+def title_chars(width: int = PHONE_PX, presenter: bool = False) -> tuple[int, int]:
+    """How many characters of a title fit on its first line (beside the toolbar) and on the others."""
+    per_char = font_sizes(presenter).title * CHAR_EM
+    return max(12, int((width - TOOLBAR_PX) / per_char)), max(12, int(width / per_char))
+
+
+def _title_lines(text: str, width: int = PHONE_PX, presenter: bool = False) -> list[str]:
+    first, rest = title_chars(width, presenter)
+    return [wrapped for line in text.split("<br>") for wrapped in _wrap(line, first, rest)]
+
+
+def title(text: str, width: int = PHONE_PX, presenter: bool = False) -> dict:
+    """A figure's title: left-aligned, in lines that fit ``width`` pixels (escaped text keeps its
     entities whole: they hold no spaces)."""
-    return dict(text="<br>".join(_title_lines(text)), x=0, xanchor="left", font=dict(size=15))
+    return dict(text="<br>".join(_title_lines(text, width, presenter)), x=0, xanchor="left",
+                font=dict(size=font_sizes(presenter).title))
 
 
-def title_room(text: str) -> int:
+def title_room(text: str, width: int = PHONE_PX, presenter: bool = False) -> int:
     """The top margin a title's lines take beyond its first."""
-    return TITLE_LINE_PX * (len(_title_lines(text)) - 1)
+    return font_sizes(presenter).line * (len(_title_lines(text, width, presenter)) - 1)
 
 
-def titled(text: str, height: int, top: int, **placement: Any) -> dict:
-    """Layout entries for a figure titled ``text``: the title (placed by ``placement``), tight
-    margins, and the height and top margin grown by the title's extra lines, so the plot keeps its size."""
-    room = title_room(text)
-    return dict(title=dict(**title(text), **placement), height=height + room,
-                margin=dict(l=10, r=10, t=top + room, b=10))
+def titled(text: str, height: int, top: int, *, width: int = PHONE_PX, presenter: bool = False,
+           **placement: Any) -> dict:
+    """Layout entries for a figure titled ``text``: the title (placed by ``placement``) in lines that
+    fit ``width``, tight margins, the height and top margin grown by the title's extra lines (so the
+    plot keeps its size), the base type size, and in ``meta`` what :func:`fit` needs to do it again."""
+    room = title_room(text, width, presenter)
+    sizes = font_sizes(presenter)
+    return dict(title=dict(**title(text, width, presenter), **placement), height=height + room,
+                margin=dict(l=10, r=10, t=top + room, b=10), font=dict(size=sizes.base),
+                meta=dict(title=text, height=height, top=top))
 
 
-def frame(title_text: str, height: int, top: int = 46, background: str = MASKED, **extra: Any) -> dict:
-    """The layout every figure shares: a left-aligned title at the top, tight margins, a height."""
+def frame(title_text: str, height: int, top: int = 46, background: str = MASKED, *, width: int = PHONE_PX,
+          presenter: bool = False, **extra: Any) -> dict:
+    """The layout every figure shares: a left-aligned title at the top (in lines for ``width``),
+    tight margins, a height."""
     # Plotly lifts a title's first line by part of the lines below it when anchored at its top
-    return dict(**titled(title_text, height, top, y=1, yanchor="top", yref="container",
-                         pad=dict(t=8 + title_room(title_text) // 2)), plot_bgcolor=background, **extra)
+    layout = titled(title_text, height, top, width=width, presenter=presenter, y=1, yanchor="top",
+                    yref="container", pad=dict(t=8 + title_room(title_text, width, presenter) // 2))
+    layout["meta"]["pad"] = True
+    return dict(**layout, plot_bgcolor=background, **extra)
+
+
+def _at_least(font: Any, size: int) -> None:
+    font.size = max(font.size or 0, size)
+
+
+def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Figure:
+    """Fit a figure to where it is drawn: its title broken again for ``width`` pixels (its height and
+    top margin following, so the plot keeps its size and a long title never runs into subplot
+    titles), and every text inside at least :func:`font_sizes`' ``text`` (16 px in presenter mode:
+    cells, ticks, axis titles, legends, notes, colour bars). The Streamlit layer calls it with the
+    width of the column a figure goes in."""
+    sizes = font_sizes(presenter)
+    layout = fig.layout
+    meta = layout.meta if isinstance(layout.meta, dict) else {}
+    if "title" in meta:
+        text, room = meta["title"], title_room(meta["title"], width, presenter)
+        layout.title.update(title(text, width, presenter))
+        layout.height, layout.margin.t = meta["height"] + room, meta["top"] + room
+        if meta.get("pad"):
+            layout.title.pad.t = 8 + room // 2
+    _at_least(layout.font, sizes.base)
+    _at_least(layout.legend.font, sizes.text)
+    for note in layout.annotations:
+        _at_least(note.font, sizes.text)
+    big = dict(tickfont_size=sizes.text, title_font_size=sizes.text)  # Streamlit's theme sizes its own
+    fig.for_each_xaxis(lambda axis: axis.update(big))
+    fig.for_each_yaxis(lambda axis: axis.update(big))
+    for trace in fig.data:
+        if "textfont" in trace:
+            _at_least(trace.textfont, sizes.text)
+        if "colorbar" in trace:
+            trace.colorbar.update(big)
+    return fig
 
 
 def figure(data: list, layout: dict) -> go.Figure:
@@ -87,6 +183,55 @@ def rect(x0: float, x1: float, y0: float, y1: float, color: str, width: int = 3,
          ref: tuple[str, str] = ("x", "y")) -> dict:
     return dict(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, xref=ref[0], yref=ref[1],
                 line=dict(color=color, width=width))
+
+
+def _look(name: str, label: str | None) -> tuple[Meaning, str]:
+    """A meaning and the legend words for it: its label, or one of the other words it may go by."""
+    look = MEANINGS[name]
+    label = look.label if label is None else label
+    if label not in look.labels:
+        raise ValueError(f"{label!r} is not a word for {name!r}: say one of {look.labels}")
+    return look, label
+
+
+def outline(name: str, x0: float, x1: float, y0: float, y1: float, width: int = 3,
+            ref: tuple[str, str] = ("x", "y")) -> dict:
+    """A rectangle drawn in the colour and dash of the meaning ``name``."""
+    shape = rect(x0, x1, y0, y1, MEANINGS[name].color, width, ref)
+    shape["line"]["dash"] = MEANINGS[name].dash
+    return shape
+
+
+def legend_marker(name: str, label: str | None = None, filled: bool = False) -> go.Scatter:
+    """A Plotly legend entry for the meaning ``name`` (an outline, or with ``filled`` a filled
+    square; a patterned meaning shows its pattern's mark): shapes and cell colours have no legend
+    entry of their own."""
+    look, label = _look(name, label)
+    symbol = _PATTERN_SYMBOLS.get(look.pattern, "square" if filled else "square-open")
+    return go.Scatter(x=[None], y=[None], mode="markers", name=label, hoverinfo="skip",
+                      marker=dict(symbol=symbol, size=14, color=look.color,
+                                  line=dict(width=3 if not filled or look.pattern else 1, color=look.color)))
+
+
+_PATTERN_SYMBOLS = {"/": "line-ne-open", "\\": "line-nw-open", "x": "x-thin-open", ".": "circle-dot"}
+
+
+def pattern_marks(name: str, x: Sequence[float], y: Sequence[float], size: int = 22,
+                  ref: tuple[str, str] = ("x", "y"), label: str | None = None) -> go.Scatter:
+    """The pattern of the meaning ``name`` laid over heatmap cells (a heatmap cell has no fill
+    pattern): one mark per cell at (x, y), named for the legend."""
+    look, label = _look(name, label)
+    return go.Scatter(x=list(x), y=list(y), mode="markers", name=label, hoverinfo="skip", xaxis=ref[0], yaxis=ref[1],
+                      marker=dict(symbol=_PATTERN_SYMBOLS[look.pattern], size=size, color=look.color,
+                                  line=dict(width=3, color=look.color)))
+
+
+def legend_item(name: str, label: str | None = None, filled: bool = False) -> dict:
+    """A board legend entry (``viz/ui/board``) for the meaning ``name``: an outlined swatch, or a
+    filled one (its pattern drawn, for a patterned meaning)."""
+    look, label = _look(name, label)
+    filled = filled or bool(look.pattern)
+    return {"label": label, "color": hatch(name) if look.pattern else look.color, "fill": filled}
 
 
 def grid(rows: int, cols: int, titles: Sequence[str] = (), *, hspace: float = 0.06, vspace: float = 0.12,
@@ -187,29 +332,38 @@ def _colorbar(kind: str, title: str | None) -> dict | None:
     return bar
 
 
-def matrix_axes(cols: int, side: str = "top") -> tuple[dict, dict]:
-    """x and y axis settings for a query × key matrix: categories, first row at the top."""
-    return (dict(type="category", side=side, tickangle=0 if cols <= 8 else -45),
-            dict(type="category", autorange="reversed"))
+QUERY_KEY = ("key (columns)", "query (rows)")  # the axis titles of every query × key matrix
+
+
+def matrix_axes(cols: int, side: str = "top", titles: tuple[str, str] = QUERY_KEY) -> tuple[dict, dict]:
+    """x and y axis settings for a matrix: categories, first row at the top, and axis titles that
+    say what the columns and the rows are (keys and queries unless ``titles`` says otherwise)."""
+    return (dict(type="category", side=side, tickangle=0 if cols <= 8 else -45, title=dict(text=titles[0])),
+            dict(type="category", autorange="reversed", title=dict(text=titles[1])))
 
 
 def heatmap(z: torch.Tensor, x: list[str], y: list[str], title: str, *, kind: str = "weights",
             hover: str = "", highlight_row: int | None = None,
-            highlight_cells: Sequence[tuple[int, int]] = (), annotate: bool | None = None,
+            highlight_cells: Sequence[tuple[int, int]] = (), cells_mean: str = "new", annotate: bool | None = None,
             height: int | None = None, visible: torch.Tensor | None = None,
-            key_values: Sequence[float] | None = None, scale: str | None = None) -> go.Figure:
-    """An annotated heatmap figure (see :func:`heatmap_trace`), with optional gold row outline and
-    red cell outlines. x and y labels must already be escaped."""
+            key_values: Sequence[float] | None = None, scale: str | None = None,
+            axes: tuple[str, str] = QUERY_KEY, legend: Sequence[tuple[str, str]] = ()) -> go.Figure:
+    """An annotated heatmap figure (see :func:`heatmap_trace`) of a matrix whose columns and rows
+    ``axes`` names, with the row in focus outlined and ``highlight_cells`` outlined as the meaning
+    ``cells_mean``; ``legend`` lists (meaning, words) entries for those outlines. x and y labels must
+    already be escaped."""
     rows, cols = z.shape
-    shapes = [rect(-0.5, cols - 0.5, r - 0.5, r + 0.5, GOLD) for r in
+    shapes = [outline("focus", -0.5, cols - 0.5, r - 0.5, r + 0.5) for r in
               ([highlight_row] if highlight_row is not None else [])]
-    shapes += [rect(c - 0.5, c + 0.5, r - 0.5, r + 0.5, RED) for r, c in highlight_cells]
-    xaxis, yaxis = matrix_axes(cols)
+    shapes += [outline(cells_mean, c - 0.5, c + 0.5, r - 0.5, r + 0.5) for r, c in highlight_cells]
+    xaxis, yaxis = matrix_axes(cols, titles=axes)
     cell = 34 if rows <= 16 else max(8, 640 // rows)  # long sequences shrink their rows
     trace = heatmap_trace(z, x, y, kind=kind, hover=hover, visible=visible, key_values=key_values,
                           annotate=annotate, scale=scale)
-    return figure([trace], frame(title, height or max(200, 100 + cell * rows), top=80, xaxis=xaxis,
-                                 yaxis=yaxis, shapes=shapes))
+    marks = [legend_marker(name, words) for name, words in legend]
+    extra = dict(showlegend=True, legend=dict(orientation="h", x=0, y=-0.02, yanchor="top")) if marks else {}
+    return figure([trace, *marks], frame(title, (height or max(200, 100 + cell * rows)) + (30 if marks else 0),
+                                         top=96, xaxis=xaxis, yaxis=yaxis, shapes=shapes, **extra))
 
 
 def figure_table(fig: go.Figure) -> pd.DataFrame:

@@ -13,10 +13,14 @@ sequence) stay Plotly figures (``viz.figures.lesson``), where zoom and pan matte
 
 Spec shapes (plain JSON):
 
-* matrix: ``{"kind": "matrix", "title", "columns": [label], "groups": [{"rows": [{"label", "cells":
-  [{"bg", "fg", "text", "tip"}]}]}], "outlines": [{"group", "row", "col", "color"}], "gap_after": col
-  or null, "legend": [{"label", "color"}], "label": str}``; an outline's ``col`` null spans the row,
-  ``row`` null spans the group's rows.
+* matrix: ``{"kind": "matrix", "title", "axes": {"rows", "columns"}, "columns": [label], "groups":
+  [{"rows": [{"label", "cells": [{"bg", "fg", "text", "tip"}]}]}], "outlines": [{"group", "row", "col",
+  "color"}], "gap_after": col or null, "legend": [{"label", "color", "fill"}], "label": str}``; an
+  outline's ``col`` null spans the row, ``row`` null spans the group's rows. The title ends by saying
+  what the rows and columns are (``axes``, in words).
+* A cell's ``bg`` and a legend entry's ``color`` are CSS backgrounds: a colour, or for a patterned
+  meaning (a stale key) its hatch over the cell's colour (:func:`viz.figures.meanings.hatch`). Every
+  colour that marks something comes from :data:`viz.figures.meanings.MEANINGS` and has its legend entry.
 * bars: ``{"kind": "bars", "title", "bars": [{"label", "share", "text", "color", "tip"}], "legend",
   "axis": "probability", "label"}``.
 """
@@ -30,7 +34,7 @@ import plotly.colors
 from ..core.engine.model import Trace
 from ..core.engine.explain import fmt
 from ..core.lessons.lesson import LessonFrame
-from .base import BLUE, GOLD, MASKED, RED, short
+from .base import MASKED, MEANINGS, hatch, legend_item, short
 from .lesson import CELL_TEXT_COLUMNS, CELL_TEXT_ROWS, CONTEXTS_TITLE, attention_title, cache_title
 
 BLACK, WHITE = "#000000", "#ffffff"
@@ -81,12 +85,21 @@ def _labels(frame_: LessonFrame, positions: tuple[int, ...]) -> list[str]:
     return [f"{p + 1} · {frame_.tokens[p]}" for p in positions]
 
 
+def _color(name: str) -> str:
+    return MEANINGS[name].color
+
+
+def _axes(title: str, rows: str, columns: str) -> dict:
+    """A matrix spec's title, ending with what its rows and columns are, and those words."""
+    return {"title": f"{title} · rows: {rows}, columns: {columns}", "axes": {"rows": rows, "columns": columns}}
+
+
 def attention_board(frame_: LessonFrame, head: str, *, newest_key: bool = False) -> dict:
     """One head's attention window (see :func:`viz.figures.lesson.attention_figure`, same content):
-    rows are queries, columns keys, the focus row outlined in gold and, with ``newest_key``, the key
-    written this step in vermillion."""
+    rows are queries, columns keys, the focus row outlined as the focus and, with ``newest_key``, the
+    key written this step as new (viz.figures.meanings)."""
     window = frame_.window
-    title = attention_title(frame_, head)
+    named = _axes(attention_title(frame_, head), "queries", "keys")
     columns, row_labels = _labels(frame_, window.keys), _labels(frame_, window.rows)
     rows = []
     for label, weights in zip(row_labels, frame_.weights.detach().double().cpu().tolist()):
@@ -99,15 +112,16 @@ def attention_board(frame_: LessonFrame, head: str, *, newest_key: bool = False)
     outlines, legend = [], []
     focus = window.rows.index(frame_.focus) if frame_.focus in window.rows else None
     if focus is not None:
-        outlines.append({"group": 0, "row": focus, "col": None, "color": GOLD})
+        outlines.append({"group": 0, "row": focus, "col": None, "color": _color("focus")})
         newest = newest_key or frame_.cache.written != window.keys
-        legend.append({"label": "newest query" if newest else "query in focus", "color": GOLD})
+        legend.append(legend_item("focus", "newest query" if newest else "query in focus"))
         if newest_key and frame_.focus in window.keys:
-            outlines.append({"group": 0, "row": focus, "col": window.keys.index(frame_.focus), "color": RED})
-            legend.append({"label": "new key", "color": RED})
-    return {"kind": "matrix", "title": title, "columns": columns, "groups": [{"rows": rows}],
+            outlines.append({"group": 0, "row": focus, "col": window.keys.index(frame_.focus),
+                             "color": _color("new")})
+            legend.append(legend_item("new"))
+    return {"kind": "matrix", **named, "columns": columns, "groups": [{"rows": rows}],
             "outlines": outlines, "gap_after": 0 if window.skipped else None, "legend": legend,
-            "label": f"{title}: attention weights, rows are queries and columns keys"}
+            "label": f"{named['title']}: attention weights"}
 
 
 def _sign(v: float) -> str:
@@ -116,8 +130,8 @@ def _sign(v: float) -> str:
 
 def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
     """The keys (one ±1 row per head) and values under the window's keys (see
-    :func:`viz.figures.lesson.cache_figure`, same content): stale cached keys outlined in vermillion,
-    the entry written this step in gold."""
+    :func:`viz.figures.lesson.cache_figure`, same content): each stale cached key hatched, outlined
+    and named "stale" in its cell (never by colour alone), the entry written this step outlined as new."""
     view = frame_.cache
     columns = _labels(frame_, view.keys)
     stale = set(view.stale)
@@ -126,47 +140,52 @@ def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
         cells = []
         for c, (label, s) in enumerate(zip(columns, signs)):
             tip = f"head {name}\n{'cached key' if view.cached else 'key'} of {label}: {_sign(s)}"
+            cell = _cell("RdBu", (s + 1) / 2, _sign(s), tip)
             if (h, view.keys[c]) in stale:
-                tip += "\nstale: encoding it again gives the opposite"
-            cells.append(_cell("RdBu", (s + 1) / 2, _sign(s), tip))
+                # the cached sign and the word where a cell holds both (a lesson window), else the word
+                cell.update(bg=hatch("stale", cell["bg"]), text=f"{_sign(s)} stale" if len(columns) <= 9 else "stale",
+                            tip=tip + "\nstale: encoding it again gives the opposite")
+            cells.append(cell)
         key_rows.append({"label": f"K {name}", "cells": cells})
     values = view.values.detach().double().cpu().tolist()
     low, high = (min(values), max(values)) if values else (0.0, 0.0)
     value_row = {"label": "V", "cells": [
         _cell("Viridis", (v - low) / (high - low) if high > low else 0.5, short(v), f"value of {label}: {fmt(v)}")
         for label, v in zip(columns, values)]}
-    outlines = [{"group": 0, "row": h, "col": view.keys.index(p), "color": RED} for h, p in sorted(stale)]
-    legend = [{"label": "stale key", "color": RED}] if stale else []
+    outlines = [{"group": 0, "row": h, "col": view.keys.index(p), "color": _color("stale")} for h, p in sorted(stale)]
+    legend = [legend_item("stale")] if stale else []
     if len(view.written) == 1 and view.written[0] in view.keys:
         col = view.keys.index(view.written[0])
-        outlines += [{"group": g, "row": None, "col": col, "color": GOLD} for g in (0, 1)]
-        legend.append({"label": "new entry" if view.cached else "new key", "color": GOLD})
-    title = cache_title(view)
-    return {"kind": "matrix", "title": title, "columns": columns, "groups": [{"rows": key_rows}, {"rows": [value_row]}],
+        outlines += [{"group": g, "row": None, "col": col, "color": _color("new")} for g in (0, 1)]
+        legend.append(legend_item("new", "new entry" if view.cached else "new key"))
+    named = _axes(cache_title(view), "each head's key K, then the value V", "keys")
+    return {"kind": "matrix", **named, "columns": columns, "groups": [{"rows": key_rows}, {"rows": [value_row]}],
             "outlines": outlines, "gap_after": None, "legend": legend,
-            "label": f"{title}: one key row per head (+1, −1 or q·k) and the values V, one column per key"}
+            "label": f"{named['title']}: one key row per head (+1, −1 or q·k) and the values V"}
 
 
 def words_board(frame_: LessonFrame) -> dict:
-    """The most likely next words as bars, the chosen one in gold, those top-k/top-p filtered out
-    in grey; the title names the chosen word and its probability."""
+    """The most likely next words as bars: the chosen one, the others, and (only where top-k or
+    top-p filtered some out) the kept ones and the left-out ones, hatched; the title names the chosen
+    word and its probability. Greedy decoding filters nothing, so its legend never says "kept"."""
+    filtering = any(not w.kept for w in frame_.words)
     bars, seen = [], {}
     for w in frame_.words:
-        kind = "chosen" if w.chosen else ("kept" if w.kept else "filtered out by top-k/top-p")
-        color = GOLD if w.chosen else (BLUE if w.kept else MASKED)
-        seen.setdefault(kind, color)
-        bars.append({"label": w.token, "share": min(max(w.p, 0.0), 1.0), "text": f"{w.p:.2f}", "color": color,
-                     "tip": f"{w.token}: p = {w.p:.4f} ({kind})"})
+        look = ("chosen", None) if w.chosen else (("candidate", "kept by top-k/top-p" if filtering else None)
+                                                  if w.kept else ("left out", "filtered out by top-k/top-p"))
+        item = legend_item(*look, filled=True)
+        seen.setdefault(item["label"], item)
+        bars.append({"label": w.token, "share": min(max(w.p, 0.0), 1.0), "text": f"{w.p:.2f}", "color": item["color"],
+                     "tip": f"{w.token}: p = {w.p:.4f} ({item['label']})"})
     title = f"Next word: '{frame_.next_token}' (p = {frame_.next_p:.2f})"
-    return {"kind": "bars", "title": title, "bars": bars, "axis": "probability",
-            "legend": [{"label": label, "color": color, "fill": True} for label, color in seen.items()],
+    return {"kind": "bars", "title": title, "bars": bars, "axis": "probability", "legend": list(seen.values()),
             "label": f"{title}: the {len(bars)} most likely next words and their probabilities"}
 
 
 def contexts_board(trace: Trace, position: int, whole: bool = False) -> dict | None:
     """Every head's context at the prompt's positions (see :func:`viz.figures.toy.contexts_figure`, same
     content: rows are heads, columns positions, Viridis over all the contexts' range), the column of
-    ``position`` (0-based) outlined in gold. A prompt longer than the board's cell-text width shows
+    ``position`` (0-based) outlined as the focus. A prompt longer than the board's cell-text width shows
     the positions around ``position`` (the title says which); None when ``whole`` asks for all of
     them and they do not fit."""
     pre = trace.prefill
@@ -185,7 +204,7 @@ def contexts_board(trace: Trace, position: int, whole: bool = False) -> dict | N
         for name, row in zip(trace.scenario.head_names, contexts)]
     title = (CONTEXTS_TITLE if len(shown) == n
              else f"{CONTEXTS_TITLE} (positions {start + 1}–{shown[-1] + 1} of {n}; Whole shows all)")
-    return {"kind": "matrix", "title": title, "columns": columns, "groups": [{"rows": rows}],
-            "outlines": [{"group": 0, "row": None, "col": position - start, "color": GOLD}], "gap_after": None,
-            "legend": [{"label": "query in focus", "color": GOLD}],
-            "label": f"{title}: rows are heads, columns positions"}
+    named = _axes(title, "heads", "query positions")
+    return {"kind": "matrix", **named, "columns": columns, "groups": [{"rows": rows}],
+            "outlines": [{"group": 0, "row": None, "col": position - start, "color": _color("focus")}],
+            "gap_after": None, "legend": [legend_item("focus")], "label": named["title"]}

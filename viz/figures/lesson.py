@@ -4,7 +4,8 @@ columns (stale cached keys marked), and the replay of every step; plus the scree
 
 Built to fit a projector: rows and keys are the window's (the newest ones by default), cell
 numbers appear only where they fit (the trace's own text template, one trace per matrix), every
-cell has a hover, near-zero weights read 0, and outlines are explained by a legend.
+cell has a hover, near-zero weights read 0, the axes say which are queries and which keys, and every
+mark (viz.figures.meanings) is explained by a legend.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import torch
 
 from ..core.engine.explain import fmt
 from ..core.lessons.lesson import CacheView, LessonFrame
-from .base import GOLD, INK, RED, figure, frame, grid, rect, safe, short
+from .base import INK, QUERY_KEY, figure, frame, grid, legend_marker, outline, pattern_marks, safe, short
 
 CELL_TEXT_COLUMNS = 16  # cell numbers are drawn up to this many keys (they no longer fit beyond)
 CELL_TEXT_ROWS = 24
@@ -28,12 +29,6 @@ TICKS_PX = 74  # room for key labels at -45°
 
 def _ticks(frame_: LessonFrame, positions: tuple[int, ...]) -> list[str]:
     return [f"{p + 1} · {safe(frame_.tokens[p])}" for p in positions]
-
-
-def _marker(name: str, color: str, symbol: str = "square-open") -> go.Scatter:
-    """A legend entry for an outline drawn as a shape (shapes have no legend of their own)."""
-    return go.Scatter(x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
-                      marker=dict(symbol=symbol, size=14, color=color, line=dict(width=3, color=color)))
 
 
 CONTEXTS_TITLE = "Contexts: Σ weights · values, one per head and position"
@@ -58,8 +53,8 @@ def cache_title(view: CacheView) -> str:
 
 
 def attention_figure(frame_: LessonFrame, head: str, *, newest_key: bool = False) -> go.Figure:
-    """The window of one head's attention weights: query rows × keys, the focus row outlined in gold,
-    with ``newest_key`` the key written this step outlined in vermillion."""
+    """The window of one head's attention weights: query rows × keys, the focus row outlined as the
+    focus, with ``newest_key`` the key written this step outlined as new."""
     window = frame_.window
     title = attention_title(frame_, safe(head))
     z = frame_.weights.detach().double().cpu()
@@ -75,7 +70,7 @@ def attention_figure(frame_: LessonFrame, head: str, *, newest_key: bool = False
     x_labels, y_labels = _ticks(frame_, window.keys), _ticks(frame_, window.rows)
     trace = go.Heatmap(
         z=z.numpy(), x=list(range(cols)), y=list(range(rows)), text=text if fits else None,
-        texttemplate="%{text}" if fits else None, customdata=hover, hoverongaps=True,
+        texttemplate="%{text}" if fits else None, textfont=dict(size=12), customdata=hover, hoverongaps=True,
         xgap=2 if cols <= GAPPED else 0, ygap=2 if rows <= GAPPED else 0, colorscale="Blues", zmin=0, zmax=1,
         showscale=not fits, colorbar=dict(title=dict(text="weight"), thickness=12),
         # the axes are numeric (tokens repeat), so the query and key labels travel as hover text
@@ -84,12 +79,13 @@ def attention_figure(frame_: LessonFrame, head: str, *, newest_key: bool = False
     focus = window.rows.index(frame_.focus) if frame_.focus in window.rows else None
     shapes, legend = [], []
     if focus is not None:
-        shapes.append(rect(-0.5, cols - 0.5, focus - 0.5, focus + 0.5, GOLD, 4))
-        legend.append(_marker("newest query" if newest_key or frame_.cache.written != window.keys else "query in focus", GOLD))
+        shapes.append(outline("focus", -0.5, cols - 0.5, focus - 0.5, focus + 0.5, 4))
+        newest = newest_key or frame_.cache.written != window.keys
+        legend.append(legend_marker("focus", "newest query" if newest else "query in focus"))
     if newest_key and focus is not None and frame_.focus in window.keys:
         col = window.keys.index(frame_.focus)
-        shapes.append(rect(col - 0.5, col + 0.5, focus - 0.5, focus + 0.5, RED, 4))
-        legend.append(_marker("new key", RED))
+        shapes.append(outline("new", col - 0.5, col + 0.5, focus - 0.5, focus + 0.5, 4))
+        legend.append(legend_marker("new"))
     if window.skipped:  # a dashed line where keys were left out
         shapes.append(dict(type="line", x0=0.5, x1=0.5, y0=-0.5, y1=rows - 0.5, xref="x", yref="y",
                            line=dict(color=INK, width=2, dash="dot")))
@@ -98,9 +94,9 @@ def attention_figure(frame_: LessonFrame, head: str, *, newest_key: bool = False
     labelled = range((rows - 1 if focus is None else focus) % every, rows, every)  # from the row in focus
     layout = frame(title, 36 + TICKS_PX + row_px * rows + (34 if legend else 0), top=36,
                    xaxis=dict(tickvals=list(range(cols)), ticktext=x_labels, side="bottom", tickangle=-45,
-                              showticklabels=cols <= 64, showgrid=False, zeroline=False),
+                              showticklabels=cols <= 64, showgrid=False, zeroline=False, title=dict(text=QUERY_KEY[0])),
                    yaxis=dict(tickvals=list(labelled), ticktext=[y_labels[r] for r in labelled], autorange="reversed",
-                              showgrid=False, zeroline=False),
+                              showgrid=False, zeroline=False, title=dict(text=QUERY_KEY[1])),
                    shapes=shapes, showlegend=bool(legend),
                    legend=dict(orientation="h", x=0, xref="container", y=0, yanchor="bottom", yref="container"))
     layout["margin"]["b"] = TICKS_PX + (34 if legend else 0)
@@ -114,8 +110,8 @@ def _sign_text(signs: torch.Tensor) -> np.ndarray:
 
 def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     """The keys (one ±1 row per head) and values under the window's key columns: the KV cache's
-    entries, or the keys encoded again without a cache. Each stale cached key is outlined in
-    vermillion, the entry written this step in gold; a legend says which is which."""
+    entries, or the keys encoded again without a cache. Each stale cached key is hatched and
+    outlined (dotted), the entry written this step outlined as new; a legend says which is which."""
     view: CacheView = frame_.cache
     positions = view.keys
     cols = len(positions)
@@ -133,30 +129,32 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     data = [
         go.Heatmap(z=signs.numpy(), x=list(range(cols)), y=list(range(len(heads))), colorscale="RdBu",
                    zmin=-1, zmax=1, showscale=False, text=_sign_text(signs) if fits else None,
-                   texttemplate="%{text}" if fits else None, customdata=key_hover, xgap=gap, ygap=2,
+                   texttemplate="%{text}" if fits else None, textfont=dict(size=12), customdata=key_hover,
+                   xgap=gap, ygap=2,
                    hovertemplate="%{customdata}<extra></extra>", xaxis=refs[0][0], yaxis=refs[0][1], name=""),
         go.Heatmap(z=values[None, :].numpy(), x=list(range(cols)), y=[0], colorscale="Viridis", showscale=False,
                    text=np.array([[short(v) for v in values.tolist()]], dtype=object) if fits else None,
-                   texttemplate="%{text}" if fits else None, xgap=gap,
+                   texttemplate="%{text}" if fits else None, textfont=dict(size=12), xgap=gap,
                    customdata=np.array([[f"value of {label}: {fmt(v)}" for label, v in zip(labels, values.tolist())]],
                                        dtype=object),
                    hovertemplate="%{customdata}<extra></extra>", xaxis=refs[1][0], yaxis=refs[1][1], name=""),
     ]
     shapes, legend = [], []
-    for h, position in sorted(stale):
-        c = positions.index(position)
-        shapes.append(rect(c - 0.5, c + 0.5, h - 0.5, h + 0.5, RED, 5 if gap else 1, refs[0]))
-    if stale:
-        legend.append(_marker("stale key", RED))
+    at = [(positions.index(position), h) for h, position in sorted(stale)]  # (column, row) of each stale key
+    shapes += [outline("stale", c - 0.5, c + 0.5, h - 0.5, h + 0.5, 5 if gap else 1, refs[0]) for c, h in at]
+    if stale:  # the hatch marks each stale cell and is the legend's entry
+        legend.append(pattern_marks("stale", [c for c, _ in at], [h for _, h in at], size=18 if gap else 8,
+                                    ref=refs[0]))
     if len(view.written) == 1 and view.written[0] in positions:
         c = positions.index(view.written[0])
-        shapes += [rect(c - 0.5, c + 0.5, -0.5, span - 0.5, GOLD, 3 if gap else 2, ref)
+        shapes += [outline("new", c - 0.5, c + 0.5, -0.5, span - 0.5, 3 if gap else 2, ref)
                    for span, ref in ((len(heads), refs[0]), (1, refs[1]))]
-        legend.append(_marker("new entry" if view.cached else "new key", GOLD))
+        legend.append(legend_marker("new", "new entry" if view.cached else "new key"))
     layout["xaxis"].update(tickvals=list(range(cols)), ticktext=labels, showticklabels=False, showgrid=False,
                            zeroline=False, range=[-0.5, cols - 0.5])
     layout["xaxis2"].update(tickvals=list(range(cols)), ticktext=labels, tickangle=-45, showgrid=False,
-                            zeroline=False, range=[-0.5, cols - 0.5], showticklabels=cols <= 64)
+                            zeroline=False, range=[-0.5, cols - 0.5], showticklabels=cols <= 64,
+                            title=dict(text=QUERY_KEY[0]))
     layout["yaxis"].update(tickvals=list(range(len(heads))), ticktext=[f"K {h}" for h in head_labels],
                            autorange="reversed", showgrid=False, zeroline=False)
     layout["yaxis2"].update(tickvals=[0], ticktext=["V"], showgrid=False, zeroline=False)
@@ -207,5 +205,5 @@ def replay_figure(frames: list[LessonFrame], head: str) -> go.Figure:
         data=[last.data[0]], layout=layout,
         frames=[go.Frame(name=name, data=[fig.data[0]], traces=[0],
                          layout=dict(title=fig.layout.title, xaxis=fig.layout.xaxis, yaxis=fig.layout.yaxis,
-                                     shapes=[s for s in fig.layout.shapes if s.line.color == GOLD or s.line.dash]))
+                                     shapes=fig.layout.shapes))
                 for name, fig in zip(names, figs)])

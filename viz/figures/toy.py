@@ -18,8 +18,8 @@ from ..core.engine.model import Trace
 from ..core.engine.explain import CacheCheck, fmt
 from ..core.lessons.lesson import Window
 from ..core.rules.language import compile_rule
-from .base import (BLUE, GOLD, MASKED, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
-                   matrix_axes, rect, safe)
+from .base import (BLUE, GOLD, MASKED, MEANINGS, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
+                   legend_marker, matrix_axes, outline, safe, series)
 from .lesson import CONTEXTS_TITLE
 
 __all__ = ["BLUE", "GOLD", "MASKED", "RED", "MODE_COLORS", "MODE_NAMES", "STAGES", "safe", "labels",
@@ -27,7 +27,9 @@ __all__ = ["BLUE", "GOLD", "MASKED", "RED", "MODE_COLORS", "MODE_NAMES", "STAGES
            "small_multiples", "vocab_table", "prediction_figure",
            "growing_attention_figure", "cache_figure", "generated_table", "comparison_table", "work_figure"]
 
-MODE_COLORS = {"recompute": RED, "reencode": "#8e44ad", "kv": BLUE}
+MODE_ORDER = ("kv", "recompute", "reencode")  # the series colours and dashes in this order
+MODE_COLORS = {mode: series(i)[0] for i, mode in enumerate(MODE_ORDER)}
+MODE_DASHES = {mode: series(i)[1] for i, mode in enumerate(MODE_ORDER)}
 MODE_NAMES = {"recompute": "no cache (recompute)", "reencode": "no cache (re-encode keys)", "kv": "KV cache"}
 
 
@@ -80,7 +82,8 @@ def qk_figure(trace: Trace, head: int) -> go.Figure:
             for tensor, ref, scale in ((pre.q[head], refs[0], None), (pre.k[head], refs[1], "entry"))]
     for suffix in ("", "2"):
         layout[f"xaxis{suffix}"].update(title=dict(text=f"dimension (d_k = {d_k})"), showticklabels=d_k <= 16)
-        layout[f"yaxis{suffix}"].update(type="category", autorange="reversed", showticklabels=suffix == "")
+        layout[f"yaxis{suffix}"].update(type="category", autorange="reversed", showticklabels=suffix == "",
+                                        title=dict(text="query (rows)" if suffix == "" else "key (rows)"))
     return figure(data, frame(f"Q and K for head '{_head(trace, head)}': Q·K = +d_k where the rule holds, "
                               "−d_k where it does not", max(220, 90 + 34 * len(names)), **layout))
 
@@ -90,10 +93,12 @@ def contexts_figure(trace: Trace, position: int | None = None) -> go.Figure:
     pre = trace.prefill
     heads = len(trace.scenario.heads)
     fig = heatmap(pre.contexts, labels(pre.tokens), [safe(h) for h in trace.scenario.head_names],
-                  CONTEXTS_TITLE, kind="values",
+                  CONTEXTS_TITLE, kind="values", axes=("query position (columns)", "head (rows)"),
                   hover="head %{y}<br>position %{x}<br>context %{z:.4g}", scale="context")
     if position is not None:
-        fig.layout.shapes = [rect(position - 0.5, position + 0.5, -0.5, heads - 0.5, GOLD)]
+        fig.layout.shapes = [outline("focus", position - 0.5, position + 0.5, -0.5, heads - 0.5)]
+        fig.add_trace(legend_marker("focus"))
+        fig.layout.update(showlegend=True, legend=dict(orientation="h", x=0, y=-0.02, yanchor="top"))
     return fig
 
 
@@ -120,18 +125,23 @@ def small_multiples(trace: Trace, position: int | None = None, window: Window | 
                                   annotate=False, ref=ref, visible=visible,
                                   hover="query %{y}<br>key %{x}<br>weight %{z:.3f}"))
         if focus is not None:
-            shapes.append(rect(-0.5, n - 0.5, focus - 0.5, focus + 0.5, GOLD, 2, ref))
+            shapes.append(outline("focus", -0.5, n - 0.5, focus - 0.5, focus + 0.5, 2, ref))
     for i, (xref, yref) in enumerate(refs):
         suffix = xref[1:]
         # keys under the bottom row of panels, queries left of the first column (when they fit)
         bottom = i + cols >= len(heads)
-        layout[f"xaxis{suffix}"].update(type="category", showticklabels=bottom and n <= 12, tickangle=-45)
+        layout[f"xaxis{suffix}"].update(type="category", showticklabels=bottom and n <= 12, tickangle=-45,
+                                        title=dict(text="key" if bottom else ""))
         layout[f"yaxis{suffix}"].update(type="category", autorange="reversed",
-                                        showticklabels=i % cols == 0 and n <= 12)
+                                        showticklabels=i % cols == 0 and n <= 12,
+                                        title=dict(text="query" if i % cols == 0 else ""))
+    marks = [legend_marker("focus")] if focus is not None else []
     fig = frame("Attention weights of every head (rows: queries, columns: keys)",
-                max(260, 230 * rows) + (60 if n <= 12 else 0), shapes=shapes, **layout)
-    fig["margin"]["b"] = 70 if n <= 12 else 10
-    return figure(data, fig)
+                max(260, 230 * rows) + (60 if n <= 12 else 0) + (30 if marks else 0), shapes=shapes,
+                showlegend=bool(marks), legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),
+                **layout)
+    fig["margin"]["b"] = (70 if n <= 12 else 10) + (30 if marks else 0)
+    return figure(data + marks, fig)
 
 
 # -- from context to the next word -------------------------------------------------------------
@@ -151,18 +161,23 @@ def vocab_table(trace: Trace, step: int = 0) -> pd.DataFrame:
 
 
 def prediction_figure(trace: Trace, step: int = 0) -> go.Figure:
-    """Logits and probabilities side by side; the chosen word in gold, filtered words faded."""
+    """Logits and probabilities side by side: the chosen word, the others, and words top-k/top-p
+    filtered out (hatched), each named in the legend."""
     s = trace.steps[step]
     words = [safe(w) for w in trace.scenario.vocab_tokens]
     kept = s.sample.kept.tolist()
-    colors = [GOLD if i == s.sample.index else (BLUE if kept[i] else "#b8c4d6") for i in range(len(words))]
+    looks = [("chosen", None) if i == s.sample.index else
+             (("candidate", "kept by top-k/top-p" if not all(kept) else None) if kept[i]
+              else ("left out", "filtered out by top-k/top-p")) for i in range(len(words))]
+    colors = [MEANINGS[name].color for name, _ in looks]
+    patterns = dict(shape=[MEANINGS[name].pattern for name, _ in looks], fgcolor="white")
     logits = s.logits.double().numpy()
     layout, refs = grid(1, 2, ("Logits", "Probabilities"), hspace=0.16)
     data = [
-        go.Bar(x=words, y=logits, marker=dict(color=colors), text=[fmt(float(v)) for v in logits],
+        go.Bar(x=words, y=logits, marker=dict(color=colors, pattern=patterns), text=[fmt(float(v)) for v in logits],
                textposition="outside", hovertemplate="%{x}<br>logit %{y:.4g}<extra></extra>",
                xaxis=refs[0][0], yaxis=refs[0][1]),
-        go.Bar(x=words, y=s.probs.numpy(), marker=dict(color=colors),
+        go.Bar(x=words, y=s.probs.numpy(), marker=dict(color=colors, pattern=patterns),
                text=[f"{float(p):.3f}" for p in s.probs], textposition="outside",
                customdata=s.sample.base_probs.numpy(), xaxis=refs[1][0], yaxis=refs[1][1],
                hovertemplate="%{x}<br>p = %{y:.4f}<br>before top-k/top-p: %{customdata:.4f}<extra></extra>"),
@@ -172,8 +187,11 @@ def prediction_figure(trace: Trace, step: int = 0) -> go.Figure:
     layout["yaxis2"].update(range=[0, 1.15])
     for suffix in ("", "2"):
         layout[f"xaxis{suffix}"].update(type="category", tickangle=-30 if len(words) > 2 else 0)
-    return figure(data, frame(f"Logits and probabilities → '{safe(s.token)}'", 330, background="white", showlegend=False,
-                              **layout))
+    for trace_ in data:
+        trace_.showlegend = False
+    marks = [legend_marker(name, label, filled=True) for name, label in dict.fromkeys(looks)]
+    return figure(data + marks, frame(f"Logits and probabilities → '{safe(s.token)}'", 360, background="white",
+                                      legend=dict(orientation="h", x=0, y=-0.3), **layout))
 
 
 # -- decode ------------------------------------------------------------------------------------
@@ -184,10 +202,12 @@ def growing_attention_figure(trace: Trace, head: int) -> go.Figure:
     newest = rows.shape[0] - 1
     decoded = len(trace.steps) > 1
     values = trace.prefill.v.tolist() + [s.value for s in trace.steps[:-1]]
+    new_key = decoded and trace.mode == "kv"
     return heatmap(rows, names, names, f"Attention as it grew · head '{_head(trace, head)}'",
                    kind="weights", hover="query %{y}<br>key %{x} (value %{customdata})<br>weight %{z:.4g}",
                    key_values=values, highlight_row=newest if decoded else None,
-                   highlight_cells=[(newest, newest)] if decoded and trace.mode == "kv" else ())
+                   highlight_cells=[(newest, newest)] if new_key else (),
+                   legend=[("focus", "newest query")] * decoded + [("new", "new key")] * new_key)
 
 
 def cache_figure(trace: Trace) -> go.Figure:
@@ -211,14 +231,18 @@ def cache_figure(trace: Trace) -> go.Figure:
                       hover="value of %{x}: %{z:.4g}"),
     ]
     layout["xaxis"].update(type="category", showticklabels=False)
-    layout["xaxis2"].update(type="category", tickangle=-45 if n > 8 else 0)
-    for suffix in ("", "2"):
-        layout[f"yaxis{suffix}"].update(type="category", autorange="reversed")
-    shapes = [rect(n - 1.5, n - 0.5, -0.5, span - 0.5, GOLD, 3, ref) for span, ref in ((len(heads), refs[0]),
-                                                                                     (1, refs[1]))]
+    layout["xaxis2"].update(type="category", tickangle=-45 if n > 8 else 0, title=dict(text="key (one entry per token)"))
+    for suffix, what in (("", "head"), ("2", "")):
+        layout[f"yaxis{suffix}"].update(type="category", autorange="reversed", title=dict(text=what))
+    shapes = [outline("new", n - 1.5, n - 0.5, -0.5, span - 0.5, 3, ref) for span, ref in ((len(heads), refs[0]),
+                                                                                         (1, refs[1]))]
+    data.append(legend_marker("new", "new entry"))
     title = (f"KV cache: {len(cache)} entries · {cache.nbytes:,} bytes used · "
              f"{cache.allocated_nbytes:,} bytes reserved (capacity {cache.capacity}, grown {cache.growth_events}×)")
-    return figure(data, frame(title, 150 + 34 * (len(heads) + 1), shapes=shapes, **layout))
+    layout = frame(title, 180 + 34 * (len(heads) + 1), shapes=shapes, showlegend=True,
+                   legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"), **layout)
+    layout["margin"]["b"] = 40  # the legend under the tokens
+    return figure(data, layout)
 
 
 def generated_table(trace: Trace) -> pd.DataFrame:
@@ -270,7 +294,7 @@ def work_figure(traces: dict[str, Trace], cumulative: bool = False) -> go.Figure
             y = np.array([getattr(s.counts, field) for s in steps])
             data.append(go.Scatter(
                 x=x, y=np.cumsum(y) if cumulative else y, mode="lines+markers", name=MODE_NAMES[mode],
-                line=dict(color=MODE_COLORS[mode], dash="dot" if mode == "reencode" else None),
+                line=dict(color=MODE_COLORS[mode], dash=MODE_DASHES[mode]),
                 legendgroup=mode, showlegend=xref == "x", xaxis=xref, yaxis=yref,
                 hovertemplate=f"{MODE_NAMES[mode]}<br>length %{{x}}<br>%{{y:,}}<extra></extra>"))
     lengths = [s.seq_len for t in traces.values() for s in t.steps[1:]]
