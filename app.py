@@ -16,7 +16,7 @@ import os
 import streamlit as st
 import torch
 
-from viz.ui import guard, sidebar, state
+from viz.ui import classroom, guard, sidebar, state
 from viz.ui.common import favicon
 from viz.ui.components import page_style
 
@@ -44,11 +44,13 @@ EDITOR_PAGES = {"prefill", "decode", "memory", "at_scale", "serving"}
 LINKABLE = frozenset(p.url_path for p in PAGES if p.url_path)  # the pages a share link may name
 # a share link opens at / and names its page (state.link_params); an old link there means Prefill
 state.open_link_page(LINKABLE)
+classroom.open_short_link()  # a short link (/?v=…) becomes its view before the address is read
 page = st.navigation(PAGES)
 state.init(page.url_path, LINKABLE)
 target = state.link_target()  # only where open_link_page could not choose the page: one more run
 if target:
     st.switch_page(next(p for p in PAGES if p.url_path == target))
+classroom.begin({p.url_path: p for p in PAGES}, page.url_path)  # class mode (viz.ui.classroom)
 guard.begin()
 # The frame's style before the sidebar and the page: its component's script then starts loading
 # with a new visitor's first messages (presenter mode as set by the sidebar switch's callback, before this run).
@@ -56,14 +58,18 @@ page_style(state.presenter())
 editors = page.url_path in EDITOR_PAGES
 with guard.frame("the sidebar", st.sidebar):
     sidebar.render(editors, page.url_path)
+    classroom.panel()
 top = st.container()  # the guard's message goes above whatever the page drew before it failed
 refused = state.refused_edits() if editors else []
 if refused:  # the sidebar shows each message next to its editor; the page says what is in force
     top.warning(f"Your last edit of the {', '.join(refused)} was refused (the sidebar says why): "
                 "this page still shows the last good scenario.", icon=":material/history:")
 with guard.frame(f"the page {page.title}", top):
+    classroom.bar()  # a class's join screen, or a student's following line
     page.run()
 guard.remember()
 with guard.frame("the link to this view", st.sidebar):
     sidebar.share_link()
+    classroom.short_link(page.url_path)
+    classroom.after_run()  # the teacher's screen publishes its view
 state.sync_url(page.url_path)

@@ -11,7 +11,7 @@ from viz.figures import serving, toy
 from viz.core.serving.scheduler import serve
 from viz.core.lessons.tour import (TOUR_SERVER, Question, tour_score, question_even, question_join, question_keys, question_mask,
                            question_no_match, question_prefix, question_stale, question_winner, tour_workload)
-from viz.ui import article, state
+from viz.ui import article, classroom, state
 from viz.ui.common import md_escape, plot, stepper
 from viz.ui.components import table
 
@@ -44,9 +44,11 @@ def ask(index: int, question: Question) -> bool:
                           disabled=revealed,  # options are engine numbers and the seed's words
                           label_visibility="visible" if presenter else "collapsed")
         if not revealed:
-            if st.button("Reveal", key=f"tour_reveal_button_{index}", icon=":material/visibility:",
+            classroom.vote(index, question.prompt, question.options, choice)  # in a class: votes and counts
+            if classroom.may_reveal() and st.button("Reveal", key=f"tour_reveal_button_{index}", icon=":material/visibility:",
                          type="primary" if presenter else "secondary"):
                 state.reveal(index, choice)
+                classroom.revealed(index)  # in a class: on every student's screen
                 st.rerun()
             return False
         right, picked = question.options[question.answer], chosen[index]

@@ -24,7 +24,7 @@ from streamlit.errors import FragmentHandledException
 
 from ..core.engine.presets import DEFAULT_PRESET, load_preset
 from ..core.engine.share import View
-from . import server_budget, sidebar, state
+from . import classroom, server_budget, sidebar, state
 
 log = logging.getLogger("kvlab.app")
 
@@ -104,5 +104,6 @@ def fragment(func: Callable[..., None]) -> Callable[..., None]:
             state.sync_url()
             remember()
             sidebar.refresh_share_link()
+            classroom.after_run()  # a teacher's fragment run publishes its view too
 
     return st.fragment(guarded)

@@ -46,6 +46,7 @@ LINK_DRAWN = "kv_link_drawn"  # this run drew the sidebar's Copy link box (a fra
 TOUR_STEP = "kv_tour_step"  # the guided tour's step (1-based), kept while other pages show; the tour's stepper key
 LINK_TARGET = "kv_link_target"  # the page a link opened at / asks for (asked once, by app.py)
 TOUR_CHOICES = "tour_choices"  # {question index: the option chosen when it was revealed (None: no vote)}
+CLASS_PARAMS = "kv_class_params"  # the address bar's place in a class (viz.ui.classroom): kept across reloads
 
 
 def public_host() -> bool:
@@ -251,7 +252,8 @@ VIEW_KEYS = ("s", "step", "mode", "head", "pos")  # an old link at / with any of
 def url_params(url_path: str | None = None) -> dict[str, str]:
     """The query parameters of the current view on the page at ``url_path`` (None: a page that
     shows the view, e.g. from inside a page's fragment)."""
-    return {} if url_path == HOME_PATH else encode_view(current_view())
+    view = {} if url_path == HOME_PATH else encode_view(current_view())
+    return {**view, **st.session_state.get(CLASS_PARAMS, {})}
 
 
 def link_params(url_path: str) -> dict[str, str]:

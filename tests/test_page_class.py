@@ -1,0 +1,185 @@
+"""Tier 2 (AppTest): class mode through the whole app: a teacher's session and students' sessions
+share one real store (SQLite in a temporary folder), as two browsers would."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from viz.ui import classroom, state
+from viz.tools.server import free_port
+
+
+@pytest.fixture(autouse=True)
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("KVLAB_STORE", f"sqlite:///{tmp_path / 'classes.sqlite3'}")
+
+
+def arrive(**query) -> AppTest:
+    """A new session (a browser) at / with ``query`` in its address, after its first run."""
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def visitor(**query) -> AppTest:
+    """A new session at / with the Class panel open."""
+    at = arrive(**query)
+    at.session_state[classroom.PANEL] = True
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def press(at: AppTest, key: str) -> AppTest:
+    next(b for b in at.button if b.key == key).click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def teacher() -> tuple[AppTest, classroom.Seat]:
+    at = press(visitor(), "kv_class_start")
+    return at, at.session_state[classroom.SEAT]
+
+
+def student(code: str, nickname: str = "") -> AppTest:
+    at = visitor()
+    at.text_input(key=classroom.JOIN_CODE).input(code)
+    at.text_input(key=classroom.NICKNAME).input(nickname)
+    return press(at, "kv_class_join")
+
+
+def texts(at: AppTest) -> list[str]:
+    return [e.value for e in [*at.markdown, *at.caption, *at.warning, *at.info, *at.success, *at.error]]
+
+
+def forward(at: AppTest) -> AppTest:
+    return press(at, f"{state.TOUR_STEP}_forward")
+
+
+def test_starting_a_class_shows_the_join_screen():
+    """The projector shows the code, the short join link, a QR code and the students connected."""
+    at, seat = teacher()
+    code = f"{seat.code[:4]}-{seat.code[4:]}"
+    assert seat.teacher and state.presenter.__name__ and at.session_state[state.PRESENTER]
+    assert any(f"Join the class: **{code}**" in t for t in texts(at))
+    assert any(c.value.endswith(f"/?join={seat.code}") for c in at.code)
+    assert at.get("image"), "no QR code drawn"
+    assert any("**0** students connected" in t for t in texts(at))
+    assert at.query_params["class"] == seat.code and at.query_params["teach"] == seat.token
+
+
+def test_students_follow_the_teachers_page_and_step():
+    """A student who joined with the code (in any case, with a dash) follows the tour and its step."""
+    at, seat = teacher()
+    pupil = student(f"{seat.code[:4].lower()}-{seat.code[4:]}", "Ana")
+    assert any("**1** student connected" in t for t in texts(at.run()))
+    at.switch_page("pages/tour.py").run()
+    forward(forward(at))
+    pupil.run()
+    assert pupil.session_state[classroom.PAGE] == "tour" and pupil.session_state[state.TOUR_STEP] == 3
+    assert any("Following the teacher" in t for t in texts(pupil))
+    assert "teach" not in pupil.query_params and pupil.query_params["class"] == seat.code
+
+
+def test_a_nickname_is_shown_escaped():
+    """A nickname with Markdown in it is shown as typed, never rendered."""
+    _, seat = teacher()
+    pupil = student(seat.code, "*Ana* [x](http://e.org)")
+    line = next(t for t in texts(pupil) if "Following the teacher" in t)
+    assert line.endswith(r"as \*Ana\* \[x\]\(http" + "\u2060" + r"\:\/\/e\.org\).")
+
+
+def test_a_student_explores_and_returns_with_one_button():
+    """A student's own step makes them explore (the screen says so); one button brings the teacher's view back."""
+    at, seat = teacher()
+    pupil = student(seat.code)
+    at.switch_page("pages/tour.py").run()
+    pupil.run()
+    forward(pupil).run()
+    assert not pupil.session_state[classroom.SEAT].following
+    assert any("Exploring on your own" in t for t in texts(pupil))
+    forward(at)  # the teacher moves on: the exploring student stays where they are
+    pupil.run()
+    assert pupil.session_state[state.TOUR_STEP] == 2 and at.session_state[state.TOUR_STEP] == 2
+    forward(at)
+    pupil.run()
+    assert pupil.session_state[state.TOUR_STEP] == 2
+    press(pupil, "kv_class_return").run()
+    assert pupil.session_state[classroom.SEAT].following and pupil.session_state[state.TOUR_STEP] == 3
+
+
+def test_votes_count_live_and_reveal_reaches_every_screen():
+    """Students vote on their own devices (changeable), the projector counts without the answer,
+    only the teacher reveals, and the reveal shows on the students' screens."""
+    at, seat = teacher()
+    ana, bo = student(seat.code), student(seat.code)
+    at.switch_page("pages/tour.py").run()
+    forward(at)
+    for pupil, first, last in ((ana, 0, 1), (bo, 1, 1)):
+        pupil.run()
+        assert not any(b.key == "tour_reveal_button_0" for b in pupil.button)
+        radio = pupil.radio(key="tour_answer_0")
+        radio.set_value(radio.options[first]).run()
+        radio = pupil.radio(key="tour_answer_0")
+        radio.set_value(radio.options[last]).run()
+        assert any("Your vote is in" in t for t in texts(pupil))
+    at.run()
+    bars = [p.proto.text for p in at.get("progress")]
+    assert bars == [r"A\. yes\: 0 votes", r"B\. no\: 2 votes"]
+    assert not [t for t in texts(at) if "Right" in t or "Answer:" in t]
+    press(at, "tour_reveal_button_0")
+    ana.run()
+    assert any(t.startswith("Right: **no**") for t in texts(ana))
+    csv = classroom._store().results_csv(seat.code, seat.token).splitlines()
+    assert csv[2].startswith("1,") and ",no,2,yes," in csv[2]
+
+
+def test_a_teacher_reload_keeps_the_class_and_a_guess_does_not():
+    """The teacher's address (class and secret) makes a new session the teacher; a wrong secret does not."""
+    _, seat = teacher()
+    again = visitor(**{"class": seat.code, "teach": seat.token})
+    assert again.session_state[classroom.SEAT].teacher
+    guess = arrive(**{"class": seat.code, "teach": seat.token[:-2] + "xx"})
+    assert classroom.SEAT not in guess.session_state
+    assert any("link is not the class" in t for t in texts(guess))
+
+
+def test_bad_codes_locked_and_ended_classes_say_why():
+    """A mistyped code, a locked class and an ended one are refused in words; the app goes on."""
+    at, seat = teacher()
+    assert any("letters and digits" in t for t in texts(student("12")))
+    assert any("There is no class" in t for t in texts(student("ZZZZ-ZZZZ")))
+    next(w for w in at.toggle if w.label.startswith("Lock")).set_value(True).run()
+    assert any("locked" in t for t in texts(student(seat.code)))
+    press(at, "kv_class_end")
+    assert any("has ended" in t for t in texts(student(seat.code)))
+    press(at, "kv_class_reopen")
+    next(w for w in at.toggle if w.label.startswith("Lock")).set_value(False).run()
+    assert student(seat.code).session_state[classroom.SEAT].role == "student"
+
+
+def test_a_short_link_opens_its_view():
+    """A short link made on the tour's third step opens that step in a new session; a bad one says so."""
+    at = visitor()
+    at.switch_page("pages/tour.py").run()
+    forward(forward(at))
+    press(at, "kv_class_shorten")
+    link = next(c.value for c in at.sidebar.code if "/?v=" in c.value)
+    arrived = visitor(v=link.rsplit("=", 1)[1])
+    assert arrived.session_state[state.TOUR_STEP] == 3
+    assert any("unknown or has expired" in t for t in texts(arrive(v="0000000000")))
+
+
+def test_a_store_that_is_down_leaves_everyone_else_alone(monkeypatch):
+    """With nothing at the store's address the app draws as usual; starting a class says why it cannot."""
+    monkeypatch.setenv("KVLAB_STORE", f"redis://127.0.0.1:{free_port()}/0")
+    at = press(visitor(), "kv_class_start")
+    assert classroom.SEAT not in at.session_state
+    assert any("not answering" in t for t in texts(at))
+    at.switch_page("pages/tour.py").run()
+    forward(at)
+    assert not at.exception and at.session_state[state.TOUR_STEP] == 2

@@ -1,0 +1,457 @@
+"""Class mode in the app: a teacher's screen that every student's follows, votes, short links.
+
+app.py calls, in order: :func:`open_short_link` (a ``/?v=<code>`` link becomes its view before the
+first run reads the address), :func:`begin` (the address bar's class parameters, once), the
+sidebar's :func:`panel` (start or join), :func:`bar` above the page (the projector's join screen,
+or a student's "following" line) and :func:`after_run` at the end of every run, the page's
+fragments included (viz.ui.guard): the teacher's view is published there, and a student who
+changed their own view is exploring.
+
+A student's screen follows through a fragment that reruns every ``KVLAB_CLASS_POLL_S`` seconds
+(0.5 by default): it reads the class (one small read from the store) and reruns the app only when
+the class's version moved. Everything the store refuses is a message; a store that is down touches
+nobody who is not in a class.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, replace
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+import streamlit as st
+
+from ..core.classroom import (JOIN_CHARS, LINK_CHARS, ClassError, ClassState, ClassStore, normalise, open_store,
+                              shown, store_address)
+from ..core.engine.share import decode_view, encode_view
+from ..figures.classroom import join_qr_png, tally_lines
+from . import state
+from .common import folded, md_escape
+
+SEAT = "kv_class_seat"  # this session's place in a class (Seat), or absent
+READ = "kv_class_read"  # the address bar's class parameters were read (the first run)
+PAGE = "kv_class_page"  # the url path of the page this run shows
+PAGES = "kv_class_pages"  # {url path: st.Page}, for following the teacher to another page
+PUBLISHED = "kv_class_published"  # (page, view) the teacher's screen last published
+APPLIED = "kv_class_applied"  # (version, page, view) a follower last took from the class
+PROBLEM = "kv_class_problem"  # a refusal to show once, above the page
+SEEN_AT = "kv_class_seen_at"  # when this student last told the store they are here
+VOTES = "kv_class_votes"  # {question: the option this student sent}
+ASKED = "kv_class_asked"  # questions this teacher has put to the class
+SHORT = "kv_class_short"  # (the view's query, its short link), the last one made
+SHORT_MADE = "kv_class_short_made"  # short links this session made (a flood stops at SHORT_LIMIT)
+PANEL = "kv_class_panel"  # the sidebar's Class panel is open
+JOIN_CODE = "kv_class_join_code"
+NICKNAME = "kv_class_nickname"
+JOIN_SCREEN = "kv_class_join_screen"  # the teacher's projector shows the big join screen
+PREFILL_POSITION = "prefill_position"  # pages/prefill.py's stepper key: a follower's position goes there too
+
+POLL_S = float(os.environ.get("KVLAB_CLASS_POLL_S", "0.5"))
+TEACHER_POLL_S = 2.0  # the teacher's count of students and live votes
+SEEN_EVERY_S = 10.0
+SHORT_LIMIT = 20
+
+
+@dataclass(frozen=True)
+class Seat:
+    code: str
+    role: str  # "teacher" or "student"
+    token: str  # the teacher's secret, or the student's id: never shown to anyone else
+    nickname: str = ""
+    following: bool = True  # a student's screen shows the teacher's view (False: exploring)
+
+    @property
+    def teacher(self) -> bool:
+        return self.role == "teacher"
+
+
+def _store() -> ClassStore:
+    return _opened(store_address())
+
+
+@st.cache_resource(show_spinner=False)
+def _opened(address: str) -> ClassStore:
+    """One store per process and address (an opening that fails is not kept: the next call tries again)."""
+    return open_store(address)
+
+
+def _try(work, where: str = ""):
+    """``work(store)``, or None with its refusal kept for the bar (a down store included)."""
+    try:
+        return work(_store())
+    except ClassError as err:
+        st.session_state[PROBLEM] = f"{where}{err}"
+        return None
+
+
+def seat() -> Seat | None:
+    return st.session_state.get(SEAT)
+
+
+def _sit(new: Seat | None) -> None:
+    """Take (or leave, None) a place; the address bar keeps it, so a reload keeps the class."""
+    if new is None:
+        st.session_state.pop(SEAT, None)
+        st.session_state[state.CLASS_PARAMS] = {}
+        return
+    st.session_state[SEAT] = new
+    st.session_state[state.CLASS_PARAMS] = {"class": new.code, "teach" if new.teacher else "as": new.token}
+
+
+def _view() -> tuple[str, dict[str, str]]:
+    """What this screen shows: its page and view (presenter mode is the teacher's own)."""
+    view = encode_view(state.current_view())
+    view.pop("present", None)
+    return st.session_state.get(PAGE, ""), view
+
+
+def _base_url() -> str:
+    parts = urlsplit(st.context.url or "http://localhost/")
+    base_path = (st.get_option("server.baseUrlPath") or "").strip("/")
+    return urlunsplit((parts.scheme, parts.netloc, f"/{base_path}/" if base_path else "/", "", ""))
+
+
+def _link(params: dict[str, str]) -> str:
+    return f"{_base_url()}?{urlencode(params)}"
+
+
+# -- the first run ---------------------------------------------------------------------------------
+def open_short_link() -> None:
+    """Before the first run reads the address: ``/?v=<code>`` becomes the view it stands for."""
+    if st.session_state.get(state.READY) or "v" not in st.query_params:
+        return
+    code = normalise(st.query_params.get("v", ""), LINK_CHARS)
+    if code is None:
+        st.session_state[PROBLEM] = "This short link is damaged: ask for the link again."
+        return
+    query = _try(lambda store: store.expand(code), "Short link: ")
+    if query is not None:
+        st.query_params.from_dict(query)
+
+
+def begin(pages: dict, url_path: str) -> None:
+    """Every run: note the page; on the first, take the class the address bar names, if it may."""
+    st.session_state[PAGE] = url_path
+    st.session_state[PAGES] = pages
+    if st.session_state.get(READ):
+        return
+    st.session_state[READ] = True
+    params = {key: st.query_params.get(key, "") for key in ("class", "teach", "as", "join")}
+    if params["join"]:
+        st.session_state[JOIN_CODE] = params["join"][:4 * JOIN_CHARS]
+        st.session_state[PANEL] = True
+    code = normalise(params["class"], JOIN_CHARS) if params["class"] else None
+    if code and params["teach"]:
+        if _try(lambda store: store.is_teacher(code, params["teach"])):
+            _sit(Seat(code, "teacher", params["teach"]))
+        elif PROBLEM not in st.session_state:
+            st.session_state[PROBLEM] = "This teacher's link is not the class's: ask the teacher for it again."
+    elif code and params["as"] and _try(lambda store: store.is_student(code, params["as"])):
+        _sit(Seat(code, "student", params["as"]))
+
+
+# -- the sidebar: start, join, leave ---------------------------------------------------------------
+def _start() -> None:
+    page, view = _view()
+    started = _try(lambda store: store.start(page, view))
+    if started:
+        _sit(Seat(started.code, "teacher", started.secret))
+        st.session_state[PUBLISHED] = (page, view)
+        st.session_state[JOIN_SCREEN] = True
+        state.set_presenter(True)
+
+
+def _join() -> None:
+    typed = st.session_state.get(JOIN_CODE, "")
+    code = normalise(typed, JOIN_CHARS)
+    if code is None:
+        st.session_state[PROBLEM] = (f"A class code has {JOIN_CHARS} letters and digits, as the teacher's screen "
+                                     "shows it (ABCD-EFGH).")
+        return
+    nickname = st.session_state.get(NICKNAME, "")
+    student = _try(lambda store: store.join(code, nickname))
+    if student:
+        _sit(Seat(code, "student", student, nickname.strip()))
+        st.session_state.pop(APPLIED, None)
+
+
+def _leave() -> None:
+    _sit(None)
+    for key in (APPLIED, PUBLISHED, VOTES, ASKED):
+        st.session_state.pop(key, None)
+
+
+def panel() -> None:
+    """The sidebar's Class panel (built only while open)."""
+    with st.sidebar:
+        folded("Class mode", PANEL, _panel_body, icon=":material/groups:")
+
+
+def _panel_body() -> None:
+    here = seat()
+    if here is not None:
+        who = "the teacher" if here.teacher else "a student"
+        st.caption(f"In class {shown(here.code)} as {who}.")
+        st.button("Leave the class on this device", on_click=_leave, key="kv_class_leave",
+                  icon=":material/logout:")
+        return
+    st.button("Start a class", on_click=_start, type="primary", key="kv_class_start", icon=":material/co_present:",
+              help="Your screen becomes the projector's: students join with a code and follow each click.")
+    st.text_input("Class code", key=JOIN_CODE, max_chars=4 * JOIN_CHARS, placeholder="ABCD-EFGH")
+    st.text_input("Nickname (optional)", key=NICKNAME, max_chars=24,
+                  help="Shown to the teacher with your votes; leave it empty to stay anonymous.")
+    st.button("Join the class", on_click=_join, key="kv_class_join", icon=":material/login:")
+
+
+def short_link(url_path: str) -> None:
+    """The sidebar's short link to this view (made on request, kept for as long as the store keeps it)."""
+    query = state.link_params(url_path)
+    if not query:
+        return
+    held = st.session_state.get(SHORT)
+    if held and held[0] == query:
+        st.sidebar.code(held[1], language=None, wrap_lines=True)
+        return
+
+    def make() -> None:
+        made = st.session_state.get(SHORT_MADE, 0)
+        if made >= SHORT_LIMIT:
+            st.session_state[PROBLEM] = f"Short links: this session has made {SHORT_LIMIT}, its limit."
+            return
+        code = _try(lambda store: store.shorten(query), "Short link: ")
+        if code:
+            st.session_state[SHORT_MADE] = made + 1
+            st.session_state[SHORT] = (query, _link({"v": code}))
+
+    st.sidebar.button("Make a short link", on_click=make, key="kv_class_shorten", icon=":material/link:",
+              help="A short /?v= link to exactly this view, for a slide or a course page.")
+
+
+# -- above the page: the projector's join screen, a student's line ---------------------------------
+def bar() -> None:
+    """Above the page: a refusal kept for this run, then the class's screen for this seat."""
+    problem = st.session_state.pop(PROBLEM, None)
+    if problem:
+        st.warning(md_escape(problem), icon=":material/groups:")
+    here = seat()
+    if here is None:
+        return
+    if here.teacher:
+        _teacher_bar(here)
+    else:
+        _student_line()
+
+
+def _teacher_bar(here: Seat) -> None:
+    join = _link({"join": here.code})
+    with st.container(border=True, key="kv_class_bar"):
+        if st.session_state.get(JOIN_SCREEN):
+            words, picture = st.columns([2, 1])
+            with words:
+                st.markdown(f"## Join the class: **{shown(here.code)}**")
+                st.markdown("Open this link, or scan the code, or type the code under *Class mode* in the "
+                            "sidebar:")
+                st.code(join, language=None, wrap_lines=True)
+                _teacher_live()
+            picture.image(join_qr_png(join), caption="Scan to join", width=260)
+        else:
+            _teacher_live()
+        _teacher_controls(here)
+
+
+@st.fragment(run_every=TEACHER_POLL_S)
+def _teacher_live() -> None:
+    """How many students are here now, and the class's flags (redrawn every TEACHER_POLL_S)."""
+    here = seat()
+    if here is None:
+        return
+    found = _try(lambda store: (store.state(here.code), store.connected(here.code)))
+    if found is None:
+        st.warning(md_escape(st.session_state.pop(PROBLEM, "")), icon=":material/cloud_off:")
+        return
+    now, connected = found
+    flags = [word for word, on in (("locked", now.locked), ("ended", now.ended)) if on]
+    st.markdown(f"**Class {shown(here.code)}** · **{connected}** student{'s' if connected != 1 else ''} "
+                f"connected" + (f" · {', '.join(flags)}" if flags else ""))
+
+
+def _flag(setter: str, value: bool) -> None:
+    here = seat()
+    if here is not None:
+        _try(lambda store: getattr(store, setter)(here.code, here.token, value))
+
+
+def _results(code: str, secret: str) -> str:
+    try:
+        return _store().results_csv(code, secret)
+    except ClassError as err:
+        return f"error\n{err}\n"
+
+
+def _teacher_controls(here: Seat) -> None:
+    now = _try(lambda store: store.state(here.code))
+    if now is None:
+        return
+    with st.container(horizontal=True, vertical_alignment="center", key="kv_class_controls"):
+        st.toggle("Join screen", key=JOIN_SCREEN, help="The join code, link and QR code, large, for the projector")
+        st.toggle("Lock (no new students)", value=now.locked, key=f"kv_class_lock_{now.version}",
+                  on_change=_flag, args=("set_locked", not now.locked))
+        if now.ended:
+            st.button("Open the class again", on_click=_flag, args=("set_ended", False), key="kv_class_reopen",
+                      icon=":material/replay:")
+        else:
+            st.button("End the class", on_click=_flag, args=("set_ended", True), key="kv_class_end",
+                      icon=":material/stop_circle:")
+        st.download_button("Results (CSV)", data=lambda: _results(here.code, here.token),
+                           file_name=f"kvlab-class-{here.code}.csv", mime="text/csv", on_click="ignore",
+                           icon=":material/download:", key="kv_class_csv")
+    folded("Teacher's link (keep it off the projector)", "kv_class_secret",
+           lambda: (st.caption("Opens this class as its teacher on any device, also after a reload. "
+                               "Never share it with students."),
+                    st.code(_link({"class": here.code, "teach": here.token}), language=None, wrap_lines=True)))
+
+
+def _student_line() -> None:
+    with st.container(border=True, key="kv_class_bar"):
+        _follow()
+
+
+@st.fragment(run_every=POLL_S)
+def _follow() -> None:
+    """A student's screen: read the class; when its version moved, take the teacher's view (if
+    following) and its reveals, and rerun the app. Says which view the screen shows."""
+    here = seat()
+    if here is None:
+        return
+    now = _try(lambda store: store.state(here.code))
+    if now is None:
+        st.warning(md_escape(st.session_state.pop(PROBLEM, "")), icon=":material/cloud_off:")
+        return
+    _still_here(here)
+    name = f" as {md_escape(here.nickname)}" if here.nickname else ""
+    if now.ended:
+        st.info(f"Class {shown(here.code)} has ended{name}. Your screen is yours again.", icon=":material/groups:")
+        st.button("Leave the class", on_click=_leave, key="kv_class_leave_ended")
+        return
+    applied = st.session_state.get(APPLIED)
+    if applied is None or applied[0] != now.version:
+        if _take(now, here.following):
+            _go(now.page if here.following else None)
+    if here.following:
+        st.markdown(f":material/cast_for_education: **Following the teacher** in class {shown(here.code)}{name}.")
+    else:
+        left, right = st.columns([3, 2], vertical_alignment="center")
+        left.markdown(f":material/explore: **Exploring on your own** in class {shown(here.code)}{name}: "
+                      "the teacher's screen may show something else.")
+        right.button("Back to the teacher's view", on_click=_return, key="kv_class_return", type="primary",
+                     icon=":material/cast_for_education:")
+
+
+def _still_here(here: Seat) -> None:
+    """Tell the store this student's screen is open (every SEEN_EVERY_S, not every poll)."""
+    if time.monotonic() - st.session_state.get(SEEN_AT, 0.0) >= SEEN_EVERY_S:
+        st.session_state[SEEN_AT] = time.monotonic()
+        _try(lambda store: store.seen(here.code, here.token))
+
+
+def _take(now: ClassState, view_too: bool) -> bool:
+    """Take the class's reveals, and its view when ``view_too``; whether the screen must change."""
+    changed = False
+    before = _view()
+    sent = st.session_state.get(VOTES, {})
+    for index in sorted(now.revealed - set(state.tour_choices())):
+        state.reveal(index, sent.get(index))
+        changed = True
+    if view_too:
+        view, _ = decode_view(now.query, state.scenario())
+        state.set_scenario(view.scenario)
+        state.set_step(view.step)
+        state.set_mode(view.mode)
+        state.set_head(view.head)
+        state.set_position(view.position)
+        st.session_state[PREFILL_POSITION] = view.position
+        st.session_state[state.TOUR_STEP] = view.tour
+        changed = changed or (now.page, now.query) != before
+    st.session_state[APPLIED] = (now.version, now.page, now.query) if view_too else \
+        (now.version, *st.session_state.get(APPLIED, (0, None, None))[1:])
+    return changed
+
+
+def _go(page: str | None) -> None:
+    """Rerun the app, on the teacher's page when it is another."""
+    pages = st.session_state.get(PAGES, {})
+    if page is not None and page != st.session_state.get(PAGE) and page in pages:
+        st.switch_page(pages[page])
+    st.rerun(scope="app")
+
+
+def _return() -> None:
+    """Back to the teacher's view (a button's callback: the poll that follows takes it)."""
+    here = seat()
+    if here is not None:
+        _sit(replace(here, following=True))
+        st.session_state.pop(APPLIED, None)
+
+
+# -- the end of every run ----------------------------------------------------------------------------
+def after_run() -> None:
+    """The teacher's screen publishes what it shows; a student who moved their own view explores."""
+    here = seat()
+    if here is None:
+        return
+    page, view = _view()
+    if here.teacher:
+        if st.session_state.get(PUBLISHED) != (page, view):
+            if _try(lambda store: store.publish(here.code, here.token, page, view)) is not None:
+                st.session_state[PUBLISHED] = (page, view)
+    elif here.following:
+        applied = st.session_state.get(APPLIED)
+        if applied and applied[1] is not None and (applied[1], applied[2]) != (page, view):
+            _sit(replace(here, following=False))
+
+
+# -- the tour's questions ------------------------------------------------------------------------------
+def may_reveal() -> bool:
+    """In a class only the teacher reveals (on every screen at once)."""
+    here = seat()
+    return here is None or here.teacher
+
+
+def revealed(index: int) -> None:
+    """The teacher pressed Reveal on question ``index``."""
+    here = seat()
+    if here is not None and here.teacher:
+        _try(lambda store: store.reveal(here.code, here.token, index))
+
+
+def vote(index: int, prompt: str, options: list[str], choice: str | None) -> None:
+    """Under an unrevealed question: the teacher sees the live count, a student sends their choice."""
+    here = seat()
+    if here is None:
+        return
+    if here.teacher:
+        asked = st.session_state.setdefault(ASKED, set())
+        if index not in asked and _try(lambda store: store.ask(here.code, here.token, index, prompt, options)):
+            asked.add(index)
+        _live_tally(index, tuple(options))
+        return
+    sent = st.session_state.setdefault(VOTES, {})
+    if choice is not None and sent.get(index) != choice:
+        if _try(lambda store: store.vote(here.code, here.token, index, options.index(choice)) or True):
+            sent[index] = choice
+    if sent.get(index) is not None:
+        st.caption(f"Your vote is in: {md_escape(sent[index])}. You can change it until the teacher reveals.")
+    else:
+        st.caption("Vote on your own device; the teacher reveals the answer on every screen.")
+
+
+@st.fragment(run_every=TEACHER_POLL_S)
+def _live_tally(index: int, options: tuple[str, ...]) -> None:
+    here = seat()
+    tally = _try(lambda store: store.tally(here.code, index)) if here else None
+    if tally is None or len(tally.counts) != len(options):
+        return
+    st.caption(f"Votes so far: {tally.total} (the answer stays hidden until Reveal)")
+    for label, share in tally_lines(options, tally):
+        st.progress(share, text=md_escape(label))
