@@ -12,7 +12,9 @@ from viz.core.serving.compress import CacheSpec, EvictionPolicy, compare_with_fu
 from viz.core.limits import MAX_TOKENS
 from viz.core.scale.memory import format_bytes
 from viz.core.serving.paged import decode_together, variants
+from viz.core.serving.workload import Sharing
 from viz.ui import state
+from viz.ui.common import md_escape
 
 PAGE = "pages/memory.py"
 
@@ -42,6 +44,11 @@ def test_seed_is_made_cache_safe_and_shares_prefixes(at):
     shares = list(frame(at, "shares")["shares"])
     assert shares == ["—", "3 tokens with A", "4 tokens with A"]
     assert any("identical" in s.value for s in at.success)
+
+
+def test_the_paged_view_names_its_sharing_system(at):
+    """The paged tab says it shows copy on write, as for forks, and where prefix caching is taught."""
+    assert md_escape(Sharing.COPY_ON_WRITE.sentence) in [c.value for c in at.caption]
 
 
 def test_paged_metrics_are_the_engine_numbers(at):

@@ -14,7 +14,7 @@ from viz.core.engine.presets import sequence
 from viz.core.serving.scheduler import serve
 from viz.core.serving.explain import narrate_chunking, narrate_iteration, narrate_prefix, narrate_visit
 from viz.core.serving.speculative import DraftSpec, speculate
-from viz.core.serving.workload import ServingConfig, workload_preset
+from viz.core.serving.workload import PREEMPTION_NOTE, ServingConfig, Sharing, workload_preset
 from viz.ui.common import md_escape
 
 PAGE = "pages/serving.py"
@@ -126,6 +126,14 @@ def test_prefix_caching_section_counts_what_it_saved(at):
     assert stat_value(at, "Prompt tokens reused") == f"{on.prefix_hits:,}"
     assert stat_value(at, "Keys not recomputed") == f"{off.work.keys_encoded - on.work.keys_encoded:,}"
     assert md_escape(narrate_prefix(off, on, len(SCENARIO.heads))) in narration(at)
+
+
+def test_views_say_how_vllm_preempts_and_which_sharing_they_show(at):
+    """Continuous batching says current vLLM preempts by recomputation (swap was V0's); the prefix caching
+    section names the sharing system it shows (the sentences are the core's)."""
+    assert md_escape(PREEMPTION_NOTE) in [c.value for c in at.caption]
+    section(at, "Prefix caching")
+    assert md_escape(Sharing.PREFIX_CACHING.sentence) in [c.value for c in at.caption]
 
 
 def test_speculative_section_toy_and_real(at):
