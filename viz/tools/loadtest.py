@@ -11,6 +11,9 @@ reruns finished per second, the rerun latency (click to finished run, p50 / p95)
 (exceptions shown, failed runs, timeouts) and the servers' resident memory before the sessions, at
 their peak and after they closed.
 
+``--heavy N`` runs the heavy class instead (viz.tools.heavy_class): N visitors on the worst links at
+once beside one on the seed, against N on the seed.
+
 Loopback only; bounded in time and count.
 """
 
@@ -384,7 +387,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--after", type=float, help="seconds to wait before reading memory after the sessions "
                                                     "(default: Streamlit's disconnected-session TTL + 10 s)")
     parser.add_argument("--out", help="write the summaries and every latency as JSON")
+    parser.add_argument("--heavy", type=int, metavar="N",
+                        help="the heavy class (viz.tools.heavy_class): N visitors open the worst links at once "
+                             "beside one on the seed, after the same with N on the seed")
+    parser.add_argument("--heavy-pages", nargs="+", default=None, metavar="PAGE",
+                        help="the pages whose worst links the heavy class opens (default: decode prefill memory serving)")
     args = parser.parse_args(argv)
+    if args.heavy:
+        return _heavy(args.heavy, tuple(args.heavy_pages or ()), args.out)
     if args.url and args.processes:
         print("error: --url and --processes exclude each other", file=sys.stderr)
         return 2
@@ -402,6 +412,20 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).write_text(json.dumps([{**r.summary(), "latencies_s": r.latencies_s,
                                                "run_times_s": r.run_times_s} for r in results], indent=1))
     return 0 if not any(r.errors for r in results) else 1
+
+
+def _heavy(visitors: int, pages: tuple[str, ...], out: str | None) -> int:
+    from .heavy_class import HEAVY_PAGES, compare, report as heavy_report, run_heavy
+    try:
+        rounds = run_heavy(visitors, pages or HEAVY_PAGES)
+    except (ValueError, RuntimeError) as err:
+        print(f"error: {str(err).splitlines()[0]}", file=sys.stderr)
+        return 2
+    print(heavy_report(rounds), flush=True)
+    if out:
+        Path(out).write_text(json.dumps({"rounds": [r.summary() for r in rounds],
+                                         **(compare(*rounds) if len(rounds) == 2 else {})}, indent=1))
+    return 0 if not any(r.errors for r in rounds) else 1
 
 
 if __name__ == "__main__":
