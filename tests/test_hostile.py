@@ -131,6 +131,24 @@ def test_link_round_trip_and_zip_bomb():
         decode_scenario(link_for(load_preset("seed").to_json().encode())[:60])
 
 
+def test_bytes_after_a_links_compressed_stream_are_refused():
+    """A whole compressed scenario followed by anything more (another stream, a byte, padding) is
+    refused as damaged, like any malformed link; the same stream alone reads back."""
+    import zlib
+    stream = zlib.compress(load_preset("seed").to_json().encode(), 9)
+    assert decode_scenario(link_for_bytes(stream)) == load_preset("seed")
+    for tail in (b"\x00", b"junk", stream, zlib.compress(b"{}")):
+        with pytest.raises(ScenarioError, match="damaged"):
+            decode_scenario(link_for_bytes(stream + tail))
+
+
+def link_for_bytes(raw: bytes) -> str:
+    """A link's scenario parameter for these compressed bytes, as encode_scenario writes it."""
+    import base64
+    from viz.core.engine.share import LINK_VERSION
+    return f"{LINK_VERSION}.{base64.urlsafe_b64encode(raw).decode('ascii').rstrip('=')}"
+
+
 UNUSABLE = [chr(c) for c in (0xD800, 0xDBFF, 0xDC00, 0xDFFF, 0xFFFE, 0xFFFF, 0xFDD0, 0xFDEF, 0x1FFFE, 0x10FFFF,
                              0x00, 0x07, 0x1B, 0x7F, 0x85, 0x9F)]
 TEXT_FIELDS = ["title", "description", "prompt", "tokens.1", "heads.0.name", "heads.2.rule", "vocab.1.token"]

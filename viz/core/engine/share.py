@@ -60,6 +60,8 @@ def decode_scenario(text: str) -> Scenario:
         raise ScenarioError("link", f"the scenario in this link is larger than {MAX_JSON_BYTES:,} bytes")
     if not inflater.eof:
         raise ScenarioError("link", "this link's scenario is cut off; copy the whole link")
+    if inflater.unused_data:  # bytes after the compressed stream: not a link kvlab made
+        raise ScenarioError("link", "this link's scenario is damaged and cannot be read")
     try:
         text_json = data.decode("utf-8")
     except UnicodeDecodeError:
