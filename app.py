@@ -18,15 +18,16 @@ import torch
 
 from viz.ui import classroom, guard, sidebar, state
 from viz.ui.common import favicon
-from viz.ui.components import page_style
+from viz.ui.widgets import presenter_style
 
 # Many small requests at once: one torch thread per script run keeps sessions from fighting over
 # the cores. KVLAB_TORCH_THREADS raises it (the Cost page's timings use whatever is set here).
 torch.set_num_threads(int(os.environ.get("KVLAB_TORCH_THREADS", "1")))
-st.set_page_config(page_title="kvlab", page_icon=favicon(), layout="wide")
+# a sidebar wide enough for the editors' tables (Streamlit's documented width, in pixels)
+st.set_page_config(page_title="kvlab", page_icon=favicon(), layout="wide", initial_sidebar_state=400)
 
 # Each url_path is its file's name: until some session has called st.navigation, Streamlit's legacy
-# pages/ discovery answers a first visit by file name, and any other path shows "Page not found".
+# pages/ discovery answers a first visit by file name (state.require_frame then runs this frame around it).
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),  # served at /
     st.Page("pages/tour.py", title="Guided tour", icon=":material/school:", url_path="tour"),
@@ -42,19 +43,17 @@ PAGES = [
 # benchmark scenario, Real model on its own model) leave them out of the sidebar.
 EDITOR_PAGES = {"prefill", "decode", "memory", "at_scale", "serving"}
 LINKABLE = frozenset(p.url_path for p in PAGES if p.url_path)  # the pages a share link may name
-# a share link opens at / and names its page (state.link_params); an old link there means Prefill
-state.open_link_page(LINKABLE)
 classroom.open_short_link()  # a short link (/?v=…) becomes its view before the address is read
 page = st.navigation(PAGES)
 state.init(page.url_path, LINKABLE)
-target = state.link_target()  # only where open_link_page could not choose the page: one more run
+# a share link opens at / and names its page (state.link_params); an old link there means Prefill
+target = state.link_target()
 if target:
     st.switch_page(next(p for p in PAGES if p.url_path == target))
 classroom.begin({p.url_path: p for p in PAGES}, page.url_path)  # class mode (viz.ui.classroom)
 guard.begin()
-# The frame's style before the sidebar and the page: its component's script then starts loading
-# with a new visitor's first messages (presenter mode as set by the sidebar switch's callback, before this run).
-page_style(state.presenter())
+# presenter mode's large type (as set by the sidebar toggle's callback, before this run)
+presenter_style(state.presenter())
 editors = page.url_path in EDITOR_PAGES
 with guard.frame("the sidebar", st.sidebar):
     sidebar.render(editors, page.url_path)
@@ -66,7 +65,7 @@ if refused:  # the sidebar shows each message next to its editor; the page says 
                 "this page still shows the last good scenario.", icon=":material/history:")
 with guard.frame(f"the page {page.title}", top):
     classroom.bar()  # a class's join screen, or a student's following line
-    page.run()
+    state.framed(page.run)
 guard.remember()
 with guard.frame("the link to this view", st.sidebar):
     sidebar.share_link()

@@ -19,7 +19,7 @@ from viz.figures import roofline as roof
 from viz.figures.base import Stat
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot
-from viz.ui.components import stats
+from viz.ui.widgets import stats
 from viz.ui.tables import header_widths
 
 state.require_frame()

@@ -19,7 +19,7 @@ from viz.figures.base import Stat
 from viz.ui import guard, state
 from viz.ui.common import (division_notices, head_picker, lazy_tabs, lesson_header, lesson_screen, lesson_tables,
                            md_escape, plot, whole_switch)
-from viz.ui.components import choice, slider, stats, table
+from viz.ui.widgets import stats, table
 from viz.ui.runs import decode_traces, decode_traces_ahead
 
 state.require_frame()
@@ -50,8 +50,8 @@ def reset() -> None:
     st.session_state[HORIZON] = 0
 
 
-def set_run_size(index: int) -> None:
-    st.session_state[RUN_SIZE] = RUN_SIZES[index]
+def set_run_size(size: int) -> None:
+    st.session_state[RUN_SIZE] = size
 
 
 def controls(step: int) -> None:
@@ -64,15 +64,16 @@ def controls(step: int) -> None:
         st.button("Step", icon=":material/arrow_forward:", on_click=go_to, args=(step + 1,), shortcut="right",
                   type="primary", disabled=step >= MAX_DECODE_STEPS, help="Generate one more token (→)", key=STEP)
         run_n = st.session_state.setdefault(RUN_SIZE, 8)
-        choice(RUN_N, [str(n) for n in RUN_SIZES], RUN_SIZES.index(run_n), "Tokens to run", set_run_size,
-               help="Tokens the Run button generates")
+        st.segmented_control("Tokens to run", RUN_SIZES, required=True, label_visibility="collapsed",
+                             help="Tokens the Run button generates", **state.bound(RUN_N, run_n, set_run_size))
         st.button(f"Run {run_n}", icon=":material/fast_forward:", on_click=go_to, args=(step + run_n,),
                   disabled=step >= MAX_DECODE_STEPS, help=f"Generate {run_n} more tokens")
         horizon = st.session_state[HORIZON]
         if horizon > 0:
-            slider(TIMELINE, step, 0, horizon, "Timeline (tokens generated)", state.set_step, inline=True,
-                   format_label=lambda k: f"{k} of {horizon}",
-                   help="Scrub back and forth over the tokens generated so far")
+            st.slider("Timeline (tokens generated)", 0, horizon, format=f"%d of {horizon}",
+                      label_visibility="collapsed", width=240,
+                      help="Scrub back and forth over the tokens generated so far",
+                      **state.bound(TIMELINE, step, state.set_step))
 
 
 @guard.fragment
@@ -113,9 +114,9 @@ def decode_lesson() -> None:
     with st.container(horizontal=True, vertical_alignment="center"):
         head = head_picker(HEAD)
         whole = whole_switch(WHOLE, "Show every row and key, not only the newest ones")
-        choice(MODE_PICKER, [SHORT[m] for m in MODES], MODES.index(state.mode()), "Show the run",
-               lambda index: state.set_mode(MODES[index]),
-               help="\n".join(f"{SHORT[m]}: {MODE_LABELS[m]}" for m in MODES))
+        st.segmented_control("Show the run", MODES, format_func=SHORT.get, required=True,
+                             label_visibility="collapsed", help="\n".join(f"{SHORT[m]}: {MODE_LABELS[m]}" for m in MODES),
+                             **state.bound(MODE_PICKER, state.mode(), state.set_mode))
     frame = decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step, head, whole=whole)
     # the frames a Step or a Back click shows next, sent now so the board draws them at the click
     # (the rerun the click starts then brings the same numbers with the narration)

@@ -17,7 +17,8 @@ from viz.figures.board import attention_board, contexts_board, fits
 from viz.ui import guard, state
 from viz.ui.common import (division_notices, folded, head_picker, lazy_tabs, lesson_header, lesson_screen,
                            lesson_tables, md_escape, plot, stepper, whole_switch)
-from viz.ui.components import board, table
+from viz.ui.board import board
+from viz.ui.widgets import table
 from viz.ui.runs import decode_traces
 
 state.require_frame()

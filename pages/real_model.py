@@ -12,7 +12,7 @@ from viz.core.rules.language import RuleError
 from viz.core.engine.scenario import STRATEGIES, Head, Sampling
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot
-from viz.ui.components import stats
+from viz.ui.widgets import stats
 
 state.require_frame()
 REAL_CHOICE = "real_choice"  # which shipped model

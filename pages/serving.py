@@ -23,7 +23,7 @@ from viz.figures import serving as figs
 from viz.figures.base import Stat
 from viz.ui import state
 from viz.ui.common import header, md_escape, plot, stepper
-from viz.ui.components import stats
+from viz.ui.widgets import stats
 
 state.require_frame()
 SECTION = "serving_section"

@@ -13,7 +13,7 @@ from viz.core.lessons.tour import (TOUR_SERVER, Question, tour_score, question_e
                            question_no_match, question_prefix, question_stale, question_winner, tour_workload)
 from viz.ui import article, classroom, state
 from viz.ui.common import md_escape, plot, stepper
-from viz.ui.components import table
+from viz.ui.widgets import table
 
 state.require_frame()
 LETTERS = "ABCDEFGH"

@@ -59,14 +59,15 @@ def figure(at, title_part: str) -> dict:
 
 
 def sent_data(element) -> dict:
-    """What one of kvlab's components was sent (the payload, the one item of its data list)."""
+    """What the lesson board (viz.ui.board) was sent: the payload, the one item of its data list."""
     import json
     return json.loads(element.proto.json)[0]
 
 
 def boards(at) -> list[dict]:
-    """Every lesson board on the page (viz.ui.components), as the spec sent to the browser."""
-    return [sent_data(el) for el in at.get("bidi_component") if el.proto.component_name == "kvlab_board"]
+    """Every lesson board on the page (viz.ui.board), as the spec sent to the browser."""
+    from viz.ui.board import NAME
+    return [sent_data(el) for el in at.get("bidi_component") if el.proto.component_name == NAME]
 
 
 def board(at, title_part: str) -> dict:
@@ -81,19 +82,33 @@ def cells(spec: dict, group: int = 0) -> list[list[str]]:
     return [[cell["text"] for cell in row["cells"]] for row in spec["groups"][group]["rows"]]
 
 
-def _plain_specs(at) -> list[dict]:
-    """Every plain table and stats row on the page (one component draws both), as sent to the browser."""
-    return [sent_data(el) for el in at.get("bidi_component") if el.proto.component_name == "kvlab_table"]
-
-
 def plain_tables(at) -> list[dict]:
-    """Every plain table on the page (viz.ui.components.table), as the spec sent to the browser."""
-    return [spec for spec in _plain_specs(at) if spec.get("layout") != "stats"]
+    """Every small table on the page (``st.table``, viz.ui.widgets.table): {"label": its name for
+    screen readers, "columns", "rows": every cell as the visitor reads it}."""
+    found = []
+    for element in at.table:
+        frame = element.value
+        found.append({"label": element.proto.alt, "columns": [shown(str(c)) for c in frame.columns],
+                      "rows": [[shown(str(v)) for v in row] for row in frame.itertuples(index=False, name=None)]})
+    return found
+
+
+_DIRECTION = {0: "down", 1: "up", 2: ""}  # st.metric's arrow (Metric.MetricDirection)
+_TONE = {0: "bad", 1: "good", 2: "neutral"}  # st.metric's colour (Metric.MetricColor: red, green, gray)
 
 
 def stats_rows(at) -> list[dict]:
-    """Every stats row on the page (viz.ui.components.stats), as the spec sent to the browser."""
-    return [spec for spec in _plain_specs(at) if spec.get("layout") == "stats"]
+    """Every figure of the page's stats rows (``st.metric``, viz.ui.widgets.stats) as one row:
+    {"stats": [{"label", "value", "delta", "help"}]}, text as the visitor reads it; a delta is
+    {"text", "direction", "tone"} or None."""
+    stats = []
+    for metric in at.metric:
+        proto = metric.proto
+        delta = ({"text": proto.delta, "direction": _DIRECTION[proto.direction], "tone": _TONE[proto.color]}
+                 if proto.delta else None)
+        stats.append({"label": shown(proto.label), "value": shown(proto.body), "delta": delta,
+                      "help": shown(proto.help)})
+    return [{"stats": stats}] if stats else []
 
 
 def stat_labels(at) -> list[str]:
@@ -102,7 +117,7 @@ def stat_labels(at) -> list[str]:
 
 
 def stat(at, label: str) -> dict:
-    """The stat labelled ``label`` in a stats row: {"label", "value", "delta", "help"} as sent."""
+    """The stat labelled ``label`` in a stats row: {"label", "value", "delta", "help"} as shown."""
     for row in stats_rows(at):
         for item in row["stats"]:
             if item["label"] == label:
@@ -116,7 +131,7 @@ def stat_value(at, label: str) -> str:
 
 
 def plain_table(at, column: str) -> dict[str, list[str]]:
-    """The plain table that has ``column``, as {column: its cells' text}."""
+    """The small table that has ``column``, as {column: its cells' text}."""
     for spec in plain_tables(at):
         if column in spec["columns"]:
             return {name: [row[i] for row in spec["rows"]] for i, name in enumerate(spec["columns"])}
@@ -154,82 +169,68 @@ def on_page(app, page: str):
 
 
 
-def component(at, key: str):
-    """The custom component (viz.ui.components) drawn under ``key``."""
-    found = [e for e in at.get("bidi_component") if e.proto.id.endswith(f"-{key}")]
-    assert found, f"no component with key {key!r}"
-    return found[0]
-
-
-def component_data(at, key: str) -> dict:
-    """The data a custom component was sent in the last run."""
-    return sent_data(component(at, key))
-
-
-def fire(at, key: str, event: str, value):
-    """Send a custom component's trigger as the browser does (``setTriggerValue(event, value)``),
-    with every other widget as it stands, and run. AppTest cannot drive a custom component, so this
-    uses its private ``_tree`` and ``_run`` and Streamlit's trigger id (streamlit 1.67): the one
-    place the tests lean on Streamlit's internals, to be checked when Streamlit is upgraded."""
-    import json
-    from streamlit.components.v2.bidi_component.main import _make_trigger_id
-    states = at._tree.get_widget_states()
-    states.widgets.add(id=_make_trigger_id(component(at, key).proto.id, "events"),
-                       json_trigger_value=json.dumps([{"event": event, "value": value}]))
-    at._run(states)
-    return at
+def widget(at, key: str):
+    """The widget drawn under ``key`` in the last run (a slider, select slider, segmented control or
+    pills, toggle or text input)."""
+    for kind in ("select_slider", "slider", "button_group", "toggle", "text_input"):
+        for element in getattr(at, kind):
+            if element.key == key:
+                return element
+    raise AssertionError(f"no widget with key {key!r}")
 
 
 def range_data(at, key: str) -> dict:
-    """The data a range (viz.ui.components.slider) was drawn with: label, labels, min, max, value, help."""
-    assert component(at, key).proto.component_name == "kvlab_range", key
-    return component_data(at, key)
+    """What a stepper's slider (viz.ui.common.stepper, whole numbers in a row) or a slider shows:
+    label, min, max, value, help, and a stepper's ``labels`` (each value's text)."""
+    element = widget(at, key)
+    data = {"label": shown(element.label), "value": element.value, "help": element.help}
+    if element.type == "select_slider":  # a stepper: its options are consecutive whole numbers
+        labels = list(element.options)
+        low = element.value - labels.index(element.format_func(element.value))
+        return {**data, "labels": labels, "min": low, "max": low + len(labels) - 1}
+    return {**data, "min": element.min, "max": element.max, "format": element.proto.format}
 
 
 def move_range(at, key: str, value):
-    """Move a range to ``value`` as a visitor does (a release or a key sends the value as a trigger),
-    and check nothing raised."""
-    seen = at.session_state[f"{key}__seen"] if f"{key}__seen" in at.session_state else 0
-    fire(at, key, "moved", {"to": value, "seq": seen + 1})
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    """Move a slider to ``value`` as a visitor does, and check nothing raised."""
+    widget(at, key).set_value(value)
+    return rerun(at)
 
 
 def send_prompt(at, text: str):
     """Type ``text`` into the sidebar's prompt box and press Enter."""
-    return fire(at, widget_key(at, "prompt"), "submitted", text)
+    widget(at, widget_key(at, "prompt")).input(text)
+    return at.run()
 
 
 def prompt_shown(at) -> str:
     """The text the sidebar's prompt box shows."""
-    return component_data(at, widget_key(at, "prompt"))["value"]
+    return widget(at, widget_key(at, "prompt")).value
 
 
 def has_prompt_box(at) -> bool:
     """Whether the sidebar drew its prompt box in the last run."""
-    return any(e.proto.id.endswith(f"-{widget_key(at, 'prompt')}") for e in at.get("bidi_component"))
+    return any(box.key == widget_key(at, "prompt") for box in at.text_input)
 
 
 def choice_data(at, key: str) -> dict:
-    """The data a choice or switch (viz.ui.components) was drawn with: label, options, value, help, presenter."""
-    assert component(at, key).proto.component_name == "kvlab_choice", key
-    return component_data(at, key)
+    """What a segmented control, pills or toggle shows: label, options (as the visitor reads them),
+    value, help."""
+    element = widget(at, key)
+    data = {"label": shown(element.label), "value": element.value, "help": shown(element.help)}
+    if element.type == "button_group":
+        data["options"] = [shown(option) for option in element.options]
+    return data
 
 
-def _next_seq(at, key: str) -> int:
-    seen = f"{key}__seen"
-    return (at.session_state[seen] if seen in at.session_state else 0) + 1
-
-
-def pick(at, key: str, index: int):
-    """Click option ``index`` of a choice, as a visitor does, and check nothing raised."""
-    fire(at, key, "picked", {"index": index, "seq": _next_seq(at, key)})
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+def pick(at, key: str, value):
+    """Click the option ``value`` of a segmented control or pills, as a visitor does, and check
+    nothing raised."""
+    widget(at, key).set_value(value)
+    return rerun(at)
 
 
 def flip(at, key: str, on: bool):
-    """Switch a switch to ``on``, as a visitor's click does, and check nothing raised."""
-    fire(at, key, "flipped", {"on": on, "seq": _next_seq(at, key)})
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    """Switch a toggle to ``on``, as a visitor's click does, and check nothing raised."""
+    widget(at, key).set_value(on)
+    return rerun(at)

@@ -3,24 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from streamlit.runtime.pages_manager import PagesManager
-
-
-@pytest.fixture(autouse=True)
-def explicit_navigation(monkeypatch):
-    """Make AppTest treat `pages/` as app.py does: every page registered through st.navigation.
-
-    A real server turns `pages/` discovery off once app.py calls st.navigation; AppTest resets that
-    flag before every run, so without this its second run would execute the page file alone,
-    skipping app.py's shared frame.
-    """
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from ..figures.base import figure_table
 from ..figures.board import attention_board, cache_board, fits, words_board
 from ..figures.lesson import attention_figure, cache_figure, frame_tables
 from . import state
-from .components import board, choice, slider, switch
+from .board import board, button_selector
 
 # The toolbar shows on hover only (on a phone: after a tap), and short, so it stays clear of titles.
 PLOT_CONFIG = {"displaylogo": False, "displayModeBar": "hover",
@@ -127,12 +127,12 @@ def header(title: str, caption: str) -> None:
 
 def stepper(key: str, count: int, label: str, *, first: int = 1,
             format_label: Callable[[int], str] = str, help: str | None = None) -> int:
-    """A range from ``first`` to ``count`` between ← and → buttons (also the arrow keys); returns
+    """A slider from ``first`` to ``count`` between ← and → buttons (also the arrow keys); returns
     the chosen value.
 
     The value lives in the session under ``key``, so it survives while the stepper is not drawn (a
-    tab that is closed, another page). ``format_label`` returns plain text (it may quote visitor
-    text): the range writes it as text."""
+    tab that is closed, another page). ``label`` is plain text (escaped here); ``format_label``
+    names each value as plain text (Streamlit shows a slider's values as text, not Markdown)."""
     current = min(max(int(st.session_state.get(key, first)), first), count)
     st.session_state[key] = current
 
@@ -147,27 +147,28 @@ def stepper(key: str, count: int, label: str, *, first: int = 1,
                 shortcut="left", disabled=current <= first, help="Back (←)")
     forward.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
                    shortcut="right", disabled=current >= count, help="Forward (→)")
-    with middle:
-        slider(f"{key}_range", current, min(first, count), count, label, moved, format_label=format_label,
-               help=help)
+    middle.select_slider(md_escape(label), range(min(first, count), count + 1), format_func=format_label,
+                         disabled=count <= first, help=help, **state.bound(f"{key}_range", current, moved))
     return st.session_state[key]
 
 
 def head_picker(key: str, label: str = "Head") -> int:
     """The head shown in detail (0-based): one choice shared by the pages and kept in share links."""
-    choice(key, state.scenario().head_names, state.head(), label, state.set_head,
-           help=f"{label}: which head the figures show")
+    names = state.scenario().head_names
+    st.segmented_control(label, range(len(names)), format_func=lambda i: md_escape(names[i]), required=True,
+                         label_visibility="collapsed", help=f"{label}: which head the figures show",
+                         **state.bound(key, state.head(), state.set_head))
     return state.head()
 
 
 def whole_switch(key: str, help: str) -> bool:
-    """A lesson's Whole switch (every row and key, or only those around the focus), off at first;
+    """A lesson's Whole toggle (every row and key, or only those around the focus), off at first;
     whether it is on lives under ``key``, so it survives a tab or a page that does not draw it."""
     def flipped(on: bool) -> None:
         st.session_state[key] = on
 
     whole = st.session_state.get(key, False)
-    switch(f"{key}_switch", whole, "Whole", flipped, help=help)
+    st.toggle("Whole", help=help, **state.bound(f"{key}_switch", whole, flipped))
     return whole
 
 
@@ -195,7 +196,7 @@ def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key
     small = fits(frame)
     shown = specs(frame) if small else [None, None, words_board(frame)]
     # turns only where every figure is a board (a click would otherwise redraw only part of the screen)
-    ahead = [(specs(f), f".st-key-{button} button", key)
+    ahead = [(specs(f), button_selector(button), key)
              for f, button, key in turns if small and f is not None and fits(f)]
     newest = newest_key and frame.step > 0
     figures = (lambda: attention_figure(frame, heads[head], newest_key=newest), lambda: cache_figure(frame, heads))
@@ -216,10 +217,8 @@ def lazy_tabs(labels: tuple[str, ...], key: str, bodies: tuple[Callable[[], None
 
 
 def lesson_header(title: str, caption: str) -> None:
-    """A lesson page's title and caption; in presenter mode still there for screen readers and
-    tests, but visually hidden, so the lesson below fits one projector screen."""
+    """A lesson page's title and caption; in presenter mode the title only."""
     if not state.presenter():
         header(title, caption)
         return
-    with st.container(key="lesson_title"):  # hidden by the frame's style (frame_style)
-        header(title, caption)
+    st.title(title)  # no caption: the lesson below fits one projector screen

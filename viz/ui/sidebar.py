@@ -20,9 +20,8 @@ from ..core.rules.language import RULE_LIBRARY
 from ..core.engine.scenario import MAX_D_K, MAX_PROMPT_CHARS, Scenario
 from . import state, tables
 from .common import folded, md_escape
-from .components import choice, copy_link, switch, text_field
 
-PRESET = "kv_preset"  # the scenario choice (one key for good: a pick keeps the keyboard's focus in it)
+PRESET = "kv_preset"  # the scenario pills' key (one key for good: a pick keeps the keyboard's focus in it)
 UPLOAD_SEEN = "kv_upload_seen"  # file id of the last applied upload, so it is applied once
 
 
@@ -45,14 +44,12 @@ def _preset_chosen(name: str) -> None:
 
 
 def _preset_picker() -> None:
-    """The built-in scenarios as pills, all in view (one click loads one), the chosen one's title
-    below. Pills, not a drop-down (a selectbox loads a script of its own, about a tenth of a second
-    of a first view), drawn by kvlab's choice (viz.ui.components)."""
+    """The built-in scenarios as pills, all in view (one click loads one; none is chosen once the
+    scenario is edited), the chosen one's title below."""
     names = preset_names()
     match = matching_preset(state.scenario())
-    choice(PRESET, names, names.index(match) if match in names else -1, "Scenario",
-           lambda index: _preset_chosen(names[index]), label_visible=True, arrows_pick=False, width="stretch",
-           help="Built-in scenarios. Editing anything below makes it a custom scenario.")
+    st.pills("Scenario", names, required=True, **state.bound(PRESET, match, _preset_chosen),
+             help="Built-in scenarios. Editing anything below makes it a custom scenario.")
     st.caption(md_escape(load_preset(match).title) if match else "Custom scenario (edited)")
 
 
@@ -72,10 +69,11 @@ def _prompt(scenario: Scenario) -> None:
     refused = st.session_state.get(state.PROMPT_REFUSED)  # (scenario version, the refused text)
     error = state.error("prompt")
     held = refused[1] if refused and refused[0] == state.version() and error else None
-    text_field("Prompt", (scenario.prompt or "") if held is None else held, key=state.widget_key("prompt"),
-               on_send=_send_prompt, max_chars=MAX_PROMPT_CHARS, error=error,
-               help="Press Enter to apply. Split into word tokens; punctuation is dropped. Each token's "
-                    "value is under Tokens and values.")
+    key = state.widget_key("prompt")  # renewed with the scenario: a refused text stays until an edit applies
+    st.text_input("Prompt", (scenario.prompt or "") if held is None else held, key=key,
+                  max_chars=MAX_PROMPT_CHARS, on_change=lambda: _send_prompt(st.session_state[key]),
+                  help="Press Enter to apply. Split into word tokens; punctuation is dropped. Each token's "
+                       "value is under Tokens and values.")
     _show_error("prompt")
 
 
@@ -241,7 +239,7 @@ def _draw_link(place, url_path: str) -> None:
     with place:
         st.caption("**Copy link** to exactly this view (the address bar holds it too)" if params
                    else "Link to this page:")
-        copy_link(link, "Link to this view" if params else "Link to this page")
+        st.code(link, language=None, wrap_lines=True)  # with Streamlit's copy button
 
 
 def share_link() -> None:
@@ -272,8 +270,8 @@ def render(editors: bool = True, url_path: str = "") -> None:
     In presenter mode only the toggle, the preset, the badge and the link remain; on a page that
     does not read the scenario (``editors`` False) the preset picker and the editors are left out."""
     with st.sidebar:
-        switch(state.PRESENTER_TOGGLE, state.presenter(), "Presenter mode", state.set_presenter,
-               help="Large type for a projector; editing panels fold away; ← and → step.")
+        st.toggle("Presenter mode", **state.bound(state.PRESENTER_TOGGLE, state.presenter(), state.set_presenter),
+                  help="Large type for a projector; editing panels fold away; ← and → step.")
         if editors:
             _preset_picker()
         st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")

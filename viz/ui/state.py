@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import logging
 import os
+import runpy
 import re
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable
 
 import streamlit as st
-from streamlit.runtime.pages_manager import PagesManager
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..core.engine.model import MODES
 from ..core.engine.presets import DEFAULT_PRESET, load_preset
@@ -34,11 +34,12 @@ PROMPT_REFUSED = "kv_prompt_refused"  # (scenario version, text) of the prompt l
 STEP = "kv_step"
 MODE = "kv_mode"
 PRESENTER = "kv_presenter"
-PRESENTER_TOGGLE = "kv_w_presenter"  # the sidebar switch's component key
+PRESENTER_TOGGLE = "kv_w_presenter"  # the sidebar toggle's widget key
 NOTICES = "kv_notices"
 HEAD = "kv_head"  # the head shown in detail (0-based), shared by the pages
 POSITION = "kv_position"  # the Prefill page's query position (1-based)
 READY = "kv_ready"
+FRAMED = "kv_framed"  # app.py is running the page now (set around page.run())
 LAST_GOOD = "kv_last_good"  # the last view (scenario, step, mode) that a page drew to the end
 GUARD_NOTICE = "kv_guard_notice"  # what the frame's guard tells the visitor on the next run
 RUN_FAILED = "kv_run_failed"  # something failed during this run: do not remember it as good
@@ -58,13 +59,36 @@ def public_host() -> bool:
 def require_frame() -> None:
     """Run at the top of every page: pages only work inside app.py's frame.
 
-    Until some session has called st.navigation, Streamlit's legacy `pages/` discovery may run a
-    page file on its own (a first visitor landing on /decode). Turn that discovery off, as
-    st.navigation itself does, and rerun through app.py.
+    Until some session has called ``st.navigation``, Streamlit treats a ``pages/`` folder beside the
+    main script as pages of its own and may run one alone (a first visitor landing on /decode; every
+    AppTest run). Then app.py runs here, in the same run: its ``st.navigation`` picks this page (each
+    url path is the file's name) and runs it inside the frame, and the run ends after it. The same
+    run keeps the visitor's click: a rerun would lose a button's press.
     """
-    if not st.session_state.get(READY):
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+    if not st.session_state.get(FRAMED):
+        runpy.run_path(str(APP), run_name="__main__")
+        st.stop()
+
+
+APP = Path(__file__).resolve().parents[2] / "app.py"  # the main script: the router and the frame
+
+
+def framed(run: Callable[[], None]) -> None:
+    """Run a page (``page.run``) as app.py's frame does: :func:`require_frame` lets it through."""
+    st.session_state[FRAMED] = True
+    try:
+        run()
+    finally:
+        st.session_state[FRAMED] = False
+
+
+def bound(key: str, value: Any, on_change: Callable[[Any], None]) -> dict:
+    """A widget that shows ``value``, which lives elsewhere in the session (a step, a head, the
+    presenter flag), and hands the visitor's change to ``on_change`` before the rerun it starts:
+    the ``key`` and ``on_change`` to pass to the widget. Set before the widget is drawn, so the
+    widget shows what the app decided, not what it held."""
+    st.session_state[key] = value
+    return {"key": key, "on_change": lambda: on_change(st.session_state[key])}
 
 
 def init(url_path: str, pages: frozenset[str]) -> None:
@@ -279,33 +303,9 @@ def _link_target(url_path: str, params: dict[str, str], pages: frozenset[str], p
     return "prefill" if any(key in params for key in VIEW_KEYS) else ""
 
 
-def open_link_page(pages: frozenset[str]) -> None:
-    """Before st.navigation, in a new visitor's first run at /: the page the link asks for (named by
-    ``page``, or Prefill for an old link with a view in it, as :func:`_link_target` decides) becomes
-    the page st.navigation picks, so that page is drawn in this same run. Without it, app.py's
-    switch_page (see :func:`link_target`) ends the run after Home's frame and starts a second one,
-    and the page gets two sets of messages (docs/design.md, "Share links").
-
-    This uses Streamlit's pages manager, where a page's own address (/decode) puts the page a run is
-    for. Where a Streamlit version lacks it or takes it otherwise, nothing changes and app.py
-    switches."""
-    if st.session_state.get(READY):
-        return
-    manager = getattr(get_script_run_ctx(), "pages_manager", None)
-    intend = getattr(manager, "set_script_intent", None)
-    if intend is None or manager.intended_page_script_hash or (manager.intended_page_name or "") != HOME_PATH:
-        return  # a page's own address, or a reconnecting visitor: that page stands
-    params = _address_query()
-    target = _link_target(HOME_PATH, params, pages, [])  # a page kvlab lacks: init says so at /
-    if target:
-        try:
-            intend("", target)
-        except (TypeError, ValueError):  # another version's signature: the switch does it
-            logging.getLogger("kvlab.app").warning("could not open %s in the first run; switching to it", target)
-
-
 def link_target() -> str:
-    """The page this session's link asked for, once (app.py goes there; later visits to / stay home)."""
+    """The page this session's link asked for, once: app.py switches to it (``st.switch_page``) after
+    ``st.navigation``; later visits to / stay home."""
     return st.session_state.pop(LINK_TARGET, "")
 
 

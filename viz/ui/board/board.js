@@ -1,4 +1,4 @@
-// kvlab's lesson board: draws one spec from viz/figures/board.py (a matrix or a bar chart).
+// kvlab's lesson board (README.md): draws one spec from viz/figures/board.py (a matrix or a bar chart).
 // Every number, colour and hover line arrives decided; this only lays them out. Visitor text is
 // written with textContent (never as markup). Streamlit calls the default export on every render
 // with the new spec; the board is built anew and swapped in with one replaceWith, a few milliseconds.
@@ -114,7 +114,7 @@ function draw(parentElement, data) {
 
 // Where a key press is typing, not a shortcut: as Streamlit decides for its own shortcuts, from the
 // event's composed path (a field inside a component's shadow root counts too); and inside a radio
-// group (kvlab's choice, choice.js), whose arrow keys move between its options.
+// group, whose arrow keys move between its options.
 const TYPING = new Set(["INPUT", "TEXTAREA", "SELECT"]);
 const typing = event => (event.composedPath ? event.composedPath() : [event.target]).some(
   node => node && node.tagName && (TYPING.has(node.tagName) || node.isContentEditable
@@ -155,7 +155,7 @@ function listen(parentElement, data) {
 
 export default function (component) {
   const { parentElement } = component;
-  const data = Array.isArray(component.data) ? component.data[0] : null;  // see components._component
+  const data = Array.isArray(component.data) ? component.data[0] : null;  // README.md: the data contract
   if (!data) return;
   draw(parentElement, data);
   return listen(parentElement, data);
