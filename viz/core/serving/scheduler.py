@@ -206,7 +206,7 @@ class Scheduler:
             if seq.predicted is not None:
                 seq.token_times += (self.clock + duration,)
         self.policy.postprocess(plan)
-        return Executed(plan, duration, work, seconds)
+        return Executed(plan=plan, duration=duration, work=work, seconds=seconds)
 
     def count_swap(self, seq: Sequence, blocks: int) -> None:
         """Bytes of ``blocks`` whole blocks copied to swap space or back."""
@@ -218,9 +218,10 @@ class Scheduler:
 def record(engine: Scheduler, executed: Executed) -> Iteration:
     """The iteration as the Serving page shows it: every request's phase, the blocks, the cost."""
     policy = engine.policy
-    states = tuple(SequenceState(policy.phase(s), s.fed,
-                                 len(s.cache) if s.status is not SequenceStatus.SWAPPED else 0,
-                                 policy.table(s), s.predicted, s.event, "" if s.fed else policy.why(s))
+    states = tuple(SequenceState(phase=policy.phase(s), fed=s.fed,
+                                 cache_length=len(s.cache) if s.status is not SequenceStatus.SWAPPED else 0,
+                                 table=policy.table(s), predicted=s.predicted, event=s.event,
+                                 reason="" if s.fed else policy.why(s))
                    for s in engine.sequences)
     blocks, reserved, filled = policy.pool_state()
     handed, returned = engine.pool.drain_events() if engine.pool else ((), ())
