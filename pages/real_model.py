@@ -7,6 +7,7 @@ from viz.figures.base import Stat
 from viz.core.real.model import (LLAMA_DIR, MAX_PROMPT_CHARS, SHIPPED_DIR, DecodeSession, RealModelError,
                                  check_sampling, compare_cache, encode, load_model, measure_cache, piece,
                                  training_report)
+from viz.core.real.folder import folders_allowed
 from viz.core.real.rules_match import TOY_RULES, match_heads
 from viz.core.rules.language import RuleError
 from viz.core.engine.scenario import STRATEGIES, Head, Sampling
@@ -54,9 +55,9 @@ header("Real model", "Two small transformers trained by kvlab on Python's own do
 choice = st.segmented_control("Model", list(SHIPPED), default=list(SHIPPED)[0], key=REAL_CHOICE, required=True,
                               help="Both read the same tokens (one shared tokenizer), at the same width and depth.")
 shipped = str(SHIPPED[choice])
-if state.public_host():  # a public server never lets visitors name folders on its disk
+if not folders_allowed():  # the default: visitors never name folders on the server's disk
     path = ""
-else:  # for whoever runs kvlab on their own machine: folded away, a student starts with the shipped models
+else:  # turned on by whoever runs kvlab (KVLAB_MODEL_FOLDERS=1): folded away, a student starts with the shipped models
     with st.expander("Advanced: another model from a folder on this machine", icon=":material/folder_open:",
                      expanded=bool(st.session_state.get(REAL_PATH))):
         path = st.text_input("Model directory", key=REAL_PATH, placeholder="empty: the shipped model chosen above",

@@ -90,7 +90,7 @@ def test_choice_options_carry_visitor_text_as_data(hostile_app):
     assert_nothing_rendered(hostile_app, "decode after a pick")
 
 
-def test_messages_that_quote_visitor_text_are_escaped(app):
+def test_messages_that_quote_visitor_text_are_escaped(app, monkeypatch):
     """Refusals and notices that repeat what was typed (a rule, an unknown field, a folder, a prompt)
     carry it escaped."""
     edit_table(app, "heads", edited_rows={0: {"rule": f"{LINK} == {HTML_IMAGE}"}})
@@ -104,6 +104,7 @@ def test_messages_that_quote_visitor_text_are_escaped(app):
     assert any("unknown field" in w.value for w in link.warning)
     assert_nothing_rendered(link, "share-link notice", "refused")
 
+    monkeypatch.setenv("KVLAB_MODEL_FOLDERS", "1")  # the operator's switch: the field exists only then
     app.switch_page("pages/real_model.py").run()
     by_label(app.text_input, "Model directory").input(f"{LINK} {HTML_IMAGE}").run()
     by_label(app.text_area, "Prompt").input(" ".join(HOSTILE)).run()

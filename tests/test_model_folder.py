@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import struct
 
 import pytest
 
 from hostile_text import record
-from viz.core.real.folder import FolderError, check_folder, display_name, scrub
+from viz.core.real.folder import FolderError, check_folder, display_name, folders_allowed, scrub
 from viz.core.real.model import SHIPPED_DIR, RealModelError, load_model
 
 
@@ -111,8 +112,8 @@ def test_bad_model_folders_are_refused_before_loading(model_copy, case, monkeypa
     ("x" * 5000, "too long (5,000 characters"),
     ("bad\x00path", "control characters"),
     ("bad\ud800path", "control characters"),
-    ("/no/such/model", "is not a directory"),
-    ("~no-such-user-kvlab/model", "is not a directory"),
+    ("/no/such/model", "is not a directory this server can read"),
+    ("~no-such-user-kvlab/model", "is not a directory this server can read"),
 ])
 def test_bad_paths_are_refused_with_one_line(typed, message):
     """An overlong, unprintable or missing path is refused without echoing more than 60 characters."""
@@ -144,3 +145,26 @@ def test_a_sharded_model_with_a_clean_index_passes(model_copy):
     (model_copy / "model.safetensors.index.json").write_text(json.dumps(index))
     assert check_folder(str(model_copy)) == model_copy.resolve()
     record(FOLDERS, "ran")
+
+
+def test_a_refusal_does_not_tell_what_exists_on_the_server(tmp_path):
+    """A missing path, a file and a path through a file are refused with the same sentence (the typed
+    text aside), so typing paths learns nothing about what is on the disk."""
+    (tmp_path / "a-file").write_text("x")
+    messages = set()
+    for typed in (tmp_path / "missing", tmp_path / "a-file", tmp_path / "a-file" / "inner"):
+        with pytest.raises(FolderError) as err:
+            check_folder(typed)
+        messages.add(re.sub(r"^'.*' is", "'…' is", str(err.value)))
+    assert messages == {"'…' is not a directory this server can read"}
+
+
+def test_folders_are_off_unless_the_operator_turns_them_on(monkeypatch):
+    """Loading a local folder is off by default, on with KVLAB_MODEL_FOLDERS=1, and off on a public host."""
+    monkeypatch.delenv("KVLAB_MODEL_FOLDERS", raising=False)
+    monkeypatch.delenv("KVLAB_PUBLIC", raising=False)
+    assert not folders_allowed()
+    monkeypatch.setenv("KVLAB_MODEL_FOLDERS", "1")
+    assert folders_allowed()
+    monkeypatch.setenv("KVLAB_PUBLIC", "1")
+    assert not folders_allowed()

@@ -66,16 +66,24 @@ def test_empty_prompt_is_refused_and_the_last_one_kept(page):
     assert list(_pieces(page).loc["piece"]) == before
 
 
-def test_bad_model_directory_keeps_the_shipped_model(page):
+@pytest.fixture
+def folders_on(monkeypatch):
+    """The operator turned loading a model from a local folder on."""
+    monkeypatch.setenv("KVLAB_MODEL_FOLDERS", "1")
+
+
+def test_bad_model_directory_keeps_the_shipped_model(page, folders_on):
     """A path that is not a model shows one clear error and the page goes on with the last model."""
+    page.run()
     by_label(page.text_input, "Model directory").input("/no/such/model").run()
     assert not page.exception
     assert any("not a directory" in e for e in errors(page))
     assert SHIPPED_NAME in _markdown(page)
 
 
-def test_local_model_directory_loads_by_path(page, tmp_path):
+def test_local_model_directory_loads_by_path(page, tmp_path, folders_on):
     """A local model directory typed into the field is loaded and named after its folder."""
+    page.run()
     folder = tmp_path / "copied-model"
     shutil.copytree(SHIPPED_DIR, folder)
     by_label(page.text_input, "Model directory").input(str(folder)).run()
@@ -165,9 +173,22 @@ def test_token_text_is_shown_not_interpreted(page):
     assert all("<b>" not in str(spec) for spec in figures(page))
 
 
+def test_a_server_started_plainly_offers_no_model_directory(app, monkeypatch):
+    """Safe by default: without the operator's KVLAB_MODEL_FOLDERS=1 there is no Model directory field."""
+    monkeypatch.delenv("KVLAB_MODEL_FOLDERS", raising=False)
+    monkeypatch.delenv("KVLAB_PUBLIC", raising=False)
+    app.switch_page(PAGE).run()
+    assert not app.exception
+    assert all(w.label != "Model directory" for w in app.text_input)
+    monkeypatch.setenv("KVLAB_MODEL_FOLDERS", "1")
+    app.run()
+    assert any(w.label == "Model directory" for w in app.text_input)
+
+
 def test_public_host_offers_no_model_directory(app, monkeypatch):
     """With KVLAB_PUBLIC=1 visitors cannot name folders on the server: only the shipped model."""
     monkeypatch.setenv("KVLAB_PUBLIC", "1")
+    monkeypatch.setenv("KVLAB_MODEL_FOLDERS", "1")  # public wins over the operator's switch
     app.switch_page(PAGE).run()
     assert not app.exception
     assert all(w.label != "Model directory" for w in app.text_input)

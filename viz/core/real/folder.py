@@ -9,7 +9,13 @@ size, so an empty or truncated file is caught here), tokenizer files, and, if pr
 link that leads out of the folder counts as outside.
 
 Every refusal is a :class:`FolderError` of one line that quotes only what the person typed (clipped),
-never the resolved path on the server; :func:`scrub` does the same for messages from transformers.
+never the resolved path on the server; :func:`scrub` does the same for messages from transformers. A path
+that is missing, not a directory or not readable gets one and the same sentence, so a refusal does not
+tell whether something exists there.
+
+Naming folders is off unless the person running kvlab turns it on (:func:`folders_allowed`:
+``KVLAB_MODEL_FOLDERS=1``; ``KVLAB_PUBLIC=1`` keeps it off whatever else is set): a server started
+as the README says offers visitors the shipped models only.
 
 What this module does not do: load the model (viz.core.real.model).
 """
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import struct
 from pathlib import Path, PurePath
@@ -34,6 +41,9 @@ WEIGHTS = "model.safetensors"
 TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"), ("tokenizer.model",), ("vocab.txt",))
 DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2,
                "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+FOLDERS_SETTING = "KVLAB_MODEL_FOLDERS"  # the operator's switch for loading a model from a local folder
+PUBLIC_SETTING = "KVLAB_PUBLIC"  # a public deployment: never, whatever FOLDERS_SETTING says
+_ON = ("1", "true", "yes")
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?[/\\][^\s'\"`,;)]+")
 
 
@@ -45,6 +55,13 @@ def display_name(typed: str) -> str:
     """The folder's name as the person typed it (its last part), for headings and messages."""
     text = typed.strip().rstrip("/\\")
     return shown(PurePath(text).name or text or typed.strip(), 60)
+
+
+def folders_allowed() -> bool:
+    """Whether visitors may name a model folder on this server: only where its operator said so."""
+    def on(name: str) -> bool:
+        return os.environ.get(name, "").strip().lower() in _ON
+    return on(FOLDERS_SETTING) and not on(PUBLIC_SETTING)
 
 
 def check_folder(typed: str | Path) -> Path:
@@ -61,9 +78,9 @@ def check_folder(typed: str | Path) -> Path:
         found = folder.is_dir()
         folder = folder.resolve(strict=True) if found else folder
     except (OSError, RuntimeError, ValueError):
-        raise FolderError(f"{quoted} is not a directory this server can read") from None
-    if not found:
-        raise FolderError(f"{quoted} is not a directory on this machine")
+        found = False
+    if not found:  # missing, a file, unreadable: one sentence, so nothing is learnt about the disk
+        raise FolderError(f"{quoted} is not a directory this server can read")
     try:
         _check_contents(folder)
     except FolderError as err:
