@@ -213,7 +213,7 @@ def legend_marker(name: str, label: str | None = None, filled: bool = False) -> 
                                   line=dict(width=3 if not filled or look.pattern else 1, color=look.color)))
 
 
-_PATTERN_SYMBOLS = {"/": "line-ne-open", "\\": "line-nw-open", "x": "x-thin-open", ".": "circle-dot"}
+_PATTERN_SYMBOLS = {"/": "line-ne-open", "\\": "line-nw-open", "x": "x-thin-open"}
 
 
 def pattern_marks(name: str, x: Sequence[float], y: Sequence[float], size: int = 22,
@@ -343,24 +343,27 @@ def matrix_axes(cols: int, side: str = "top", titles: tuple[str, str] = QUERY_KE
 
 
 def heatmap(z: torch.Tensor, x: list[str], y: list[str], title: str, *, kind: str = "weights",
-            hover: str = "", highlight_row: int | None = None,
-            highlight_cells: Sequence[tuple[int, int]] = (), cells_mean: str = "new", annotate: bool | None = None,
-            height: int | None = None, visible: torch.Tensor | None = None,
+            hover: str = "", highlight_row: int | None = None, row_label: str | None = None,
+            highlight_cells: Sequence[tuple[int, int]] = (), cells_mean: str = "new", cells_label: str | None = None,
+            annotate: bool | None = None, height: int | None = None, visible: torch.Tensor | None = None,
             key_values: Sequence[float] | None = None, scale: str | None = None,
-            axes: tuple[str, str] = QUERY_KEY, legend: Sequence[tuple[str, str]] = ()) -> go.Figure:
+            axes: tuple[str, str] = QUERY_KEY) -> go.Figure:
     """An annotated heatmap figure (see :func:`heatmap_trace`) of a matrix whose columns and rows
-    ``axes`` names, with the row in focus outlined and ``highlight_cells`` outlined as the meaning
-    ``cells_mean``; ``legend`` lists (meaning, words) entries for those outlines. x and y labels must
-    already be escaped."""
+    ``axes`` names, the row in focus outlined as the focus and ``highlight_cells`` as the meaning
+    ``cells_mean``, each with its legend entry (``row_label`` and ``cells_label``: the words, the
+    meaning's own by default). x and y labels must already be escaped."""
     rows, cols = z.shape
-    shapes = [outline("focus", -0.5, cols - 0.5, r - 0.5, r + 0.5) for r in
-              ([highlight_row] if highlight_row is not None else [])]
-    shapes += [outline(cells_mean, c - 0.5, c + 0.5, r - 0.5, r + 0.5) for r, c in highlight_cells]
+    shapes, marks = [], []
+    if highlight_row is not None:
+        shapes.append(outline("focus", -0.5, cols - 0.5, highlight_row - 0.5, highlight_row + 0.5))
+        marks.append(legend_marker("focus", row_label))
+    if highlight_cells:
+        shapes += [outline(cells_mean, c - 0.5, c + 0.5, r - 0.5, r + 0.5) for r, c in highlight_cells]
+        marks.append(legend_marker(cells_mean, cells_label))
     xaxis, yaxis = matrix_axes(cols, titles=axes)
     cell = 34 if rows <= 16 else max(8, 640 // rows)  # long sequences shrink their rows
     trace = heatmap_trace(z, x, y, kind=kind, hover=hover, visible=visible, key_values=key_values,
                           annotate=annotate, scale=scale)
-    marks = [legend_marker(name, words) for name, words in legend]
     extra = dict(showlegend=True, legend=dict(orientation="h", x=0, y=-0.02, yanchor="top")) if marks else {}
     return figure([trace, *marks], frame(title, (height or max(200, 100 + cell * rows)) + (30 if marks else 0),
                                          top=96, xaxis=xaxis, yaxis=yaxis, shapes=shapes, **extra))

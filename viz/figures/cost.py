@@ -14,11 +14,14 @@ from plotly.subplots import make_subplots
 
 from ..core.engine.cost import DECODE_MODES, CostMeasurement, CostSummary, DecodePoint
 from ..core.timing import Timing, format_seconds
-from .base import titled
-from .toy import BLUE, MODE_COLORS, RED
+from .base import series, titled
+from .toy import MODE_COLORS, MODE_DASHES
 
-COLORS = {"recompute": MODE_COLORS["recompute"], "kv": MODE_COLORS["kv"], "cat": "#e67e22",
-          "batched": BLUE, "one by one": RED}
+# one colour and dash per series: the decode modes as everywhere, the torch.cat cache the third
+COLORS = {"recompute": MODE_COLORS["recompute"], "kv": MODE_COLORS["kv"], "cat": series(2)[0],
+          "batched": series(0)[0], "one by one": series(1)[0]}
+DASHES = {"recompute": MODE_DASHES["recompute"], "kv": MODE_DASHES["kv"], "cat": series(2)[1],
+          "batched": series(0)[1], "one by one": series(1)[1]}
 NAMES = {"recompute": "no cache (recompute)", "kv": "KV cache", "cat": "torch.cat cache",
          "batched": "batched (one pass)", "one by one": "one token at a time"}
 
@@ -46,7 +49,7 @@ def _time_trace(name: str, n: list[int], timings: list[Timing], legend: bool) ->
     medians = [t.median_s for t in timings]
     return go.Scatter(
         x=n, y=medians, mode="lines+markers", name=NAMES[name], legendgroup=name, showlegend=legend,
-        line_color=COLORS[name],
+        line=dict(color=COLORS[name], dash=DASHES[name]),
         error_y=dict(type="data", symmetric=False, array=[t.max_s - t.median_s for t in timings],
                      arrayminus=[t.median_s - t.min_s for t in timings], thickness=1, width=3,
                      color=_faded(COLORS[name])),
@@ -54,9 +57,9 @@ def _time_trace(name: str, n: list[int], timings: list[Timing], legend: bool) ->
         hovertemplate=f"{NAMES[name]}<br>n = %{{x}}<br>%{{customdata}}<extra></extra>")
 
 
-def _work_trace(name: str, n: list[int], work: list[int], legend: bool, dash: str = "solid") -> go.Scatter:
+def _work_trace(name: str, n: list[int], work: list[int], legend: bool) -> go.Scatter:
     return go.Scatter(x=n, y=work, mode="lines+markers", name=NAMES[name], legendgroup=name,
-                      showlegend=legend, line=dict(color=COLORS[name], dash=dash),
+                      showlegend=legend, line=dict(color=COLORS[name], dash=DASHES[name]),
                       hovertemplate=f"{NAMES[name]}<br>n = %{{x}}<br>%{{y:,}} multiply-adds<extra></extra>")
 
 
@@ -92,8 +95,8 @@ def prefill_figure(measurement: CostMeasurement) -> go.Figure:
         f"Practice: time for the whole prompt on {measurement.device}"))
     fig.add_trace(_work_trace("batched", n, [p.batched_work.multiply_adds for p in points], False),
                   row=1, col=1)
-    fig.add_trace(_work_trace("one by one", n, [p.one_by_one_work.multiply_adds for p in points], False,
-                              dash="dot"), row=1, col=1)
+    fig.add_trace(_work_trace("one by one", n, [p.one_by_one_work.multiply_adds for p in points], False),
+                  row=1, col=1)
     fig.add_trace(_time_trace("batched", n, [p.batched for p in points], True), row=1, col=2)
     fig.add_trace(_time_trace("one by one", n, [p.one_by_one for p in points], True), row=1, col=2)
     fig.update_yaxes(title_text="multiply-adds", row=1, col=1)

@@ -6,14 +6,15 @@ blue, vermillion, reddish purple, black) and three neutral greys. Two rules keep
 visitor with a colour-vision deficiency and for the back row of a lecture hall:
 
 * a meaning that marks a problem (a stale key, a rejected guess) carries a pattern and its label,
-  never a colour alone;
+  never a colour alone; the greys always come with their words (in the cell, or its hover);
 * orange and vermillion, hard to tell apart from afar and for red-green deficiencies, never mean
   two things: orange is the focus, vermillion no meaning at all (it only tells series apart).
 
 Series (the things a line or bar chart compares: decode modes, models, runs, requests) take the
 :data:`SERIES` colours in order, each with its own dash, so two lines differ by more than hue.
-This module decides looks only; the words a legend uses are the glossary's
-(:mod:`viz.core.lessons.glossary`).
+A colour marks one meaning per figure (a test holds every figure to it); the series colours repeat
+across charts, identified by each chart's legend. This module decides looks only; the terms in the
+legends are defined in the glossary (:mod:`viz.core.lessons.glossary`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ BLACK = "#000000"
 FREE = "#f4f6f9"
 MASKED = "#d9d9d9"
 RESERVED = "#bdbdbd"
-LEFT_OUT = "#8c8c8c"
+LEFT_OUT = "#707070"
 INK = "#262730"  # text, and marks that must read on any cell colour
 
 
@@ -41,7 +42,7 @@ INK = "#262730"  # text, and marks that must read on any cell colour
 class Meaning:
     """How one meaning looks everywhere: ``color`` (a fill, or an outline around cells), ``dash``
     (the outline's or line's style, Plotly's names), ``pattern`` (a fill pattern, Plotly's bar
-    pattern shapes: "/" hatch, "x" cross, "." dots; "" none) and ``label``, the legend's words.
+    pattern shapes: "/" hatch, "x" cross; "" none) and ``label``, the legend's words.
     ``also`` lists the other legend words a figure may use for the same meaning (the newest query is
     the query in focus on Decode)."""
 
@@ -59,18 +60,18 @@ class Meaning:
 MEANINGS: dict[str, Meaning] = {
     "focus": Meaning(ORANGE, "query in focus",
                      also=("newest query", "current tile", "this iteration", "this round", "selected head",
-                           "best rule", "chosen length")),
-    "new": Meaning(GREEN, "new key", also=("new entry", "handed out in this iteration", "arrives")),
+                           "selected request", "chosen length")),
+    "new": Meaning(GREEN, "new key", also=("new entry", "handed out in this iteration", "bonus word (every guess kept)")),
     "stale": Meaning(PURPLE, "stale key", dash="dot", pattern="/"),
     "shared": Meaning(YELLOW, "shared by several (ref > 1)"),
-    "chosen": Meaning(BLUE, "chosen", also=("kept guess", "filled")),
-    "candidate": Meaning(SKY, "another word", also=("kept by top-k/top-p", "the target's own word")),
+    "chosen": Meaning(BLUE, "chosen", also=("kept guess", "best rule")),
+    "candidate": Meaning(SKY, "another word", also=("another token", "kept by top-k/top-p", "the target's own word")),
     "rejected": Meaning(BLACK, "rejected", pattern="x", also=("does not fit",)),
-    "left out": Meaning(LEFT_OUT, "left out", pattern=".",
-                        also=("filtered out by top-k/top-p", "evicted", "not checked")),
-    "reserved": Meaning(RESERVED, "reserved, still empty", pattern="\\",
-                        also=("reserved, never filled", "empty slot in a used block", "empty end of last block")),
-    "masked": Meaning(MASKED, "masked: key after the query"),
+    "left out": Meaning(LEFT_OUT, "left out", also=("filtered out by top-k/top-p", "evicted", "not checked")),
+    "reserved": Meaning(RESERVED, "reserved, still empty",
+                        also=("reserved, never filled", "empty slot in a used block", "empty end of last block",
+                              "idle slot (static)")),
+    "masked": Meaning(MASKED, "masked: key after the query", also=("above the diagonal: never loaded",)),
     "free": Meaning(FREE, "free"),
 }
 
@@ -89,18 +90,16 @@ def series(i: int) -> tuple[str, str]:
     return SERIES[i % len(SERIES)], SERIES_DASHES[i % len(SERIES_DASHES)]
 
 
-_CSS_ANGLES = {"/": "45deg", "\\": "135deg", "x": "45deg", ".": "0deg"}
+_CSS_ANGLES = {"/": "45deg", "\\": "135deg", "x": "45deg"}
 
 
 def hatch(name: str, under: str = "#ffffff") -> str:
     """A CSS background for a board cell or legend swatch of a patterned meaning: its colour in
-    stripes (dots for ".") over ``under`` (the cell's own colour), so the cell reads as that meaning
-    without the colour."""
+    stripes over ``under`` (the cell's own colour), so the cell reads as that meaning without the
+    colour; a meaning without a pattern is its colour."""
     look = MEANINGS[name]
     if not look.pattern:
         return look.color
-    if look.pattern == ".":
-        return f"radial-gradient({look.color} 30%, {under} 32%) 0 0 / 6px 6px"
     stripes = f"repeating-linear-gradient({_CSS_ANGLES[look.pattern]}, {look.color} 0 2px, {under} 2px 7px)"
     if look.pattern == "x":
         return f"repeating-linear-gradient(-45deg, {look.color} 0 2px, transparent 2px 7px), {stripes}"

@@ -15,20 +15,19 @@ import torch
 
 from ..core.serving.compress import CacheComparison, StepComparison
 from ..core.scale.cache_layout import LibraryLayout
+from ..core.scale.model_config import SLIDING_KINDS
 from ..core.scale.memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurve, ToyCacheMemory, format_bytes
 from ..core.serving.paged import PagedRun, PoolSnapshot, WasteReport
-from .base import titled
+from .base import (BLUE, FREE, GREEN, INK, LEFT_OUT, MEANINGS, SERIES, SKY, legend_marker, safe, series,
+                   titled)
 from .board import colored_cell
 from .lesson import CELL_TEXT_COLUMNS
-from .toy import BLUE, GOLD, MASKED, RED, safe
 
-GREEN = "#2e8b57"
-GREY = "#b8c4d6"
-FREE = "#f4f6f9"
-SEQUENCE_COLORS = ["#1f5fa8", "#2e8b57", "#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#c0392b", "#2c3e50"]
+GREY = LEFT_OUT  # a baseline series (the full cache), and what lies outside the engine
+SEQUENCE_COLORS = list(SERIES)  # one per sequence (cycling); the shared and empty looks are meanings
+SHARED, EMPTY = MEANINGS["shared"], MEANINGS["reserved"]
 MAX_BLOCK_ROWS = 48  # physical blocks drawn; a long prompt's pool is summarised in the title
 MAX_TEXT_COLUMNS = 40  # label heatmap cells only while they are wide enough to read
-CURVE_COLORS = [BLUE, "#e67e22", GREEN, "#8e44ad", RED, "#16a085"]
 
 
 def _layout(fig: go.Figure, title: str, height: int, *, legend: bool = True, top: int = 50) -> go.Figure:
@@ -48,19 +47,20 @@ def memory_curve_figure(curves: Sequence[tuple[str, MemoryCurve]], tokens: int,
     for i, (name, curve) in enumerate(curves):
         fig.add_trace(go.Scatter(
             x=list(curve.tokens), y=[b / GIB for b in curve.bytes], name=safe(name), mode="lines",
-            line=dict(color=CURVE_COLORS[i % len(CURVE_COLORS)], width=3 if i == 0 else 2),
+            line=dict(color=series(i)[0], dash=series(i)[1], width=3 if i == 0 else 2),
             customdata=[format_bytes(b) for b in curve.bytes],
             hovertemplate="%{x:,} tokens: %{customdata}<extra>" + safe(name) + "</extra>"))
     highest = max((max(curve.bytes) for _, curve in curves), default=0)
     if budget_bytes is not None and budget_bytes <= 2 * highest:
-        fig.add_hline(y=budget_bytes / GIB, line=dict(color=RED, dash="dash"),
+        fig.add_hline(y=budget_bytes / GIB, line=dict(color=INK, dash="dash"),
                       annotation_text=f"cache the GPUs can hold: {format_bytes(budget_bytes)}",
                       annotation_position="top left")
     elif budget_bytes is not None:  # a line far above the curves would flatten them
         fig.add_annotation(text=f"the cache the GPUs can hold, {format_bytes(budget_bytes)},<br>is far above this chart",
                            xref="paper", yref="paper", x=0.99, y=0.03, xanchor="right", yanchor="bottom",
-                           align="right", showarrow=False, font_color=RED)  # under the rising curves
-    fig.add_vline(x=tokens, line=dict(color="#555", dash="dot"), annotation_text=f"{tokens:,} tokens",
+                           align="right", showarrow=False, font_color=INK)  # under the rising curves
+    fig.add_vline(x=tokens, line=dict(color=MEANINGS["focus"].color, dash="dot", width=2),
+                  annotation_text=f"{tokens:,} tokens",
                   annotation_position="top right")
     if max_context is not None and max_context != tokens:
         fig.add_vline(x=max_context, line=dict(color=GREY, dash="dot"),
@@ -77,11 +77,13 @@ def gpu_split_figure(fit: GpuFit, batch: int) -> go.Figure:
     reserve = min(fit.reserve_bytes, fit.requested_bytes - weights)
     wanted = batch * fit.sequence_bytes
     cache = min(wanted, fit.cache_budget_bytes)
-    parts = [("weights" + (f" (1/{fit.gpus})" if fit.gpus > 1 else ""), weights, GREY),
-             ("activation peak + CUDA graphs", reserve, "#d9c27a"),
-             ("KV cache of the batch", cache, BLUE),
+    state = min(batch * fit.state_bytes, cache)  # the part that does not grow with the context
+    parts = [("weights" + (f" (1/{fit.gpus})" if fit.gpus > 1 else ""), weights, SKY),
+             ("activation peak + CUDA graphs", reserve, GREEN),
+             ("KV cache of the batch", cache - state, BLUE),
+             *([("fixed state of the batch", state, SERIES[3])] if fit.state_bytes else []),
              ("free for more sequences", fit.cache_budget_bytes - cache, FREE),
-             (f"outside the engine's {fit.utilization:.0%}", fit.outside_bytes, MASKED)]
+             (f"outside the engine's {fit.utilization:.0%}", fit.outside_bytes, GREY)]
     fig = go.Figure()
     for name, size, color in parts:
         fig.add_trace(go.Bar(x=[size / GIB], y=["GPU"], orientation="h", name=name, marker_color=color,
@@ -92,7 +94,8 @@ def gpu_split_figure(fit: GpuFit, batch: int) -> go.Figure:
                                                                - fit.requested_bytes)
     if overflow:
         fig.add_trace(go.Bar(x=[overflow / GIB], y=["GPU"], orientation="h", name="does not fit",
-                             marker_color=RED, text=[f"{format_bytes(overflow)} too much"],
+                             marker=dict(color=MEANINGS["rejected"].color, pattern_shape=MEANINGS["rejected"].pattern,
+                                         pattern_fgcolor="white"), text=[f"{format_bytes(overflow)} too much"],
                              textposition="inside", hovertemplate="does not fit: %{text}<extra></extra>"))
     fig.update_layout(barmode="stack", legend_traceorder="normal")
     fig.update_xaxes(title="GiB")
@@ -104,12 +107,18 @@ def gpu_split_figure(fit: GpuFit, batch: int) -> go.Figure:
 def config_summary(memory: CacheMemory) -> str:
     """The model's attention shape in one line (markdown-safe: no user text)."""
     c = memory.config
-    shape = (f"latent {c.latent_dim} + RoPE {c.rope_dim} per token and layer" if c.attention == "MLA"
+    shape = ("no K/V" if c.attention == "none" else
+             f"latent {c.latent_dim} + RoPE {c.rope_dim} per token and layer" if c.attention == "MLA"
              else f"{c.kv_heads} K/V heads × {c.head_dim} dims")
-    window = f" · window {c.window:,} on {c.sliding_layers} of {c.layers} layers" if c.sliding_layers else ""
+    sliding = c.sliding_layers - c.chunked_layers
+    window = f" · window {c.window:,} on {sliding} of {c.layers} layers" if sliding else ""
+    chunked = f" · chunks of {c.window:,} on {c.chunked_layers} of {c.layers} layers" if c.chunked_layers else ""
+    attention = (f" · attention in {c.attention_layers} of them, a fixed state in {c.state_layers}"
+                 if c.state_layers else "")
     shared = f" · {c.cacheless_layers} layers keep no cache of their own" if c.cacheless_layers else ""
     experts = f" · {c.experts} experts, {c.experts_per_token} per token" if c.experts else ""
-    return (f"{c.attention} · {c.layers} layers · {c.query_heads} query heads · {shape}{window}{shared}"
+    heads = f" · {c.query_heads} query heads" if c.query_heads else ""
+    return (f"{c.attention} · {c.layers} layers{attention}{heads} · {shape}{window}{chunked}{shared}"
             f"{experts} · {c.params / 1e9:,.2f} B parameters")
 
 
@@ -117,13 +126,23 @@ def formula_text(memory: CacheMemory) -> str:
     """The calculator's formula with this model's numbers filled in."""
     c, size = memory.config, f"{DTYPE_BITS[memory.dtype] / 8:g} bytes"
     run = f"{memory.tokens:,} tokens · {memory.batch:,} sequence{'s' if memory.batch != 1 else ''} · {size}"
-    caching = c.layers - c.cacheless_layers
-    if c.attention == "MLA":
+    caching = c.attention_layers  # only layers that keep K/V: not shared, state-only or MLP-only ones
+    if c.attention == "none":
+        text = "no layer keeps K/V: bytes = 0 for any number of tokens"
+    elif c.attention == "MLA":
         text = f"bytes = ({c.latent_dim} + {c.rope_dim}) · {caching} layers · {run} (one latent, no factor 2)"
     else:
         text = f"bytes = 2 · {caching} layers · {c.kv_heads} K/V heads · {c.head_dim} dims · {run}"
-    if c.sliding_layers:
-        text += f"; the {c.sliding_layers} sliding layers hold at most {c.window:,} tokens"
+    sliding = c.sliding_layers - c.chunked_layers
+    if sliding:
+        text += f"; the {sliding} sliding layers hold at most {c.window:,} tokens"
+    if c.chunked_layers:
+        text += (f"; the {c.chunked_layers} chunked layers attend within chunks of {c.window:,} tokens and are "
+                 "counted as transformers keeps them, the last {:,} (vLLM frees the blocks before the chunk's "
+                 "start, so it holds fewer)".format(c.window))
+    if memory.state_bytes_per_sequence:
+        text += (f"; plus a fixed state of {format_bytes(memory.state_bytes_per_sequence)} per sequence in the "
+                 f"{c.state_layers} linear-attention or state-space layers, the same at any length")
     return text
 
 
@@ -179,11 +198,20 @@ def layout_sentences(layout: LibraryLayout, config_name: str) -> list[str]:
     lines = [f"`DynamicCache(config=...)` built {classes}. After {layout.tokens - 1:,} tokens of prefill and one "
              f"decode step its tensors' storage holds {format_bytes(layout.storage_bytes)} "
              f"({layout.storage_bytes:,} bytes) in {layout.dtype}: {verdict}."]
-    if layout.view_bytes:
+    if layout.view_bytes and any(layer.kind in SLIDING_KINDS for layer in layout.layers):
         lines.append(f"The tensors' shapes show {format_bytes(layout.view_bytes)} less "
                      f"({format_bytes(layout.held_bytes)}): a sliding-window layer keeps a view of its last "
                      "window − 1 tokens, since the next token completes the window, over the window-long "
                      "tensor its last `torch.cat` made. The storage is what stays allocated.")
+    elif layout.view_bytes:
+        lines.append(f"The tensors' shapes show {format_bytes(layout.view_bytes)} less "
+                     f"({format_bytes(layout.held_bytes)}) than their storage: views over larger tensors.")
+    if layout.prefill_bytes:
+        lines.append(f"Right after the prefill of {layout.tokens - 1:,} tokens, before the decode step, the storage "
+                     f"held {format_bytes(layout.prefill_bytes)} ({layout.prefill_bytes:,} bytes)"
+                     + (": a sliding layer keeps the whole prompt until the next token cuts it to its window. "
+                        "Memory runs out at that peak, not at the smaller figure after the step."
+                        if layout.prefill_bytes > layout.storage_bytes else "."))
     for difference in layout.differences:
         lines.append(f"{format_bytes(abs(difference.bytes))} of the difference: {difference.reason}.")
     if layout.unexplained_bytes:
@@ -221,7 +249,7 @@ def _pool(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]):
     used = [b for b, count in enumerate(snapshot.refcounts) if count]
     shown = list(range(min(MAX_BLOCK_ROWS, (max(used) + 1) if used else 0)))
     hidden = len(snapshot.refcounts) - len(shown)
-    palette = [FREE, MASKED, GOLD] + SEQUENCE_COLORS[: len(names)]
+    palette = [FREE, EMPTY.color, SHARED.color] + [series(i)[0] for i in range(len(names))]
     rows = []
     for block in shown:
         owners = snapshot.owners[block]
@@ -235,14 +263,16 @@ def _pool(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]):
         rows.append((f"block {block} · ref {snapshot.refcounts[block]}", cells))
     title = (f"Physical blocks after {snapshot.label}: {len(used)} in use, {snapshot.copies} copied on write"
              + (f"; {hidden} more below, not drawn" if hidden else ""))
-    legend = [(name, SEQUENCE_COLORS[i]) for i, name in enumerate(names)]
-    legend += [("shared (ref > 1)", GOLD), ("empty slot in a used block", MASKED)]
+    seen = {color for _, cells in rows for color, _, _ in cells}  # a legend entry for each colour drawn
+    legend = [(name, palette[3 + i]) for i, name in enumerate(names) if 3 + i in seen]
+    legend += [(label, palette[i]) for i, label in ((2, SHARED.label), (1, "empty slot in a used block"),
+                                                    (0, MEANINGS["free"].label)) if i in seen]
     return palette, rows, title, legend
 
 
 def pool_figure(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]) -> go.Figure:
-    """Every physical block as a row of slots, coloured by the sequence that holds it (gold when
-    several share it), with the token in each slot and the reference count on the left."""
+    """Every physical block as a row of slots, coloured by the sequence that holds it (the shared
+    colour when several share it), with the token in each slot and the reference count on the left."""
     palette, rows, title, legend = _pool(run, snapshot, names)
     z = [[color for color, _, _ in cells] for _, cells in rows]
     text = [[safe(token) for _, token, _ in cells] for _, cells in rows]
@@ -256,9 +286,9 @@ def pool_figure(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]) -> 
     for name, color in legend:  # legend entries for the colours
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=safe(name),
                                  marker=dict(color=color, size=12, symbol="square")))
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(side="top", type="category", showgrid=False)
-    fig = _layout(fig, safe(title), 170 + 30 * max(1, len(rows)), top=80)  # the block numbers sit on top
+    fig.update_yaxes(autorange="reversed", type="category", title="physical block (rows)")
+    fig.update_xaxes(side="top", type="category", showgrid=False, title="slot (columns)")
+    fig = _layout(fig, safe(title), 190 + 30 * max(1, len(rows)), top=100)  # the block numbers sit on top
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.02, x=0, xanchor="left"))
     return fig
 
@@ -272,7 +302,8 @@ def pool_board(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]) -> d
     groups = [{"rows": [{"label": label, "cells": [colored_cell(palette[color], token, "\n".join(lines))
                                                    for color, token, lines in cells]}
                         for label, cells in rows]}]
-    return {"kind": "matrix", "title": title, "columns": [f"slot {s}" for s in range(run.block_size)],
+    return {"kind": "matrix", "title": title, "axes": {"rows": "physical blocks", "columns": "slots"},
+            "columns": [f"slot {s}" for s in range(run.block_size)],
             "groups": groups, "outlines": [], "gap_after": None,
             "legend": [{"label": name, "color": color, "fill": True} for name, color in legend],
             "label": f"{title}: one row per physical block, one cell per slot with the token it holds"}
@@ -306,11 +337,11 @@ def _waste_rows(waste: WasteReport, max_new_tokens: int) -> list[tuple[str, list
     """The three layouts, each as (label, [(part, slots, colour)])."""
     return [
         (f"contiguous: prompt + {max_new_tokens} new tokens reserved each",
-         [("held tokens", waste.tokens, BLUE), ("reserved, never filled", waste.contiguous_waste, RED)]),
+         [("held tokens", waste.tokens, BLUE), ("reserved, never filled", waste.contiguous_waste, EMPTY.color)]),
         ("paged blocks, no sharing",
-         [("held tokens", waste.tokens, BLUE), ("empty end of last block", waste.unshared_fragmentation, MASKED)]),
+         [("held tokens", waste.tokens, BLUE), ("empty end of last block", waste.unshared_fragmentation, EMPTY.color)]),
         ("paged blocks + shared prefixes",
-         [("held tokens", waste.stored_slots, BLUE), ("empty end of last block", waste.fragmentation, MASKED)]),
+         [("held tokens", waste.stored_slots, BLUE), ("empty end of last block", waste.fragmentation, EMPTY.color)]),
     ]
 
 
@@ -352,21 +383,23 @@ def attention_compare_figure(step: StepComparison, tokens: Sequence[str], head_n
             text.append([f"{float(row[j]):.2f}" if kept[j] else "evicted" for j in range(length)])
             y.append(f"{safe(name)} · {label}")
     fig = go.Figure(go.Heatmap(z=z, x=x, y=y, text=text,
-                               texttemplate="%{text}" if length <= MAX_TEXT_COLUMNS else "", textfont_size=11,
+                               texttemplate="%{text}" if length <= MAX_TEXT_COLUMNS else "", textfont_size=12,
                                colorscale="Blues", zmin=0, zmax=1, xgap=2, ygap=2,
                                hovertemplate="%{y}<br>key %{x}<br>weight %{z:.4f}<extra></extra>"))
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category", side="top")
+    fig.add_trace(legend_marker("left out", "evicted", filled=True))  # the empty cells show the plot's colour
+    fig.update_yaxes(autorange="reversed", type="category", title="head · cache (rows)")
+    fig.update_xaxes(type="category", side="top", title="key (columns)")
     fig = _layout(fig, f"Attention of {safe(tokens[length - 1])} (prediction {step.index}), full vs compressed",
-                  130 + 26 * len(y), legend=False, top=80)  # the key labels sit on top
-    fig.update_layout(plot_bgcolor=MASKED)
+                  160 + 26 * len(y), top=96)  # the key labels sit on top
+    fig.update_layout(plot_bgcolor=MEANINGS["left out"].color,
+                      legend=dict(orientation="h", yanchor="top", y=-0.02, x=0, xanchor="left"))
     return fig
 
 
 def _paired_bars(labels: Sequence[str], full: torch.Tensor, compressed: torch.Tensor, title: str,
                  axis: str) -> go.Figure:
     fig = go.Figure()
-    for name, values, color in (("full cache", full, GREY), ("compressed", compressed, BLUE)):
+    for name, values, color in (("full cache", full, GREY), ("compressed", compressed, BLUE)):  # series
         fig.add_trace(go.Bar(x=list(labels), y=values.double().tolist(), name=name, marker_color=color,
                              text=[f"{float(v):.3g}" for v in values], textposition="outside",
                              hovertemplate="%{x}: %{y:.4g}<extra>" + name + "</extra>"))

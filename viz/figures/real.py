@@ -16,7 +16,8 @@ import torch
 
 from ..core.real.model import CacheComparison, CacheSnapshot, Prompt
 from ..core.real.rules_match import RuleMatches
-from .base import BLUE, GOLD, RED, figure, frame, grid, heatmap, heatmap_trace, labels, rect, safe
+from .base import (MEANINGS, figure, frame, grid, heatmap, heatmap_trace, labels, legend_marker, outline, safe,
+                   series)
 
 WHITE = "white"
 
@@ -36,7 +37,7 @@ def pieces_table(prompt: Prompt) -> pd.DataFrame:
 def attention_grid(attentions: torch.Tensor, layers: Sequence[int],
                    selected: tuple[int, int] | None = None) -> go.Figure:
     """Small multiples: one heatmap per head, one row of heads per chosen layer; the head shown in
-    detail is outlined in gold."""
+    detail is outlined as the focus."""
     heads, n = attentions.shape[1], attentions.shape[-1]
     titles = [f"L{layer}H{head}" for layer in layers for head in range(heads)]
     layout, refs = grid(len(layers), heads, titles, hspace=0.02, vspace=0.3 / max(3, len(layers)))
@@ -49,13 +50,18 @@ def attention_grid(attentions: torch.Tensor, layers: Sequence[int],
                                   ref=ref, hover=f"L{layer}H{head}<br>query %{{y}}<br>key %{{x}}<br>"
                                                  "weight %{z:.3f}"))
         if selected == (layer, head):
-            shapes.append(rect(0.5, n + 0.5, 0.5, n + 0.5, GOLD, 3, ref))
+            shapes.append(outline("focus", 0.5, n + 0.5, 0.5, n + 0.5, 3, ref))
     for xref, yref in refs:
         layout[f"xaxis{xref[1:]}"].update(showticklabels=False, range=[0.5, n + 0.5])
         layout[f"yaxis{yref[1:]}"].update(showticklabels=False, range=[n + 0.5, 0.5])
     row_height = max(90, min(200, 1000 // heads))
-    return figure(data, frame("Attention of every head (rows: queries, columns: keys; grey: the masked "
-                              "future)", 70 + row_height * len(layers), top=60, shapes=shapes, **layout))
+    marks = [legend_marker("focus", "selected head")] if shapes else []
+    layout_ = frame("Attention of every head (rows: queries, columns: keys; grey: the masked future)",
+                    70 + row_height * len(layers) + (30 if marks else 0), top=60, shapes=shapes,
+                    showlegend=bool(marks), legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),
+                    **layout)
+    layout_["margin"]["b"] = 40 if marks else 10
+    return figure(data + marks, layout_)
 
 
 def attention_detail(attentions: torch.Tensor, pieces: Sequence[str], layer: int, head: int) -> go.Figure:
@@ -68,17 +74,20 @@ def attention_detail(attentions: torch.Tensor, pieces: Sequence[str], layer: int
 
 def top_k_figure(candidates: Sequence[tuple[str, float]], after: str, chosen: int | None = None) -> go.Figure:
     """Next-token probabilities as horizontal bars, most likely on top, for the token after the piece
-    ``after``; ``chosen`` (an index into candidates) in gold."""
+    ``after``; ``chosen`` (an index into candidates) in the chosen colour, the others as candidates."""
     names = labels([piece for piece, _ in candidates])
     probs = [p for _, p in candidates]
-    bar = go.Bar(x=probs, y=names, orientation="h", marker_color=[GOLD if i == chosen else BLUE
-                                                                  for i in range(len(names))],
-                 text=[f"{p:.3f}" for p in probs], textposition="outside", cliponaxis=False,
+    looks = ["chosen" if i == chosen else "candidate" for i in range(len(names))]
+    bar = go.Bar(x=probs, y=names, orientation="h", marker_color=[MEANINGS[look].color for look in looks],
+                 text=[f"{p:.3f}" for p in probs], textposition="outside", cliponaxis=False, showlegend=False,
                  hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>")
+    marks = [legend_marker(look, None if look == "chosen" else "another token", filled=True)
+             for look in dict.fromkeys(looks)]
     title = f"After “{safe(after)}”: the {len(names)} most likely next tokens"
-    return figure([bar], frame(title, 90 + 26 * len(names), background=WHITE,
-                               xaxis=dict(range=[0, max(probs + [1e-9]) * 1.25], title_text="probability"),
-                               yaxis=dict(type="category", autorange="reversed")))
+    return figure([bar, *marks], frame(title, 120 + 26 * len(names), background=WHITE,
+                                       xaxis=dict(range=[0, max(probs + [1e-9]) * 1.25], title_text="probability"),
+                                       yaxis=dict(type="category", autorange="reversed"),
+                                       legend=dict(orientation="h", x=0, y=-0.02, yanchor="top")))
 
 
 # -- the KV cache -------------------------------------------------------------------------------
@@ -108,7 +117,7 @@ def shipped_cache_table(rows: Sequence[tuple[str, object, CacheSnapshot]]) -> pd
     })
 
 
-GROUP_COLORS = ["#1f5fa8", "#e67e22", "#2e8b57", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#d35400"]
+GROUP_COLORS = [series(i)[0] for i in range(6)]  # one per group of query heads sharing a K/V head
 
 
 def gqa_figure(heads: int, kv_heads: int) -> go.Figure:
@@ -139,26 +148,29 @@ def gqa_figure(heads: int, kv_heads: int) -> go.Figure:
 
 def key_norms_figure(snap: CacheSnapshot, layer: int, pieces: Sequence[str]) -> go.Figure:
     """One layer's cached keys as a picture: a row per token, a column per kv head, the colour the
-    key vector's length ‖k‖. The newest row (the token just appended) is outlined."""
+    key vector's length ‖k‖. The newest row (the entry just appended) is outlined as new."""
     norms = snap.layers[layer].key_norms.T  # (seq, kv_heads)
     seq, kv_heads = norms.shape
     return heatmap(norms, [f"head {h}" for h in range(kv_heads)], labels(pieces[:seq]),
                    f"Layer {layer}: {seq} cached keys, ‖k‖ per head (newest row outlined)",
-                   kind="values", hover="token %{y}<br>%{x}<br>‖k‖ = %{z:.3f}", highlight_row=seq - 1,
-                   annotate=seq * kv_heads <= 160)
+                   kind="values", hover="token %{y}<br>%{x}<br>‖k‖ = %{z:.3f}", scale="‖k‖",
+                   highlight_cells=[(seq - 1, h) for h in range(kv_heads)], cells_label="new entry",
+                   axes=("K/V head (columns)", "cached token (rows)"), annotate=seq * kv_heads <= 160)
 
 
 def cache_growth_figure(history: Sequence[tuple[int, int, int]]) -> go.Figure:
     """Cache bytes measured after each step (the tensors' storage) against the formula; history rows
     are (tokens in the cache, measured bytes, formula bytes)."""
     seq = [h[0] for h in history]
-    lines = [go.Scatter(x=seq, y=[h[2] for h in history], mode="lines", name="formula",
-                        line=dict(color=GOLD, width=7),
+    lines = [go.Scatter(x=seq, y=[h[2] for h in history], mode="lines+markers", name="formula",
+                        line=dict(color=series(1)[0], width=5, dash=series(1)[1]), marker_size=10,
                         hovertemplate="%{x} tokens<br>formula %{y:,} bytes<extra></extra>"),
              go.Scatter(x=seq, y=[h[1] for h in history], mode="markers+lines", name="measured",
-                        line=dict(color=BLUE, width=2),
+                        line=dict(color=series(0)[0], width=2),
                         hovertemplate="%{x} tokens<br>measured %{y:,} bytes<extra></extra>")]
-    return figure(lines, frame("Cache bytes: measured vs the formula", 320,
+    title = "Cache bytes: measured vs the formula" + (
+        "" if len(history) > 1 else " (one point so far: each decode step adds one)")
+    return figure(lines, frame(title, 320,
                                background=WHITE, xaxis=dict(title_text="tokens in the cache"),
                                yaxis=dict(title_text="bytes", rangemode="tozero"),
                                legend=dict(orientation="h", y=-0.3)))
@@ -170,8 +182,8 @@ def speed_figure(comparison: CacheComparison) -> go.Figure:
     lines = [go.Scatter(x=comparison.seq_lens, y=[1 / s for s in seconds], mode="lines+markers", name=name,
                         line_color=color, marker_size=4,
                         hovertemplate=f"{name}<br>length %{{x}}<br>%{{y:,.0f}} tokens/s<extra></extra>")
-             for name, seconds, color in (("with the KV cache", comparison.cached_seconds, BLUE),
-                                          ("without a cache", comparison.uncached_seconds, RED))]
+             for name, seconds, color in (("with the KV cache", comparison.cached_seconds, series(0)[0]),
+                                          ("without a cache", comparison.uncached_seconds, series(1)[0]))]
     return figure(lines, frame("Measured speed of each decode step", 360, background=WHITE,
                                xaxis=dict(title_text="sequence length when the token is produced"),
                                yaxis=dict(title_text="tokens per second (one step)", rangemode="tozero"),
@@ -183,7 +195,7 @@ def diff_figure(comparison: CacheComparison) -> go.Figure:
     diffs = comparison.max_abs_diff
     floor = 1e-12  # an exact 0 has no place on a log axis: drawn at the floor, the hover says 0
     line = go.Scatter(x=list(range(len(diffs))), y=[max(d, floor) for d in diffs], mode="lines+markers",
-                      line_color=BLUE, marker_size=4, customdata=diffs,
+                      line_color=series(0)[0], marker_size=4, customdata=diffs,
                       hovertemplate="prediction %{x}<br>max |difference| %{customdata:.3g}<extra></extra>")
     return figure([line], frame("Cached vs uncached logits: max |difference| per prediction", 300,
                                 background=WHITE,
@@ -210,16 +222,18 @@ def matches_table(matches: RuleMatches) -> pd.DataFrame:
 
 
 def scores_figure(matches: RuleMatches, selected: str | None = None) -> go.Figure:
-    """Every head (rows) against every rule (columns), each head's best cell outlined in red and
-    the selected head's row in gold; the last row is each rule's chance level."""
+    """Every head (rows) against every rule (columns), each head's best cell outlined as the chosen
+    rule and the selected head's row as the focus; the last row is each rule's chance level."""
     layers, heads, rules = matches.scores.shape
     rows = [m.label for m in matches.heads] + [CHANCE_ROW]
     columns = [safe(r.name).replace(" ", "<br>") for r in matches.rules]  # one word per line
     z = torch.cat([matches.scores.reshape(layers * heads, rules), matches.chance[None, :]])  # (heads + 1, rules)
+    focus = rows.index(selected) if selected in rows else None
     return heatmap(z, columns, rows, "Every head against every rule (1 = the same attention; last row: chance)",
-                   hover="head %{y}<br>rule %{x}<br>score %{z:.3f}",
-                   highlight_cells=[(i, m.best) for i, m in enumerate(matches.heads)],
-                   highlight_row=rows.index(selected) if selected in rows else None)
+                   hover="head %{y}<br>rule %{x}<br>score %{z:.3f}", kind="values", scale="score",
+                   highlight_cells=[(i, m.best) for i, m in enumerate(matches.heads)], cells_mean="chosen",
+                   cells_label="best rule", highlight_row=focus, row_label="selected head",
+                   axes=("toy rule (columns)", "real head (rows)"))
 
 
 def head_vs_rule_figure(attentions: torch.Tensor, matches: RuleMatches, layer: int, head: int,
@@ -235,8 +249,9 @@ def head_vs_rule_figure(attentions: torch.Tensor, matches: RuleMatches, layer: i
                           hover="query %{y}<br>key %{x}<br>weight %{z:.3f}")
             for z, ref in zip((attentions[layer, head], matches.patterns[match.best]), refs)]
     for i, (xref, yref) in enumerate(refs):
-        layout[f"xaxis{xref[1:]}"].update(type="category", showticklabels=False)
+        layout[f"xaxis{xref[1:]}"].update(type="category", showticklabels=False, title=dict(text="key (columns)"))
         layout[f"yaxis{yref[1:]}"].update(type="category", autorange="reversed",
-                                         showticklabels=i == 0 and n <= 24)
+                                         showticklabels=i == 0 and n <= 24,
+                                         title=dict(text="query (rows)" if i == 0 else ""))
     return figure(data, frame(f"Score {match.score:.3f}: the mean overlap of the two rows, queries 2 to {n}",
                               max(320, 140 + 18 * n), top=80, **layout))

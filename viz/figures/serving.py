@@ -17,19 +17,22 @@ from ..core.serving.flash import FlashRun, TrafficPoint
 from ..core.scale.memory import format_bytes
 from ..core.serving.speculative import SpecRun
 from ..core.serving.workload import ServingRun
-from .base import BLUE, GOLD, MASKED, RED, figure, frame, rect, safe
-from .memory import FREE, GREEN, GREY, SEQUENCE_COLORS
+from .base import (BLACK, BLUE, FREE, INK, MASKED, MEANINGS, PURPLE, SKY, VERMILLION, figure, frame, legend_marker,
+                   outline, pattern_marks, rect, safe, series)
+from .memory import GREY
 
-PHASE_COLORS = {"prefill": "#e67e22", "decode": BLUE, "waiting": "#d5dbe5", "swapped": "#8e44ad",
-                "idle": "#f1c6c0"}
+# what a request does in an iteration: one colour each (no orange: it marks this iteration)
+PHASE_COLORS = {"prefill": SKY, "decode": BLUE, "waiting": MASKED, "swapped": PURPLE,
+                "idle": MEANINGS["reserved"].color}
 PHASE_LABELS = {"prefill": "prefill (prompt or recompute)", "decode": "decode one token",
                 "waiting": "waiting (arrived, not computing)", "swapped": "swapped out", "idle": "idle slot (static)"}
-CACHED = "#9fd3c7"
+CACHED = SKY  # a block that only holds cached tokens (prefix caching), and the prompt tokens taken from one
+REQUEST_COLORS = (BLUE, VERMILLION, PURPLE, BLACK)  # block owners, cycling (each block also names its owner)
 BLOCKS_PER_ROW = 16
 
 
 def _color(i: int) -> str:
-    return SEQUENCE_COLORS[i % len(SEQUENCE_COLORS)]
+    return REQUEST_COLORS[i % len(REQUEST_COLORS)]
 
 
 def _plain(title: str, height: int, top: int = 50, **extra) -> dict:
@@ -64,23 +67,27 @@ def timeline_figure(run: ServingRun, current: int | None = None, title: str | No
         tx += list(o.token_times)
         ty += [names[i]] * len(o.token_times)
     data.append(go.Scatter(x=tx, y=ty, mode="markers", name="a token is ready", hoverinfo="skip",
-                           marker=dict(symbol="line-ns-open", size=14, color="#222", line=dict(width=2))))
+                           marker=dict(symbol="line-ns-open", size=14, color=INK, line=dict(width=2))))
     ax = [r.arrival for r in run.workload.requests]
     data.append(go.Scatter(x=ax, y=names, mode="markers", name="arrives", hovertemplate="arrives at %{x}<extra></extra>",
-                           marker=dict(symbol="triangle-right", size=11, color=GREEN)))
+                           marker=dict(symbol="triangle-right", size=11, color=INK)))
     shapes = []
     if current is not None:
         it = run.iterations[current]
-        shapes.append(rect(it.start, it.end, 0, 1, GOLD, ref=("x", "paper")))
+        shapes.append(outline("focus", it.start, it.end, 0, 1, ref=("x", "paper")))
+        data.append(legend_marker("focus", "this iteration"))
     layout = _plain(title or f"{run.config.policy.capitalize()} batching, iteration by iteration (time in ticks)",
-                    170 + 34 * len(names), barmode="overlay", shapes=shapes, xaxis=dict(rangemode="tozero"),
-                    yaxis=dict(type="category", categoryorder="array", categoryarray=names[::-1]))
+                    170 + 34 * len(names), barmode="overlay", shapes=shapes,
+                    xaxis=dict(rangemode="tozero", title=dict(text="time (ticks)")),
+                    yaxis=dict(type="category", categoryorder="array", categoryarray=names[::-1],
+                               title=dict(text="request")))
     return figure(data, layout)
 
 
 def pool_figure(run: ServingRun, index: int) -> go.Figure:
-    """The block pool after one iteration: each block coloured by the request holding it, gold when
-    shared, teal when it only holds cached tokens, white when free; its fill written inside."""
+    """The block pool after one iteration: each block coloured by the request holding it (its name
+    written inside), the shared colour and its count when several hold it, sky blue when it only
+    holds cached tokens, the free colour when free; the blocks handed out now outlined as new."""
     it = run.iterations[index]
     names = [r.name for r in run.workload.requests]
     size = run.config.block_size
@@ -89,7 +96,7 @@ def pool_figure(run: ServingRun, index: int) -> go.Figure:
     z = np.full((rows, BLOCKS_PER_ROW), np.nan)
     text = np.full((rows, BLOCKS_PER_ROW), "", dtype=object)
     hover = np.full((rows, BLOCKS_PER_ROW), "", dtype=object)
-    palette = [FREE, CACHED, GOLD] + [_color(i) for i in range(len(names))]
+    palette = [FREE, CACHED, MEANINGS["shared"].color] + [_color(i) for i in range(len(names))]
     for b, block in enumerate(it.blocks):
         r, c = divmod(b, BLOCKS_PER_ROW)
         if len(block.owners) > 1:
@@ -106,15 +113,20 @@ def pool_figure(run: ServingRun, index: int) -> go.Figure:
                        + (f"held by {holders}" if holders else "cached, free to reuse" if block.cached else "free"))
     k = len(palette)
     colorscale = [item for i in range(k) for item in ([i / k, palette[i]], [(i + 1) / k, palette[i]])]
-    data = [go.Heatmap(z=z, text=text, texttemplate="%{text}", textfont_size=11, customdata=hover,
+    data = [go.Heatmap(z=z, text=text, texttemplate="%{text}", textfont_size=12, customdata=hover,
                        hovertemplate="%{customdata}<extra></extra>", colorscale=colorscale, zmin=-0.5,
                        zmax=k - 0.5, showscale=False, xgap=3, ygap=3)]
-    for label, color, line in (("shared by several", GOLD, GREY), ("cached, no holder", CACHED, GREY),
-                               ("free", FREE, GREY), ("handed out in this iteration", "white", RED)):
-        data.append(go.Scatter(x=[None], y=[None], mode="markers", name=label,
-                               marker=dict(color=color, size=12, symbol="square", line=dict(color=line, width=2))))
-    shapes = [rect(b % BLOCKS_PER_ROW - 0.5, b % BLOCKS_PER_ROW + 0.5, b // BLOCKS_PER_ROW - 0.5,
-                   b // BLOCKS_PER_ROW + 0.5, RED, 2) for b in it.allocated]
+    held = {o for block in it.blocks for o in block.owners}
+    data += [go.Scatter(x=[None], y=[None], mode="markers", name=safe(names[i]), hoverinfo="skip",
+                        marker=dict(color=_color(i), size=12, symbol="square")) for i in sorted(held)]
+    for label, color in ((MEANINGS["shared"].label, MEANINGS["shared"].color), ("cached, no holder", CACHED),
+                         (MEANINGS["free"].label, FREE)):
+        data.append(go.Scatter(x=[None], y=[None], mode="markers", name=label, hoverinfo="skip",
+                               marker=dict(color=color, size=12, symbol="square", line=dict(color=GREY, width=1))))
+    if it.allocated:
+        data.append(legend_marker("new", "handed out in this iteration"))
+    shapes = [outline("new", b % BLOCKS_PER_ROW - 0.5, b % BLOCKS_PER_ROW + 0.5, b // BLOCKS_PER_ROW - 0.5,
+                      b // BLOCKS_PER_ROW + 0.5, 3) for b in it.allocated]
     used = it.reserved_slots // size
     layout = _plain(f"The pool after iteration {index + 1}: {used} of {n} blocks of {size} in use", 110 + 44 * rows,
                     shapes=shapes,
@@ -131,7 +143,7 @@ def reservation_figure(run: ServingRun, index: int) -> go.Figure:
     reserved = [run.workload.requests[i].max_cached for i in live]
     data = [go.Bar(y=[names[i] for i in live], x=filled, orientation="h", name="filled", marker_color=BLUE),
             go.Bar(y=[names[i] for i in live], x=[r - f for r, f in zip(reserved, filled)], orientation="h",
-                   name="reserved, still empty", marker_color=MASKED)]
+                   name=MEANINGS["reserved"].label, marker_color=MEANINGS["reserved"].color)]
     layout = _plain(f"Static batching reserves prompt + every new token up front: {it.reserved_slots} of "
                     f"{run.config.slots} slots reserved, {it.filled_slots} filled", 140 + 30 * max(1, len(live)),
                     barmode="stack", xaxis=dict(title="token slots", range=[0, max(run.config.slots / 2, 1)]))
@@ -143,14 +155,13 @@ def metrics_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
     layout_axes = dict(xaxis=dict(domain=[0, 0.47]), xaxis2=dict(domain=[0.53, 1], anchor="y2"),
                        yaxis=dict(title="ticks"), yaxis2=dict(anchor="x2"))
     data = []
-    colors = [BLUE, "#e67e22", GREEN, "#8e44ad"]
     for k, (label, run) in enumerate(runs):
         names = [safe(o.name) for o in run.outcomes]
         data.append(go.Bar(x=names, y=[o.ttft for o in run.outcomes], name=safe(label),
-                           marker_color=colors[k % 4], legendgroup=label,
+                           marker_color=series(k)[0], legendgroup=label,
                            hovertemplate=f"{safe(label)}: %{{x}} first token after %{{y}} ticks<extra></extra>"))
         data.append(go.Bar(x=names, y=[o.tpot if o.tpot is not None else 0 for o in run.outcomes], name=safe(label),
-                           marker_color=colors[k % 4], legendgroup=label, showlegend=False, xaxis="x2", yaxis="y2",
+                           marker_color=series(k)[0], legendgroup=label, showlegend=False, xaxis="x2", yaxis="y2",
                            hovertemplate=f"{safe(label)}: %{{x}} %{{y:.3g}} ticks per token<extra></extra>"))
     # two lines each: side by side on a phone, one line each would run into the other
     annotations = [dict(text=text, x=x, y=1.02, xref="paper", yref="paper", showarrow=False, yanchor="bottom")
@@ -162,16 +173,15 @@ def metrics_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
 def utilisation_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
     """Share of the pool's slots reserved and filled over time."""
     data = []
-    colors = [BLUE, "#e67e22", GREEN]
     for k, (label, run) in enumerate(runs):
         x = [t for it in run.iterations for t in (it.start, it.end)]
         for what, dash in (("reserved", "solid"), ("filled", "dot")):
             y = [getattr(it, f"{what}_slots") / run.config.slots for it in run.iterations for _ in (0, 1)]
             data.append(go.Scatter(x=x, y=y, mode="lines", name=f"{safe(label)}: {what}",
-                                   line=dict(color=colors[k % 3], dash=dash)))
+                                   line=dict(color=series(k)[0], dash=dash)))
     return figure(data, _plain("Pool use over time (ticks): slots set aside and slots holding a token", 320,
-                               yaxis=dict(title="share of the pool",
-                                                                            tickformat=".0%", range=[0, 1.05])))
+                               xaxis=dict(title="time (ticks)"),
+                               yaxis=dict(title="share of the pool", tickformat=".0%", range=[0, 1.05])))
 
 
 def requests_table(run: ServingRun, same: Sequence[bool] | None = None) -> pd.DataFrame:
@@ -200,7 +210,7 @@ def iteration_table(run: ServingRun, index: int) -> pd.DataFrame:
         "request": [r.name for r in run.workload.requests],
         "doing": [s.phase for s in it.states],
         "computed": [s.fed for s in it.states],
-        "held": [s.cache_length for s in it.states],
+        "entries held": [s.cache_length for s in it.states],
         "block table": [" ".join(map(str, s.table)) for s in it.states],
         "chose": [s.predicted or "" for s in it.states],
         "note": [s.event or s.reason for s in it.states],
@@ -208,7 +218,7 @@ def iteration_table(run: ServingRun, index: int) -> pd.DataFrame:
 
 
 def token_times_figure(runs: Sequence[tuple[str, ServingRun]], highlight: int) -> go.Figure:
-    """When each request's tokens are ready, one panel per run; the highlighted request in orange."""
+    """When each request's tokens are ready, one panel per run; the highlighted request as the focus."""
     data, annotations = [], []
     height = 1 / len(runs)
     layout: dict = {}
@@ -216,9 +226,10 @@ def token_times_figure(runs: Sequence[tuple[str, ServingRun]], highlight: int) -
         suffix = "" if k == 0 else str(k + 1)
         names = [safe(o.name) for o in run.outcomes]
         for i, o in enumerate(run.outcomes):
+            focus = MEANINGS["focus"].color
             data.append(go.Scatter(x=list(o.token_times), y=[names[i]] * len(o.token_times), mode="markers+lines",
-                                   marker=dict(size=8, color="#e67e22" if i == highlight else BLUE),
-                                   line=dict(color="#e67e22" if i == highlight else "#b8c4d6", width=1),
+                                   marker=dict(size=8, color=focus if i == highlight else BLUE),
+                                   line=dict(color=focus if i == highlight else GREY, width=1),
                                    showlegend=False, xaxis=f"x{suffix}", yaxis=f"y{suffix}",
                                    hovertemplate=f"{names[i]}: a token at %{{x}}<extra></extra>"))
         top = 1 - k * height
@@ -227,6 +238,7 @@ def token_times_figure(runs: Sequence[tuple[str, ServingRun]], highlight: int) -
         layout[f"yaxis{suffix}"] = dict(domain=[top - height + 0.08, top - 0.04], type="category")
         annotations.append(dict(text=safe(label), x=0, y=top - 0.02, xref="paper", yref="paper", showarrow=False,
                                 xanchor="left", yanchor="bottom", font=dict(size=13)))
+    data.append(legend_marker("focus", "selected request", filled=True))
     return figure(data, _plain("Every dot is a token ready; long gaps are requests stalled behind a prefill",
                                140 + 180 * len(runs), annotations=annotations, **layout))
 
@@ -246,9 +258,9 @@ def prefix_figure(off: ServingRun, on: ServingRun) -> go.Figure:
 
 # -- speculative decoding -----------------------------------------------------------------------
 def rounds_figure(run, current: int | None = None) -> go.Figure:
-    """One row per round: the fed word, then each guess green (kept) or red (rejected, and the ones
-    after it grey), then the target's new word (gold: a bonus after every guess was kept; blue: the
-    target's own choice in place of a rejected guess, or with no guess at all)."""
+    """One row per round: the fed word, then each guess kept (the chosen colour) or rejected (black,
+    crossed; the ones after it grey: not checked), then the target's new word (a bonus after every
+    guess was kept, as new; the target's own choice in place of a rejected guess, or with no guess)."""
     rounds = run.rounds
     width = max((len(r.guesses) for r in rounds), default=0) + 2
     z = np.full((len(rounds), width), np.nan)
@@ -260,22 +272,27 @@ def rounds_figure(run, current: int | None = None) -> go.Figure:
             text[r, i + 1] = safe(guess)
         z[r, width - 1] = 4 if rnd.bonus and rnd.guesses else 5  # no guess: a plain step
         text[r, width - 1] = safe(rnd.new_word)
-    palette = [MASKED, "#7bc47f", "#e57373", "#eeeeee", GOLD, BLUE]
+    palette = [FREE, MEANINGS["chosen"].color, MEANINGS["rejected"].color, MEANINGS["left out"].color,
+               MEANINGS["new"].color, MEANINGS["candidate"].color]
     k = len(palette)
     colorscale = [item for i in range(k) for item in ([i / k, palette[i]], [(i + 1) / k, palette[i]])]
     y = [f"round {r.index + 1}" for r in rounds]
     x = ["fed"] + [f"guess {i}" for i in range(1, width - 1)] + ["target's word"]
     data = [go.Heatmap(z=z, x=x, y=y, text=text, texttemplate="%{text}", textfont_size=12, colorscale=colorscale,
                        zmin=-0.5, zmax=k - 0.5, showscale=False, xgap=3, ygap=3, hoverinfo="skip")]
-    for label, color in (("kept", "#7bc47f"), ("rejected", "#e57373"), ("not checked", "#eeeeee"),
-                         ("the target's own word (a rejected guess, or no guess)", BLUE),
-                         ("bonus word (every guess kept)", GOLD)):
-        data.append(go.Scatter(x=[None], y=[None], mode="markers", name=label,
-                               marker=dict(color=color, size=12, symbol="square")))
-    shapes = [rect(-0.5, width - 0.5, current - 0.5, current + 0.5, GOLD)] if current is not None else []
+    crossed = np.argwhere(z == 2)  # (row, column) of each rejected guess: crossed, not told by colour alone
+    if len(crossed):
+        data.append(pattern_marks("rejected", [x[c] for _, c in crossed], [y[r] for r, _ in crossed], size=26))
+    data += [legend_marker(name, label, filled=True) for name, label in
+             (("chosen", "kept guess"), ("left out", "not checked"), ("candidate", "the target's own word"),
+              ("new", "bonus word (every guess kept)"))]
+    shapes = [outline("focus", -0.5, width - 0.5, current - 0.5, current + 0.5)] if current is not None else []
+    if current is not None:
+        data.append(legend_marker("focus", "this round"))
     layout = _plain("Each round: the guesses, which the target kept, and the word it adds",
                     150 + 30 * max(1, len(rounds)), shapes=shapes,
-                    xaxis=dict(side="top", type="category"), yaxis=dict(autorange="reversed", type="category"))
+                    xaxis=dict(side="top", type="category", title=dict(text="word (columns)")),
+                    yaxis=dict(autorange="reversed", type="category", title=dict(text="round (rows)")))
     layout["legend"]["y"] = -0.02  # no x axis below this grid
     return figure(data, layout)
 
@@ -287,9 +304,9 @@ def cache_length_figure(run) -> go.Figure:
         xs += [rnd.index + 0.0, rnd.index + 0.5, rnd.index + 1.0]
         ys += [rnd.cache_before, rnd.cache_verified, rnd.cache_after]
     data = [go.Scatter(x=xs, y=ys, mode="lines+markers", line=dict(color=BLUE, shape="linear"),
-                       name="keys held", hovertemplate="%{y} keys<extra></extra>")]
+                       name="entries", hovertemplate="%{y} entries<extra></extra>")]
     return figure(data, _plain("Cache length: the verification pass appends every guess; rejected ones are cut",
-                               280, xaxis=dict(title="round"), yaxis=dict(title="keys in the cache"), showlegend=False))
+                               280, xaxis=dict(title="round"), yaxis=dict(title="entries in the cache"), showlegend=False))
 
 
 def spec_table(run) -> pd.DataFrame:
@@ -307,8 +324,9 @@ def spec_table(run) -> pd.DataFrame:
 
 # -- FlashAttention ----------------------------------------------------------------------------
 def flash_tiles_figure(run: FlashRun, index: int, head: int, head_name: str) -> go.Figure:
-    """The n × n scores of one head: tiles already done, the current one (gold) with its numbers,
-    the ones still to come, and the ones above the diagonal that are never loaded (hatched grey)."""
+    """The n × n scores of one head (a colour bar says which colour is which score): tiles already
+    done, the current one (outlined as the focus) with its numbers, the ones still to come, and the
+    ones above the diagonal that are never loaded (the masked grey); a legend names each."""
     n = run.n
     z = np.full((n, n), np.nan)
     text = np.full((n, n), "", dtype=object)
@@ -331,17 +349,25 @@ def flash_tiles_figure(run: FlashRun, index: int, head: int, head_name: str) -> 
                 shapes.append(dict(type="rect", x0=c0 - 0.5, x1=c1 - 0.5, y0=r0 - 0.5, y1=r1 - 0.5,
                                    fillcolor=MASKED, line=dict(width=0), layer="below"))
             else:
-                shapes.append(rect(c0 - 0.5, c1 - 0.5, r0 - 0.5, r1 - 0.5, "#9aa5b8", 1))
-    shapes.append(rect(current.cols[0] - 0.5, current.cols[1] - 0.5, current.rows[0] - 0.5, current.rows[1] - 0.5,
-                       GOLD, 4))
-    data = [go.Heatmap(z=z, x=labels, y=labels, text=text, texttemplate="%{text}", colorscale="RdBu", zmid=0,
-                       showscale=False, xgap=1, ygap=1, hovertemplate="query %{y}<br>key %{x}<br>%{z}<extra></extra>")]
-    cell = 30 if n <= 16 else max(6, 480 // n)
-    return figure(data, frame(f"Head '{safe(head_name)}': tile {index + 1} of {len(run.visits)} (gold); grey "
-                              f"tiles are above the diagonal and never loaded", 140 + cell * n, top=90,
-                              background="white", shapes=shapes,
-                              xaxis=dict(type="category", side="top", tickangle=-45 if n > 8 else 0),
-                              yaxis=dict(type="category", autorange="reversed")))
+                shapes.append(rect(c0 - 0.5, c1 - 0.5, r0 - 0.5, r1 - 0.5, INK, 1))  # a tile's edge
+    shapes.append(outline("focus", current.cols[0] - 0.5, current.cols[1] - 0.5, current.rows[0] - 0.5,
+                          current.rows[1] - 0.5, 4))
+    data = [go.Heatmap(z=z, x=labels, y=labels, text=text, texttemplate="%{text}", textfont=dict(size=12),
+                       colorscale="RdBu", zmid=0, showscale=True, xgap=1, ygap=1,
+                       colorbar=dict(title=dict(text="score", side="right"), thickness=12, len=0.8),
+                       hovertemplate="query %{y}<br>key %{x}<br>score %{z}<extra></extra>"),
+            legend_marker("focus", "current tile"),
+            legend_marker("masked", "above the diagonal: never loaded", filled=True)]
+    cell = 30 if n <= 16 else max(12, 480 // n)  # ticks stay 12 px: thinner rows label every k-th token
+    layout = frame(f"Head '{safe(head_name)}': tile {index + 1} of {len(run.visits)}, scores Q·Kᵀ/√d_k",
+                   170 + cell * n, top=110, background="white", shapes=shapes, showlegend=True,
+                   legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),
+                   xaxis=dict(type="category", side="top", tickangle=-45 if n > 8 else 0,
+                              title=dict(text="key (columns)"), tickfont=dict(size=12)),
+                   yaxis=dict(type="category", autorange="reversed", title=dict(text="query (rows)"),
+                              tickfont=dict(size=12)))
+    layout["margin"]["b"] = 40  # the legend under the grid
+    return figure(data, layout)
 
 
 def running_table(run: FlashRun, index: int, head: int) -> pd.DataFrame:
@@ -374,10 +400,10 @@ def traffic_figure(points: Sequence[TrafficPoint], block_q: int, block_k: int,
     pass with large tiles for comparison."""
     n = [p.n for p in points]
     data = [go.Scatter(x=n, y=[p.naive for p in points], name="naive: writes and reads S and P", mode="lines+markers",
-                       line=dict(color=RED), customdata=[format_bytes(p.naive) for p in points],
+                       line=dict(color=series(1)[0], dash=series(1)[1]), customdata=[format_bytes(p.naive) for p in points],
                        hovertemplate="n = %{x}: %{customdata}<extra></extra>"),
             go.Scatter(x=n, y=[p.flash for p in points], name=f"tiled, {block_q} × {block_k} tiles",
-                       mode="lines+markers", line=dict(color=BLUE), customdata=[format_bytes(p.flash) for p in points],
+                       mode="lines+markers", line=dict(color=series(0)[0]), customdata=[format_bytes(p.flash) for p in points],
                        hovertemplate="n = %{x}: %{customdata}<extra></extra>"),
             go.Scatter(x=n, y=[p.score_matrix for p in points], name="one n × n score matrix (all heads)",
                        mode="lines", line=dict(color=GREY, dash="dot"),
@@ -385,7 +411,8 @@ def traffic_figure(points: Sequence[TrafficPoint], block_q: int, block_k: int,
                        hovertemplate="n = %{x}: %{customdata}<extra></extra>")]
     if large:
         data.append(go.Scatter(x=[p.n for p in large], y=[p.flash for p in large], mode="lines+markers",
-                               name=f"tiled, {large_tile} × {large_tile} tiles", line=dict(color=GREEN, dash="dash"),
+                               name=f"tiled, {large_tile} × {large_tile} tiles",
+                               line=dict(color=series(2)[0], dash=series(2)[1]),
                                customdata=[format_bytes(p.flash) for p in large],
                                hovertemplate="n = %{x}: %{customdata}<extra></extra>"))
     return figure(data, _plain("Bytes between slow and fast memory per prefill pass, against tokens", 360,

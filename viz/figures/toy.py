@@ -206,8 +206,7 @@ def growing_attention_figure(trace: Trace, head: int) -> go.Figure:
     return heatmap(rows, names, names, f"Attention as it grew · head '{_head(trace, head)}'",
                    kind="weights", hover="query %{y}<br>key %{x} (value %{customdata})<br>weight %{z:.4g}",
                    key_values=values, highlight_row=newest if decoded else None,
-                   highlight_cells=[(newest, newest)] if new_key else (),
-                   legend=[("focus", "newest query")] * decoded + [("new", "new key")] * new_key)
+                   row_label="newest query", highlight_cells=[(newest, newest)] if new_key else ())
 
 
 def cache_figure(trace: Trace) -> go.Figure:
@@ -250,7 +249,7 @@ def generated_table(trace: Trace) -> pd.DataFrame:
     return pd.DataFrame({
         "step": [s.index for s in trace.steps],
         "query token": [s.query_token for s in trace.steps],
-        "keys seen": [s.seq_len for s in trace.steps],
+        "context length": [s.seq_len for s in trace.steps],
         "chosen": [s.token for s in trace.steps],
         "p": [float(s.probs[s.sample.index]) for s in trace.steps],
         **{f"p({w})": [float(s.probs[i]) for s in trace.steps]

@@ -1,0 +1,245 @@
+"""Tier 1: one visual language (viz.figures.meanings): one colour per meaning, told apart with a
+colour-vision deficiency; every figure's colours from the table, one meaning per colour in a figure,
+a legend for every mark, matrices that say which axis is the query and which the key, no text under
+12 px at a desk or 16 px in presenter mode, and titles that fit their width."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from figure_gallery import QK, gallery
+from viz.figures.base import (DESKTOP_PX, INK, PHONE_PX, PRESENTER_FONTS, PRESENTER_PX, fit, font_sizes,
+                              title_chars)
+from viz.figures.meanings import GREEN, MEANINGS, ORANGE, SERIES, VERMILLION, hatch
+
+NAMES = [name for name, _, _ in gallery()]
+FIGURES = {name: (fig, matrix) for name, fig, matrix in gallery()}
+PLOTLY = [name for name in NAMES if isinstance(FIGURES[name][0], go.Figure)]
+BOARDS = [name for name in NAMES if isinstance(FIGURES[name][0], dict)]
+NEUTRAL = {INK, "#ffffff", "white", "#000000"}
+ALLOWED = {c.lower() for c in [m.color for m in MEANINGS.values()] + list(SERIES) + list(NEUTRAL)}
+HEX = re.compile(r"#[0-9a-fA-F]{6}")
+
+# Machado, Oliveira and Fernandes (2009): full protanopia, deuteranopia and tritanopia on linear RGB
+CVD = {"protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]],
+       "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]],
+       "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602], [0.004733, 0.691367, 0.303900]],
+       "typical": np.eye(3).tolist()}
+
+
+def _linear(color: str) -> np.ndarray:
+    c = np.array([int(color[i:i + 2], 16) for i in (1, 3, 5)]) / 255
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def _lab(rgb: np.ndarray) -> np.ndarray:
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ np.clip(rgb, 0, 1)
+    f = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(f > 0.008856, np.cbrt(f), 7.787 * f + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def _distance(a: str, b: str, seen_as: list[list[float]]) -> float:
+    m = np.array(seen_as)
+    return float(np.linalg.norm(_lab(m @ _linear(a)) - _lab(m @ _linear(b))))
+
+
+def test_no_two_meanings_share_a_colour_and_each_pair_stays_apart_for_colour_blind_eyes():
+    """Every meaning has its own colour, and every two stay at least 10 ΔE apart (CIE Lab) seen with
+    typical vision and simulated protanopia, deuteranopia and tritanopia."""
+    colors = [m.color.lower() for m in MEANINGS.values()]
+    assert len(set(colors)) == len(colors)
+    for (a, ma), (b, mb) in itertools.combinations(MEANINGS.items(), 2):
+        for vision, matrix in CVD.items():
+            assert _distance(ma.color, mb.color, matrix) >= 10, (a, b, vision)
+
+
+def test_problems_carry_a_pattern_and_orange_never_stands_beside_vermillion():
+    """A stale key and a rejected guess are patterned (never told by colour alone); vermillion, hard
+    to tell from orange (the focus) from the back row, means nothing; every legend word is one
+    meaning's only."""
+    assert MEANINGS["stale"].pattern and MEANINGS["rejected"].pattern
+    assert MEANINGS["focus"].color == ORANGE and VERMILLION not in {m.color for m in MEANINGS.values()}
+    words = [label for m in MEANINGS.values() for label in m.labels]
+    assert len(words) == len(set(words))
+    assert hatch("stale", "#123456").count(MEANINGS["stale"].color) == 1 and "#123456" in hatch("stale", "#123456")
+
+
+def _colour(value) -> list[str]:
+    if isinstance(value, str):
+        return [value.lower()] if HEX.fullmatch(value) or value in NEUTRAL else []
+    if isinstance(value, (list, tuple)):
+        return [c for v in value for c in _colour(v)]
+    return []
+
+
+def _stepped(scale) -> bool:
+    """kvlab's stepped colour scales (one colour per category, each colour at both ends of its step),
+    as opposed to the continuous ones (Blues, RdBu, Viridis) Plotly writes out in full."""
+    colours = [c for _, c in scale]
+    return len(colours) % 2 == 0 and colours[::2] == colours[1::2]
+
+
+def _colours(fig: go.Figure) -> set[str]:
+    """Every colour a figure draws with, but continuous colour scales (Blues, RdBu, Viridis)."""
+    spec = fig.to_plotly_json()
+    found = set()
+    for shape in spec["layout"].get("shapes", []):
+        found |= set(_colour(shape.get("line", {}).get("color"))) | set(_colour(shape.get("fillcolor")))
+    for trace in spec["data"]:
+        found |= set(_colour(trace.get("marker", {}).get("color"))) | set(_colour(trace.get("line", {}).get("color")))
+        scale = trace.get("colorscale")
+        if isinstance(scale, (list, tuple)) and _stepped(scale):
+            found |= {c for _, c in scale}
+    return {c.lower() for c in found}
+
+
+def _legend(fig: go.Figure) -> list[tuple[tuple, str]]:
+    """The figure's legend: ((colour, dash or symbol, pattern), words) per entry."""
+    entries = []
+    for trace in fig.to_plotly_json()["data"]:
+        if trace.get("showlegend") is False or not trace.get("name") or trace.get("type") == "heatmap":
+            continue
+        marker, line = trace.get("marker", {}), trace.get("line", {})
+        colour = marker.get("color") if isinstance(marker.get("color"), str) else line.get("color")
+        style = line.get("dash") if trace.get("mode", "lines").startswith("lines") else marker.get("symbol")
+        pattern = marker.get("pattern", {}).get("shape")
+        entries.append(((str(colour).lower(), style, pattern if isinstance(pattern, str) else None), trace["name"]))
+    return entries
+
+
+@pytest.mark.parametrize("name", PLOTLY)
+def test_every_figure_draws_its_colours_from_the_table(name):
+    """A figure's colours are the meanings', the series' or neutral ink: no colour of its own."""
+    assert _colours(FIGURES[name][0]) <= ALLOWED, _colours(FIGURES[name][0]) - ALLOWED
+
+
+@pytest.mark.parametrize("name", PLOTLY)
+def test_in_a_figure_one_look_means_one_thing_and_orange_never_stands_beside_vermillion(name):
+    """No two legend entries of a figure look alike (colour, dash or symbol, pattern) with different
+    words; a figure never uses both orange and vermillion."""
+    looks: dict[tuple, set[str]] = {}
+    for look, words in _legend(FIGURES[name][0]):
+        looks.setdefault(look, set()).add(words)
+    assert all(len(words) == 1 for words in looks.values()), looks
+    assert not {ORANGE.lower(), VERMILLION.lower()} <= _colours(FIGURES[name][0])
+
+
+@pytest.mark.parametrize("name", PLOTLY)
+def test_every_mark_of_a_meaning_has_a_legend_entry(name):
+    """Each outline drawn in a meaning's colour is explained by a legend entry in that colour."""
+    fig = FIGURES[name][0]
+    meaning_colours = {m.color.lower() for m in MEANINGS.values()}
+    marks = {s.line.color.lower() for s in fig.layout.shapes if s.line.color} & meaning_colours
+    assert marks <= {look[0] for look, _ in _legend(fig)}, marks
+
+
+@pytest.mark.parametrize("name", BOARDS)
+def test_every_board_colour_is_the_tables_and_every_outline_has_its_legend(name):
+    """A board's outlines are meanings' colours, each with a legend entry (a patterned one shows its
+    hatch); its legend words are the table's."""
+    spec = FIGURES[name][0]
+    legend = " ".join(item["color"] for item in spec["legend"]).lower()
+    for o in spec.get("outlines", []):
+        assert o["color"].lower() in ALLOWED and o["color"].lower() in legend, o
+    series = {c.lower() for c in SERIES}
+    for item in spec["legend"]:  # a meaning's colour (not also a series') says that meaning's words
+        meant = [m for m in MEANINGS.values() if m.color.lower() in item["color"].lower()]
+        assert all(item["label"] in m.labels for m in meant if m.color.lower() not in series), item
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if FIGURES[n][1]])
+def test_every_matrix_says_what_its_rows_and_columns_are(name):
+    """Every heatmap and board matrix names its axes; a query × key matrix says the rows are queries
+    and the columns keys (in its axis titles, or a board in its title and axes)."""
+    fig, matrix = FIGURES[name]
+    if isinstance(fig, dict):
+        assert fig["axes"]["rows"] and fig["axes"]["columns"]
+        if matrix == QK:
+            assert "quer" in fig["axes"]["rows"] and "key" in fig["axes"]["columns"]
+            assert fig["title"].endswith("rows: queries, columns: keys")
+        return
+    layout = fig.to_plotly_json()["layout"]
+    titles = {axis: (layout[axis].get("title") or {}).get("text") or "" for axis in layout
+              if axis.startswith(("xaxis", "yaxis"))}
+    x = " ".join(t for a, t in titles.items() if a.startswith("x"))
+    y = " ".join(t for a, t in titles.items() if a.startswith("y"))
+    title = layout["title"]["text"].replace("<br>", " ")
+    assert (x and y) or "rows" in title, titles
+    if matrix == QK:
+        assert ("key" in x and "quer" in y) or "rows: queries, columns: keys" in title, titles
+
+
+def _sizes(fig: go.Figure) -> list[tuple[str, float]]:
+    """Every type size a figure sets: its base, legend, notes, axes, colour bars and cell text."""
+    spec = fig.to_plotly_json()
+    layout = spec["layout"]
+    sizes = [("base", layout.get("font", {}).get("size")), ("legend", layout.get("legend", {}).get("font", {}).get("size"))]
+    sizes += [("note", note.get("font", {}).get("size")) for note in layout.get("annotations", [])]
+    for axis, value in layout.items():
+        if axis.startswith(("xaxis", "yaxis")):
+            sizes += [(f"{axis} ticks", value.get("tickfont", {}).get("size")),
+                      (f"{axis} title", (value.get("title") or {}).get("font", {}).get("size"))]
+    for trace in spec["data"]:  # a heatmap shrinks unsized cell text to fit; other text takes the base size
+        if trace["type"] == "heatmap" and trace.get("texttemplate"):
+            sizes.append(("cell text", trace.get("textfont", {}).get("size")))
+    return sizes
+
+
+@pytest.mark.parametrize("name", PLOTLY)
+def test_no_text_under_12_px_at_a_desk_and_none_under_16_px_in_presenter_mode(name):
+    """Built for a desk, every size a figure sets is at least 12 px (cell text too: Plotly's own
+    would shrink it to fit a cell); fitted for presenter mode, every text is at least 16 px."""
+    fig = go.Figure(FIGURES[name][0])
+    unset_is_fine = {"legend", "note"}  # Plotly's and Streamlit's defaults for these are 12 px
+    for where, size in _sizes(fig):
+        assert (size is None and (where in unset_is_fine or "axis" in where)) or size >= font_sizes().text, where
+    fit(fig, PRESENTER_PX, presenter=True)
+    for where, size in _sizes(fig):
+        assert size is not None and size >= PRESENTER_FONTS.text, (where, size)
+    spec = fig.to_plotly_json()
+    assert all(t["textfont"]["size"] >= PRESENTER_FONTS.text for t in spec["data"] if t.get("text") is not None)
+    assert fig.layout.font.size >= PRESENTER_FONTS.base and fig.layout.title.font.size == PRESENTER_FONTS.title
+
+
+@pytest.mark.parametrize("name", PLOTLY)
+def test_titles_fit_the_width_they_are_drawn_at_and_grow_the_figure_above_the_plot(name):
+    """At a phone's width (the default) and once fitted for a desktop column, each title line fits
+    (the first beside the toolbar), and the figure grows by exactly its extra lines."""
+    fig = go.Figure(FIGURES[name][0])
+    for width in (PHONE_PX, DESKTOP_PX):
+        if width != PHONE_PX:
+            fit(fig, width)
+        first, rest = title_chars(width)
+        lines = fig.layout.title.text.split("<br>")
+        assert len(lines[0]) <= first or " " not in lines[0], lines
+        assert all(len(line) <= rest or " " not in line for line in lines), lines
+        assert fig.layout.height == fig.layout.meta["height"] + font_sizes().line * (len(lines) - 1)
+
+
+def test_a_presenter_title_wraps_sooner_and_pushes_the_plot_down_by_its_lines():
+    """A title that fits one desktop line takes more in presenter type at the same width, and the top
+    margin grows by the presenter line height for each."""
+    fig = go.Figure(FIGURES["timeline"][0])
+    fit(fig, 700)
+    desk_lines, desk_top = fig.layout.title.text.count("<br>") + 1, fig.layout.margin.t
+    fit(fig, 700, presenter=True)
+    lines = fig.layout.title.text.count("<br>") + 1
+    assert lines > desk_lines and fig.layout.margin.t == fig.layout.meta["top"] + PRESENTER_FONTS.line * (lines - 1)
+    assert fig.layout.margin.t > desk_top
+
+
+def test_a_new_key_is_green_everywhere_and_the_focus_orange():
+    """The same meaning, the same look, across pages: the lesson board's new key, the Plotly lesson's,
+    the toy's growing attention and the serving pool's new blocks are one green; the focus one orange."""
+    new = {look for name in ("lesson attention", "attention as it grew", "serving pool", "lesson cache")
+           for look, words in _legend(FIGURES[name][0]) if words in MEANINGS["new"].labels}
+    assert {colour for colour, _, _ in new} == {GREEN.lower()}
+    focus = {look[0] for name in ("lesson attention", "timeline", "tiles", "rounds")
+             for look, words in _legend(FIGURES[name][0]) if words in MEANINGS["focus"].labels}
+    assert focus == {ORANGE.lower()}
