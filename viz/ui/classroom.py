@@ -31,6 +31,7 @@ from .common import folded, md_escape
 
 SEAT = "kv_class_seat"  # this session's place in a class (Seat), or absent
 READ = "kv_class_read"  # the address bar's class parameters were read (the first run)
+ARRIVAL = "kv_class_arrival"  # the class parameters of the address the session arrived at
 PAGE = "kv_class_page"  # the url path of the page this run shows
 PAGES = "kv_class_pages"  # {url path: st.Page}, for following the teacher to another page
 PUBLISHED = "kv_class_published"  # (page, view) the teacher's screen last published
@@ -118,8 +119,13 @@ def _link(params: dict[str, str]) -> str:
 
 # -- the first run ---------------------------------------------------------------------------------
 def open_short_link() -> None:
-    """Before the first run reads the address: ``/?v=<code>`` becomes the view it stands for."""
-    if st.session_state.get(state.READY) or "v" not in st.query_params:
+    """Before the first run reads the address: ``/?v=<code>`` becomes the view it stands for. The
+    class parameters are kept here too (a link that names its page switches to it, and a switch
+    clears the address before :func:`begin` could read it)."""
+    if st.session_state.get(state.READY):
+        return
+    st.session_state[ARRIVAL] = {key: st.query_params.get(key, "") for key in ("class", "teach", "as", "join")}
+    if "v" not in st.query_params:
         return
     code = normalise(st.query_params.get("v", ""), LINK_CHARS)
     if code is None:
@@ -137,7 +143,8 @@ def begin(pages: dict, url_path: str) -> None:
     if st.session_state.get(READ):
         return
     st.session_state[READ] = True
-    params = {key: st.query_params.get(key, "") for key in ("class", "teach", "as", "join")}
+    params = st.session_state.pop(ARRIVAL, {})
+    params = {key: params.get(key, "") for key in ("class", "teach", "as", "join")}
     if params["join"]:
         st.session_state[JOIN_CODE] = params["join"][:4 * JOIN_CHARS]
         st.session_state[PANEL] = True

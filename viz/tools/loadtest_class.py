@@ -1,0 +1,340 @@
+"""The load test's class: one teacher stepping through Decode and the tour, students following and voting.
+
+``python -m viz.tools.loadtest_class [--students 30] [--steps 12] [--processes 1 2] [--store sqlite redis]``
+starts the app (one server, or a HAProxy cluster of N processes: ``viz.tools.loadtest.serving``) on
+a class store (a fresh SQLite file, or Debian's redis-server on a loopback port), starts a class,
+and opens a teacher and the students as protocol-level sessions (``viz.tools.protocol``; each also
+runs its fragments' timed reruns, as a browser does). Then:
+
+1. the teacher clicks Step on Decode every ``--gap`` seconds; each student's screen must show the
+   new step (its address bar, written at the end of its run, holds ``step=k``): **follow latency**
+   from the teacher's click to each following student's screen;
+2. meanwhile each student explores once (two Steps of its own, then "Back to the teacher's view"):
+   **own-click latency**, click to finished run;
+3. a quiet stretch with everybody following: the servers' **CPU per following student**;
+4. the teacher opens the tour's first question and all students vote at once; the store's counts
+   must equal the votes sent (**lost** and **counted twice**), then the teacher reveals.
+
+Loopback only; bounded in students and steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode
+
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+from ..core.classroom import open_store
+from ..core.engine.presets import load_preset
+from ..core.engine.share import View, encode_view
+from .loadtest import percentile, serving
+from .protocol import ProtocolSession, run_in_thread
+from .redis_server import RedisServer
+from .server import ROOT
+
+MAX_STUDENTS = 60
+MAX_STEPS = 40
+RETURN = "kv_class_return"
+
+
+@dataclass
+class ClassResult:
+    students: int
+    processes: int | None
+    store: str
+    follow_latencies_s: list[float] = field(repr=False)
+    own_click_latencies_s: list[float] = field(repr=False)
+    missed: int  # a teacher's step that a following student's screen never showed
+    votes_sent: int
+    votes_counted: int
+    votes_lost: int
+    votes_twice: int
+    cpu_ms_per_student_s: float  # server CPU per following student per second, in the quiet stretch
+    polls_per_student_s: float
+    errors: list[str]
+
+    def summary(self) -> dict:
+        data = asdict(self)
+        data.pop("follow_latencies_s")
+        data.pop("own_click_latencies_s")
+        return {**data, "follow_p50_s": percentile(self.follow_latencies_s, 50),
+                "follow_p95_s": percentile(self.follow_latencies_s, 95),
+                "own_click_p50_s": percentile(self.own_click_latencies_s, 50),
+                "own_click_p95_s": percentile(self.own_click_latencies_s, 95)}
+
+
+class Screen:
+    """A protocol-level visitor that keeps reading its websocket and runs its fragments' timed
+    reruns (``auto_rerun``) as a browser does. It remembers every address the app wrote, with the time."""
+
+    def __init__(self, base: str, timeout_s: float):
+        self.session = ProtocolSession(base, timeout_s)
+        self.log = self.session.log
+        self.timeout_s = timeout_s
+        self.timed: dict[str, float] = {}  # fragment id -> rerun interval
+        self.radios: dict[str, tuple[str, list[str]]] = {}  # radio key -> (widget id, its options as shown)
+        self.addresses: list[tuple[float, dict[str, str]]] = []
+        self.polls = 0
+        self.fragments: dict[str, set[str]] = {}  # run id -> the fragments it ran (none: the whole app)
+        self._tasks: list[asyncio.Task] = []
+
+    async def open(self, query: str) -> None:
+        await asyncio.to_thread(self.session.load_page)
+        await self.session.connect()
+        self._tasks = [asyncio.create_task(self._pump()), asyncio.create_task(self._tick())]
+        self.log.query_string = query
+        await self.send(page_hash="")
+
+    async def _pump(self) -> None:
+        socket = self.session._socket
+        while True:
+            message = self.log.feed(await socket.recv())
+            what = message.WhichOneof("type") if message is not None else None
+            if what == "new_session":
+                self.fragments[message.metadata.run.script_run_id] = set(message.metadata.run.fragment_ids)
+            elif what == "auto_rerun":
+                self.timed[message.auto_rerun.fragment_id] = message.auto_rerun.interval
+            elif what == "page_info_changed":
+                self.addresses.append((time.monotonic(), dict(parse_qsl(message.page_info_changed.query_string))))
+            elif what == "delta" and message.delta.new_element.WhichOneof("type") == "radio":
+                radio = message.delta.new_element.radio
+                self.radios[radio.id.split("-", 2)[-1]] = (radio.id, list(radio.options))
+
+    async def _tick(self) -> None:
+        """Every timed fragment reruns on its interval while no run is under way (as Streamlit's client)."""
+        due: dict[str, float] = {}
+        while True:
+            now = time.monotonic()
+            for fragment, interval in list(self.timed.items()):
+                if now >= due.setdefault(fragment, now + interval) and self.log._current is None:
+                    due[fragment] = now + interval
+                    self.polls += 1
+                    await self._send(fragment_id=fragment)
+            await asyncio.sleep(0.02)
+
+    async def _send(self, widgets=(), page_hash: str | None = None, fragment_id: str = "") -> None:
+        message = BackMsg()
+        message.rerun_script.query_string = self.log.query_string
+        message.rerun_script.page_script_hash = self.log.page_hash if page_hash is None else page_hash
+        message.rerun_script.fragment_id = fragment_id
+        message.rerun_script.widget_states.widgets.extend(widgets)
+        await self.session._socket.send(message.SerializeToString())
+
+    async def send(self, widgets=(), page_hash: str | None = None, fragment_id: str = "") -> float:
+        """Send a rerun; return the seconds until the first run that is not a timed fragment's finished."""
+        start, before = time.monotonic(), len(self.log.finished)
+        await self._send(widgets, page_hash, fragment_id)
+        deadline = start + self.timeout_s
+        while True:
+            for run in self.log.finished[before:]:
+                polled = self.fragments.get(run.run_id, set())
+                if run.started_s >= start and not (polled and polled <= set(self.timed)):
+                    if not run.ok:
+                        raise RuntimeError(f"a run failed: {run.exceptions[:1]}")
+                    return run.finished_s - start
+            if time.monotonic() > deadline:
+                raise TimeoutError("no finished run")
+            await asyncio.sleep(0.01)
+
+    async def click(self, name: str) -> float:
+        button = self.log.buttons[name]
+        return await self.send([WidgetState(id=button.id, trigger_value=True)], fragment_id=button.fragment_id)
+
+    async def choose(self, key: str, index: int) -> float:
+        """Pick a radio's option (a radio sends the option as it is shown)."""
+        widget, options = self.radios[key]
+        return await self.send([WidgetState(id=widget, string_value=options[index])])
+
+    def shown(self, key: str) -> str | None:
+        return self.addresses[-1][1].get(key) if self.addresses else None
+
+    async def until(self, check, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not check():
+            if time.monotonic() > deadline:
+                raise TimeoutError("the screen did not get there")
+            await asyncio.sleep(0.05)
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await self.session.close()
+
+
+def _cpu_s(pids: list[int]) -> float:
+    """User and system CPU seconds of the processes (from /proc; Linux)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+async def _student(screen: Screen, rng: random.Random, explore_at: float, result: dict) -> None:
+    """Follow; once, at ``explore_at`` seconds, take two Steps of one's own and come back."""
+    await asyncio.sleep(explore_at)
+    if screen.log.page_hash != screen.log.pages.get("decode") or not screen.session.can_click("Step"):
+        return
+    start = time.monotonic()
+    try:
+        for _ in range(2):
+            result["own"].append(await screen.click("Step"))
+            await asyncio.sleep(rng.uniform(0.5, 1.5))
+        await screen.until(lambda: screen.session.can_click(RETURN), 10)
+        result["own"].append(await screen.click(RETURN))
+    finally:
+        result["away"].append((id(screen), start, time.monotonic() + 1.0))
+
+
+def _arrivals(screens: list[Screen], published: list[tuple[int, float]], away: list[tuple[int, float, float]],
+              upto: float) -> tuple[list[float], int]:
+    """For each teacher step and each student following at the time: when its screen showed it."""
+    latencies, missed = [], 0
+    for screen in screens:
+        gone = [(a, b) for who, a, b in away if who == id(screen)]
+        for step, at in published:
+            if any(a - 1.0 <= at <= b for a, b in gone):
+                continue  # exploring (or just back): not following this step
+            shown = next((t for t, query in screen.addresses if t >= at and query.get("step") == str(step)), None)
+            if shown is None or shown > upto:
+                missed += 1
+            else:
+                latencies.append(shown - at)
+    return latencies, missed
+
+
+async def _lesson(base: str, pids: list[int], students: int, steps: int, gap_s: float, timeout_s: float,
+                  quiet_s: float) -> dict:
+    store = open_store()
+    seed = encode_view(View(load_preset("seed")))
+    started = store.start("decode", seed)
+    teacher = Screen(base, timeout_s)
+    await teacher.open(urlencode({"page": "decode", **seed, "class": started.code, "teach": started.secret}))
+    screens = [Screen(base, timeout_s) for _ in range(students)]
+    ids = [store.join(started.code, f"s{i}") for i in range(students)]
+    await asyncio.gather(*(s.open(urlencode({"class": started.code, "as": i})) for s, i in zip(screens, ids)))
+    await asyncio.gather(*(s.until(lambda s=s: s.shown("s") is not None and s.log.page_hash == s.log.pages.get("decode"),
+                                   timeout_s) for s in screens))
+    result: dict = {"own": [], "away": [], "errors": []}
+    rng = random.Random(0)
+    explorers = asyncio.gather(*(_student(s, random.Random(i), rng.uniform(1, steps * gap_s - 6), result)
+                                 for i, s in enumerate(screens)), return_exceptions=True)
+    published = []
+    for step in range(1, steps + 1):
+        published.append((step, time.monotonic()))
+        await teacher.click("Step")
+        await asyncio.sleep(gap_s)
+    for outcome in await explorers:
+        if isinstance(outcome, BaseException):
+            result["errors"].append(f"exploring: {type(outcome).__name__}: {outcome}")
+    await asyncio.sleep(3.0)
+    follow, missed = _arrivals(screens, published, result["away"], time.monotonic())
+    polls, cpu = sum(s.polls for s in screens), _cpu_s(pids)
+    await asyncio.sleep(quiet_s)  # everybody follows, nobody clicks: what following alone costs
+    cpu_rate = (_cpu_s(pids) - cpu) / quiet_s / students * 1000
+    poll_rate = (sum(s.polls for s in screens) - polls) / quiet_s / students
+    votes = await _vote(store, started, teacher, screens, ids, timeout_s, result)
+    for screen in [teacher, *screens]:
+        await screen.close()
+    return {"follow": follow, "missed": missed, "own": result["own"], "cpu": cpu_rate, "polls": poll_rate,
+            "errors": result["errors"], **votes}
+
+
+async def _vote(store, started, teacher: Screen, screens: list[Screen], ids: list[str], timeout_s: float,
+                result: dict) -> dict:
+    """The tour's first question: every student votes at the same moment; the store must count each once."""
+    await teacher.send(page_hash=teacher.log.pages["tour"])
+    await teacher.click("kv_tour_step_forward")
+    await asyncio.gather(*(s.until(lambda s=s: s.shown("tour") == "2" and "tour_answer_0" in s.radios, timeout_s)
+                           for s in screens))
+    chosen = [i % 2 for i in range(len(screens))]
+    outcomes = await asyncio.gather(*(s.choose("tour_answer_0", c) for s, c in zip(screens, chosen)),
+                                    return_exceptions=True)
+    result["errors"] += [f"voting: {type(o).__name__}: {o}" for o in outcomes if isinstance(o, BaseException)]
+    counted = store.tally(started.code, 0).counts
+    mine = [store.my_vote(started.code, i, 0) for i in ids]
+    await teacher.click("tour_reveal_button_0")
+    lost = sum(1 for got, sent in zip(mine, chosen) if got != sent)
+    return {"sent": len(chosen), "counted": sum(counted), "lost": lost,
+            "twice": max(0, sum(counted) - (len(chosen) - lost))}
+
+
+def run_class(students: int = 30, processes: int | None = None, store: str = "sqlite", steps: int = 12,
+              gap_s: float = 2.5, timeout_s: float = 60.0, quiet_s: float = 10.0) -> ClassResult:
+    """Start the store and the app, run one class, measure."""
+    if not 1 <= students <= MAX_STUDENTS or not 1 <= steps <= MAX_STEPS:
+        raise ValueError(f"students must be 1..{MAX_STUDENTS} and steps 1..{MAX_STEPS}")
+    redis = RedisServer().start() if store == "redis" else None
+    saved = os.environ.get("KVLAB_STORE")
+    folder = ROOT / "artifacts" / "loadtest-class"
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["KVLAB_STORE"] = redis.url if redis else f"sqlite:///{folder / f'classes-{time.time_ns()}.sqlite3'}"
+    try:
+        with serving(None, processes) as (base, pids, _):
+            got = run_in_thread(_lesson(base, pids, students, steps, gap_s, timeout_s, quiet_s))
+    finally:
+        os.environ.pop("KVLAB_STORE") if saved is None else os.environ.update(KVLAB_STORE=saved)
+        if redis:
+            redis.stop()
+    return ClassResult(students, processes, store, got["follow"], got["own"], got["missed"], got["sent"],
+                       got["counted"], got["lost"], got["twice"], got["cpu"], got["polls"], got["errors"])
+
+
+def report(result: ClassResult) -> str:
+    s = result.summary()
+    where = f"{result.processes} processes behind HAProxy" if result.processes else "one server"
+    return "\n".join([
+        f"class of {result.students} on {where}, {result.store} store: {len(result.errors)} errors",
+        f"  teacher's Step to each following student's screen: p50 {s['follow_p50_s'] * 1000:.0f} ms, "
+        f"p95 {s['follow_p95_s'] * 1000:.0f} ms over {len(result.follow_latencies_s)}, {result.missed} missed",
+        f"  a student's own clicks while in the class: p50 {s['own_click_p50_s'] * 1000:.0f} ms, "
+        f"p95 {s['own_click_p95_s'] * 1000:.0f} ms over {len(result.own_click_latencies_s)}",
+        f"  votes at once: {result.votes_sent} sent, {result.votes_counted} counted, {result.votes_lost} lost, "
+        f"{result.votes_twice} counted twice",
+        f"  following costs the servers {result.cpu_ms_per_student_s:.1f} ms of CPU per student per second "
+        f"({result.polls_per_student_s:.2f} polls per student per second)",
+        *(f"  {error}" for error in result.errors[:10])])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m viz.tools.loadtest_class", description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=30)
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--gap", type=float, default=2.5, help="seconds between the teacher's Steps")
+    parser.add_argument("--processes", type=int, nargs="+", help="HAProxy clusters of N processes (default: one server)")
+    parser.add_argument("--store", choices=("sqlite", "redis"), nargs="+", default=["sqlite"])
+    parser.add_argument("--out", help="write the summaries and every latency as JSON")
+    args = parser.parse_args(argv)
+    results = []
+    try:
+        for store in args.store:
+            for processes in args.processes or [None]:
+                result = run_class(args.students, processes, store, args.steps, args.gap)
+                print(report(result), flush=True)
+                results.append(result)
+    except (ValueError, RuntimeError) as err:
+        print(f"error: {str(err).splitlines()[0]}", file=sys.stderr)
+        return 2
+    if args.out:
+        Path(args.out).write_text(json.dumps([{**r.summary(), "follow_latencies_s": r.follow_latencies_s,
+                                               "own_click_latencies_s": r.own_click_latencies_s} for r in results],
+                                             indent=1))
+    bad = any(r.errors or r.votes_lost or r.votes_twice or r.missed for r in results)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
