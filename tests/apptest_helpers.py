@@ -185,8 +185,8 @@ def range_data(at, key: str) -> dict:
     element = widget(at, key)
     data = {"label": shown(element.label), "value": element.value, "help": element.help}
     if element.type == "select_slider":  # a stepper: its options are consecutive whole numbers
-        labels = list(element.options)
-        low = element.value - labels.index(element.format_func(element.value))
+        low = element.value - list(element.options).index(element.format_func(element.value))
+        labels = [shown(option) for option in element.options]
         return {**data, "labels": labels, "min": low, "max": low + len(labels) - 1}
     return {**data, "min": element.min, "max": element.max, "format": element.proto.format}
 

@@ -36,18 +36,6 @@ def test_hosting_settings():
     assert config["browser"]["gatherUsageStats"] is False
 
 
-def test_unchanged_components_go_by_reference():
-    """Each kvlab component with a style sheet sends its script and style in every message; the size
-    from which Streamlit sends an unchanged element as a reference to the page's copy is below the
-    smallest of them, so a rerun that leaves one unchanged does not send it again."""
-    config = _hosting_config()
-    ui = ROOT / "viz" / "ui"
-    sizes = {js.stem: len(js.read_bytes()) + len(js.with_suffix(".css").read_bytes())
-             for js in ui.glob("*.js") if js.with_suffix(".css").exists()}
-    assert len(sizes) >= 6  # board, choice, copy_link, field, range, table
-    assert config["global"]["minCachedMessageSize"] <= min(sizes.values()), sizes
-
-
 def test_requirements_take_the_project_and_a_cpu_torch():
     """requirements.txt installs the project itself (no second dependency list) and a CPU torch."""
     lines = [line.strip() for line in (ROOT / "requirements.txt").read_text().splitlines()

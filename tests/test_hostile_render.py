@@ -69,11 +69,11 @@ def test_no_page_renders_visitor_text(hostile_app, page):
 
 
 def test_range_labels_carry_visitor_text_as_data(hostile_app):
-    """Prefill's position range gets each token verbatim as data (range.js writes it as text), not
-    escaped for Markdown; a move still works with such labels, and no element renders them."""
+    """Prefill's position slider names each position with its token, escaped (Streamlit renders a
+    slider's options as Markdown); a move still works with such labels, and no element renders them."""
     hostile_app.switch_page("pages/prefill.py").run()
     data = range_data(hostile_app, "prefill_position_range")
-    assert data["labels"] == [f"{i} · {token}" for i, token in enumerate(SCENARIO.tokens, 1)]
+    assert data["labels"] == [shown(md_escape(f"{i} · {token}")) for i, token in enumerate(SCENARIO.tokens, 1)]
     move_range(hostile_app, "prefill_position_range", 3)
     assert range_data(hostile_app, "prefill_position_range")["value"] == 3
     assert md_escape(HOSTILE[2]) in hostile_app.info[0].value  # the narration quotes token 3, escaped
@@ -81,10 +81,10 @@ def test_range_labels_carry_visitor_text_as_data(hostile_app):
 
 
 def test_choice_options_carry_visitor_text_as_data(hostile_app):
-    """Decode's head choice gets each head name verbatim as data (choice.js writes it as text); a
+    """Decode's head control names each head, escaped (Streamlit renders options as Markdown); a
     pick still works with such names, and no element renders them."""
     hostile_app.switch_page("pages/decode.py").run()
-    assert choice_data(hostile_app, "decode_head")["options"] == list(SCENARIO.head_names)
+    assert choice_data(hostile_app, "decode_head")["options"] == [shown(md_escape(n)) for n in SCENARIO.head_names]
     pick(hostile_app, "decode_head", 1)
     assert choice_data(hostile_app, "decode_head")["value"] == 1
     assert_nothing_rendered(hostile_app, "decode after a pick")

@@ -131,8 +131,8 @@ def stepper(key: str, count: int, label: str, *, first: int = 1,
     the chosen value.
 
     The value lives in the session under ``key``, so it survives while the stepper is not drawn (a
-    tab that is closed, another page). ``label`` is plain text (escaped here); ``format_label``
-    names each value as plain text (Streamlit shows a slider's values as text, not Markdown)."""
+    tab that is closed, another page). ``label`` and ``format_label`` (each value's name) are plain
+    text, which may quote visitor text: both are escaped here (Streamlit renders them as Markdown)."""
     current = min(max(int(st.session_state.get(key, first)), first), count)
     st.session_state[key] = current
 
@@ -147,7 +147,7 @@ def stepper(key: str, count: int, label: str, *, first: int = 1,
                 shortcut="left", disabled=current <= first, help="Back (←)")
     forward.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
                    shortcut="right", disabled=current >= count, help="Forward (→)")
-    middle.select_slider(md_escape(label), range(min(first, count), count + 1), format_func=format_label,
+    middle.select_slider(md_escape(label), range(min(first, count), count + 1), format_func=lambda v: md_escape(format_label(v)),
                          disabled=count <= first, help=help, **state.bound(f"{key}_range", current, moved))
     return st.session_state[key]
 

@@ -1,0 +1,42 @@
+"""Tier 1: viz.ui.widgets turns stats rows and small tables into Streamlit's st.metric and st.table
+arguments: visitor text escaped (both render Markdown), a delta's arrow and colour as the core said."""
+
+from __future__ import annotations
+
+import pytest
+
+from hostile_text import HOSTILE
+from viz.figures.base import Stat, stats_row
+from viz.ui.common import md_escape
+from viz.ui.widgets import metric_args, table_frame
+
+
+def _args(stat: Stat) -> dict:
+    return metric_args(stats_row([stat], "row")["stats"][0])
+
+
+def test_a_delta_gets_its_arrow_and_the_colour_of_its_news():
+    """Down and good is a green down arrow; up and bad a red up arrow; no sign, or no judgement, grey."""
+    down_good = _args(Stat("Finished after", 12, delta=-3, good="down"))
+    assert (down_good["delta"], down_good["delta_arrow"], down_good["delta_color"]) == ("-3", "down", "green")
+    up_bad = _args(Stat("Bytes", 10, delta="+2 KiB", good="down"))
+    assert (up_bad["delta"], up_bad["delta_arrow"], up_bad["delta_color"]) == ("+2 KiB", "up", "red")
+    note = _args(Stat("Formula", 1, delta="equal"))
+    assert (note["delta_arrow"], note["delta_color"]) == ("off", "gray")
+    plain = _args(Stat("Entries", 4))
+    assert plain["delta"] is None and plain["value"] == "4" and plain["help"] is None
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_visitor_text_in_a_metric_is_escaped(text):
+    """A label, value and help quoting visitor text show exactly as typed (Markdown escaped)."""
+    args = _args(Stat(text, text, help=text))
+    assert args["label"] == args["value"] == args["help"] == md_escape(text)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_visitor_text_in_a_table_is_escaped(text):
+    """Every cell and column name of a small table goes through the one escaping function."""
+    frame = table_frame({text: [text, 12345]}, "label")
+    assert list(frame.columns) == [md_escape(text)]
+    assert list(frame.iloc[:, 0]) == [md_escape(text), "12,345"]
