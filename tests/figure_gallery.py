@@ -128,6 +128,23 @@ def _cost() -> list[tuple[str, object, str | None]]:
 
 
 @functools.cache
+def tables() -> tuple[tuple[str, object], ...]:
+    """The figure modules' tables whose column names the pages show, by name."""
+    seed = load_preset("seed")
+    runs = {mode: generate(seed, 3, mode) for mode in MODES}
+    served = seed.cache_safe()
+    continuous = serve(served, tour_workload(served), TOUR_SERVER)
+    spec = speculate(served, 6, 3)
+    flash = flash_attention(served, 2, 2)
+    safe = load_preset("cache-safe")
+    comparison = compare_with_full(safe, 4, CacheSpec(policy=EvictionPolicy(window=2)))
+    return (("generated", toy.generated_table(runs["kv"])), ("requests", serving.requests_table(continuous)),
+            ("iteration", serving.iteration_table(continuous, 1)), ("speculative", serving.spec_table(spec)),
+            ("running", serving.running_table(flash, 1, 0)), ("traffic", serving.traffic_table(flash)),
+            ("eviction", memory.comparison_table(comparison)))
+
+
+@functools.cache
 def gallery() -> tuple[tuple[str, object, str | None], ...]:
     """Every figure and board above, built once per test session."""
     return tuple(_toy() + _memory() + _serving() + _real() + _cost())

@@ -144,8 +144,8 @@ def test_drop_by_hand_evicts_the_chosen_positions(at):
     drop = by_label(at.multiselect, "Evict prompt positions")
     drop.select(1).select(3)
     rerun(at)
-    table = frame(at, "keys seen")
-    assert table["keys seen"].tolist()[1] == "2 of 5"
+    table = frame(at, "entries kept")
+    assert table["entries kept"].tolist()[1] == "2 of 5"
 
 
 def test_quantise_controls(at):

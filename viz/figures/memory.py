@@ -436,12 +436,12 @@ def bytes_figure(comparison: CacheComparison) -> go.Figure:
 
 
 def comparison_table(comparison: CacheComparison) -> pd.DataFrame:
-    """One row per prediction: keys kept, errors, the word each cache picks, bytes."""
+    """One row per prediction: entries kept, errors, the word each cache picks, bytes."""
     steps = comparison.steps
     return pd.DataFrame({
         "prediction": [s.index for s in steps],
         "query token": [comparison.tokens[len(s.positions) - 1] for s in steps],
-        "keys seen": [f"{int(s.kept.sum())} of {len(s.positions)}" for s in steps],
+        "entries kept": [f"{int(s.kept.sum())} of {len(s.positions)}" for s in steps],
         "context error": [s.context_error for s in steps],
         "logit error": [s.logit_error for s in steps],
         "full picks": [s.token_full for s in steps],
