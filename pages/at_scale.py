@@ -5,13 +5,14 @@ import streamlit as st
 
 from viz import generate
 from viz.core.scale.cache_layout import layout_dtype, library_layout
+from viz.core.scale.count import read_model
 from viz.core.scale.gpus import DEFAULT_GPU, GPU_BY_NAME
 from viz.core.scale.memory import (DEFAULT_RESERVE_GIB, DEFAULT_UTILIZATION, DTYPE_BITS, KIB, MAX_BATCH, MAX_GPUS,
-                             MAX_TOKENS, MemoryConfigError, beyond_context, by_dtype, cache_memory, curve_span,
-                             fits_by_gpu, format_bytes, gpu_fit, kv_split, memory_curve, per_token_ratio,
+                             MAX_TOKENS, WEIGHT_BITS, MemoryConfigError, beyond_context, by_dtype, cache_memory, curve_span,
+                             fits_by_gpu, format_bytes, gpu_fit, kv_split, memory_curve, parallel_note, per_token_ratio,
                              toy_cache_memory)
-from viz.core.scale.model_config import (ATTENTION_LABELS, DEFAULT_MODEL, MAX_CONFIG_BYTES, ConfigError, model_config,
-                                   preset, preset_names, preset_text, read_config)
+from viz.core.scale.model_config import (ATTENTION_LABELS, DEFAULT_MODEL, MAX_CONFIG_BYTES, ConfigError, preset,
+                                   preset_names, preset_text)
 from viz.core.scale.roofline import (MAX_SWEEP, batch_sweep, cache_overtakes, context_overtakes, decode_step,
                                prefill_step)
 from viz.figures import memory as figures
@@ -63,10 +64,9 @@ def _own_config():
         text = st.text_area("config.json", key=CONFIG_TEXT, height=220, max_chars=MAX_CONFIG_BYTES,
                             disabled=upload is not None)
         try:
-            raw = read_config(upload.getvalue() if upload is not None else text)
             name = f"{upload.name}" if upload is not None else OWN
             with st.spinner("Reading the config with transformers…"):
-                config = model_config(raw, name, "your config.json")
+                config = read_model(upload.getvalue() if upload is not None else text, name)
         except ConfigError as err:
             st.error(f"{md_escape(str(err))} — showing the last configuration that worked.", icon=":material/error:")
             return st.session_state.get(LAST_GOOD) or preset(DEFAULT_MODEL)
@@ -100,8 +100,10 @@ gpu = GPU_BY_NAME[row[0].selectbox("GPU", gpu_names, index=gpu_names.index(DEFAU
 gpus = int(row[1].number_input("GPUs (tensor parallel)", 1, MAX_GPUS, value=1, key=GPU_COUNT,
                                help="One copy of the model split over this many GPUs, as vLLM's "
                                     "--tensor-parallel-size does."))
-weights_dtype = row[2].selectbox("Weights dtype", list(DTYPE_BITS), key=WEIGHTS_DTYPE,
-                                 help="Starts at the checkpoint's own dtype (DeepSeek-V3 ships fp8).")
+weights_dtype = row[2].selectbox("Weights dtype", list(WEIGHT_BITS), key=WEIGHTS_DTYPE,
+                                 help="Starts at what a server loads: the format the config's quantization_config "
+                                      "names (DeepSeek-V3 fp8; gpt-oss MXFP4, 4.25 bits, for its experts only), else "
+                                      "16 bits: vLLM's --dtype auto serves a float32 checkpoint in bf16 too.")
 memory = cache_memory(config, tokens, dtype, batch)
 try:
     kv_split(config, gpus)
@@ -136,7 +138,9 @@ with gpu_tab:
            Stat("Cache budget" + each, format_bytes(fit.cache_budget_bytes),
                 help="utilization × memory − weights − activation peak − CUDA graphs."),
            Stat("Sequences that fit", fit.sequences, help=f"At {tokens:,} tokens each."),
-           Stat("Tokens of cache", fit.tokens, help="Cache budget / this GPU's bytes per token.")],
+           Stat("Tokens of cache", fit.tokens,
+                help=f"Tokens of {tokens:,}-token sequences whose cache fits: budget / one sequence's bytes × "
+                     f"{tokens:,} (a sliding layer stops growing at its window, a fixed state never grows).")],
           "What fits on this GPU", key="scale_fit_stats")
     if not fit.weights_fit:
         st.error(f"The weights{each} ({format_bytes(fit.weights_bytes)}) and the reserve do not fit in the "
@@ -146,13 +150,11 @@ with gpu_tab:
         st.warning(f"A batch of {batch:,} does not fit: at most {fit.sequences:,} sequences of {tokens:,} tokens.",
                    icon=":material/warning:")
     if gpus > 1:
-        heads, copies = kv_split(config, gpus)
-        what = ("MLA's latent is one vector per token, so every GPU keeps all of it" if config.attention == "MLA"
-                else f"each GPU keeps {heads} of the {config.kv_heads} K/V heads"
-                     + (f", and each head is copied on {copies} GPUs" if copies > 1 else ""))
-        st.info(f"Under tensor parallelism {what}. {fit.sequences:,} sequences fit"
+        note = parallel_note(config, fit)
+        st.info(f"Under tensor parallelism {note.split}. {fit.sequences:,} sequences fit"
                 + (f", not the {fit.pooled_sequences:,} that adding up the {gpus} GPUs' budgets as one pool "
-                   "would suggest." if fit.pooled_sequences != fit.sequences else "."), icon=":material/info:")
+                   "would suggest." if fit.pooled_sequences != fit.sequences else ".") + (f" {note.remedy}" if note.remedy else ""),
+                icon=":material/info:")
     plot(figures.gpu_split_figure(fit, batch), key="scale_split")
     st.markdown(f"**Every GPU** ({gpus} × each, weights in {weights_dtype})")
     gpu_table = figures.gpu_table(fits_by_gpu(memory, gpus, weights_dtype, usable, reserve))
@@ -162,10 +164,17 @@ with gpu_tab:
                "README lists them.")
 
 with cache_tab:
+    state_help = (f": K/V {format_bytes(memory.bytes_per_sequence)} + fixed state "
+                  f"{format_bytes(memory.state_bytes_per_sequence)}" if memory.state_bytes_per_sequence else "")
     stats([Stat("Per token", format_bytes(memory.bytes_per_token),
                 help="One more token of context, while every layer still grows."),
-           Stat("Per sequence", format_bytes(memory.bytes_per_sequence), help=f"{tokens:,} tokens of context."),
-           Stat("Per batch", format_bytes(memory.bytes_per_batch),
+           Stat("Per sequence", format_bytes(memory.sequence_bytes), help=f"{tokens:,} tokens of context{state_help}."),
+           *([Stat("Fixed state", format_bytes(memory.state_bytes_per_sequence),
+                   help=f"Per sequence, in the {config.state_layers} linear-attention or state-space layers, as "
+                        "transformers allocates it; the same at 10 tokens as at a million (vLLM too keeps one "
+                        "per request). The K/V grows with every token; this does not.")]
+             if memory.state_bytes_per_sequence else []),
+           Stat("Per batch", format_bytes(memory.batch_bytes),
                 help=f"{batch:,} sequence{'s' if batch != 1 else ''}."),
            Stat("With plain MHA", format_bytes(memory.mha_bytes_per_sequence),
                 help="Per sequence, if every query head kept its own K and V and no layer had a window.")],
@@ -218,9 +227,13 @@ with library_tab:
         except ConfigError as err:
             st.error(md_escape(str(err)), icon=":material/error:")
         else:
-            stats([Stat("The formula", format_bytes(layout.formula_bytes), help=f"{layout.formula_bytes:,} bytes"),
+            stats([Stat("The formula", format_bytes(layout.formula_bytes), help=f"{layout.formula_bytes:,} bytes of K/V"),
                    Stat("transformers: storage", format_bytes(layout.storage_bytes),
-                        help=f"{layout.storage_bytes:,} bytes: what the K and V tensors' storage holds"),
+                        help=f"{layout.storage_bytes:,} bytes: what the K and V tensors' storage holds after the "
+                             "decode step" + (", with the fixed states" if layout.state_bytes else "")),
+                   Stat("transformers: right after prefill", format_bytes(layout.prefill_bytes),
+                        help=f"{layout.prefill_bytes:,} bytes: the storage before the decode step, the peak a "
+                             "sliding layer reaches while it still holds the whole prompt"),
                    Stat("transformers: tensor shapes", format_bytes(layout.held_bytes),
                         help=f"{layout.held_bytes:,} bytes: numel × element size")],
                   "The formula against transformers' own count", key="scale_library_stats")
@@ -250,8 +263,8 @@ with roof_tab:
            Stat("FLOPs per byte", f"{step.intensity:,.1f}", delta=f"ridge point {step.ridge:,.0f}", good=None),
            Stat("Time per token", roof.format_seconds(step.seconds), delta=f"{step.bound}-bound", good=None)],
           "One decode step", key="scale_roof_stats")
-    for line in roof.decode_reading(step, prefill, overtakes, context_overtakes(config, batch, weights_dtype, dtype),
-                                    sweep[-1]):
+    for line in roof.decode_reading(step, prefill, overtakes, context_overtakes(config, 1, weights_dtype, dtype),
+                                    sweep[-1], fit.sequences if fit.weights_fit else None):
         st.markdown(line)
     points = [(f"decode, batch {batch:,}", step)]
     if batch != 1:
@@ -265,6 +278,6 @@ with roof_tab:
     with right:
         plot(roof.throughput_figure(sweep, fit.sequences if fit.weights_fit else None), key="scale_throughput")
     st.caption("Lower bounds at peak bandwidth and FLOP/s: real kernels reach about 70-90% and 60-80% of them, "
-               "small steps also pay kernel launches, and tensor parallelism adds an all-reduce per layer, not "
-               "counted. Mixture-of-experts models read only the experts their tokens are routed to (uniform "
+               "small steps also pay kernel launches, and tensor parallelism adds two all-reduces per layer (after "
+               "attention and after the MLP, as Megatron-LM splits them), not counted. Mixture-of-experts models read only the experts their tokens are routed to (uniform "
                "routing assumed).")

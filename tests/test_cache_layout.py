@@ -96,8 +96,8 @@ def test_architectures_beyond_the_presets_agree_too(raw):
 
 
 def test_linear_attention_states_are_named_not_hidden():
-    """Qwen3-Next's linear-attention layers keep fixed-size states the formula does not count: the difference is
-    named, nothing is left unexplained."""
+    """Qwen3-Next's linear-attention layers keep fixed-size states beside the K/V the formula counts: the difference
+    is named as that state, which kvlab counts per sequence (issue 31), and nothing is left unexplained."""
     config = own({"model_type": "qwen3_next", "num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 4,
                   "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1024, "intermediate_size": 256,
                   "moe_intermediate_size": 64, "shared_expert_intermediate_size": 64, "num_experts": 4,
@@ -106,9 +106,10 @@ def test_linear_attention_states_are_named_not_hidden():
                   "linear_value_head_dim": 32})
     layout = library_layout(config, 40)
     assert layout.storage_bytes > layout.formula_bytes
-    assert [d.reason for d in layout.differences] == ["'linear_attention' layers keep a fixed-size state, which the "
-                                                      "formula does not count"]
+    assert [d.reason for d in layout.differences] == ["the fixed-size state of 3 'linear_attention' layers, the same "
+                                                      "at any length: kvlab counts it per sequence beside the K/V"]
     assert layout.unexplained_bytes == 0
+    assert layout.differences[0].bytes == layout.state_bytes == cache_memory(config, 40).state_bytes_per_sequence > 0
 
 
 def test_a_huge_layout_allocates_nothing():

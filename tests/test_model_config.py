@@ -89,7 +89,7 @@ def test_head_counts_however_the_config_spells_them(raw, expected):
     ('{"model_type": "vit"}', "decoder language model"),
     ('{"model_type": "llama", "num_hidden_layers": 1000000000}', "layers up to 128"),
     ('{"model_type": "llama", "num_hidden_layers": "32"}', "whole number"),
-    ('{"model_type": "llama", "hidden_size": NaN}', "not valid JSON"),
+    ('{"model_type": "llama", "hidden_size": NaN}', "hidden_size must be a whole number, got nan"),
     ('{"model_type": "llama", "vocab_size": 99999999999999}', "vocabulary"),
     ('{"model_type": "llama", "x": ' + "[" * 20 + "]" * 20 + "}", "nested"),
     ('{"model_type": "llama", "x": [' + ",".join(["1"] * 5000) + "]}", "entries"),

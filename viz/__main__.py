@@ -1,4 +1,4 @@
-"""Command line: ``python -m viz trace|presets|preset|bench …``.
+"""Command line: ``python -m viz trace|presets|preset|bench|scale …``.
 
 Bad input (a missing or unreadable file, a FIFO, a directory or a device instead of a file, bytes
 that are not UTF-8, an invalid scenario, a device this machine lacks): exit code 2 and one line on
@@ -23,6 +23,10 @@ from .core.engine.presets import load_preset, preset_names
 from .core.engine.scenario import MAX_DECODE_STEPS, MAX_JSON_BYTES, Scenario, ScenarioError
 from .core.text import shown
 
+CLI_DTYPES = {"bf16": "fp16/bf16", "fp16": "fp16/bf16", "fp8": "fp8", "fp32": "fp32"}  # scale's --dtype
+SCALE_MAX_TOKENS = 100_000_000 - 1  # viz.core.scale.memory.MAX_TOKENS, less the decode step
+SCALE_MAX_BATCH = 1_000_000  # viz.core.scale.memory.MAX_BATCH
+
 
 class UsageError(Exception):
     """Bad command-line input; reported as one line and exit code 2."""
@@ -34,10 +38,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _read_scenario(path: str) -> Scenario:
-    """The scenario in a regular file (or standard input for ``-``), refused before reading anything
-    that is not a regular file: a FIFO would block, a device such as /dev/zero never ends."""
+    """The scenario in a regular file (or standard input for ``-``)."""
+    return Scenario.from_json(_read_file(path, MAX_JSON_BYTES + 1, "a scenario file"))
+
+
+def _read_file(path: str, limit: int, what: str) -> bytes:
+    """At most ``limit`` bytes of a regular file (or standard input for ``-``), refused before reading
+    anything that is not a regular file: a FIFO would block, a device such as /dev/zero never ends."""
     if path == "-":
-        data = sys.stdin.buffer.read(MAX_JSON_BYTES + 1)
+        data = sys.stdin.buffer.read(limit)
     else:
         try:
             # O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever
@@ -51,13 +60,13 @@ def _read_scenario(path: str) -> Scenario:
                 kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
                         else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
                         if stat.S_ISSOCK(mode) else "not a regular file")
-                raise UsageError(f"cannot read {shown(path)}: it is {kind}, not a scenario file "
+                raise UsageError(f"cannot read {shown(path)}: it is {kind}, not {what} "
                                  "(use - to read standard input)")
             try:
-                data = handle.read(MAX_JSON_BYTES + 1)
+                data = handle.read(limit)
             except OSError as err:
                 raise UsageError(f"cannot read {shown(path)}: {err.strerror or err}") from None
-    return Scenario.from_json(data)
+    return data
 
 
 @contextlib.contextmanager
@@ -98,7 +107,44 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", help="also write the results as JSON to this file")
     bench.add_argument("--threads", type=_threads, default=None,
                        help="CPU threads for torch (default: torch's choice, usually one per core)")
+    scale = commands.add_parser("scale", help="count a real model's KV cache and fixed state from its config.json")
+    scale.add_argument("config", help="a Hugging Face config.json, or - for standard input")
+    scale.add_argument("--tokens", type=_whole("tokens", 1, SCALE_MAX_TOKENS), required=True,
+                       help="prompt length N: K/V is counted after the prompt and one decode step")
+    scale.add_argument("--batch", type=_whole("batch", 1, SCALE_MAX_BATCH), default=1,
+                       help="sequences held at once (default 1)")
+    scale.add_argument("--dtype", choices=list(CLI_DTYPES), default="bf16", help="the K/V cache's dtype (default bf16)")
+    scale.add_argument("--gpu", default=None, help="also fit the model on this GPU (H100, A100 80GB, MI300X, ...)")
     return parser
+
+
+def _whole(name: str, low: int, high: int):
+    def parse(text: str) -> int:
+        if not text.isdigit() or not low <= int(text) <= high:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number from {low:,} to {high:,}")
+        return int(text)
+    return parse
+
+
+def _scale(args: argparse.Namespace) -> None:
+    """Count one sequence of the model in a config.json; fit the batch on a GPU when one is named."""
+    from .core.scale.count import count_to_dict, read_model, sequence_count
+    from .core.scale.gpus import gpu_named
+    from .core.scale.memory import cache_memory, gpu_fit
+    from .core.scale.model_config import MAX_CONFIG_BYTES, ConfigError
+
+    try:
+        gpu = gpu_named(args.gpu) if args.gpu is not None else None
+        config = read_model(_read_file(args.config, MAX_CONFIG_BYTES + 1, "a config.json"), shown(args.config))
+        dtype = CLI_DTYPES[args.dtype]
+        count = sequence_count(config, args.tokens, dtype)
+        fit = None if gpu is None else gpu_fit(cache_memory(config, args.tokens + 1, dtype, args.batch), gpu,
+                                               weights_dtype=config.weights_dtype)
+    except (ConfigError, ValueError) as err:
+        raise UsageError(str(err)) from None
+    result = count_to_dict(count, args.batch, fit)
+    result["cache_dtype"] = args.dtype
+    print(json.dumps(result))
 
 
 def _threads(text: str) -> int:
@@ -164,6 +210,8 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(trace_to_dict(trace), ensure_ascii=False))
     elif args.command == "bench":
         return _bench(args.quick, args.device, args.out, args.threads)
+    elif args.command == "scale":
+        _scale(args)
     return 0
 
 

@@ -132,8 +132,9 @@ def steps_table(steps: Sequence[tuple[str, StepCost]]) -> pd.DataFrame:
 
 
 def decode_reading(step: StepCost, prefill: StepCost, overtakes: int | None, context_overtakes: int | None,
-                   saturates: StepCost) -> list[str]:
-    """The roofline in plain words, with this configuration's numbers."""
+                   saturates: StepCost, fits: int | None = None) -> list[str]:
+    """The roofline in plain words, with this configuration's numbers; ``context_overtakes`` is for one
+    sequence, ``fits`` the sequences whose cache fits in memory (None: the weights do not fit)."""
     per_token = format_seconds(step.seconds)
     lines = [
         f"**Decode reads everything once per step.** A step over a batch of {step.batch:,} reads "
@@ -165,4 +166,10 @@ def decode_reading(step: StepCost, prefill: StepCost, overtakes: int | None, con
                     ": each sequence's own cache must still be read, so throughput levels off at what "
                     "bandwidth allows for the cache alone.")
                  + " Times are lower bounds at peak bandwidth and FLOP/s.")
+    if fits is None or fits < saturates.batch:
+        limit = ("the weights alone do not fit, so no batch runs at all" if fits is None else
+                 f"only {fits:,} sequence{'s' if fits != 1 else ''} of {step.context:,} tokens fit in memory beside "
+                 f"the weights, so a batch of {saturates.batch:,} is arithmetic on paper")
+        lines.append(f"**Memory comes first.** Before bandwidth or arithmetic, the KV cache caps the batch: {limit}. "
+                     "Shorter contexts, a smaller cache dtype, or more GPUs raise that limit.")
     return lines

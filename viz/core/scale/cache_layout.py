@@ -10,13 +10,15 @@ same for 100 tokens as for 100 million and allocates nothing. Read off every cac
 - **storage**: the bytes of the storage behind them, what stays allocated. A sliding-window layer
   keeps a *view* of its last ``window − 1`` tokens (the next token completes the window) over the
   ``window``-token tensor its last ``torch.cat`` made, so its storage holds one token more than its
-  shape shows. (Right after a long prefill it even holds the whole prompt until the first decode
-  step; that is why the layout takes one decode step.)
+  shape shows. Right after a long prefill it even holds the whole prompt until the first decode
+  step: the **prefill peak**, read off too, is what runs out of memory first.
+- **state**: a linear-attention, state-space or convolution layer (Qwen3-Next's Gated DeltaNet,
+  Mamba) keeps fixed-size ``conv_states`` and ``recurrent_states`` per sequence instead of K/V;
+  :func:`state_bytes` reads their storage, the same for 10 tokens as for a million.
 
-:func:`library_layout` compares that storage with the closed formula of
-:meth:`viz.core.scale.model_config.ModelConfig.tokens_kept` layer by layer. Layer types the formula
-does not model (linear-attention and convolution states) are named; any other difference is
-reported as unexplained, never hidden.
+:func:`library_layout` compares the K/V storage with the closed formula of
+:meth:`viz.core.scale.model_config.ModelConfig.tokens_kept` layer by layer and names the fixed
+states as their own part; any other difference is reported as unexplained, never hidden.
 
 What this module does not do: run a real model, allocate memory, or model serving engines' block
 allocators (vLLM rounds every sequence up to whole blocks, 16 tokens by default).
@@ -24,6 +26,7 @@ allocators (vLLM rounds every sequence up to whole blocks, 16 tokens by default)
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -45,9 +48,11 @@ class LayerLayout:
     cache_class: str  # the transformers class DynamicCache chose for it
     key_shape: tuple[int, ...]  # (batch, K/V heads, tokens, width); MLA: the latent as one head
     value_shape: tuple[int, ...]  # MLA: the RoPE key as one head
-    held_bytes: int  # numel × element size of K and V
-    storage_bytes: int  # bytes of the storage behind K and V
-    formula_bytes: int
+    held_bytes: int  # numel × element size of K and V (and of the state)
+    storage_bytes: int  # bytes of the storage behind K and V, and the layer's fixed state
+    formula_bytes: int  # the closed formula's K/V
+    state_bytes: int = 0  # the fixed state (conv + recurrent) this layer keeps per sequence
+    prefill_bytes: int = 0  # storage right after the prefill, before the decode step
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,11 @@ class LibraryLayout:
     formula_bytes: int
     differences: tuple[Difference, ...]  # storage − formula for reasons kvlab can name
     unexplained_bytes: int  # storage − formula − the named differences (0 when all is understood)
+    prefill_bytes: int = 0  # storage right after the prefill of tokens − 1, before the decode step
+
+    @property
+    def state_bytes(self) -> int:
+        return sum(layer.state_bytes for layer in self.layers)
 
     @property
     def matches_formula(self) -> bool:
@@ -111,50 +121,87 @@ def _layout(config: ModelConfig, tokens: int, dtype: str) -> LibraryLayout:
         raise ConfigError(f"transformers built {len(found)} cache layers for {config.layers} layers")
     size = torch.empty(0, dtype=LIBRARY_DTYPES[dtype]).element_size()
     per_token_layer = config.elements_per_token_layer * size
-    layers = tuple(LayerLayout(index, kind, cache_class, key, value, (_numel(key) + _numel(value)) * size,
-                               storage, per_token_layer * config.tokens_kept(kind, tokens))
-                   for index, (kind, (cache_class, key, value, storage))
-                   in enumerate(zip(config.layer_kinds, found)))
+    layers = tuple(LayerLayout(index, kind, run.cache_class, run.key_shape, run.value_shape,
+                               (_numel(run.key_shape) + _numel(run.value_shape)) * size + run.state_bytes,
+                               run.kv_bytes + run.state_bytes, per_token_layer * config.tokens_kept(kind, tokens),
+                               run.state_bytes, run.prefill_bytes)
+                   for index, (kind, run) in enumerate(zip(config.layer_kinds, found)))
     storage = sum(layer.storage_bytes for layer in layers)
     formula = sum(layer.formula_bytes for layer in layers)
     differences = []
-    for kind in sorted(set(config.unmodelled_kinds_per_layer)):
-        extra = sum(layer.storage_bytes - layer.formula_bytes for layer in layers if layer.kind == kind)
-        if extra:
-            differences.append(Difference(f"'{kind}' layers keep a fixed-size state, which the formula "
-                                          "does not count", extra))
+    for kind in sorted({layer.kind for layer in layers if layer.state_bytes}):
+        state = [layer.state_bytes for layer in layers if layer.kind == kind and layer.state_bytes]
+        differences.append(Difference(f"the fixed-size state of {len(state)} '{kind}' layer"
+                                      f"{'s' if len(state) != 1 else ''}, the same at any length: kvlab counts "
+                                      "it per sequence beside the K/V", sum(state)))
     named = sum(d.bytes for d in differences)
     return LibraryLayout(tokens, dtype, layers, sum(layer.held_bytes for layer in layers), storage, formula,
-                         tuple(differences), storage - formula - named)
+                         tuple(differences), storage - formula - named, sum(layer.prefill_bytes for layer in layers))
+
+
+@dataclass(frozen=True)
+class _LayerRun:
+    """What one cache layer holds after the meta-device run."""
+
+    cache_class: str
+    key_shape: tuple[int, ...]
+    value_shape: tuple[int, ...]
+    kv_bytes: int  # storage behind K and V after the decode step
+    state_bytes: int  # storage of the conv and recurrent states
+    prefill_bytes: int  # storage of K, V and states right after the prefill
+
+
+def state_bytes(config: ModelConfig, dtype: str = "fp16/bf16") -> int:
+    """The fixed state one sequence keeps in all its linear-attention and state-space layers, in the
+    dtype the model computes in (fp32, else 16 bits: an fp8 K/V cache does not quantise the state, as
+    vLLM keeps Mamba states in the model's dtype by default). 0 for a model without such layers."""
+    if not config.state_layers:
+        return 0
+    return sum(run.state_bytes for run in _run(config.canonical, 3, layout_dtype(dtype)))
 
 
 @lru_cache(maxsize=32)
-def _run(canonical: str, tokens: int, dtype: str) -> tuple[tuple[str, tuple, tuple, int], ...]:
-    """(class, key shape, value shape, storage bytes) per cache layer after N − 1 tokens of prefill
-    and one decode step on the meta device."""
+def _run(canonical: str, tokens: int, dtype: str) -> tuple[_LayerRun, ...]:
+    """What each cache layer holds after N − 1 tokens of prefill and one decode step on the meta device."""
     from transformers import DynamicCache
 
     model = meta_model(canonical, LIBRARY_DTYPES[dtype])
-    cache = DynamicCache(config=model.config)
+    # transformers 5 names the argument `cache` (Mamba reads only that); older models `past_key_values`
+    argument = "cache" if "cache" in inspect.signature(model.base_model.forward).parameters else "past_key_values"
     try:
+        cache = DynamicCache(config=model.config)
         with torch.inference_mode():
-            for chunk in (tokens - 1, 1):  # the prompt, then one generated token
-                ids = torch.zeros(1, chunk, dtype=torch.long, device="meta")  # (batch, chunk)
-                model.base_model(input_ids=ids, past_key_values=cache, use_cache=True)
+            ids = torch.zeros(1, tokens - 1, dtype=torch.long, device="meta")  # (batch, prompt)
+            model.base_model(input_ids=ids, use_cache=True, **{argument: cache})
+            prefill = [sum(_storage(t) for t in _tensors(layer)) for layer in cache.layers]
+            ids = torch.zeros(1, 1, dtype=torch.long, device="meta")  # one generated token
+            model.base_model(input_ids=ids, use_cache=True, **{argument: cache})
     except Exception as err:  # the model's own forward pass, on shapes only
         raise ConfigError("transformers could not run this model on the meta device: "
                           f"{brief(err)}") from None
     out = []
-    for layer in cache.layers:
+    for layer, peak in zip(cache.layers, prefill):
         keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
-        key_shape = tuple(keys.shape) if isinstance(keys, torch.Tensor) else ()
-        value_shape = tuple(values.shape) if isinstance(values, torch.Tensor) else ()
-        tensors = [t for t in (keys, values) if isinstance(t, torch.Tensor)]
-        for name in ("conv_states", "recurrent_states"):  # linear-attention layers: fixed-size states
-            tensors += [t for t in (getattr(layer, name, None) or {}).values() if isinstance(t, torch.Tensor)]
-        out.append((type(layer).__name__, key_shape, value_shape,
-                    sum(t.untyped_storage().nbytes() for t in tensors)))
+        states = _tensors(layer)[2:]
+        out.append(_LayerRun(type(layer).__name__, _shape(keys), _shape(values),
+                             sum(_storage(t) for t in _tensors(layer)[:2]), sum(_storage(t) for t in states), peak))
     return tuple(out)
+
+
+def _tensors(layer) -> list:
+    """K, V (None where absent) and then the layer's conv and recurrent states."""
+    out = [getattr(layer, "keys", None), getattr(layer, "values", None)]
+    for name in ("conv_states", "recurrent_states"):  # linear-attention layers: fixed-size states
+        out += [t for t in (getattr(layer, name, None) or {}).values() if isinstance(t, torch.Tensor)]
+    return out
+
+
+def _storage(tensor) -> int:
+    return tensor.untyped_storage().nbytes() if isinstance(tensor, torch.Tensor) else 0
+
+
+def _shape(tensor) -> tuple[int, ...]:
+    return tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else ()
 
 
 def _numel(shape: tuple[int, ...]) -> int:

@@ -40,14 +40,14 @@ class Gpu:
     def memory_bytes(self) -> int:
         return self.memory_mib * MIB
 
-    def peak_flops(self, dtype: str) -> float:
-        """Dense FLOP/s for matrix products whose weights are stored as ``dtype`` (see :func:`compute_dtype`)."""
-        kind = compute_dtype(self, dtype)
-        return {"fp8": self.fp8, "tf32": self.tf32}.get(kind) or self.fp16
+    def peak_flops(self, compute: str) -> float:
+        """Dense FLOP/s of the tensor-core format ``compute`` (fp16/bf16, fp8 or tf32, as
+        :func:`compute_dtype` picks it; a format the GPU lacks falls back to its fp16 rate)."""
+        return {"fp8": self.fp8, "tf32": self.tf32}.get(compute) or self.fp16
 
-    def ridge(self, dtype: str) -> float:
+    def ridge(self, compute: str) -> float:
         """Arithmetic intensity (FLOPs per byte) where memory time equals compute time."""
-        return self.peak_flops(dtype) / self.bandwidth
+        return self.peak_flops(compute) / self.bandwidth
 
     @property
     def label(self) -> str:
@@ -120,3 +120,19 @@ GPUS: tuple[Gpu, ...] = (
 )
 GPU_BY_NAME = {gpu.name: gpu for gpu in GPUS}
 DEFAULT_GPU = "H100 SXM"
+
+
+def gpu_named(name: str) -> Gpu:
+    """The GPU called ``name`` (case and spaces ignored: "h100", "H100 SXM", "a100-80gb"); ValueError
+    naming the choices otherwise. A bare family name picks its first entry ("A100" is the 40 GB card)."""
+    def key(text: str) -> str:
+        return "".join(ch for ch in text.lower() if ch.isalnum())
+
+    wanted = key(name)
+    for gpu in GPUS:
+        if key(gpu.name) == wanted:
+            return gpu
+    for gpu in GPUS:
+        if wanted and key(gpu.name).startswith(wanted):
+            return gpu
+    raise ValueError(f"no GPU called '{name[:40]}'; kvlab knows {', '.join(gpu.name for gpu in GPUS)}")

@@ -37,10 +37,16 @@ from dataclasses import dataclass
 
 from ..engine.model import KVCache
 from .gpus import GPUS, Gpu
+from .cache_layout import state_bytes
 from .model_config import ModelConfig
 from ..text import whole_number
 
 DTYPE_BITS = {"fp32": 32, "fp16/bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "int2": 2}
+# Weights also come as MXFP4 (OCP microscaling: 4-bit values + one 8-bit scale per 32 = 4.25 bits),
+# which gpt-oss publishes for its routed experts only (quantization_config.modules_to_not_convert
+# keeps attention, router, embeddings and head in bf16)
+WEIGHT_BITS = {**DTYPE_BITS, "mxfp4": 4.25}
+EXPERTS_ONLY = ("mxfp4",)
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
 # vllm-project/vllm, vllm/config/cache.py: CacheConfig.gpu_memory_utilization = 0.92, "the fraction of
 # GPU memory to be used for the model executor" (0.9 in earlier releases). Per engine instance.
@@ -60,7 +66,7 @@ class MemoryConfigError(ValueError):
         super().__init__(f"{field}: {message}")
 
 
-def _integer(field: str, value: object, low: int, high: int) -> int:
+def checked_integer(field: str, value: object, low: int, high: int) -> int:
     try:
         return whole_number(value, low, high)
     except ValueError as err:
@@ -70,12 +76,19 @@ def _integer(field: str, value: object, low: int, high: int) -> int:
 # -- the calculator ----------------------------------------------------------------------------
 def nbytes(elements: int, dtype: str) -> int:
     """Bytes for ``elements`` numbers of ``dtype``; sub-byte types pack, rounding up to a byte."""
-    return math.ceil(elements * DTYPE_BITS[dtype] / 8)
+    return math.ceil(elements * WEIGHT_BITS[dtype] / 8)
 
 
-def _check_dtype(dtype: str) -> str:
-    if dtype not in DTYPE_BITS:
-        raise MemoryConfigError("dtype", f"must be one of {', '.join(DTYPE_BITS)}")
+def weights_nbytes(dense: int, experts: float, dtype: str) -> int:
+    """Bytes of ``dense`` weights and ``experts`` routed-expert weights stored as ``dtype`` (a format
+    published for the experts only keeps the rest in 16 bits)."""
+    rest = "fp16/bf16" if dtype in EXPERTS_ONLY else dtype
+    return nbytes(dense, rest) + nbytes(round(experts), dtype)
+
+
+def _check_dtype(dtype: str, table: dict = DTYPE_BITS) -> str:
+    if dtype not in table:
+        raise MemoryConfigError("dtype", f"must be one of {', '.join(table)}")
     return dtype
 
 
@@ -93,13 +106,25 @@ class CacheMemory:
     mha_bytes_per_sequence: int  # the same model with one K/V head per query head, no window
     full_layer_tokens: int  # tokens each full-attention layer holds
     sliding_layer_tokens: int  # tokens each sliding-window layer holds
+    state_bytes_per_sequence: int = 0  # linear-attention / state-space layers: fixed, whatever the length
+
+    @property
+    def sequence_bytes(self) -> int:
+        """All one sequence keeps: its K/V and its fixed state."""
+        return self.bytes_per_sequence + self.state_bytes_per_sequence
+
+    @property
+    def batch_bytes(self) -> int:
+        """K/V and fixed state of the whole batch."""
+        return self.sequence_bytes * self.batch
 
 
 def cache_memory(config: ModelConfig, tokens: int, dtype: str = "fp16/bf16", batch: int = 1) -> CacheMemory:
-    """The closed formula: per token, per sequence of ``tokens``, and for ``batch`` such sequences."""
+    """The closed formula: per token, per sequence of ``tokens``, and for ``batch`` such sequences; the
+    fixed state of linear-attention and state-space layers as transformers allocates it, beside it."""
     _check_dtype(dtype)
-    _integer("tokens", tokens, 1, MAX_TOKENS)
-    _integer("batch", batch, 1, MAX_BATCH)
+    checked_integer("tokens", tokens, 1, MAX_TOKENS)
+    checked_integer("batch", batch, 1, MAX_BATCH)
     per_layer = config.elements_per_token_layer
     kept = sum(config.tokens_kept(kind, tokens) for kind in config.layer_kinds)
     caching = sum(config.tokens_kept(kind, 1) for kind in config.layer_kinds)  # layers that keep tokens
@@ -109,12 +134,13 @@ def cache_memory(config: ModelConfig, tokens: int, dtype: str = "fp16/bf16", bat
                        bytes_per_token=nbytes(per_layer * caching, dtype),
                        bytes_per_sequence=per_sequence, bytes_per_batch=per_sequence * batch,
                        mha_bytes_per_sequence=nbytes(config.mha_elements_per_token_layer * caching * tokens, dtype),
-                       full_layer_tokens=full, sliding_layer_tokens=sliding)
+                       full_layer_tokens=full, sliding_layer_tokens=sliding,
+                       state_bytes_per_sequence=state_bytes(config, dtype))
 
 
 @dataclass(frozen=True)
 class MemoryCurve:
-    """Cache bytes per batch against context length, at the lengths where the curve bends."""
+    """Cache bytes (K/V and fixed state) per batch against context length, at the lengths where the curve bends."""
 
     tokens: tuple[int, ...]
     bytes: tuple[int, ...]
@@ -123,12 +149,12 @@ class MemoryCurve:
 def memory_curve(config: ModelConfig, max_tokens: int, dtype: str = "fp16/bf16", batch: int = 1,
                  points: int = 64) -> MemoryCurve:
     """Evenly spaced lengths up to ``max_tokens``, plus the window (where sliding layers stop)."""
-    _integer("max tokens", max_tokens, 1, MAX_TOKENS)
+    checked_integer("max tokens", max_tokens, 1, MAX_TOKENS)
     lengths = {max(1, round(max_tokens * i / points)) for i in range(points + 1)}
     if config.window and config.window < max_tokens:
         lengths.add(config.window)
     tokens = tuple(sorted(lengths))
-    return MemoryCurve(tokens, tuple(cache_memory(config, t, dtype, batch).bytes_per_batch for t in tokens))
+    return MemoryCurve(tokens, tuple(cache_memory(config, t, dtype, batch).batch_bytes for t in tokens))
 
 
 def curve_span(memory: CacheMemory) -> int:
@@ -151,11 +177,13 @@ class GpuFit:
     weights_bytes: int  # this GPU's slice of the weights
     reserve_bytes: int  # activation peak + CUDA graphs, taken from the requested share
     cache_budget_bytes: int  # requested − weights − reserve, or 0 if that is negative
-    sequence_bytes: int  # this GPU's share of one sequence's cache
+    sequence_bytes: int  # this GPU's share of one sequence's cache (K/V and fixed state)
     kv_copies: int  # GPUs holding each K/V head (1: split without copies; MLA: every GPU)
     sequences: int  # whole sequences whose cache fits on every GPU
     pooled_sequences: int  # what one pool of all the GPUs' budgets would wrongly suggest
-    tokens: int  # tokens of cache that fit, counted at full-attention growth
+    tokens: int  # tokens of context whose cache fits: budget / this length's bytes, × the length
+    state_bytes: int = 0  # this GPU's share of one sequence's fixed state (in sequence_bytes)
+    weights_dtype: str = "fp16/bf16"
 
     @property
     def weights_fit(self) -> bool:
@@ -176,8 +204,11 @@ def kv_split(config: ModelConfig, gpus: int) -> tuple[int, int]:
     """(K/V heads each GPU holds, GPUs holding each K/V head) under tensor parallelism over ``gpus``.
 
     vLLM gives every GPU num_attention_heads / gpus query heads and max(1, kv_heads / gpus) K/V
-    heads; MLA's latent is a single "head" that every GPU keeps whole."""
-    _integer("GPUs", gpus, 1, MAX_GPUS)
+    heads; MLA's latent is a single "head" that every GPU keeps whole. A model without attention
+    layers has no K/V heads: (0, 1)."""
+    checked_integer("GPUs", gpus, 1, MAX_GPUS)
+    if config.attention == "none":
+        return 0, 1
     if config.query_heads % gpus:
         raise MemoryConfigError("GPUs", f"tensor parallelism splits the {config.query_heads} query heads "
                                         f"evenly; {gpus} GPUs do not divide them")
@@ -192,21 +223,31 @@ def kv_split(config: ModelConfig, gpus: int) -> tuple[int, int]:
 def gpu_fit(memory: CacheMemory, gpu: Gpu, gpus: int = 1, weights_dtype: str = "fp16/bf16",
             utilization: float = DEFAULT_UTILIZATION, reserve_gib: float = DEFAULT_RESERVE_GIB) -> GpuFit:
     """Sequences of ``memory.tokens`` tokens whose cache fits beside the weights, split over ``gpus``."""
-    _check_dtype(weights_dtype)
+    _check_dtype(weights_dtype, WEIGHT_BITS)
     if not (isinstance(utilization, (int, float)) and 0 < utilization <= 1):
         raise MemoryConfigError("utilization", "must be above 0 and at most 1")
     if not (isinstance(reserve_gib, (int, float)) and 0 <= reserve_gib <= 1024):
         raise MemoryConfigError("reserve", "must be between 0 and 1,024 GiB")
-    per_gpu_heads, copies = kv_split(memory.config, gpus)
-    share = 1 if memory.config.attention == "MLA" else memory.config.kv_heads
-    sequence = math.ceil(memory.bytes_per_sequence * per_gpu_heads / share)
-    token = math.ceil(memory.bytes_per_token * per_gpu_heads / share)
+    config = memory.config
+    _, copies = kv_split(config, gpus)
+    state = math.ceil(memory.state_bytes_per_sequence / gpus)
+    sequence = per_gpu_bytes(config, gpus, memory.bytes_per_sequence) + state
     requested = int(gpu.memory_bytes * utilization)
-    weights = math.ceil(nbytes(memory.config.params, weights_dtype) / gpus)
+    weights = math.ceil(weights_nbytes(config.params - config.expert_params, config.expert_params,
+                                       weights_dtype) / gpus)
     reserve = round(reserve_gib * GIB)
     budget = max(0, requested - weights - reserve)
     return GpuFit(gpu, gpus, utilization, gpu.memory_bytes, requested, weights, reserve, budget, sequence,
-                  copies, budget // sequence, budget * gpus // memory.bytes_per_sequence, budget // token)
+                  copies, budget // sequence, budget * gpus // memory.sequence_bytes,
+                  budget * memory.tokens // sequence, state, weights_dtype)
+
+
+def per_gpu_bytes(config: ModelConfig, gpus: int, kv_bytes: int) -> int:
+    """One GPU's share of ``kv_bytes`` of K/V under tensor parallelism (K/V heads split, or copied once
+    there are more GPUs than heads; MLA's latent whole on every GPU)."""
+    heads, _ = kv_split(config, gpus)
+    share = 1 if config.attention == "MLA" else config.kv_heads
+    return math.ceil(kv_bytes * heads / share) if share else 0
 
 
 def by_dtype(memory: CacheMemory) -> list[CacheMemory]:
@@ -259,3 +300,34 @@ def format_bytes(n: float) -> str:
             value = n / size
             return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
     return f"{int(n)} B"
+
+
+@dataclass(frozen=True)
+class ParallelNote:
+    """What tensor parallelism does to one model's cache, in words (sources: vLLM's and SGLang's docs)."""
+
+    split: str  # how each GPU holds the K/V
+    remedy: str  # data-parallel attention, when the cache is copied rather than split ("" otherwise)
+
+
+def parallel_note(config: ModelConfig, fit: GpuFit) -> ParallelNote:
+    """Tensor parallelism splits K/V heads between GPUs; a cache with fewer heads than GPUs (MLA's single
+    latent, or MQA) is copied instead, and data-parallel attention is the remedy serving engines use."""
+    gpus = fit.gpus
+    heads, copies = kv_split(config, gpus)
+    if config.attention == "MLA":
+        split = ("MLA's latent is one vector per token and layer, not one per head, so tensor parallelism "
+                 f"cannot split it: every GPU keeps all of it, {gpus} copies of every sequence's latent")
+    elif config.attention == "none":
+        split = "with no K/V, each GPU keeps its share of every sequence's fixed state"
+    else:
+        split = (f"each GPU keeps {heads} of the {config.kv_heads} K/V heads"
+                 + (f", and each head is copied on {copies} GPUs" if copies > 1 else ""))
+    remedy = ""
+    if copies > 1:
+        remedy = (f"The remedy is data-parallel attention (SGLang's --enable-dp-attention; vLLM's data parallelism "
+                  "with expert parallelism for DeepSeek models): each GPU runs attention for its own share of the "
+                  "sequences and keeps only their cache, while the MoE or MLP layers stay split across all of "
+                  f"them. The {gpus} GPUs then hold distinct sequences, up to about {fit.pooled_sequences:,} "
+                  f"instead of {fit.sequences:,} (less the attention weights each GPU then keeps whole).")
+    return ParallelNote(split, remedy)

@@ -54,17 +54,22 @@ SIZE_CAPS = {
                                 "attention_chunk_size")),
 }
 DROPPED = ("auto_map", "_name_or_path", "trust_remote_code")  # never used: kvlab runs no code from a config
-DTYPE_NAMES = {"float32": "fp32", "float16": "fp16/bf16", "bfloat16": "fp16/bf16"}
-ATTENTION_KINDS = ("MHA", "GQA", "MQA", "MLA")
+ATTENTION_KINDS = ("MHA", "GQA", "MQA", "MLA", "none")
 ATTENTION_LABELS = {
     "MHA": "multi-head: every query head has its own K and V",
     "GQA": "grouped-query: a group of query heads shares one K/V head",
     "MQA": "multi-query: all query heads share a single K/V head",
     "MLA": "multi-head latent: one compressed latent + a RoPE key per token and layer",
+    "none": "no attention layer: every layer keeps a fixed-size state per sequence, whatever its length",
 }
 SLIDING_KINDS = ("sliding_attention", "chunked_attention", "hybrid_sliding")
 FULL_KINDS = ("full_attention", "hybrid", "indexed_attention")
+# transformers' DynamicCache names these (cache_utils.DYNAMIC_LAYER_TYPE_MAPPING): a linear-attention,
+# state-space or convolution layer keeps a fixed-size state per sequence, no K/V; a "hybrid" layer keeps
+# both (Falcon-H1's parallel attention and Mamba heads, Zamba's shared attention blocks)
+STATE_KINDS = ("conv", "linear_attention", "hybrid", "hybrid_sliding")
 CACHELESS_KINDS = ("dummy", "mlp", "moe")  # KV shared with an earlier layer, or no attention at all
+KNOWN_KINDS = SLIDING_KINDS + FULL_KINDS + STATE_KINDS + CACHELESS_KINDS
 
 # The presets: name -> (file in viz/core/scale/configs/, where it comes from). Each file is the model's
 # published config.json on the Hugging Face Hub; the parameter counts built from them are the
@@ -132,7 +137,7 @@ class ModelConfig:
     qk_dim: int = 0  # MLA: width a query head scores with (qk_nope_head_dim + qk_rope_head_dim)
     v_dim: int = 0  # MLA: width of a value head (v_head_dim)
     window: int = 0  # tokens a sliding (or chunked) layer keeps; 0: none
-    weights_dtype: str = "fp16/bf16"  # the checkpoint's dtype (fp8 when its quantization_config says so)
+    weights_dtype: str = "fp16/bf16"  # the format a server loads (see served_weights)
     hidden_size: int = 0
     source: str = ""  # where the configuration comes from
     canonical: str = ""  # the config.json it was read from, as sorted JSON (the key for cached layouts)
@@ -146,18 +151,27 @@ class ModelConfig:
         return sum(kind in SLIDING_KINDS for kind in self.layer_kinds)
 
     @property
+    def chunked_layers(self) -> int:
+        """Layers that attend within fixed chunks (Llama-4); counted among the sliding layers."""
+        return sum(kind == "chunked_attention" for kind in self.layer_kinds)
+
+    @property
     def cacheless_layers(self) -> int:
         return sum(kind in CACHELESS_KINDS for kind in self.layer_kinds)
 
     @property
-    def full_layers(self) -> int:
-        return self.layers - self.sliding_layers - self.cacheless_layers - len(self.unmodelled_kinds_per_layer)
+    def attention_layers(self) -> int:
+        """Layers whose K/V grow with the sequence (up to a window for sliding ones)."""
+        return sum(kind in FULL_KINDS + SLIDING_KINDS for kind in self.layer_kinds)
 
     @property
-    def unmodelled_kinds_per_layer(self) -> tuple[str, ...]:
-        """Layer types the formula does not count (linear attention and convolution states)."""
-        known = SLIDING_KINDS + FULL_KINDS + CACHELESS_KINDS
-        return tuple(kind for kind in self.layer_kinds if kind not in known)
+    def full_layers(self) -> int:
+        return self.attention_layers - self.sliding_layers
+
+    @property
+    def state_layers(self) -> int:
+        """Layers that keep a fixed-size state per sequence (linear attention, state space, convolution)."""
+        return sum(kind in STATE_KINDS for kind in self.layer_kinds)
 
     @property
     def group(self) -> int:
@@ -191,7 +205,7 @@ def tokens_kept(kind: str, tokens: int, window: int) -> int:
     at most ``window`` (sliding or chunked attention), or none (a layer that reuses another's cache)."""
     if kind in SLIDING_KINDS:
         return min(tokens, window) if window else tokens
-    return tokens if kind in FULL_KINDS else 0
+    return tokens if kind in FULL_KINDS else 0  # state-only and cacheless layers keep no K/V
 
 
 # -- reading a config.json --------------------------------------------------------------------
@@ -211,7 +225,7 @@ def read_config(text: str | bytes) -> dict:
     if not text.strip():
         raise ConfigError("the config is empty; paste a model's config.json")
     try:
-        raw = json.loads(text, parse_constant=_no_constant)
+        raw = json.loads(text, parse_constant=float, object_hook=_tagged_float)
     except json.JSONDecodeError as err:
         raise ConfigError(f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
     except (ValueError, RecursionError) as err:
@@ -224,8 +238,14 @@ def read_config(text: str | bytes) -> dict:
     return {key: value for key, value in raw.items() if key not in DROPPED}
 
 
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a number JSON allows")
+FLOAT_TAG = "__float__"  # transformers 5 writes Infinity and NaN as {"__float__": "Infinity"}
+
+
+def _tagged_float(node: dict) -> object:
+    """Python's json reads bare Infinity/NaN already (as transformers does); this reads the tagged form."""
+    if set(node) == {FLOAT_TAG} and str(node[FLOAT_TAG]) in ("Infinity", "-Infinity", "NaN"):
+        return float(node[FLOAT_TAG])
+    return node
 
 
 def _check_sizes(node: object, where: str, depth: int = 0) -> None:
@@ -235,8 +255,9 @@ def _check_sizes(node: object, where: str, depth: int = 0) -> None:
     if isinstance(node, dict):
         for key, value in node.items():
             for label, (cap, keys) in SIZE_CAPS.items():
-                if key in keys and value is not None:
-                    _check_size(f"{where}{key}", value, cap, label)
+                if key in keys and value is not None:  # a whole number, or one per layer (Gemma-3n)
+                    for item in value if isinstance(value, list) else [value]:
+                        _check_size(f"{where}{key}", item, cap, label)
             _check_sizes(value, f"{where}{key}.", depth + 1)
     elif isinstance(node, list):
         if len(node) > MAX_LIST:
@@ -275,12 +296,26 @@ def hf_config(raw: dict):
         raise ConfigError(f"transformers refused this {kind} config: {brief(err)}") from None
     if config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         raise ConfigError(f"'{clip(kind)}' is not a decoder language model transformers can build")
-    for label, (cap, keys) in SIZE_CAPS.items():  # again, now with the class's defaults filled in
-        for key in keys:
-            value = getattr(config, key, None)
-            if isinstance(value, int) and not isinstance(value, bool):
-                _check_size(key, value, cap, label)
+    try:
+        for label, (cap, keys) in SIZE_CAPS.items():  # again, now with the class's defaults filled in
+            for key in keys:
+                value = getattr(config, key, None)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    _check_size(key, value, cap, label)
+    except ConfigError:
+        raise
+    except Exception as err:  # transformers refuses to read a field that differs between layers
+        raise _unreadable(err) from None
     return config
+
+
+def _unreadable(err: Exception) -> ConfigError:
+    """A refusal naming the field when transformers says it varies per layer (Gemma-4's head_dim)."""
+    if type(err).__name__ == "AmbiguousGlobalPerLayerAttributeError":
+        field = str(err).split("'")[1] if str(err).count("'") >= 2 else "a field"
+        return ConfigError(f"'{clip(field)}' differs from layer to layer (per_layer_config); kvlab's formula "
+                           "takes one value for every layer and does not model this")
+    return ConfigError(f"transformers could not read this config: {brief(err)}")
 
 
 def model_config(raw: dict, name: str = "Your config.json", source: str = "") -> ModelConfig:
@@ -291,26 +326,50 @@ def model_config(raw: dict, name: str = "Your config.json", source: str = "") ->
     except ConfigError:
         raise
     except Exception as err:  # a config class's own properties can refuse their combination
-        raise ConfigError(f"transformers could not read this config: {brief(err)}") from None
+        raise _unreadable(err) from None
     canonical = json.dumps(raw, sort_keys=True)
     counts = parameter_counts(canonical)
-    dtype_name = str(raw.get("torch_dtype") or raw.get("dtype") or "")
-    quantization = raw.get("quantization_config") if isinstance(raw.get("quantization_config"), dict) else {}
-    weights = "fp8" if "fp8" in str(quantization.get("quant_method", "")) else DTYPE_NAMES.get(dtype_name, "fp16/bf16")
+    weights = served_weights(raw)
     return ModelConfig(name=name, params=counts[0], dense_params=counts[1], embedding_params=counts[2],
                        expert_params=counts[3], experts=counts[4], experts_per_token=counts[5],
                        weights_dtype=weights, source=source, canonical=canonical, **fields)
 
 
+def served_weights(raw: dict) -> str:
+    """The format a server loads the weights in: the ``quantization_config``'s when there is one (fp8,
+    MXFP4, 4- or 8-bit integers), else 16 bits. vLLM's default ``--dtype auto`` serves a float32
+    checkpoint in fp16/bf16 too (vllm/config/model.py, _get_and_verify_dtype)."""
+    quantization = raw.get("quantization_config") if isinstance(raw.get("quantization_config"), dict) else {}
+    method = str(quantization.get("quant_method", "")).lower()
+    bits = quantization.get("bits") or quantization.get("w_bit")
+    if "fp8" in method:
+        return "fp8"
+    if method == "mxfp4":  # gpt-oss: the experts in MXFP4
+        return "mxfp4"
+    if quantization.get("load_in_4bit") or bits == 4:  # bitsandbytes, AWQ, GPTQ
+        return "int4"
+    if quantization.get("load_in_8bit") or bits == 8:
+        return "int8"
+    return "fp16/bf16"
+
+
 def _formula_fields(config) -> dict:
     """Attention kind, heads, widths, layer kinds and window, read from transformers' config object."""
+    kinds = tuple(layer_kinds(config))
+    window = getattr(config, "sliding_window", None) or getattr(config, "attention_chunk_size", None) or 0
+    if not any(kind in FULL_KINDS + SLIDING_KINDS for kind in kinds):  # Mamba, RWKV-like: a state, no K/V
+        return dict(attention="none", layer_kinds=kinds, query_heads=0, kv_heads=0, head_dim=0,
+                    max_context=_max_context(config), window=int(window), hidden_size=config.hidden_size)
+    if getattr(config, "num_attention_heads", None) is None and getattr(config, "layer_types", None) is None:
+        raise ConfigError(f"this {clip(config.model_type)} config has no attention heads (num_attention_heads) "
+                          "and no layer_types naming linear-attention or state-space layers: its recurrent "
+                          "state lives outside transformers' layer cache, which kvlab does not model")
     heads = _positive(config, "num_attention_heads")
     kv_heads = getattr(config, "num_key_value_heads", None) or getattr(config, "num_kv_heads", None) or heads
     if getattr(config, "multi_query", False) and not getattr(config, "new_decoder_architecture", False):
         kv_heads = 1  # Falcon-7B and GPTBigCode (StarCoder): one K/V head, said with a flag
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
     latent = getattr(config, "kv_lora_rank", None)
-    window = getattr(config, "sliding_window", None) or getattr(config, "attention_chunk_size", None) or 0
     if latent:
         attention, kv_heads = "MLA", heads
     elif kv_heads == heads:
@@ -321,7 +380,7 @@ def _formula_fields(config) -> dict:
         attention = "GQA"
     else:
         raise ConfigError(f"{heads} query heads cannot be shared evenly by {kv_heads} K/V heads")
-    return dict(attention=attention, layer_kinds=tuple(layer_kinds(config)), query_heads=heads,
+    return dict(attention=attention, layer_kinds=kinds, query_heads=heads,
                 kv_heads=kv_heads, head_dim=head_dim, max_context=_max_context(config), latent_dim=latent or 0,
                 rope_dim=config.qk_rope_head_dim if latent else 0,
                 qk_dim=(config.qk_nope_head_dim + config.qk_rope_head_dim) if latent else 0,
@@ -352,6 +411,15 @@ def layer_kinds(config) -> list[str]:
         kinds = ["dummy" if mode == "reuse" else kind for kind, mode in zip(kinds, sharing)]
     if len(kinds) != layers or not all(isinstance(kind, str) for kind in kinds):
         raise ConfigError(f"layer_types must name one type for each of the {layers} layers")
+    unknown = sorted({kind for kind in kinds if kind not in KNOWN_KINDS})
+    if unknown:
+        count = sum(kind in unknown for kind in kinds)
+        raise ConfigError(f"{count} of the {layers} layers are of type {', '.join(repr(clip(k)) for k in unknown)}, "
+                          "an attention whose cache kvlab does not model (it counts full, sliding, chunked and "
+                          "shared attention, MLA, and linear-attention or state-space states)")
+    if not any(kind in FULL_KINDS + SLIDING_KINDS + STATE_KINDS for kind in kinds):
+        raise ConfigError("no layer keeps a cache or a state (every layer type is one of "
+                          f"{', '.join(CACHELESS_KINDS)})")
     return list(kinds)
 
 
@@ -375,7 +443,8 @@ def meta_model(canonical: str, dtype: torch.dtype = torch.float32) -> torch.nn.M
     config = hf_config(json.loads(canonical))
     try:
         with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation="eager")
+            model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation="eager",
+                                                     experts_implementation="batched_mm")
     except Exception as err:  # a config that passes its class can still fail to build
         raise ConfigError(f"transformers could not build this model: {brief(err)}") from None
     return model.to(dtype).eval().requires_grad_(False)

@@ -13,11 +13,14 @@ and which term wins is decided by its **arithmetic intensity** ``flops / bytes``
   the LM head. Token-embedding tables are only indexed (a row per token, not counted). A mixture
   of experts reads only the experts some token in the step is routed to: with B tokens each picking
   k of E experts, E · (1 − (1 − k/E)^B) of them on average (uniform routing assumed).
-- **KV cache read** (decode) or **written** (prefill): the closed formula of :mod:`viz.core.scale.memory`.
+- **KV cache read** (decode) or **written** (prefill): the closed formula of :mod:`viz.core.scale.memory`,
+  and the fixed state of linear-attention and state-space layers, read and rewritten once per step.
 - **FLOPs**: 2 per weight used per token (a multiply and an add), plus attention: a new token scores
   every key it can see and sums as many values, 2 · heads · (key width + value width) FLOPs per key
   and layer. MLA is counted the way serving engines decode it, in the latent (scores over
-  latent + RoPE, values in the latent), and prefill in the expanded per-head form.
+  latent + RoPE, values in the latent), and prefill in the expanded per-head form. A sliding layer's
+  query sees at most the window; a chunked layer's (Llama-4) only the keys of its own chunk, so
+  the query at position i sees (i − 1) mod C + 1 of them.
 
 **Decode** makes one token per sequence and reuses each weight once per sequence in the batch, so
 its intensity is about the batch size: far below any GPU's ridge point, hence memory-bound; batching
@@ -27,7 +30,8 @@ prompt length: compute-bound beyond a few hundred tokens.
 
 Under tensor parallelism over N GPUs each GPU reads 1/N of the weights and its share of the cache
 (K/V heads copied when N exceeds them, MLA's latent on every GPU) and does 1/N of the FLOPs; the
-all-reduce between them is not counted. Times are lower bounds: real kernels reach roughly 70-90%
+two all-reduces per layer in the forward pass (after attention and after the MLP, Megatron-LM's
+split) are not counted. Times are lower bounds: real kernels reach roughly 70-90%
 of peak bandwidth and 60-80% of peak FLOP/s, and a small step also pays kernel-launch overhead.
 
 What this module does not do: measure a GPU, model caches (L2), kernels, communication, or
@@ -40,7 +44,8 @@ import math
 from dataclasses import dataclass
 
 from .gpus import Gpu, compute_dtype
-from .memory import MAX_BATCH, MAX_TOKENS, MemoryConfigError, cache_memory, kv_split, nbytes
+from .memory import (MAX_BATCH, MAX_TOKENS, WEIGHT_BITS, MemoryConfigError, cache_memory, kv_split, per_gpu_bytes,
+                     weights_nbytes)
 from .model_config import ModelConfig
 
 MAX_SWEEP = 4_096  # largest batch a sweep draws
@@ -139,7 +144,7 @@ def weight_bytes(config: ModelConfig, tokens: int, dtype: str) -> int:
     experts = 0.0
     if config.experts:
         experts = config.expert_params * experts_touched(config, tokens) / config.experts
-    return nbytes(config.dense_params, dtype) + nbytes(round(experts), dtype)
+    return weights_nbytes(config.dense_params, experts, dtype)
 
 
 def matmul_flops_per_token(config: ModelConfig) -> float:
@@ -152,11 +157,16 @@ def matmul_flops_per_token(config: ModelConfig) -> float:
 
 def _keys_seen(config: ModelConfig, kind: str, length: int) -> float:
     """Keys a query at position ``length`` sees in a layer of this kind."""
+    if kind == "chunked_attention" and config.window:  # its own chunk only
+        return (length - 1) % config.window + 1
     return config.tokens_kept(kind, length)
 
 
 def _keys_seen_prefill(config: ModelConfig, kind: str, n: int) -> float:
     """Keys all n prompt queries see together in one layer: Σ_{i=1..n} keys_seen(i)."""
+    if kind == "chunked_attention" and config.window:  # whole chunks of C, then the rest
+        chunks, rest = divmod(n, config.window)
+        return chunks * config.window * (config.window + 1) / 2 + rest * (rest + 1) / 2
     kept = config.tokens_kept(kind, n)
     if kept == n:  # every earlier key stays (full layer, or n within the window)
         return n * (n + 1) / 2
@@ -175,26 +185,31 @@ def attention_flops_per_key(config: ModelConfig, phase: str) -> int:
     return 4 * config.query_heads * config.head_dim
 
 
-def _check(config: ModelConfig, gpu: Gpu, gpus: int, weights_dtype: str, cache_dtype: str) -> tuple[int, int]:
-    share, _ = kv_split(config, gpus)  # validates the GPU count
-    for dtype in (weights_dtype, cache_dtype):
-        cache_memory(config, 1, dtype)  # validates the dtype
-    return share, (1 if config.attention == "MLA" else config.kv_heads)
+def _cache_bytes(config: ModelConfig, tokens: int, cache_dtype: str, batch: int, gpus: int) -> int:
+    """One GPU's K/V of ``batch`` sequences of ``tokens`` and their fixed state (split over the GPUs)."""
+    kv_split(config, gpus)  # validates the GPU count
+    memory = cache_memory(config, max(1, tokens), cache_dtype, batch)
+    kv = per_gpu_bytes(config, gpus, memory.bytes_per_batch) if tokens else 0
+    return kv + math.ceil(memory.state_bytes_per_sequence * batch / gpus)
+
+
+def _check_weights(weights_dtype: str) -> None:
+    if weights_dtype not in WEIGHT_BITS:
+        raise MemoryConfigError("dtype", f"must be one of {', '.join(WEIGHT_BITS)}")
 
 
 def decode_step(config: ModelConfig, gpu: Gpu, batch: int, context: int, weights_dtype: str = "fp16/bf16",
                 cache_dtype: str = "fp16/bf16", gpus: int = 1) -> StepCost:
     """One decode step: ``batch`` sequences with ``context`` cached tokens each make one token."""
-    share, heads = _check(config, gpu, gpus, weights_dtype, cache_dtype)
+    _check_weights(weights_dtype)
     if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
         raise MemoryConfigError("batch", f"must be between 1 and {MAX_BATCH:,}")
     if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= MAX_TOKENS:
         raise MemoryConfigError("tokens", f"must be between 0 and {MAX_TOKENS:,}")
-    cache = cache_memory(config, context, cache_dtype, batch).bytes_per_batch if context else 0
     keys = sum(_keys_seen(config, kind, context + 1) for kind in config.layer_kinds)
     return StepCost("decode", batch, context, batch,
                     weight_bytes=math.ceil(weight_bytes(config, batch, weights_dtype) / gpus),
-                    cache_bytes=math.ceil(cache * share / heads),
+                    cache_bytes=_cache_bytes(config, context, cache_dtype, batch, gpus),
                     matmul_flops=matmul_flops_per_token(config) * batch / gpus,
                     attention_flops=attention_flops_per_key(config, "decode") * keys * batch / gpus,
                     gpu=gpu, compute=compute_dtype(gpu, weights_dtype), gpus=gpus)
@@ -203,14 +218,13 @@ def decode_step(config: ModelConfig, gpu: Gpu, batch: int, context: int, weights
 def prefill_step(config: ModelConfig, gpu: Gpu, tokens: int, weights_dtype: str = "fp16/bf16",
                  cache_dtype: str = "fp16/bf16", gpus: int = 1) -> StepCost:
     """One prefill pass over a prompt of ``tokens`` tokens (one sequence) that fills its cache."""
-    share, heads = _check(config, gpu, gpus, weights_dtype, cache_dtype)
+    _check_weights(weights_dtype)
     if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= MAX_TOKENS:
         raise MemoryConfigError("tokens", f"must be between 1 and {MAX_TOKENS:,}")
-    cache = cache_memory(config, tokens, cache_dtype).bytes_per_sequence
     keys = sum(_keys_seen_prefill(config, kind, tokens) for kind in config.layer_kinds)
     return StepCost("prefill", 1, tokens, tokens,
                     weight_bytes=math.ceil(weight_bytes(config, tokens, weights_dtype) / gpus),
-                    cache_bytes=math.ceil(cache * share / heads),
+                    cache_bytes=_cache_bytes(config, tokens, cache_dtype, 1, gpus),
                     matmul_flops=matmul_flops_per_token(config) * tokens / gpus,
                     attention_flops=attention_flops_per_key(config, "prefill") * keys / gpus,
                     gpu=gpu, compute=compute_dtype(gpu, weights_dtype), gpus=gpus)
