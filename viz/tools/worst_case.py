@@ -3,7 +3,7 @@
 ``python -m viz.tools.worst_case [--pages decode prefill …] [--json FILE]`` builds share links at the
 scenario limits (512 tokens, 16 heads, d_k = 1024, the largest rules, 64 words, step 256) in two
 flavours, one heavy on matrix work and one heavy on rule evaluation, and opens each on each page
-(Decode in all three modes) through Streamlit's AppTest, each case in a fresh process: the whole
+(Decode in all three modes; Memory also at its heaviest settings, :data:`VIEWS`) through Streamlit's AppTest, each case in a fresh process: the whole
 script run (frame, page, engine, figures, protos) is timed and the process's peak resident memory
 is compared with what it held after a warm-up run of the seed. The goal (docs/design.md, "The work
 budget"): every case under 10 s and 500 MB on the 2-core machine kvlab is developed on.
@@ -29,7 +29,12 @@ from ..core.engine.scenario import (MAX_D_K, MAX_DECODE_STEPS, MAX_HEADS, MAX_TO
 from ..core.engine.share import View, encode_view
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
-PAGES = ("prefill", "decode", "tour", "cost", "real_model", "at_scale", "memory", "serving")
+# Memory's views at their heaviest settings (its widgets, which a link does not carry)
+VIEWS = {"memory/paged": ("memory", {"memory_block_size": 1, "memory_steps": 16, "memory_reserve": MAX_DECODE_STEPS}),
+         "memory/evict": ("memory", {"memory_tab": "Eviction and quantisation", "memory_evict_steps": 16,
+                                     "memory_method": "Quantise", "memory_scales": "KIVI", "memory_group": 1,
+                                     "memory_residual": 16})}
+PAGES = ("prefill", "decode", "tour", "cost", "real_model", "at_scale", "memory", "serving", *VIEWS)
 GOAL_S, GOAL_MB = 10.0, 500.0
 
 
@@ -82,20 +87,24 @@ def _rss_mb() -> float:
 
 
 def run_case(page: str, link: str) -> CaseResult:
-    """One case in this process: warm up on the seed, then open the worst link on ``page``."""
+    """One case in this process: warm up on the seed, then open the worst link on ``page`` (or on a
+    page's view named in :data:`VIEWS`, with its settings)."""
     from streamlit.testing.v1 import AppTest
 
     from .latency import _explicit_navigation
 
     _explicit_navigation()
+    script, settings = VIEWS.get(page, (page, {}))
     warm = AppTest.from_file(str(APP), default_timeout=600)
-    warm.switch_page(f"pages/{page}.py").run()  # the page itself, as a visitor's link opens it
+    warm.switch_page(f"pages/{script}.py").run()  # the page itself, as a visitor's link opens it
     baseline = _rss_mb()
     params = worst_links()[link]
     at = AppTest.from_file(str(APP), default_timeout=600)
     for key, value in params.items():
         at.query_params[key] = value
-    at.switch_page(f"pages/{page}.py")
+    for key, value in settings.items():
+        at.session_state[key] = value
+    at.switch_page(f"pages/{script}.py")
     start = time.perf_counter()
     at.run()
     seconds = time.perf_counter() - start
