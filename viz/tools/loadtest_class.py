@@ -85,6 +85,7 @@ class Screen:
         self.radios: dict[str, tuple[str, list[str]]] = {}  # radio key -> (widget id, its options as shown)
         self.addresses: list[tuple[float, dict[str, str]]] = []
         self.polls = 0
+        self.waiting = False  # a rerun was asked for and its run has not finished yet
         self.fragments: dict[str, set[str]] = {}  # run id -> the fragments it ran (none: the whole app)
         self._tasks: list[asyncio.Task] = []
 
@@ -100,7 +101,9 @@ class Screen:
         while True:
             message = self.log.feed(await socket.recv())
             what = message.WhichOneof("type") if message is not None else None
-            if what == "new_session":
+            if what == "script_finished":
+                self.waiting = False
+            elif what == "new_session":
                 self.fragments[message.metadata.run.script_run_id] = set(message.metadata.run.fragment_ids)
             elif what == "auto_rerun":
                 self.timed[message.auto_rerun.fragment_id] = message.auto_rerun.interval
@@ -116,13 +119,17 @@ class Screen:
         while True:
             now = time.monotonic()
             for fragment, interval in list(self.timed.items()):
-                if now >= due.setdefault(fragment, now + interval) and self.log._current is None:
+                if now >= due.setdefault(fragment, now + interval) and self._idle():
                     due[fragment] = now + interval
                     self.polls += 1
                     await self._send(fragment_id=fragment)
             await asyncio.sleep(0.02)
 
+    def _idle(self) -> bool:
+        return self.log._current is None and not self.waiting
+
     async def _send(self, widgets=(), page_hash: str | None = None, fragment_id: str = "") -> None:
+        self.waiting = True
         message = BackMsg()
         message.rerun_script.query_string = self.log.query_string
         message.rerun_script.page_script_hash = self.log.page_hash if page_hash is None else page_hash
@@ -131,7 +138,9 @@ class Screen:
         await self.session._socket.send(message.SerializeToString())
 
     async def send(self, widgets=(), page_hash: str | None = None, fragment_id: str = "") -> float:
-        """Send a rerun; return the seconds until the first run that is not a timed fragment's finished."""
+        """Send a rerun once no run is under way (as a person clicks on a settled screen); return the
+        seconds until the first run that is not a timed fragment's finished."""
+        await self.until(self._idle, self.timeout_s)
         start, before = time.monotonic(), len(self.log.finished)
         await self._send(widgets, page_hash, fragment_id)
         deadline = start + self.timeout_s
