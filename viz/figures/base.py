@@ -66,7 +66,7 @@ def font_sizes(presenter: bool = False) -> FontSizes:
 PHONE_PX = 358
 DESKTOP_PX = 880
 PRESENTER_PX = 1180
-TOOLBAR_PX = 120  # the chart's toolbar (four buttons, top right): the title's first line stays clear of it
+TOOLBAR_PX = 150  # the chart's toolbar (five buttons, top right): the title's first line stays clear of it
 CHAR_EM = 0.52  # an average character of the title's type, in ems
 
 
@@ -223,7 +223,7 @@ def pattern_marks(name: str, x: Sequence[float], y: Sequence[float], size: int =
     look, label = _look(name, label)
     return go.Scatter(x=list(x), y=list(y), mode="markers", name=label, hoverinfo="skip", xaxis=ref[0], yaxis=ref[1],
                       marker=dict(symbol=_PATTERN_SYMBOLS[look.pattern], size=size, color=look.color,
-                                  line=dict(width=3, color=look.color)))
+                                  line=dict(width=4, color=look.color)))
 
 
 def legend_item(name: str, label: str | None = None, filled: bool = False) -> dict:

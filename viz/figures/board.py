@@ -143,7 +143,8 @@ def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
             cell = _cell("RdBu", (s + 1) / 2, _sign(s), tip)
             if (h, view.keys[c]) in stale:
                 # the cached sign and the word where a cell holds both (a lesson window), else the word
-                cell.update(bg=hatch("stale", cell["bg"]), text=f"{_sign(s)} stale" if len(columns) <= 9 else "stale",
+                said = f"{_sign(s)} stale" if len(columns) <= 9 else "stale"
+                cell.update(bg=hatch("stale", cell["bg"]), text=said,
                             tip=tip + "\nstale: encoding it again gives the opposite")
             cells.append(cell)
         key_rows.append({"label": f"K {name}", "cells": cells})

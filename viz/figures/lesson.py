@@ -108,6 +108,14 @@ def _sign_text(signs: torch.Tensor) -> np.ndarray:
                     dtype=object)
 
 
+def _stale_text(signs: torch.Tensor, stale: set[tuple[int, int]], positions: tuple[int, ...]) -> np.ndarray:
+    """The key cells' text: each sign, and "stale" after it in a stale cell (said, not only drawn)."""
+    text = _sign_text(signs)
+    for h, position in stale:
+        text[h, positions.index(position)] += " stale"
+    return text
+
+
 def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     """The keys (one ±1 row per head) and values under the window's key columns: the KV cache's
     entries, or the keys encoded again without a cache. Each stale cached key is hatched and
@@ -128,9 +136,9 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
                            for c in range(cols)] for h in range(len(heads))], dtype=object)
     data = [
         go.Heatmap(z=signs.numpy(), x=list(range(cols)), y=list(range(len(heads))), colorscale="RdBu",
-                   zmin=-1, zmax=1, showscale=False, text=_sign_text(signs) if fits else None,
-                   texttemplate="%{text}" if fits else None, textfont=dict(size=12), customdata=key_hover,
-                   xgap=gap, ygap=2,
+                   zmin=-1, zmax=1, showscale=False, texttemplate="%{text}" if fits else None,
+                   text=_stale_text(signs, stale, positions) if fits else None, textfont=dict(size=12),
+                   customdata=key_hover, xgap=gap, ygap=2,
                    hovertemplate="%{customdata}<extra></extra>", xaxis=refs[0][0], yaxis=refs[0][1], name=""),
         go.Heatmap(z=values[None, :].numpy(), x=list(range(cols)), y=[0], colorscale="Viridis", showscale=False,
                    text=np.array([[short(v) for v in values.tolist()]], dtype=object) if fits else None,
@@ -143,7 +151,7 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     at = [(positions.index(position), h) for h, position in sorted(stale)]  # (column, row) of each stale key
     shapes += [outline("stale", c - 0.5, c + 0.5, h - 0.5, h + 0.5, 5 if gap else 1, refs[0]) for c, h in at]
     if stale:  # the hatch marks each stale cell and is the legend's entry
-        legend.append(pattern_marks("stale", [c for c, _ in at], [h for _, h in at], size=18 if gap else 8,
+        legend.append(pattern_marks("stale", [c for c, _ in at], [h for _, h in at], size=26 if gap else 8,
                                     ref=refs[0]))
     if len(view.written) == 1 and view.written[0] in positions:
         c = positions.index(view.written[0])

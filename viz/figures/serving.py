@@ -78,7 +78,7 @@ def timeline_figure(run: ServingRun, current: int | None = None, title: str | No
         data.append(legend_marker("focus", "this iteration"))
     layout = _plain(title or f"{run.config.policy.capitalize()} batching, iteration by iteration (time in ticks)",
                     170 + 34 * len(names), barmode="overlay", shapes=shapes,
-                    xaxis=dict(rangemode="tozero", title=dict(text="time (ticks)")),
+                    xaxis=dict(rangemode="tozero"),
                     yaxis=dict(type="category", categoryorder="array", categoryarray=names[::-1],
                                title=dict(text="request")))
     return figure(data, layout)
@@ -165,7 +165,7 @@ def metrics_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
                            hovertemplate=f"{safe(label)}: %{{x}} %{{y:.3g}} ticks per token<extra></extra>"))
     # two lines each: side by side on a phone, one line each would run into the other
     annotations = [dict(text=text, x=x, y=1.02, xref="paper", yref="paper", showarrow=False, yanchor="bottom")
-                   for text, x in (("time to<br>first token", 0.235), ("time per<br>output token", 0.765))]
+                   for text, x in (("time to first<br>token (TTFT)", 0.235), ("time per output<br>token (TPOT)", 0.765))]
     return figure(data, _plain("Per request: waiting for the first token, then the pace of the rest", 396, top=66,
                                barmode="group", annotations=annotations, **layout_axes))
 
@@ -180,7 +180,6 @@ def utilisation_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
             data.append(go.Scatter(x=x, y=y, mode="lines", name=f"{safe(label)}: {what}",
                                    line=dict(color=series(k)[0], dash=dash)))
     return figure(data, _plain("Pool use over time (ticks): slots set aside and slots holding a token", 320,
-                               xaxis=dict(title="time (ticks)"),
                                yaxis=dict(title="share of the pool", tickformat=".0%", range=[0, 1.05])))
 
 
@@ -290,7 +289,7 @@ def rounds_figure(run, current: int | None = None) -> go.Figure:
     if current is not None:
         data.append(legend_marker("focus", "this round"))
     layout = _plain("Each round: the guesses, which the target kept, and the word it adds",
-                    150 + 30 * max(1, len(rounds)), shapes=shapes,
+                    190 + 30 * max(1, len(rounds)), top=90, shapes=shapes,
                     xaxis=dict(side="top", type="category", title=dict(text="word (columns)")),
                     yaxis=dict(autorange="reversed", type="category", title=dict(text="round (rows)")))
     layout["legend"]["y"] = -0.02  # no x axis below this grid
@@ -306,7 +305,8 @@ def cache_length_figure(run) -> go.Figure:
     data = [go.Scatter(x=xs, y=ys, mode="lines+markers", line=dict(color=BLUE, shape="linear"),
                        name="entries", hovertemplate="%{y} entries<extra></extra>")]
     return figure(data, _plain("Cache length: the verification pass appends every guess; rejected ones are cut",
-                               280, xaxis=dict(title="round"), yaxis=dict(title="entries in the cache"), showlegend=False))
+                               280, xaxis=dict(title="round"), yaxis=dict(title="entries in the cache"),
+                               showlegend=False))
 
 
 def spec_table(run) -> pd.DataFrame:
@@ -400,10 +400,12 @@ def traffic_figure(points: Sequence[TrafficPoint], block_q: int, block_k: int,
     pass with large tiles for comparison."""
     n = [p.n for p in points]
     data = [go.Scatter(x=n, y=[p.naive for p in points], name="naive: writes and reads S and P", mode="lines+markers",
-                       line=dict(color=series(1)[0], dash=series(1)[1]), customdata=[format_bytes(p.naive) for p in points],
+                       line=dict(color=series(1)[0], dash=series(1)[1]),
+                       customdata=[format_bytes(p.naive) for p in points],
                        hovertemplate="n = %{x}: %{customdata}<extra></extra>"),
             go.Scatter(x=n, y=[p.flash for p in points], name=f"tiled, {block_q} × {block_k} tiles",
-                       mode="lines+markers", line=dict(color=series(0)[0]), customdata=[format_bytes(p.flash) for p in points],
+                       mode="lines+markers", line=dict(color=series(0)[0]),
+                       customdata=[format_bytes(p.flash) for p in points],
                        hovertemplate="n = %{x}: %{customdata}<extra></extra>"),
             go.Scatter(x=n, y=[p.score_matrix for p in points], name="one n × n score matrix (all heads)",
                        mode="lines", line=dict(color=GREY, dash="dot"),

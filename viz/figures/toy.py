@@ -230,7 +230,8 @@ def cache_figure(trace: Trace) -> go.Figure:
                       hover="value of %{x}: %{z:.4g}"),
     ]
     layout["xaxis"].update(type="category", showticklabels=False)
-    layout["xaxis2"].update(type="category", tickangle=-45 if n > 8 else 0, title=dict(text="key (one entry per token)"))
+    layout["xaxis2"].update(type="category", tickangle=-45 if n > 8 else 0,
+                            title=dict(text="key (one entry per token)"))
     for suffix, what in (("", "head"), ("2", "")):
         layout[f"yaxis{suffix}"].update(type="category", autorange="reversed", title=dict(text=what))
     shapes = [outline("new", n - 1.5, n - 0.5, -0.5, span - 0.5, 3, ref) for span, ref in ((len(heads), refs[0]),
