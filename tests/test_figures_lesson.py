@@ -160,7 +160,7 @@ def test_fit_refits_a_title_for_a_presenter_screen_and_raises_every_text_to_16_p
     """fit() breaks the title again for the width and type it is drawn at (presenter: 20-px type, so
     a title that fit one desktop line takes two at a narrow column) and raises cells, ticks, legends
     and notes to 16 px; at a desk nothing is under 12 px."""
-    from viz.figures.base import PRESENTER_FONTS, fit, font_sizes
+    from viz.figures.base import PRESENTER_EXTRA_PX, PRESENTER_FONTS, fit, font_sizes
     runs = _runs(load_preset("seed"), 1)
     frame = decode_frame(runs["kv"], runs["kv"], runs["recompute"], 1, 1)
     fig = lesson.cache_figure(frame, ["a", "b", "c", "d"])
@@ -168,7 +168,7 @@ def test_fit_refits_a_title_for_a_presenter_screen_and_raises_every_text_to_16_p
     fit(fig, width=420, presenter=True)
     assert fig.layout.title.font.size == PRESENTER_FONTS.title
     lines = fig.layout.title.text.count("<br>") + 1
-    assert lines >= 2 and fig.layout.height == base_height + PRESENTER_FONTS.line * (lines - 1)
+    assert lines >= 2 and fig.layout.height == base_height + PRESENTER_FONTS.line * (lines - 1) + PRESENTER_EXTRA_PX
     spec = fig.to_plotly_json()
     assert all(t["textfont"]["size"] >= 16 for t in spec["data"] if "textfont" in t)
     assert spec["layout"]["legend"]["font"]["size"] >= 16

@@ -13,8 +13,8 @@ import plotly.graph_objects as go
 import pytest
 
 from figure_gallery import QK, gallery
-from viz.figures.base import (DESKTOP_PX, INK, PHONE_PX, PRESENTER_FONTS, PRESENTER_PX, fit, font_sizes,
-                              title_chars)
+from viz.figures.base import (DESKTOP_PX, INK, PHONE_PX, PRESENTER_EXTRA_PX, PRESENTER_FONTS, PRESENTER_PX, fit,
+                              font_sizes, title_chars)
 from viz.figures.meanings import GREEN, MEANINGS, ORANGE, SERIES, VERMILLION, hatch
 
 NAMES = [name for name, _, _ in gallery()]
@@ -230,7 +230,8 @@ def test_a_presenter_title_wraps_sooner_and_pushes_the_plot_down_by_its_lines():
     desk_lines, desk_top = fig.layout.title.text.count("<br>") + 1, fig.layout.margin.t
     fit(fig, 700, presenter=True)
     lines = fig.layout.title.text.count("<br>") + 1
-    assert lines > desk_lines and fig.layout.margin.t == fig.layout.meta["top"] + PRESENTER_FONTS.line * (lines - 1)
+    assert lines > desk_lines and fig.layout.margin.t == (fig.layout.meta["top"] + PRESENTER_FONTS.line * (lines - 1)
+                                                          + PRESENTER_EXTRA_PX)
     assert fig.layout.margin.t > desk_top
 
 

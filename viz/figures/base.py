@@ -52,6 +52,8 @@ class FontSizes:
 
 DESKTOP_FONTS = FontSizes(text=12, base=12, title=15, line=20)
 PRESENTER_FONTS = FontSizes(text=16, base=18, title=20, line=26)
+# presenter type's first title line and subplot titles are taller than a desk's: room above the plot
+PRESENTER_EXTRA_PX = 4 * (PRESENTER_FONTS.line - DESKTOP_FONTS.line)
 
 
 def font_sizes(presenter: bool = False) -> FontSizes:
@@ -156,6 +158,7 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
     meta = layout.meta if isinstance(layout.meta, dict) else {}
     if "title" in meta:
         text, room = meta["title"], title_room(meta["title"], width, presenter)
+        room += PRESENTER_EXTRA_PX if presenter else 0
         layout.title.update(title(text, width, presenter))
         layout.height, layout.margin.t = meta["height"] + room, meta["top"] + room
         if meta.get("pad"):

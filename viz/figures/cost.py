@@ -54,7 +54,8 @@ def _time_trace(name: str, n: list[int], timings: list[Timing], legend: bool) ->
                      arrayminus=[t.median_s - t.min_s for t in timings], thickness=1, width=3,
                      color=_faded(COLORS[name])),
         customdata=[format_seconds(m) for m in medians],
-        hovertemplate=f"{NAMES[name]}<br>n = %{{x}}<br>%{{customdata}}<extra></extra>")
+        hovertemplate=f"{NAMES[name]}<br>n = %{{x}}<br>%{{customdata}} (median; the bar: fastest to slowest)"
+                      "<extra></extra>")
 
 
 def _work_trace(name: str, n: list[int], work: list[int], legend: bool) -> go.Scatter:
@@ -81,7 +82,7 @@ def decode_figure(measurement: CostMeasurement) -> go.Figure:
                           row=1, col=1)
         fig.add_trace(_time_trace(mode, n, [p.per_token for p in points], legend=True), row=1, col=2)
     fig.update_yaxes(title_text="multiply-adds", row=1, col=1)
-    fig.update_yaxes(title_text="time (median, bars: fastest–slowest)", row=1, col=2)
+    fig.update_yaxes(title_text="time (median)", row=1, col=2)
     sizes = sorted({p.n for p in measurement.decode})
     return _layout(fig, "Decode: O(n²) work without a cache, O(n) with one", sizes)
 
@@ -100,7 +101,7 @@ def prefill_figure(measurement: CostMeasurement) -> go.Figure:
     fig.add_trace(_time_trace("batched", n, [p.batched for p in points], True), row=1, col=2)
     fig.add_trace(_time_trace("one by one", n, [p.one_by_one for p in points], True), row=1, col=2)
     fig.update_yaxes(title_text="multiply-adds", row=1, col=1)
-    fig.update_yaxes(title_text="time (median, bars: fastest–slowest)", row=1, col=2)
+    fig.update_yaxes(title_text="time (median)", row=1, col=2)
     return _layout(fig, "Prefill: the same contexts, in one pass or one token at a time", n)
 
 
