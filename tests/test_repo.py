@@ -105,3 +105,13 @@ def test_slow_names_tests_that_exist():
             defined = {node.name for node in ast.walk(ast.parse(path.read_text()))
                        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
             assert test in defined, entry
+
+
+def test_readme_marker_expressions_use_registered_tiers():
+    """Every `-m` expression the README shows (the fast loop among them) names only registered markers."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    registered = {marker.split(":")[0] for marker in config["tool"]["pytest"]["ini_options"]["markers"]}
+    expressions = re.findall(r'pytest -m (?:"([^"]+)"|(\w+))', (ROOT / "README.md").read_text())
+    words = {word for quoted, bare in expressions for word in (quoted or bare).split()} - {"and", "or", "not"}
+    assert expressions and "not browser and not slow" in {quoted for quoted, _ in expressions}
+    assert words <= registered, words - registered
