@@ -15,7 +15,7 @@ def test_import_contracts_are_kept():
     """Layers core → figures → ui, no Streamlit/Plotly/pandas in the core, no cycles, the core's domains
     (engine, rules, serving, scale, lessons, real) import only what their contracts allow: lint-imports passes."""
     lint = Path(sys.executable).with_name("lint-imports")
-    result = subprocess.run([str(lint), "--no-cache", "--config", str(ROOT / "pyproject.toml")],
+    result = subprocess.run([str(lint), "--no-cache", str(ROOT / "pyproject.toml")],
                             capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "0 broken" in result.stdout
