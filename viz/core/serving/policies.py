@@ -100,7 +100,8 @@ class SchedulingPolicy:
         for block in pool.evictable:
             filled[block] = size
         named = pool.key_of
-        blocks = tuple(BlockState(tuple(o), f, b in named) for b, (o, f) in enumerate(zip(owners, filled)))
+        blocks = tuple(BlockState(owners=tuple(o), filled=f, cached=b in named)
+                       for b, (o, f) in enumerate(zip(owners, filled)))
         used = [b for b, count in enumerate(pool.refcount) if count]
         return blocks, len(used) * size, sum(filled[b] for b in used)
 
