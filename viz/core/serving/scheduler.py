@@ -104,32 +104,6 @@ def same_as_alone(run: ServingRun, budget_ms: float = RUN_BUDGET_MS) -> tuple[bo
     return tuple(out)
 
 
-def decode_alone(scenario: Scenario, request: Request, model: ToyModel | None = None) -> list[Step]:
-    """The request on its own: prefill, then one prediction per new token (the reference)."""
-    run = Generation(scenario, "kv", model=model)
-    run.prefill(list(request.tokens), list(request.values))
-    for _ in range(request.max_new_tokens - 1):
-        run.step()
-    return run.steps
-
-
-def same_as_alone(run: ServingRun, budget_ms: float = RUN_BUDGET_MS) -> tuple[bool, ...]:
-    """Per request: same words, contexts and logits, bit for bit, as decoding it alone (its passes
-    charged to a :class:`Meter` like a run's)."""
-    model = ToyModel(run.scenario)
-    meter = Meter(run.scenario, budget_ms)
-    out = []
-    for request, outcome in zip(run.workload.requests, run.outcomes):
-        n = len(request.tokens)
-        for length in range(n, n + request.max_new_tokens):
-            meter.charge(n if length == n else 1, length)
-        steps = decode_alone(run.scenario, request, model)
-        out.append(tuple(s.token for s in steps) == outcome.words
-                   and torch.equal(torch.stack([s.context for s in steps]), outcome.contexts)
-                   and torch.equal(torch.stack([s.logits for s in steps]), outcome.logits))
-    return tuple(out)
-
-
 @dataclass(frozen=True)
 class Executed:
     """One iteration as it ran, for an observer to record (the engine's clock still at its start)."""
