@@ -163,3 +163,18 @@ def test_the_seed_never_waits_for_heavy_reruns(app, monkeypatch, page):
         thread.join()
     assert not app.exception
     assert not any("busy" in w.value for w in [*app.warning, *app.info])
+
+
+def test_light_threads_get_the_interpreter_sooner_while_a_heavy_rerun_runs():
+    """Holding a heavy slot shortens the interpreter's switch interval; the last one out restores it."""
+    import sys
+    before = sys.getswitchinterval()
+    gate = _Gate(2)
+    release, thread = hold(gate)
+    assert sys.getswitchinterval() == pytest.approx(server_budget.HEAVY_SWITCH_S)
+    assert gate.enter(1)
+    gate.leave()
+    assert sys.getswitchinterval() == pytest.approx(server_budget.HEAVY_SWITCH_S)  # the other still holds one
+    release.set()
+    thread.join()
+    assert sys.getswitchinterval() == pytest.approx(before)
