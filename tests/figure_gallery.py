@@ -20,6 +20,9 @@ from viz.core.engine.model import WorkCounts
 from viz.core.lessons.lesson import decode_frame, prefill_frame
 from viz.core.lessons.tour import TOUR_SERVER, tour_workload
 from viz.core.real.model import CacheComparison
+from viz.core.scale.gpus import DEFAULT_GPU, GPU_BY_NAME
+from viz.core.scale.memory import cache_memory, gpu_fit, memory_curve
+from viz.core.scale.model_config import DEFAULT_MODEL, preset, preset_names
 from viz.core.serving.compress import CacheSpec, EvictionPolicy, compare_with_full
 from viz.core.serving.flash import flash_attention, traffic_sweep
 from viz.core.serving.paged import decode_together, variants
@@ -115,6 +118,15 @@ def _real() -> list[tuple[str, object, str | None]]:
     ]
 
 
+def _scale() -> list[tuple[str, object, str | None]]:
+    """At scale's memory figures (its roofline is drawn elsewhere): two models' curves, one GPU's split."""
+    configs = [preset(DEFAULT_MODEL), preset(next(n for n in preset_names() if n != DEFAULT_MODEL))]
+    fit = gpu_fit(cache_memory(configs[0], 4096), GPU_BY_NAME[DEFAULT_GPU])
+    return [("memory curve", memory.memory_curve_figure([(c.name, memory_curve(c, 8192)) for c in configs], 4096,
+                                                        fit.capacity_bytes, configs[0].max_context), None),
+            ("GPU split", memory.gpu_split_figure(fit, 10_000), None)]
+
+
 def _cost() -> list[tuple[str, object, str | None]]:
     """The Cost page's two figures from a small made-up sweep (as tests/test_cost_reading.py makes)."""
     def timing(seconds: float) -> Timing:
@@ -147,4 +159,4 @@ def tables() -> tuple[tuple[str, object], ...]:
 @functools.cache
 def gallery() -> tuple[tuple[str, object, str | None], ...]:
     """Every figure and board above, built once per test session."""
-    return tuple(_toy() + _memory() + _serving() + _real() + _cost())
+    return tuple(_toy() + _memory() + _serving() + _real() + _scale() + _cost())

@@ -59,7 +59,7 @@ def memory_curve_figure(curves: Sequence[tuple[str, MemoryCurve]], tokens: int,
         fig.add_annotation(text=f"the cache the GPUs can hold, {format_bytes(budget_bytes)},<br>is far above this chart",
                            xref="paper", yref="paper", x=0.99, y=0.03, xanchor="right", yanchor="bottom",
                            align="right", showarrow=False, font_color=INK)  # under the rising curves
-    fig.add_vline(x=tokens, line=dict(color=MEANINGS["focus"].color, dash="dot", width=2),
+    fig.add_vline(x=tokens, line=dict(color=INK, dash="dot", width=2),  # labelled where it is: neutral ink
                   annotation_text=f"{tokens:,} tokens",
                   annotation_position="top right")
     if max_context is not None and max_context != tokens:
