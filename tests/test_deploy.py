@@ -36,6 +36,23 @@ def test_hosting_settings():
     assert config["browser"]["gatherUsageStats"] is False
 
 
+def _luminance(hex_colour: str) -> float:
+    def channel(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (channel(int(hex_colour[i:i + 2], 16) / 255) for i in (1, 3, 5))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_captions_and_links_read_at_wcag_aa():
+    """Streamlit draws captions in the theme's text colour at 60% opacity: on white that and the
+    link colour still reach 4.5 : 1 (no CSS aimed at Streamlit's own elements does it)."""
+    theme = _hosting_config()["theme"]
+    text = theme["textColor"]
+    faded = "#" + "".join(f"{round(255 - 0.6 * (255 - int(text[i:i + 2], 16))):02x}" for i in (1, 3, 5))
+    for colour in (faded, theme["linkColor"]):
+        assert (1.05) / (_luminance(colour) + 0.05) >= 4.5, colour
+
+
 def test_requirements_take_the_project_and_a_cpu_torch():
     """requirements.txt installs the project itself (no second dependency list) and a CPU torch."""
     lines = [line.strip() for line in (ROOT / "requirements.txt").read_text().splitlines()
