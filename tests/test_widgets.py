@@ -3,6 +3,10 @@ arguments: visitor text escaped (both render Markdown), a delta's arrow and colo
 
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+
 import pytest
 
 from hostile_text import HOSTILE
@@ -40,3 +44,27 @@ def test_visitor_text_in_a_table_is_escaped(text):
     frame = table_frame({text: [text, 12345]}, "label")
     assert list(frame.columns) == [md_escape(text)]
     assert list(frame.iloc[:, 0]) == [md_escape(text), "12,345"]
+
+
+ROOT = Path(__file__).resolve().parents[1]
+APP_FILES = [ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "viz" / "ui").rglob("*.py")]
+
+
+@pytest.mark.parametrize("path", APP_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_app_uses_streamlits_public_api_only(path):
+    """app.py, pages/ and viz/ui import nothing from Streamlit's runtime or web server, patch no
+    Streamlit class, and no style they write aims at Streamlit's own test ids or key classes."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
+    imported += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    assert not [m for m in imported if re.match(r"streamlit\.(runtime|web|proto)\b", m)], imported
+    assert "PagesManager" not in path.read_text(encoding="utf-8")
+    styles = [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and re.search(r"\{[^}]*:[^}]*;?[^}]*\}", node.value) and ("data-testid" in node.value or "st-key-" in node.value)]
+    assert not styles, styles
+
+
+def test_the_boards_style_sheet_aims_at_its_own_elements_only():
+    """board.css styles the board's own figure (in its shadow root), nothing of Streamlit's."""
+    css = (ROOT / "viz" / "ui" / "board" / "board.css").read_text(encoding="utf-8")
+    assert "data-testid" not in css and "st-key-" not in css and ".board" in css
