@@ -14,6 +14,7 @@ import pytest
 from figure_gallery import gallery, tables
 from viz.core.lessons import glossary
 from viz.core.lessons.glossary import GLOSSARY, hover, lookup, terms_in
+from viz.figures.base import figure_terms
 
 DESIGN = Path(__file__).resolve().parents[1] / "docs" / "design.md"
 
@@ -122,3 +123,15 @@ def test_design_md_glossary_lists_every_term_and_the_decisions():
     assert not missing, missing
     for decision in ("entries", "context length", "step"):
         assert decision in section and decision in glossary.__doc__
+
+
+def test_a_figure_names_the_terms_the_streamlit_layer_defines_beside_it():
+    """figure_terms reads a figure's or board's title, axes and legend: the FlashAttention tiles name
+    the tile, the score and √d_k; the attention board the query, the key and the new key; the stale
+    cache board the stale key; every matrix names at least one term."""
+    figures = {name: fig for name, fig, _ in gallery()}
+    names = lambda name: {term.term for term in figure_terms(figures[name])}  # noqa: E731
+    assert {"FlashAttention", "score", "√d_k", "query", "key"} <= names("tiles")
+    assert {"head", "query", "key"} <= names("attention board")
+    assert {"KV cache", "stale key", "entry"} <= names("cache board")
+    assert all(figure_terms(fig) for _, fig, matrix in gallery() if matrix)

@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 import torch
 
 from ..core.engine.explain import NEAR_ZERO, fmt
+from ..core.lessons.glossary import Term, terms_in
 from .meanings import (BLACK, BLUE, FREE, GREEN, INK, LEFT_OUT, MASKED, MEANINGS, ORANGE, PURPLE, RESERVED,
                        SERIES, SKY, VERMILLION, YELLOW, Meaning, hatch, meaning, series)
 
@@ -176,6 +177,21 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
         if "colorbar" in trace:
             trace.colorbar.update(big)
     return fig
+
+
+def figure_terms(drawn: go.Figure | dict) -> list[Term]:
+    """The glossary terms a figure or board spec shows in its title, axis titles, subplot titles and
+    legend: what the Streamlit layer defines beside it (a hover or a caption per term)."""
+    if isinstance(drawn, dict):
+        words = [drawn.get("title", ""), drawn.get("axis", ""), *drawn.get("axes", {}).values(),
+                 *(item["label"] for item in drawn.get("legend", []))]
+    else:
+        layout = drawn.layout
+        words = [layout.title.text or "", *(note.text or "" for note in layout.annotations),
+                 *(trace.name or "" for trace in drawn.data if trace.showlegend is not False)]
+        drawn.for_each_xaxis(lambda axis: words.append(axis.title.text or ""))
+        drawn.for_each_yaxis(lambda axis: words.append(axis.title.text or ""))
+    return terms_in(html.unescape(" · ".join(words).replace("<br>", " ")))
 
 
 def figure(data: list, layout: dict) -> go.Figure:
