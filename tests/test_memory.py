@@ -223,3 +223,51 @@ def test_curve_span_covers_the_chosen_length_and_the_trained_context():
     """The plotted range is twice the chosen length, never shorter than the trained context."""
     assert curve_span(cache_memory(preset("Llama-2-7B"), 4096)) == 8192
     assert curve_span(cache_memory(preset("Qwen2.5-7B"), 1000)) == 131072
+
+
+GPT_OSS_20B = {  # openai/gpt-oss-20b config.json: 24 layers alternating a 128-token window and full attention
+    "model_type": "gpt_oss", "num_hidden_layers": 24, "hidden_size": 2880, "head_dim": 64, "num_attention_heads": 64,
+    "num_key_value_heads": 8, "sliding_window": 128, "intermediate_size": 2880, "num_local_experts": 32,
+    "num_experts_per_tok": 4, "vocab_size": 201088, "max_position_embeddings": 131072, "torch_dtype": "bfloat16",
+    "quantization_config": {"quant_method": "mxfp4",
+                            "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                       "model.embed_tokens", "lm_head"]}}
+
+
+def _own(raw: dict):
+    import json
+
+    from viz.core.scale.model_config import model_config, read_config
+
+    return model_config(read_config(json.dumps(raw)))
+
+
+def test_tokens_of_cache_count_sliding_layers_as_they_hold():
+    """gpt-oss-20b at 8K: half its layers stop at 128 tokens, so the tokens whose cache fits are the budget over
+    one sequence's bytes times 8,192, about twice what counting every layer as growing gives (issue 31,
+    misleading 5)."""
+    config = _own(GPT_OSS_20B)
+    memory = cache_memory(config, 8192)
+    per_sequence = (12 * 8192 + 12 * 128) * 2 * 8 * 64 * 2
+    assert memory.bytes_per_sequence == per_sequence
+    fit = gpu_fit(memory, H100, weights_dtype=config.weights_dtype)
+    assert fit.tokens == fit.cache_budget_bytes * 8192 // per_sequence
+    assert fit.tokens > 1.9 * (fit.cache_budget_bytes // memory.bytes_per_token)
+    assert fit.sequences * 8192 <= fit.tokens < (fit.sequences + 1) * 8192
+
+
+def test_weights_are_counted_as_a_server_loads_them():
+    """A float32 checkpoint is served in 16 bits (vLLM's --dtype auto); gpt-oss's MXFP4 covers its experts only
+    (4.25 bits with the scales), the rest stays bf16; AWQ and bitsandbytes name their bits (issue 31, misleading 3)."""
+    assert preset("Gemma-2-9B").weights_dtype == "fp16/bf16"
+    assert preset("DeepSeek-V3").weights_dtype == "fp8"
+    config = _own(GPT_OSS_20B)
+    assert config.weights_dtype == "mxfp4"
+    fit = gpu_fit(cache_memory(config, 8192), H100, weights_dtype="mxfp4")
+    dense = config.params - config.expert_params
+    assert fit.weights_bytes == dense * 2 + -(-config.expert_params * 17 // 32)
+    assert 12e9 < fit.weights_bytes < 14e9 < gpu_fit(cache_memory(config, 8192), H100).weights_bytes
+    awq = _own({"model_type": "llama", "num_hidden_layers": 2, "quantization_config": {"quant_method": "awq", "bits": 4}})
+    bnb = _own({"model_type": "llama", "num_hidden_layers": 2,
+                "quantization_config": {"quant_method": "bitsandbytes", "load_in_8bit": True}})
+    assert (awq.weights_dtype, bnb.weights_dtype) == ("int4", "int8")

@@ -218,3 +218,67 @@ def test_gpu_table_columns_are_wide_enough_for_their_headers():
     for column, width in widths.items():
         assert width >= len(column) * HEADER_CHAR_PX + HEADER_PADDING_PX
         assert all(width >= len(str(cell)) * HEADER_CHAR_PX for cell in table[column])
+
+
+HYBRID_TEXT = json.dumps({  # a small Qwen3-Next: 2 full-attention layers among 8, the rest Gated DeltaNet
+    "model_type": "qwen3_next", "num_hidden_layers": 8, "hidden_size": 256, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1024, "intermediate_size": 256,
+    "moe_intermediate_size": 64, "shared_expert_intermediate_size": 64, "num_experts": 4, "num_experts_per_tok": 2,
+    "linear_num_value_heads": 4, "linear_num_key_heads": 2, "linear_key_head_dim": 32, "linear_value_head_dim": 32,
+    "max_position_embeddings": 4096})
+
+
+def test_a_hybrid_shows_its_fixed_state_as_its_own_part(at):
+    """A hybrid's per-sequence bytes are its K/V of 2 layers plus the fixed state of 6, shown as its own stat, named in
+    the formula line and drawn as its own part of the GPU's memory (issue 31, wrong 3 and misleading 1)."""
+    from viz.core.scale.count import read_model
+
+    own_config(at, HYBRID_TEXT)
+    memory = cache_memory(read_model(HYBRID_TEXT), 4096)
+    assert not errors(at) and memory.state_bytes_per_sequence > 0
+    assert stat_value(at, "Fixed state") == format_bytes(memory.state_bytes_per_sequence)
+    assert stat_value(at, "Per sequence") == format_bytes(memory.bytes_per_sequence + memory.state_bytes_per_sequence)
+    text = " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert "2 · 2 layers" in text and "fixed state of" in text and "6 linear-attention" in text
+    split = figure(at, "Where the")
+    assert "fixed state of the batch" in [trace["name"] for trace in split["data"]]
+
+
+def test_the_roofline_names_memory_first_and_one_sequence(at):
+    """Llama-3-70B on 8 H100s at a batch of 64: the narration says one sequence overtakes the weights from 424,213
+    tokens (not the batch's 6,629), that memory caps the batch before the sweep's 1,024, and that TP adds two
+    all-reduces per layer (issue 31, wrong 2 and 6, misleading 4)."""
+    at.selectbox(key="scale_model").select("Llama-3-70B")
+    rerun(at)
+    at.number_input(key="scale_gpu_count").set_value(8)
+    at.number_input(key="scale_batch").set_value(64)
+    rerun(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert "for one sequence, from 424,213 tokens" in text and "6,629" not in text
+    fits = int(stat_value(at, "Sequences that fit").replace(",", ""))
+    assert f"only {fits:,} sequences of 8,192 tokens fit in memory" in text and "Memory comes first" in text
+    assert any("two all-reduces per layer" in c.value for c in at.caption)
+
+
+def test_mla_under_tensor_parallelism_teaches_data_parallel_attention(at):
+    """DeepSeek-V3 on 8 GPUs: the latent is copied on every GPU, and the page names the remedy serving engines use,
+    data-parallel attention (issue 31, missing lesson 3)."""
+    at.selectbox(key="scale_model").select("DeepSeek-V3")
+    rerun(at)
+    at.number_input(key="scale_gpu_count").set_value(8)
+    rerun(at)
+    info = " ".join(i.value for i in at.info)
+    assert "data-parallel attention" in info and "--enable-dp-attention" in info
+
+
+def test_the_transformers_tab_shows_the_prefill_peak(at):
+    """Gemma-2-9B at 8,192 tokens: right after prefill every sliding layer still holds the whole prompt, so the peak
+    storage is above the storage after the step (issue 31, misleading 2)."""
+    at.selectbox(key="scale_model").select("Gemma-2-9B")
+    rerun(at)
+    at.session_state["scale_tab"] = "transformers' own count"
+    rerun(at)
+    per_token_layer = 2 * 8 * 256 * 2
+    assert stat_value(at, "transformers: right after prefill") == format_bytes(42 * 8191 * per_token_layer)
+    assert stat_value(at, "transformers: storage") == format_bytes((21 * 8192 + 21 * 4096) * per_token_layer)
+    assert any("Memory runs out at that peak" in m.value for m in at.markdown)

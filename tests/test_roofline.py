@@ -131,3 +131,45 @@ def test_bad_inputs_are_refused(build, field):
     with pytest.raises(MemoryConfigError) as err:
         build()
     assert err.value.field == field
+
+
+def test_tf32_is_priced_at_the_tf32_peak():
+    """Float32 weights run on TF32 tensor cores: H100 SXM 494.7 TFLOP/s dense, a ridge of 148 FLOPs per byte (not the
+    bf16 295), so a compute-bound prefill takes twice as long as in bf16 (issue 31, wrong 1)."""
+    gemma = preset("Gemma-2-9B")
+    tf32, bf16 = prefill_step(gemma, H100, 8192, "fp32"), prefill_step(gemma, H100, 8192, "fp16/bf16")
+    assert tf32.compute == "tf32" and tf32.peak_flops == 494.7e12
+    assert tf32.ridge == pytest.approx(494.7e12 / 3.35e12) and round(tf32.ridge) == 148
+    assert tf32.bound == bf16.bound == "compute"
+    assert tf32.seconds == pytest.approx(2 * bf16.seconds, rel=1e-3)
+    assert H100.ridge("tf32") == pytest.approx(H100.ridge("fp16/bf16") / 2, rel=1e-3)
+
+
+def test_one_sequence_overtakes_the_weights_far_later_than_a_batch():
+    """Llama-3-70B: one sequence's cache (327,680 bytes per token) outweighs the 139 GB of weights a step reads only
+    from 424,213 tokens; a batch of 64 from 6,629 each (issue 31, wrong 2: the page now asks for batch 1)."""
+    llama = preset("Llama-3-70B")
+    per_token = 2 * 80 * 8 * 128 * 2
+    read = weight_bytes(llama, 1, "fp16/bf16")
+    assert context_overtakes(llama, 1) == -(-read // per_token) == 424_213
+    assert context_overtakes(llama, 64) == 6_629
+
+
+def test_chunked_layers_attend_within_their_chunk():
+    """Llama-4's chunked layers (chunk 48 here): a query sees the keys of its own chunk only, (i − 1) mod 48 + 1 of
+    them, while the full layers see every key; prefill sums whole chunks of 48 · 49 / 2 (issue 31, misleading 6)."""
+    import json
+
+    from viz.core.scale.model_config import model_config, read_config
+
+    config = model_config(read_config(json.dumps({
+        "model_type": "llama4_text", "hidden_size": 256, "head_dim": 64, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "num_hidden_layers": 4, "intermediate_size": 256, "intermediate_size_mlp": 512,
+        "num_local_experts": 4, "num_experts_per_tok": 1, "attention_chunk_size": 48, "vocab_size": 1024})))
+    chunked, full = config.chunked_layers, config.layers - config.chunked_layers
+    assert chunked == 3 and full == 1  # every fourth layer is global
+    per_key = attention_flops_per_key(config, "decode")
+    assert decode_step(config, H100, 1, 100).attention_flops == per_key * (chunked * 5 + full * 101)  # position 101
+    n = 100  # two whole chunks and 4 tokens
+    keys = chunked * (2 * 48 * 49 / 2 + 4 * 5 / 2) + full * n * (n + 1) / 2
+    assert prefill_step(config, H100, n).attention_flops == attention_flops_per_key(config, "prefill") * keys

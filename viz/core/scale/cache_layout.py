@@ -32,7 +32,7 @@ from functools import lru_cache
 
 import torch
 
-from .model_config import ConfigError, ModelConfig, meta_model
+from .model_config import STATE_KINDS, ConfigError, ModelConfig, meta_model
 from ..text import brief
 
 LIBRARY_DTYPES = {"fp32": torch.float32, "fp16/bf16": torch.bfloat16}  # what a DynamicCache stores as-is
@@ -157,7 +157,12 @@ def state_bytes(config: ModelConfig, dtype: str = "fp16/bf16") -> int:
     vLLM keeps Mamba states in the model's dtype by default). 0 for a model without such layers."""
     if not config.state_layers:
         return 0
-    return sum(run.state_bytes for run in _run(config.canonical, 3, layout_dtype(dtype)))
+    runs = _run(config.canonical, 3, layout_dtype(dtype))
+    empty = sum(kind in STATE_KINDS and not run.state_bytes for kind, run in zip(config.layer_kinds, runs))
+    if empty:  # RecurrentGemma keeps its recurrence in its own modules: counting 0 would be wrong
+        raise ConfigError(f"{empty} of the {config.state_layers} linear-attention or state-space layers keep their "
+                          "state outside transformers' cache layers, where kvlab cannot measure it")
+    return sum(run.state_bytes for run in runs)
 
 
 @lru_cache(maxsize=32)
