@@ -21,7 +21,8 @@ import torch
 from ..core.engine.explain import NEAR_ZERO, fmt
 from ..core.lessons.glossary import Term, terms_in
 from .meanings import (BLACK, BLUE, FREE, GREEN, INK, LEFT_OUT, MASKED, MEANINGS, ORANGE, PURPLE, RESERVED,
-                       SERIES, SKY, VERMILLION, YELLOW, Meaning, hatch, meaning, series)
+                       SERIES, SKY, VERMILLION, YELLOW, Meaning, hatch, legend_item, legend_marker, meaning, outline,
+                       pattern_marks, series)
 
 # The colours and what each means live in one table (viz.figures.meanings), imported from here by
 # every figure module; GOLD and RED are the older names of two of them.
@@ -202,55 +203,6 @@ def rect(x0: float, x1: float, y0: float, y1: float, color: str, width: int = 3,
          ref: tuple[str, str] = ("x", "y")) -> dict:
     return dict(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, xref=ref[0], yref=ref[1],
                 line=dict(color=color, width=width))
-
-
-def _look(name: str, label: str | None) -> tuple[Meaning, str]:
-    """A meaning and the legend words for it: its label, or one of the other words it may go by."""
-    look = MEANINGS[name]
-    label = look.label if label is None else label
-    if label not in look.labels:
-        raise ValueError(f"{label!r} is not a word for {name!r}: say one of {look.labels}")
-    return look, label
-
-
-def outline(name: str, x0: float, x1: float, y0: float, y1: float, width: int = 3,
-            ref: tuple[str, str] = ("x", "y")) -> dict:
-    """A rectangle drawn in the colour and dash of the meaning ``name``."""
-    shape = rect(x0, x1, y0, y1, MEANINGS[name].color, width, ref)
-    shape["line"]["dash"] = MEANINGS[name].dash
-    return shape
-
-
-def legend_marker(name: str, label: str | None = None, filled: bool = False) -> go.Scatter:
-    """A Plotly legend entry for the meaning ``name`` (an outline, or with ``filled`` a filled
-    square; a patterned meaning shows its pattern's mark): shapes and cell colours have no legend
-    entry of their own."""
-    look, label = _look(name, label)
-    symbol = _PATTERN_SYMBOLS.get(look.pattern, "square" if filled else "square-open")
-    return go.Scatter(x=[None], y=[None], mode="markers", name=label, hoverinfo="skip",
-                      marker=dict(symbol=symbol, size=14, color=look.color,
-                                  line=dict(width=3 if not filled or look.pattern else 1, color=look.color)))
-
-
-_PATTERN_SYMBOLS = {"/": "line-ne-open", "\\": "line-nw-open", "x": "x-thin-open"}
-
-
-def pattern_marks(name: str, x: Sequence[float], y: Sequence[float], size: int = 22,
-                  ref: tuple[str, str] = ("x", "y"), label: str | None = None) -> go.Scatter:
-    """The pattern of the meaning ``name`` laid over heatmap cells (a heatmap cell has no fill
-    pattern): one mark per cell at (x, y), named for the legend."""
-    look, label = _look(name, label)
-    return go.Scatter(x=list(x), y=list(y), mode="markers", name=label, hoverinfo="skip", xaxis=ref[0], yaxis=ref[1],
-                      marker=dict(symbol=_PATTERN_SYMBOLS[look.pattern], size=size, color=look.color,
-                                  line=dict(width=4, color=look.color)))
-
-
-def legend_item(name: str, label: str | None = None, filled: bool = False) -> dict:
-    """A board legend entry (``viz/ui/board``) for the meaning ``name``: an outlined swatch, or a
-    filled one (its pattern drawn, for a patterned meaning)."""
-    look, label = _look(name, label)
-    filled = filled or bool(look.pattern)
-    return {"label": label, "color": hatch(name) if look.pattern else look.color, "fill": filled}
 
 
 def grid(rows: int, cols: int, titles: Sequence[str] = (), *, hspace: float = 0.06, vspace: float = 0.12,

@@ -13,13 +13,18 @@ visitor with a colour-vision deficiency and for the back row of a lecture hall:
 Series (the things a line or bar chart compares: decode modes, models, runs, requests) take the
 :data:`SERIES` colours in order, each with its own dash, so two lines differ by more than hue.
 A colour marks one meaning per figure (a test holds every figure to it); the series colours repeat
-across charts, identified by each chart's legend. This module decides looks only; the terms in the
-legends are defined in the glossary (:mod:`viz.core.lessons.glossary`).
+across charts, identified by each chart's legend. Figures draw a meaning only through the helpers at
+the end (an outline, a Plotly or board legend entry, a pattern over heatmap cells), which refuse
+legend words the table does not list; the terms in the legends are defined in the glossary
+(:mod:`viz.core.lessons.glossary`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
+
+import plotly.graph_objects as go
 
 # Okabe and Ito (2008), "Color Universal Design"
 ORANGE = "#E69F00"
@@ -105,3 +110,52 @@ def hatch(name: str, under: str = "#ffffff") -> str:
     if look.pattern == "x":
         return f"repeating-linear-gradient(-45deg, {look.color} 0 2px, transparent 2px 7px), {stripes}"
     return stripes
+
+
+# -- drawing a meaning: an outline, a legend entry (Plotly or board), a pattern over cells ----------
+def _look(name: str, label: str | None) -> tuple[Meaning, str]:
+    """A meaning and the legend words for it: its label, or one of the other words it may go by."""
+    look = MEANINGS[name]
+    label = look.label if label is None else label
+    if label not in look.labels:
+        raise ValueError(f"{label!r} is not a word for {name!r}: say one of {look.labels}")
+    return look, label
+
+
+def outline(name: str, x0: float, x1: float, y0: float, y1: float, width: int = 3,
+            ref: tuple[str, str] = ("x", "y")) -> dict:
+    """A rectangle drawn in the colour and dash of the meaning ``name``."""
+    return dict(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, xref=ref[0], yref=ref[1],
+                line=dict(color=MEANINGS[name].color, width=width, dash=MEANINGS[name].dash))
+
+
+def legend_marker(name: str, label: str | None = None, filled: bool = False) -> go.Scatter:
+    """A Plotly legend entry for the meaning ``name`` (an outline, or with ``filled`` a filled
+    square; a patterned meaning shows its pattern's mark): shapes and cell colours have no legend
+    entry of their own."""
+    look, label = _look(name, label)
+    symbol = _PATTERN_SYMBOLS.get(look.pattern, "square" if filled else "square-open")
+    return go.Scatter(x=[None], y=[None], mode="markers", name=label, hoverinfo="skip",
+                      marker=dict(symbol=symbol, size=14, color=look.color,
+                                  line=dict(width=3 if not filled or look.pattern else 1, color=look.color)))
+
+
+_PATTERN_SYMBOLS = {"/": "line-ne-open", "\\": "line-nw-open", "x": "x-thin-open"}
+
+
+def pattern_marks(name: str, x: Sequence[float], y: Sequence[float], size: int = 22,
+                  ref: tuple[str, str] = ("x", "y"), label: str | None = None) -> go.Scatter:
+    """The pattern of the meaning ``name`` laid over heatmap cells (a heatmap cell has no fill
+    pattern): one mark per cell at (x, y), named for the legend."""
+    look, label = _look(name, label)
+    return go.Scatter(x=list(x), y=list(y), mode="markers", name=label, hoverinfo="skip", xaxis=ref[0], yaxis=ref[1],
+                      marker=dict(symbol=_PATTERN_SYMBOLS[look.pattern], size=size, color=look.color,
+                                  line=dict(width=4, color=look.color)))
+
+
+def legend_item(name: str, label: str | None = None, filled: bool = False) -> dict:
+    """A board legend entry (``viz/ui/board``) for the meaning ``name``: an outlined swatch, or a
+    filled one (its pattern drawn, for a patterned meaning)."""
+    look, label = _look(name, label)
+    filled = filled or bool(look.pattern)
+    return {"label": label, "color": hatch(name) if look.pattern else look.color, "fill": filled}
