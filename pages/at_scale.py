@@ -9,8 +9,8 @@ from viz.core.scale.count import read_model
 from viz.core.scale.gpus import DEFAULT_GPU, GPU_BY_NAME
 from viz.core.scale.memory import (DEFAULT_RESERVE_GIB, DEFAULT_UTILIZATION, DTYPE_BITS, KIB, MAX_BATCH, MAX_GPUS,
                              MAX_TOKENS, WEIGHT_BITS, MemoryConfigError, beyond_context, by_dtype, cache_memory, curve_span,
-                             fits_by_gpu, format_bytes, gpu_fit, kv_split, memory_curve, parallel_note, per_token_ratio,
-                             toy_cache_memory)
+                             fits_by_gpu, format_bytes, gpu_fit, kv_split, latent_note, memory_curve, parallel_note,
+                             per_token_ratio, toy_cache_memory)
 from viz.core.scale.model_config import (ATTENTION_LABELS, DEFAULT_MODEL, MAX_CONFIG_BYTES, ConfigError, preset,
                                    preset_names, preset_text)
 from viz.core.scale.roofline import (MAX_SWEEP, batch_sweep, cache_overtakes, context_overtakes, decode_step,
@@ -112,7 +112,8 @@ except MemoryConfigError as err:
     gpus = 1
 
 st.markdown(f"**{md_escape(config.name)}** · {figures.config_summary(memory)}")
-st.caption(f"{ATTENTION_LABELS[config.attention]}. Source: {md_escape(config.source or 'your config.json')}")
+st.caption(f"{ATTENTION_LABELS[config.attention]}. Source: {md_escape(config.source or 'your config.json')}"
+           + (f". {latent_note(config)}" if latent_note(config) else ""))
 
 cache_tab, library_tab, gpu_tab, roof_tab = st.tabs(
     ["Cache memory", "transformers' own count", "On GPUs", "What limits a decode step"], key=TAB, on_change="rerun")

@@ -143,3 +143,14 @@ def test_a_multimodal_config_uses_its_text_decoder():
 def test_presets_are_listed_in_order():
     """The preset list starts with GPT-2 and contains every named file."""
     assert preset_names()[0] == "GPT-2 small" and len(preset_names()) == len(PRESET_FILES)
+
+
+def test_the_transformers_dependency_is_bounded_to_the_releases_taught():
+    """MLA's latent, the cache layer types and the fixed states are what transformers 5 keeps; 4.x cached DeepSeek's
+    expanded K/V, 71× more, so pyproject.toml allows only the 5.x releases from the one the tests check."""
+    import tomllib
+
+    from viz.core.scale.model_config import CONFIG_DIR
+
+    project = tomllib.loads((CONFIG_DIR.parents[3] / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "transformers>=5.24,<6" in project["project"]["dependencies"]

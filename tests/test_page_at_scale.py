@@ -269,6 +269,8 @@ def test_mla_under_tensor_parallelism_teaches_data_parallel_attention(at):
     rerun(at)
     info = " ".join(i.value for i in at.info)
     assert "data-parallel attention" in info and "--enable-dp-attention" in info
+    caption = " ".join(c.value for c in at.caption)  # and the latent is what current engines cache (misleading 7)
+    assert "transformers 4.x cached the expanded per-head K and V, 71× more" in caption
 
 
 def test_the_transformers_tab_shows_the_prefill_peak(at):

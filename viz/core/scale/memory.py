@@ -331,3 +331,15 @@ def parallel_note(config: ModelConfig, fit: GpuFit) -> ParallelNote:
                   f"them. The {gpus} GPUs then hold distinct sequences, up to about {fit.pooled_sequences:,} "
                   f"instead of {fit.sequences:,} (less the attention weights each GPU then keeps whole).")
     return ParallelNote(split, remedy)
+
+
+def latent_note(config: ModelConfig) -> str:
+    """For MLA: the latent is what serving engines and transformers 5 cache, and what an older transformers
+    cached instead (the expanded per-head K and V). "" for other models."""
+    if config.attention != "MLA":
+        return ""
+    expanded = config.mha_elements_per_token_layer / config.elements_per_token_layer
+    return (f"The cache holds MLA's latent ({config.latent_dim} + {config.rope_dim} numbers per token and layer), "
+            "as vLLM, SGLang and transformers 5 keep it (transformers' DeepseekV3Attention caches the latent since "
+            f"PR #47761); transformers 4.x cached the expanded per-head K and V, {expanded:,.0f}× more. kvlab "
+            "requires the transformers releases whose behaviour it teaches (pyproject.toml).")
