@@ -373,8 +373,8 @@ def _text(value: Any) -> str:
 
 
 def plain_table(table: pd.DataFrame | dict, label: str) -> dict:
-    """A small table as the plain table component draws it (``viz/ui/table.js``): column names, every
-    cell as text, which columns are numbers (right-aligned), and ``label`` for screen readers."""
+    """A small table as ``viz.ui.widgets.table`` shows it (``st.table``): column names, every cell as
+    text, which columns are numbers, and ``label`` for screen readers."""
     table = pd.DataFrame(table)
     numeric = [pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
                for dtype in table.dtypes]
@@ -426,9 +426,9 @@ def _delta(stat: Stat) -> dict | None:
 
 
 def stats_row(stats: Sequence[Stat], label: str) -> dict:
-    """A row of labelled figures as the plain table component draws it in its stats layout
-    (``viz/ui/table.js``): each stat's label, value as text (numbers as in :func:`plain_table`),
-    delta (see :func:`_delta`) and help; ``label`` names the row for screen readers."""
+    """A row of labelled figures as ``viz.ui.widgets.stats`` shows it (``st.metric``s): each stat's
+    label, value as text (numbers as in :func:`plain_table`), delta (see :func:`_delta`) and help;
+    ``label`` names the row."""
     return {"layout": "stats", "label": label,
             "stats": [{"label": str(s.label), "value": _text(s.value), "delta": _delta(s), "help": str(s.help)}
                       for s in stats]}
