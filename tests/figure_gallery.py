@@ -19,7 +19,8 @@ from viz.core.engine.cost import Bandwidth, CostMeasurement, DecodePoint, Prefil
 from viz.core.engine.model import WorkCounts
 from viz.core.lessons.lesson import decode_frame, prefill_frame
 from viz.core.lessons.tour import TOUR_SERVER, tour_workload
-from viz.core.real.model import CacheComparison
+from viz.core.real.model import CacheComparison, CacheSnapshot, LayerCache
+from viz.core.real.rules_match import match_heads
 from viz.core.scale.gpus import DEFAULT_GPU, GPU_BY_NAME
 from viz.core.scale.memory import cache_memory, gpu_fit, memory_curve
 from viz.core.scale.model_config import DEFAULT_MODEL, preset, preset_names
@@ -107,8 +108,15 @@ def _real() -> list[tuple[str, object, str | None]]:
     pieces = ["The", " sky", " is", " very", " blue"]
     comparison = CacheComparison(prompt_len=3, cached_ids=[1, 2], uncached_ids=[1, 2], max_abs_diff=[0.0, 1e-6, 2e-6],
                                  seq_lens=[4, 5], cached_seconds=[0.01, 0.011], uncached_seconds=[0.02, 0.03])
+    norms = torch.rand(2, 5, generator=generator)  # (kv_heads, seq)
+    layer = LayerCache(0, "DynamicLayer", (1, 2, 5, 4), (1, 2, 5, 4), 160, 160, norms)
+    snap = CacheSnapshot([layer], 5, 4, 160, 160, 160, 160, "formula")
+    matches = match_heads(attentions, pieces)
     return [
         ("real attention grid", real.attention_grid(attentions, [0, 1], (0, 1)), QK),
+        ("key norms", real.key_norms_figure(snap, 0, pieces), MATRIX),
+        ("heads against rules", real.scores_figure(matches, matches.heads[0].label), MATRIX),
+        ("head against its rule", real.head_vs_rule_figure(attentions, matches, 0, 1, pieces), QK),
         ("real attention detail", real.attention_detail(attentions, pieces, 1, 0), QK),
         ("top k", real.top_k_figure([(" blue", 0.5), (" clear", 0.3), (" dark", 0.2)], " is", 0), None),
         ("GQA", real.gqa_figure(8, 2), None),
