@@ -46,7 +46,8 @@ def test_the_heavy_class_reports_growth_per_visitor_and_the_observers_ratio():
     seed = heavy_round("seed", [0.1, 0.2, 0.3], 0.5, before=300.0, held=305.0)
     heavy = heavy_round("heavy", [0.2, 0.5, 0.6], 0.75, before=300.0, held=500.0)
     assert heavy.summary()["grew_mb"] == 200.0 and heavy.summary()["grew_per_visitor_mb"] == 20.0
-    assert compare(seed, heavy) == {"observer_first_view_ratio": 1.5, "observer_click_p50_ratio": 2.5}
+    assert compare(seed, heavy) == {"observer_first_view_ratio": 1.5, "observer_click_p50_ratio": 2.5,
+                                    "observer_click_p95_ratio": 2.0}
 
 
 def test_the_heavy_links_are_the_worst_views_on_each_page():

@@ -3,8 +3,8 @@
 ``python -m viz.tools.worst_case [--pages decode prefill …] [--json FILE]`` builds share links at the
 scenario limits (512 tokens, 16 heads, d_k = 1024, the largest rules, 64 words, step 256) in two
 flavours, one heavy on matrix work and one heavy on rule evaluation, and opens each on each page
-(Decode in all three modes; Memory also at its heaviest settings, :data:`VIEWS`) through Streamlit's AppTest, each case in a fresh process: the whole
-script run (frame, page, engine, figures, protos) is timed and the process's peak resident memory
+(Decode in all three modes; Memory also at its heaviest settings, :data:`VIEWS`) through Streamlit's
+AppTest, each case in a fresh process: the whole script run (frame, page, engine, figures, protos) is timed and the process's peak resident memory
 is compared with what it held after a warm-up run of the seed. The goal (docs/design.md, "The work
 budget"): every case under 10 s and 500 MB on the 2-core machine kvlab is developed on.
 

@@ -16,6 +16,12 @@ the cores from everyone else together, so this module bounds them as one process
   has been idle for :data:`IDLE_S`, the least recently used are dropped (``drop()``); their visitor's
   next click recomputes them within the work budget.
 
+* **Freed memory goes back** (:func:`return_large_frees`, once, when this module is imported): glibc
+  keeps freed blocks of up to 32 MB in each thread's heap for reuse once it has seen one freed (its
+  dynamic mmap threshold), so every script thread would hold the largest tensors it ever freed. A fixed
+  128 KB threshold maps each large tensor on its own and unmaps it when freed. Ten visitors on the worst
+  Decode link grew the server by 310–433 MB without it and 130 MB with it (docs/hosting.md).
+
 Per-visitor objects stay in ``st.session_state``; this module holds only weak references to them.
 What it does not do: estimate work (viz.core.engine.budget) or decide what a page shows.
 """
@@ -24,6 +30,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import ctypes
+import ctypes.util
 import os
 import sys
 import threading
@@ -40,6 +48,7 @@ HEAVY_SLOTS = max(1, (os.cpu_count() or 2) // 2)  # heavy reruns at once: half t
 WAIT_S = 30.0  # the longest a heavy rerun waits for a slot
 KEPT_BYTES = 192 * MIB  # what every session's recomputable state may keep together
 IDLE_S = 600.0  # recomputable state unused this long is dropped at the next rerun of anyone
+MMAP_THRESHOLD = 128 * 1024  # bytes: larger blocks are mapped on their own and given back when freed
 HEAVY_SWITCH_S = 0.0005  # the interpreter's switch interval while a heavy rerun runs (Python's default: 5 ms)
 BUSY = ("The server is busy with other large scenarios, so this one waits its turn ({ahead} ahead of it); "
         "small ones, such as the seed, go first.")
@@ -169,3 +178,19 @@ LEDGER = _Ledger(KEPT_BYTES, IDLE_S)
 def keep(holder: Droppable, nbytes: int) -> None:
     """``holder`` (a session's recomputable state) was just used and holds ``nbytes``."""
     LEDGER.keep(holder, nbytes)
+
+
+def return_large_frees() -> bool:
+    """Fix glibc's mmap threshold at :data:`MMAP_THRESHOLD` (mallopt M_MMAP_THRESHOLD), unless the host
+    set ``MALLOC_MMAP_THRESHOLD_`` itself; True if the threshold is fixed (False off glibc)."""
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return True
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        return bool(libc is not None and libc.mallopt(-3, MMAP_THRESHOLD))  # -3: M_MMAP_THRESHOLD
+    except (OSError, AttributeError):  # not glibc (macOS, musl without mallopt): its own policy stands
+        return False
+
+
+ALLOCATOR_FIXED = return_large_frees()
