@@ -37,7 +37,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from ..core.classroom import open_store
 from ..core.engine.presets import load_preset
 from ..core.engine.share import View, encode_view
-from .loadtest import percentile, serving
+from .loadtest import _warm, percentile, serving
 from .protocol import ProtocolSession, run_in_thread
 from .redis_server import RedisServer
 from .server import ROOT
@@ -235,9 +235,11 @@ async def _lesson(base: str, pids: list[int], students: int, steps: int, gap_s: 
     screens = [Screen(base, timeout_s) for _ in range(students)]
     ids = [store.join(started.code, f"s{i}") for i in range(students)]
     await asyncio.gather(*(s.open(urlencode({"class": started.code, "as": i})) for s, i in zip(screens, ids)))
-    await asyncio.gather(*(s.until(lambda s=s: s.shown("s") is not None and s.log.page_hash == s.log.pages.get("decode"),
-                                   timeout_s) for s in screens))
-    result: dict = {"own": [], "away": [], "errors": []}
+    arrived = await asyncio.gather(*(s.until(lambda s=s: s.shown("s") is not None
+                                             and s.log.page_hash == s.log.pages.get("decode"), timeout_s)
+                                     for s in screens), return_exceptions=True)
+    result: dict = {"own": [], "away": [], "errors": [f"a student's screen did not follow the teacher to Decode"
+                                                      for got in arrived if isinstance(got, BaseException)]}
     rng = random.Random(0)
     explorers = asyncio.gather(*(_student(s, random.Random(i), rng.uniform(1, steps * gap_s - 6), result)
                                  for i, s in enumerate(screens)), return_exceptions=True)
@@ -267,14 +269,18 @@ async def _vote(store, started, teacher: Screen, screens: list[Screen], ids: lis
     """The tour's first question: every student votes at the same moment; the store must count each once."""
     await teacher.send(page_hash=teacher.log.pages["tour"])
     await teacher.click("kv_tour_step_forward")
-    await asyncio.gather(*(s.until(lambda s=s: s.shown("tour") == "2" and "tour_answer_0" in s.radios, timeout_s)
-                           for s in screens))
-    chosen = [i % 2 for i in range(len(screens))]
-    outcomes = await asyncio.gather(*(s.choose("tour_answer_0", c) for s, c in zip(screens, chosen)),
+    arrived = await asyncio.gather(*(s.until(lambda s=s: s.shown("tour") == "2" and "tour_answer_0" in s.radios,
+                                             timeout_s) for s in screens), return_exceptions=True)
+    voters = [(s, i) for s, i, got in zip(screens, ids, arrived) if not isinstance(got, BaseException)]
+    result["errors"] += [f"a student's screen did not follow to the question (it shows page {s.log.page_hash[:6]}, "
+                         f"tour {s.shown('tour')}, step {s.shown('step')})" for s, got in zip(screens, arrived)
+                         if isinstance(got, BaseException)]
+    chosen = [n % 2 for n in range(len(voters))]
+    outcomes = await asyncio.gather(*(s.choose("tour_answer_0", c) for (s, _), c in zip(voters, chosen)),
                                     return_exceptions=True)
     result["errors"] += [f"voting: {type(o).__name__}: {o}" for o in outcomes if isinstance(o, BaseException)]
     counted = store.tally(started.code, 0).counts
-    mine = [store.my_vote(started.code, i, 0) for i in ids]
+    mine = [store.my_vote(started.code, i, 0) for _, i in voters]
     await teacher.click("tour_reveal_button_0")
     lost = sum(1 for got, sent in zip(mine, chosen) if got != sent)
     return {"sent": len(chosen), "counted": sum(counted), "lost": lost,
@@ -292,7 +298,9 @@ def run_class(students: int = 30, processes: int | None = None, store: str = "sq
     folder.mkdir(parents=True, exist_ok=True)
     os.environ["KVLAB_STORE"] = redis.url if redis else f"sqlite:///{folder / f'classes-{time.time_ns()}.sqlite3'}"
     try:
-        with serving(None, processes) as (base, pids, _):
+        with serving(None, processes) as (base, pids, backends):
+            for backend in backends:  # imports, caches and first page builds of every process
+                run_in_thread(_warm(backend, timeout_s))
             got = run_in_thread(_lesson(base, pids, students, steps, gap_s, timeout_s, quiet_s))
     finally:
         os.environ.pop("KVLAB_STORE") if saved is None else os.environ.update(KVLAB_STORE=saved)
