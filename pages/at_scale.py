@@ -127,7 +127,9 @@ with gpu_tab:
         "outside is left to other processes, not to activations. Memory is what the driver reports, less than "
         "the size on the box.")
     cols = st.columns(2)
-    usable = cols[0].slider("gpu_memory_utilization", 0.5, 1.0, DEFAULT_UTILIZATION, 0.01, key=USABLE)
+    usable = cols[0].slider("gpu_memory_utilization", 0.5, 1.0, DEFAULT_UTILIZATION, 0.01, key=USABLE,
+                            help=f"vLLM's CacheConfig.gpu_memory_utilization (vllm/config/cache.py): "
+                                 f"{DEFAULT_UTILIZATION} by default, 0.9 in earlier releases.")
     reserve = cols[1].number_input("Activation peak + CUDA graphs per GPU (GiB)", 0.0, 1024.0, DEFAULT_RESERVE_GIB,
                                    0.25, key=RESERVE,
                                    help="An assumption: vLLM's start-up log prints both figures for your model "
@@ -161,8 +163,9 @@ with gpu_tab:
     gpu_table = figures.gpu_table(fits_by_gpu(memory, gpus, weights_dtype, usable, reserve))
     st.dataframe(gpu_table, hide_index=True, width="stretch",  # every header in full
                  column_config={c: st.column_config.Column(width=w) for c, w in header_widths(gpu_table).items()})
-    st.caption("Memory: nvidia-smi's total (rocm-smi for the MI300X), with sources in viz/core/scale/gpus.py; the "
-               "README lists them.")
+    st.caption(f"{gpu.name}: {gpu.memory_mib:,} MiB, {gpu.bandwidth / 1e12:g} TB/s, {gpu.fp16 / 1e12:g} TFLOP/s dense "
+               f"fp16/bf16. Sources: {md_escape(gpu.source)}. Memory is nvidia-smi's total (rocm-smi for the "
+               "MI300X); docs/scale.md lists every card's sources.")
 
 with cache_tab:
     state_help = (f": K/V {format_bytes(memory.bytes_per_sequence)} + fixed state "
@@ -250,7 +253,8 @@ with library_tab:
 with roof_tab:
     st.markdown("Each decode step reads **all the weights** once and **every sequence's KV cache** once, and "
                 "does about two FLOPs per weight per sequence. Whether the bytes or the arithmetic take longer "
-                "decides what limits it (vendor peak figures, per GPU; sources in the README).")
+                f"decides what limits it (vendor peak figures, dense, per GPU: {md_escape(gpu.source)}; "
+                "docs/scale.md lists them all).")
     prefill_tokens = int(st.number_input("Prompt length for prefill (tokens)", 1, MAX_TOKENS,
                                          value=min(tokens, config.max_context), key=PREFILL))
     step = decode_step(config, gpu, batch, tokens, weights_dtype, dtype, gpus)
