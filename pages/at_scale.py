@@ -193,7 +193,7 @@ with cache_tab:
     curves = [(config.name, memory_curve(config, span, dtype, batch))]
     curves += [(n, memory_curve(preset(n), span, dtype, batch)) for n in compare]
     plot(figures.memory_curve_figure(curves, tokens, fit.capacity_bytes if fit.weights_fit else None,
-                                     config.max_context), key="scale_curve")
+                                     config.max_context, memory.state_bytes_per_sequence * batch), key="scale_curve")
     st.markdown("**Every cache dtype**")
     st.dataframe(figures.dtype_table(by_dtype(memory)), hide_index=True, width="stretch")
     st.subheader("The toy, measured by the engine")

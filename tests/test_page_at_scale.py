@@ -242,6 +242,9 @@ def test_a_hybrid_shows_its_fixed_state_as_its_own_part(at):
     assert "2 · 2 layers" in text and "fixed state of" in text and "6 linear-attention" in text
     split = figure(at, "Where the")
     assert "fixed state of the batch" in [trace["name"] for trace in split["data"]]
+    curve = figure(at, "Cache memory grows")  # the state drawn flat under the growing K/V
+    flat = [shape for shape in curve["layout"]["shapes"] if shape["y0"] == shape["y1"]]
+    assert any(abs(shape["y0"] - memory.state_bytes_per_sequence / 1024**3) < 1e-12 for shape in flat)
 
 
 def test_the_roofline_names_memory_first_and_one_sequence(at):

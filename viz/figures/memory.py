@@ -40,9 +40,11 @@ def _layout(fig: go.Figure, title: str, height: int, *, legend: bool = True, top
 
 # -- at scale -------------------------------------------------------------------------------
 def memory_curve_figure(curves: Sequence[tuple[str, MemoryCurve]], tokens: int,
-                        budget_bytes: int | None = None, max_context: int | None = None) -> go.Figure:
+                        budget_bytes: int | None = None, max_context: int | None = None,
+                        state_bytes: int = 0) -> go.Figure:
     """Cache of the batch (GiB) against context length, one line per model; what the GPUs can hold
-    for the cache as a dashed line, the chosen length as a dotted one."""
+    for the cache as a dashed line, the chosen length as a dotted one; the first model's fixed state
+    (linear-attention and state-space layers), which the curve includes, as a flat line under it."""
     fig = go.Figure()
     for i, (name, curve) in enumerate(curves):
         fig.add_trace(go.Scatter(
@@ -65,8 +67,13 @@ def memory_curve_figure(curves: Sequence[tuple[str, MemoryCurve]], tokens: int,
     if max_context is not None and max_context != tokens:
         fig.add_vline(x=max_context, line=dict(color=GREY, dash="dot"),
                       annotation_text="trained context", annotation_position="bottom right")
+    if state_bytes:  # the part that does not grow, against the K/V that does
+        fig.add_hline(y=state_bytes / GIB, line=dict(color=SERIES[3], dash="dashdot"),
+                      annotation_text=f"fixed state of the batch: {format_bytes(state_bytes)}, at any length",
+                      annotation_position="bottom right")
     fig.update_xaxes(title="context length (tokens per sequence)", rangemode="tozero")
-    fig.update_yaxes(title="KV cache of the batch (GiB)", rangemode="tozero")
+    fig.update_yaxes(title="K/V + fixed state of the batch (GiB)" if state_bytes else "KV cache of the batch (GiB)",
+                     rangemode="tozero")
     return _layout(fig, "Cache memory grows with every token of context", 420)
 
 
