@@ -32,7 +32,7 @@ from .worst_case import worst_scenarios
 
 MAX_VISITORS = 30
 HEAVY_PAGES = ("decode", "prefill", "memory", "serving")
-OBSERVER_CLICKS = 5
+OBSERVER_CLICKS = 20  # at least: the seed round gets as many samples as a heavy one has in 10 s
 
 
 def heavy_links(pages: tuple[str, ...] = HEAVY_PAGES) -> list[str]:
