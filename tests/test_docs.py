@@ -34,11 +34,12 @@ def test_readme_library_example_runs_and_exports_figures(tmp_path, monkeypatch, 
 
 
 def test_readme_command_lines_run(tmp_path):
-    """Every line of the README's command-line block runs and exits 0 (the benchmark aside: it has its
-    own tests), in order, so `preset seed > seed.json` feeds the traces after it."""
+    """Every line of the README's command-line block runs from the repository root and exits 0 (the
+    benchmark aside: it has its own tests), in order, so `preset seed > seed.json` feeds the traces."""
     lines = [line.split("#", 1)[0].strip() for line in _section("Command line", "bash").splitlines()]
     lines = [line for line in lines if line and " bench" not in line]
     assert len(lines) >= 4
+    (tmp_path / "viz").symlink_to(ROOT / "viz")  # paths in the README are the repository's
     for line in lines:
         assert line.startswith("python -m viz ")
         command = f"{sys.executable} {line[len('python '):]}"
