@@ -103,7 +103,7 @@ gpus = int(row[1].number_input("GPUs (tensor parallel)", 1, MAX_GPUS, value=1, k
 weights_dtype = row[2].selectbox("Weights dtype", list(WEIGHT_BITS), key=WEIGHTS_DTYPE,
                                  help="Starts at what a server loads: the format the config's quantization_config "
                                       "names (DeepSeek-V3 fp8; gpt-oss MXFP4, 4.25 bits, for its experts only), else "
-                                      "16 bits: vLLM's --dtype auto serves a float32 checkpoint in bf16 too.")
+                                      "16 bits: vLLM's --dtype auto serves a float32 checkpoint in 16 bits too.")
 memory = cache_memory(config, tokens, dtype, batch)
 try:
     kv_split(config, gpus)

@@ -287,3 +287,18 @@ def test_the_transformers_tab_shows_the_prefill_peak(at):
     assert stat_value(at, "transformers: right after prefill") == format_bytes(42 * 8191 * per_token_layer)
     assert stat_value(at, "transformers: storage") == format_bytes((21 * 8192 + 21 * 4096) * per_token_layer)
     assert any("Memory runs out at that peak" in m.value for m in at.markdown)
+
+
+def test_a_model_without_attention_draws_every_tab(at):
+    """Mamba keeps no K/V: every tab draws (no division by zero), per sequence is its state, and the formula line
+    says no layer keeps K/V (issue 29, item 3)."""
+    own_config(at, json.dumps({"model_type": "mamba", "num_hidden_layers": 4, "hidden_size": 256, "state_size": 16,
+                               "expand": 2, "conv_kernel": 4, "vocab_size": 1024}))
+    at.number_input(key="scale_gpu_count").set_value(2)
+    at.session_state["scale_tab"] = "transformers' own count"
+    rerun(at)
+    assert not errors(at) and not at.exception
+    state = 4 * (512 * 4 * 2 + 512 * 16 * 4)
+    assert stat_value(at, "Per sequence") == stat_value(at, "Fixed state") == format_bytes(state)
+    text = " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert "no layer keeps K/V" in text and "none ·" in text
