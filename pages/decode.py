@@ -12,8 +12,10 @@ from viz.core.engine.division import divisions_by_zero
 from viz.core.engine.model import MODE_LABELS, MODES
 from viz.core.engine.explain import check_cache, narrate_step
 from viz.core.lessons.lesson import decode_frame
+from viz.core.lessons.stale import cache_note, repeat_note, stale_lesson
 from viz.core.engine.scenario import MAX_DECODE_STEPS
 from viz.figures import lesson as lesson_figures
+from viz.figures.stale import stale_figure
 from viz.figures import toy
 from viz.figures.base import Stat
 from viz.ui import guard, state
@@ -92,6 +94,7 @@ def decode_lesson() -> None:
     shown_step = len(shown.steps) - 1  # the step asked for, or as far as the work budget let this mode go
     compared = min(len(kv.steps), len(full.steps)) - 1  # the latest step both runs reached
     check = check_cache(kv, full, compared)
+    stale = stale_lesson(kv, full, check)
 
     controls(step)
     for note in dict.fromkeys(g.note for g in grants.values() if g.note):
@@ -106,8 +109,14 @@ def decode_lesson() -> None:
             if st.button(FIX, icon=":material/build:", help="Make every head cache-safe: each rule's n becomes q.pos"):
                 state.set_scenario(scenario.cache_safe())
                 st.rerun(scope="app")  # the sidebar's editors show the rules, so the whole app reruns
+            if stale.head != state.head():
+                st.button(stale.button, icon=":material/visibility:", on_click=state.set_head, args=(stale.head,),
+                          help="Show that head's attention and cache below, with the recomputed run beside it")
     else:
         st.info(narration, icon=":material/record_voice_over:")
+    repeating = repeat_note(shown, shown_step)
+    if repeating:
+        st.caption(md_escape(repeating))
     division_notices(divisions_by_zero(shown, shown_step))
 
     heads = scenario.head_names
@@ -131,6 +140,9 @@ def decode_lesson() -> None:
               if 0 < shown_step == step and (shown.mode != "kv" or compared >= step) else None)
     lesson_screen(frame, heads, head, newest_key=shown.mode == "kv",
                   turns=((after, STEP, "ArrowRight"), (before, BACK, "ArrowLeft")))
+    if stale is not None and stale.head == head:  # the stale-cache lesson, for the head concerned
+        st.markdown(md_escape(stale.why))
+        plot(stale_figure(stale), key="decode_stale")
 
     lazy_tabs(TABS, TAB, (lambda: compare(traces, check, step, compared), lambda: work(traces, step, compared),
                           lambda: text_and_table(shown, shown_step), lambda: replay(scenario, shown.mode, head),
@@ -155,8 +167,7 @@ def compare(traces, check, step: int, compared: int) -> None:
         for head in check.differing:
             st.markdown(md_escape(head.text))
     elif not all(kv.cacheable):
-        st.info("A head reads n, but at this step the stale keys do not change its context yet. Step on.",
-                icon=":material/info:")
+        st.info(md_escape(cache_note(check, kv.cacheable)), icon=":material/info:")
     else:
         st.success("Every head is cacheable, so the KV cache gives exactly what recomputation gives, "
                    "with far less work.", icon=":material/check_circle:")

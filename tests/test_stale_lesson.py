@@ -1,0 +1,105 @@
+"""Tier 1 and 2: the stale-cache lesson on Decode's lesson screen: a button shows the head concerned,
+one sentence says why, the cache and recomputation side by side with the stale keys marked by
+pattern and label, and nothing is said of stale keys at step 0."""
+
+from __future__ import annotations
+
+import pytest
+from apptest_helpers import figure, rerun
+
+from viz import generate, load_preset
+from viz.core.engine.explain import check_cache
+from viz.core.lessons.stale import cache_note, stale_lesson
+from viz.figures.meanings import MEANINGS
+from viz.figures.stale import stale_figure
+from viz.ui import state
+from viz.ui.common import md_escape
+
+SEED = load_preset("seed")
+
+
+def runs(steps: int):
+    return generate(SEED, steps + 1, "kv"), generate(SEED, steps + 1, "recompute")
+
+
+def test_the_seed_lesson_names_head_last_and_its_stale_key():
+    """Step 1: head 'last' (index 1), 'so' (position 4) stale, 6 with the cache against 7 recomputed."""
+    kv, full = runs(1)
+    lesson = stale_lesson(kv, full, check_cache(kv, full, 1))
+    assert (lesson.head, lesson.name, lesson.button) == (1, "last", "Show head 'last'")
+    assert lesson.stale == (3,) and lesson.keys[3].token == "so"
+    assert (lesson.keys[3].cached_match, lesson.keys[3].recomputed_match) == (True, False)
+    assert (lesson.cached_context, lesson.recomputed_context) == (pytest.approx(6.0), pytest.approx(7.0))
+    assert [k.cached_weight for k in lesson.keys] == pytest.approx([0, 0, 0, 0.5, 0.5], abs=1e-6)
+    assert [k.recomputed_weight for k in lesson.keys] == pytest.approx([0, 0, 0, 0, 1], abs=1e-6)
+    assert "reads n" in lesson.why and "n = 5" in lesson.why and lesson.why.count(".") == 1 + lesson.why.count("k.pos")
+
+
+def test_no_lesson_without_a_difference():
+    """At step 0, and for a cache-safe scenario, there is nothing stale to show."""
+    kv, full = runs(0)
+    assert stale_lesson(kv, full, check_cache(kv, full, 0)) is None
+    safe = load_preset("cache-safe")
+    kv, full = generate(safe, 3, "kv"), generate(safe, 3, "recompute")
+    assert stale_lesson(kv, full, check_cache(kv, full, 2)) is None
+
+
+def test_step_zero_does_not_speak_of_stale_keys_as_if_they_existed():
+    """Right after prefill the note says no key can be stale yet; a cache-safe scenario gets no note."""
+    kv, full = runs(0)
+    note = cache_note(check_cache(kv, full, 0), kv.cacheable)
+    assert "no cached key can be stale yet" in note and "do not change" not in note
+    safe = load_preset("cache-safe")
+    kv, full = generate(safe, 1, "kv"), generate(safe, 1, "recompute")
+    assert cache_note(check_cache(kv, full, 0), kv.cacheable) == ""
+
+
+def test_the_figure_marks_stale_cells_by_pattern_and_label():
+    """Two rows (cache, recomputed); each stale cell says 'stale' in its cached row, carries the
+    stale pattern and its outline, and the legend names it."""
+    kv, full = runs(2)
+    lesson = stale_lesson(kv, full, check_cache(kv, full, 2))
+    fig = stale_figure(lesson)
+    heat = fig.data[0]
+    assert list(heat.y) == ["with the KV cache", "recomputed"]
+    stale_cells = [c for c, k in enumerate(lesson.keys) if k.stale]
+    assert stale_cells == [3, 4]
+    assert all("stale" in heat.text[0][c] for c in stale_cells)
+    assert not any("stale" in t for c, t in enumerate(heat.text[0]) if c not in stale_cells)
+    marks = [t for t in fig.data if getattr(t, "mode", None) == "markers" and t.x and t.x[0] is not None]
+    assert len(marks) == 1 and len(marks[0].x) == 2 and marks[0].marker.color == MEANINGS["stale"].color
+    assert sum(s.line.color == MEANINGS["stale"].color for s in fig.layout.shapes) == 2
+    assert any(t.name == MEANINGS["stale"].label and t.showlegend is not False for t in fig.data)
+
+
+@pytest.fixture
+def decode(app):
+    app.switch_page("pages/decode.py").run()
+    assert not app.exception
+    return app
+
+
+def _button(at, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def test_decode_offers_the_head_and_shows_the_lesson(decode):
+    """Step 1 on the seed (head 'even' shown): the warning offers "Show head 'last'"; clicking it
+    selects that head and shows the sentence and the side-by-side figure."""
+    _button(decode, "Step").click().run()
+    assert decode.session_state[state.HEAD] == 0
+    _button(decode, "Show head 'last'").click().run()
+    assert decode.session_state[state.HEAD] == 1
+    assert not [b for b in decode.button if b.label == "Show head 'last'"]  # already shown
+    kv, full = runs(1)
+    lesson = stale_lesson(kv, full, check_cache(kv, full, 1))
+    assert md_escape(lesson.why) in [m.value for m in decode.markdown]
+    drawn = figure(decode, "Head 'last' at")
+    assert drawn["data"][0]["y"] == ["with the KV cache", "recomputed"]
+
+
+def test_step_zero_on_decode_has_no_stale_talk(decode):
+    """At step 0 no warning, no lesson button, and the comparison tab's note says nothing is stale yet."""
+    rerun(decode)
+    assert not decode.warning and not [b for b in decode.button if b.label.startswith("Show head")]
+    assert any("no cached key can be stale yet" in i.value for i in decode.info)

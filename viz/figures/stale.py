@@ -1,0 +1,37 @@
+"""The stale-cache lesson: one head's newest query over its keys, with the KV cache and recomputed,
+side by side (two rows), each stale key hatched, outlined and labelled 'stale' in its cell."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from ..core.lessons.stale import StaleLesson
+from .base import heatmap, labels, safe, short
+from .meanings import pattern_marks
+
+ROWS = ("with the KV cache", "recomputed")
+
+
+def stale_figure(lesson: StaleLesson) -> go.Figure:
+    """Weights of the newest query on every key, cache row over recomputed row; each cell says
+    whether the head's rule matched the key (as cached, as encoded again) and 'stale' where they differ."""
+    x = labels([k.token for k in lesson.keys])
+    z = torch.tensor([[k.cached_weight for k in lesson.keys], [k.recomputed_weight for k in lesson.keys]],
+                     dtype=torch.float64)
+    matches = [[k.cached_match for k in lesson.keys], [k.recomputed_match for k in lesson.keys]]
+    text = np.array([[("match" if m else "no match") + f"<br>{short(w)}" + ("<br><b>stale</b>" if k.stale and not i else "")
+                      for m, w, k in zip(row, weights, lesson.keys)]
+                     for i, (row, weights) in enumerate(zip(matches, z.tolist()))], dtype=object)
+    stale = [(0, c) for c, k in enumerate(lesson.keys) if k.stale]
+    title = (f"Head '{safe(lesson.name)}' at step {lesson.step}: the newest query's weights, context "
+             f"{short(lesson.cached_context)} with the cache, {short(lesson.recomputed_context)} recomputed")
+    fig = heatmap(z, x, list(ROWS), title, highlight_cells=stale, cells_mean="stale", annotate=True, height=230,
+                  axes=("key (columns)", "the newest query (rows: two runs)"),
+                  hover="%{y}<br>key %{x}<br>weight %{z:.4g}")
+    fig.data[0].text = text
+    marks = pattern_marks("stale", [x[c] for _, c in stale], [ROWS[0]] * len(stale), size=26)
+    marks.showlegend = False  # the outline's legend entry already names it
+    fig.add_trace(marks)
+    return fig
