@@ -12,6 +12,7 @@ from viz.core.serving.paged import MAX_BLOCK_SIZE, decode_together, same_outputs
 from viz.core.serving.sequence import Request
 from viz.core.engine.budget import grant_compare, grant_paged
 from viz.core.engine.scenario import MAX_DECODE_STEPS, ScenarioError
+from viz.core.engine.presets import varied_opening
 from viz.ui import state
 from viz.ui.common import header, lazy_tabs, md_escape, plot, stepper
 from viz.ui.board import board
@@ -44,7 +45,10 @@ TABS = ("Paged blocks", "Eviction and quantisation")
 header("Memory", "How serving systems fit more sequences into the same memory: paged blocks shared "
                  "between sequences, keys evicted, numbers stored in fewer bits — tried on the toy, "
                  "against the full cache.")
-scenario = state.scenario()
+opening = varied_opening(state.scenario(), "Memory")
+scenario = opening.scenario
+if opening.note:
+    st.caption(md_escape(opening.note))
 
 
 def paged() -> None:

@@ -7,7 +7,7 @@ import streamlit as st
 
 from viz.core.serving.flash import BLOCK_SIZES as TILE_SIZES
 from viz.core.serving.flash import MAX_FLASH_TOKENS, flash_attention, traffic_sweep
-from viz.core.engine.presets import sequence
+from viz.core.engine.presets import sequence, varied_opening
 from viz.core.scale.memory import format_bytes
 from viz.core.real.model import SHIPPED_MODELS, RealModelError, encode, load_model
 from viz.core.real.speculative import REAL_DRAFTS, speculate_real
@@ -168,7 +168,10 @@ def check_identical(runs: list[ServingRun]) -> None:
 
 header("Serving", "How a server decodes many requests at once: who computes in each iteration, how blocks "
                   "are shared and reclaimed, and two ways to make each token cheaper — on the toy's real tensors.")
-scenario = state.scenario()
+opening = varied_opening(state.scenario(), "Serving")
+scenario = opening.scenario
+if opening.note:
+    st.caption(md_escape(opening.note))
 refusal = serving_refusal(scenario)
 if refusal:
     st.info(md_escape(refusal), icon=":material/info:")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import pandas as pd
 from apptest_helpers import (board, boards, by_label, cells, errors, figure, move_range, on_page, plain_table, range_data,
@@ -16,13 +18,19 @@ from viz.core.serving.workload import Sharing
 from viz.ui import state
 from viz.ui.common import md_escape
 
+EDITED_SEED = replace(load_preset("seed"), title="The seed, retitled")
 PAGE = "pages/memory.py"
 
 
 @pytest.fixture
 def at(app):
     """The app, switched to the Memory page."""
-    return on_page(app, PAGE)
+    app = on_page(app, PAGE)
+    # a visitor's own scenario with the seed's heads: the unedited seed itself opens these pages on
+    # the varied preset (tests/test_lessons_vary.py), so the seed's n-reading head is tested edited
+    app.session_state[state.SCENARIO] = EDITED_SEED
+    app.session_state[state.VERSION] += 1
+    return rerun(app)
 
 
 def open_compress(at):

@@ -15,8 +15,10 @@ from viz.core.serving.scheduler import serve
 from viz.core.serving.explain import narrate_chunking, narrate_iteration, narrate_prefix, narrate_visit
 from viz.core.serving.speculative import DraftSpec, speculate
 from viz.core.serving.workload import PREEMPTION_NOTE, ServingConfig, Sharing, workload_preset
+from viz.ui import state
 from viz.ui.common import md_escape
 
+EDITED_SEED = replace(load_preset("seed"), title="The seed, retitled")
 PAGE = "pages/serving.py"
 SCENARIO = load_preset("seed").cache_safe()  # the app opens with the seed; the page uses its cache-safe form
 DEFAULT = ServingConfig(num_blocks=32)
@@ -25,7 +27,12 @@ DEFAULT = ServingConfig(num_blocks=32)
 @pytest.fixture
 def at(app):
     """The app, switched to the Serving page."""
-    return on_page(app, PAGE)
+    app = on_page(app, PAGE)
+    # a visitor's own scenario with the seed's heads: the unedited seed itself opens these pages on
+    # the varied preset (tests/test_lessons_vary.py), so the seed's n-reading head is tested edited
+    app.session_state[state.SCENARIO] = EDITED_SEED
+    app.session_state[state.VERSION] += 1
+    return rerun(app)
 
 
 def section(at, name: str):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .scenario import Scenario
 
 _SEED_VOCAB = [
@@ -134,9 +136,35 @@ _PRESETS: dict[str, dict] = {
         ],
         "sampling": {"strategy": "sample", "temperature": 0.7, "top_k": 2, "top_p": 1.0, "seed": 7},
     },
+    "your soup": {
+        "title": "Your soup is so …: words that vary",
+        "description": (
+            "Three heads that follow what was said: 'first' reads the first token, 'self' the newest "
+            "one and 'recent' the last three. Each new word's value feeds back through 'self' and "
+            "'recent', so greedy decoding changes its word from step to step ('hot salty hot good'), "
+            "and prompts that start with another word ('my', 'that', 'your') answer differently. "
+            "No rule reads n, so the keys can be cached, shared and evicted. Serving and Memory "
+            "open on it: with the seed every request would say 'nice' forever."
+        ),
+        "prompt": "this morning my friend said that your soup is so",
+        "values": [2, 8, 4, 6, 3, 9, 7, 5, 1, 3],
+        "d_k": 16,
+        "heads": [
+            {"name": "first", "rule": "k.pos == 1"},
+            {"name": "self", "rule": "k.pos == q.pos"},
+            {"name": "recent", "rule": "q.pos - k.pos <= 2"},
+        ],
+        "vocab": [
+            {"token": "good", "value": 4, "weights": [0.6, 0.7, 0.7]},
+            {"token": "hot", "value": 9, "weights": [1.0, 0.5, 0.8]},
+            {"token": "salty", "value": 2, "weights": [0.7, 0.9, 0.4]},
+            {"token": "thick", "value": 6, "weights": [0.7, 0.6, 0.3]},
+        ],
+    },
 }
 
 DEFAULT_PRESET = "seed"
+VARIED_PRESET = "your soup"  # where the pages about many requests, drafts and eviction open
 
 
 def preset_names() -> list[str]:
@@ -153,6 +181,26 @@ def load_preset(name: str) -> Scenario:
     if name not in _PRESETS:
         raise KeyError(f"unknown preset '{name}' (known: {', '.join(_PRESETS)})")
     return Scenario.from_dict(_PRESETS[name])
+
+
+@dataclass(frozen=True)
+class Opening:
+    """The scenario a page about many outputs shows, and why, when it is not the visitor's."""
+
+    scenario: Scenario
+    note: str  # one line saying the seed was swapped and why; "" when the visitor's scenario is shown
+
+
+def varied_opening(scenario: Scenario, page: str) -> Opening:
+    """The scenario ``page`` (Serving, Memory) shows: the visitor's own, except the unedited seed,
+    whose greedy output is one word repeated, so requests, drafts and eviction would all say 'nice'
+    and no control would change a word. Then the varied preset, with a line saying so."""
+    if matching_preset(scenario) != DEFAULT_PRESET:
+        return Opening(scenario, "")
+    varied = load_preset(VARIED_PRESET)
+    return Opening(varied, f"{page} opens on the scenario '{varied.title}': the seed's greedy output is "
+                           "'nice' over and over, so every request, draft and eviction would say the same "
+                           "word. Edit the seed or pick another scenario in the sidebar to use it here.")
 
 
 def sequence(scenario: Scenario, n: int) -> tuple[list[str], list[float]]:
