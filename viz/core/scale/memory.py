@@ -11,7 +11,10 @@ token and layer instead, so there is no factor 2: ``(latent + rope) · layers ·
 A sliding-window layer keeps only the last ``window`` tokens; models such as Gemma-2 alternate
 sliding and full layers, so only some layers stop growing. Which layer does what comes from the
 model's config.json as transformers reads it (:mod:`viz.core.scale.model_config`);
-:mod:`viz.core.scale.cache_layout` checks this formula against transformers' own cache.
+:mod:`viz.core.scale.cache_layout` checks this formula against transformers' own cache. A
+linear-attention or state-space layer (Qwen3-Next's Gated DeltaNet, Mamba) keeps no K/V but a
+fixed-size state per sequence, measured from transformers' cache and counted beside the K/V: a
+cache that grows with every token against a state that does not.
 
 On GPUs (:func:`gpu_fit`), memory is what the driver reports (:mod:`viz.core.scale.gpus`). A serving
 engine such as vLLM takes ``gpu_memory_utilization`` of it (0.92 by default in current vLLM, 0.9
@@ -19,7 +22,9 @@ in earlier releases) and, inside that share, keeps the weights, the activation p
 profiling pass and its CUDA graphs; the KV cache gets the rest. Under tensor parallelism each GPU
 holds 1/N of the weights but not always 1/N of the cache: K/V heads are split between the GPUs
 only while there are at least as many heads as GPUs (beyond that they are copied), and MLA's
-single latent is copied to every GPU.
+single latent is copied to every GPU (:func:`parallel_note` names the remedy, data-parallel
+attention). Weights are counted in the format a server loads (see
+:func:`viz.core.scale.model_config.served_weights`).
 
 Sizes are binary: 1 KiB = 1024 bytes, 1 GiB = 1024³ bytes (the vLLM paper's "800 KB per token" for
 OPT-13B is 819,200 bytes = 800 KiB).

@@ -3,13 +3,16 @@
 1. **Read** a Hugging Face ``config.json`` a person pasted or uploaded (:func:`read_config`): at most
    64 KiB, parsed with ``json`` (never executed), every size field checked against a cap *before*
    transformers sees it (a config class may build a list per layer), ``auto_map`` dropped (kvlab
-   never runs a model's own code); ``quantization_config`` only tells the weights' dtype. Every refusal is a
-   :class:`ConfigError` with one line.
+   never runs a model's own code); ``quantization_config`` only tells the served weights' format
+   (:func:`served_weights`). ``Infinity`` and ``NaN`` are read as transformers reads them. Every
+   refusal is a :class:`ConfigError` with one line.
 2. **Interpret** it with transformers' own configuration class for its ``model_type``
    (:func:`hf_config`), so defaults and derived fields (Gemma-2's alternating ``layer_types``,
    Qwen2's ``use_sliding_window``) are what transformers uses, and read the closed formula's inputs
-   from it (:func:`model_config`): layers and what each keeps (full, sliding window, shared with
-   another layer), query and K/V heads, head width, MLA's latent.
+   from it (:func:`model_config`): layers and what each keeps (full, sliding or chunked window,
+   shared with another layer, a fixed linear-attention or state-space state), query and K/V heads,
+   head width, MLA's latent. A layer type, a per-layer field or a state kvlab does not model is
+   refused, naming it.
 3. **Count** its parameters by building the model on PyTorch's meta device (:func:`meta_model`):
    shapes without storage, so a 671 B-parameter model costs no memory. The count is split into what
    a decode step reads in full, the token-embedding tables (read a row per token) and the routed
