@@ -279,8 +279,13 @@ async def _vote(store, started, teacher: Screen, screens: list[Screen], ids: lis
     outcomes = await asyncio.gather(*(s.choose("tour_answer_0", c) for (s, _), c in zip(voters, chosen)),
                                     return_exceptions=True)
     result["errors"] += [f"voting: {type(o).__name__}: {o}" for o in outcomes if isinstance(o, BaseException)]
-    counted = store.tally(started.code, 0).counts
-    mine = [store.my_vote(started.code, i, 0) for _, i in voters]
+    deadline = time.monotonic() + 10.0  # a vote whose run finished after its click's answer is late, not lost
+    while True:
+        counted = store.tally(started.code, 0).counts
+        mine = [store.my_vote(started.code, i, 0) for _, i in voters]
+        if mine == chosen or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.2)
     await teacher.click("tour_reveal_button_0")
     lost = sum(1 for got, sent in zip(mine, chosen) if got != sent)
     return {"sent": len(chosen), "counted": sum(counted), "lost": lost,

@@ -15,6 +15,7 @@ nobody who is not in a class.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass, replace
@@ -22,8 +23,8 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 
-from ..core.classroom import (JOIN_CHARS, LINK_CHARS, ClassError, ClassState, ClassStore, normalise, open_store,
-                              shown, store_address)
+from ..core.classroom import (JOIN_CHARS, LINK_CHARS, ClassError, ClassState, ClassStore, StoreUnavailable,
+                              normalise, open_store, shown, store_address)
 from ..core.engine.share import decode_view, encode_view
 from ..figures.classroom import join_qr_png, tally_lines
 from . import state
@@ -48,6 +49,7 @@ NICKNAME = "kv_class_nickname"
 JOIN_SCREEN = "kv_class_join_screen"  # the teacher's projector shows the big join screen
 PREFILL_POSITION = "prefill_position"  # pages/prefill.py's stepper key: a follower's position goes there too
 
+log = logging.getLogger("kvlab.app")
 POLL_S = float(os.environ.get("KVLAB_CLASS_POLL_S", "0.5"))
 TEACHER_POLL_S = 2.0  # the teacher's count of students and live votes
 SEEN_EVERY_S = 10.0
@@ -81,6 +83,10 @@ def _try(work, where: str = ""):
     """``work(store)``, or None with its refusal kept for the bar (a down store included)."""
     try:
         return work(_store())
+    except StoreUnavailable as err:
+        log.warning("class store: %s", err)
+        st.session_state[PROBLEM] = f"{where}{err}"
+        return None
     except ClassError as err:
         st.session_state[PROBLEM] = f"{where}{err}"
         return None

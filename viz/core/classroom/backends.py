@@ -50,16 +50,21 @@ PURGE_EVERY = 200  # about one write in this many also deletes the rows that hav
 
 class SQLiteBackend:
     """One SQLite file in WAL mode. A connection per operation: Streamlit runs each session's script
-    in threads that come and go, and opening a local file costs far less than a rerun."""
+    in threads that come and go, and opening a local file costs far less than a rerun. Writers wait
+    for each other up to ``busy_timeout_s``: under a full class a writer holding the lock may wait
+    for Python's GIL behind dozens of script threads, so the wait is generous."""
 
-    def __init__(self, path: str | Path, busy_timeout_s: float = 2.0):
+    def __init__(self, path: str | Path, busy_timeout_s: float = 10.0):
         self.path = str(path)
         self.busy_timeout_s = busy_timeout_s
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            with self._connect() as db:
+            db = self._connect()
+            try:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.executescript(SCHEMA)
+            finally:
+                db.close()
         except (sqlite3.Error, OSError) as err:
             raise StoreDown(f"the class store file {self.path} cannot be opened ({err})") from None
 
