@@ -15,7 +15,7 @@ from viz.core.scale.count import read_model, sequence_count
 from viz.core.scale.gpus import GPU_BY_NAME
 from viz.core.scale.memory import MIB, cache_memory, gpu_fit
 from viz.core.scale.model_config import ConfigError
-from viz.core.scale.roofline import decode_step, prefill_step
+from viz.core.scale.roofline import cache_overtakes, decode_step, prefill_step, weight_bytes
 from viz.figures.memory import config_summary, formula_text
 
 H100 = GPU_BY_NAME["H100 SXM"]
@@ -93,6 +93,9 @@ def test_a_model_without_attention_is_counted_not_divided_by_zero():
     assert fit.sequences == fit.cache_budget_bytes // fit.sequence_bytes > 0
     assert decode_step(config, H100, 8, 4096).cache_bytes == 8 * count.state_bytes
     assert prefill_step(config, H100, 4096).attention_flops == 0
+    # the state is read every step: it outweighs the weights from a batch of weights / state, at any length
+    assert cache_overtakes(config, 4096) == cache_overtakes(config, 10) == -(-weight_bytes(config, 1, "fp16/bf16")
+                                                                             // count.state_bytes)
 
 
 def test_prefill_peak_is_the_whole_prompt_in_every_layer():

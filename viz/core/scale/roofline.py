@@ -246,11 +246,11 @@ def batch_sweep(config: ModelConfig, gpu: Gpu, context: int, weights_dtype: str 
 
 def cache_overtakes(config: ModelConfig, context: int, weights_dtype: str = "fp16/bf16",
                     cache_dtype: str = "fp16/bf16") -> int | None:
-    """The smallest batch whose decode step reads more cache than weights at ``context`` tokens
-    each, or None if no batch up to MAX_BATCH does (or nothing is cached)."""
+    """The smallest batch whose decode step reads more cache (K/V and fixed state) than weights at
+    ``context`` tokens each, or None if no batch up to MAX_BATCH does (or nothing is cached)."""
     if context < 1:
         return None
-    per_sequence = cache_memory(config, context, cache_dtype).bytes_per_sequence
+    per_sequence = cache_memory(config, context, cache_dtype).sequence_bytes
     low, high = 1, MAX_BATCH
     if per_sequence * high < weight_bytes(config, high, weights_dtype):
         return None
@@ -265,15 +265,15 @@ def cache_overtakes(config: ModelConfig, context: int, weights_dtype: str = "fp1
 
 def context_overtakes(config: ModelConfig, batch: int, weights_dtype: str = "fp16/bf16",
                       cache_dtype: str = "fp16/bf16") -> int | None:
-    """The shortest context at which ``batch`` sequences' cache outweighs the weights, or None
-    (a model whose sliding layers stop growing may never get there)."""
+    """The shortest context at which ``batch`` sequences' cache (K/V and fixed state) outweighs the
+    weights, or None (a model whose sliding layers stop growing may never get there)."""
     weights = weight_bytes(config, batch, weights_dtype)
-    if cache_memory(config, MAX_TOKENS - 1, cache_dtype, batch).bytes_per_batch < weights:
+    if cache_memory(config, MAX_TOKENS - 1, cache_dtype, batch).batch_bytes < weights:
         return None
     low, high = 1, MAX_TOKENS - 1
     while low < high:
         mid = (low + high) // 2
-        if cache_memory(config, mid, cache_dtype, batch).bytes_per_batch >= weights:
+        if cache_memory(config, mid, cache_dtype, batch).batch_bytes >= weights:
             high = mid
         else:
             low = mid + 1
