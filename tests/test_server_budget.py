@@ -181,9 +181,11 @@ def test_light_threads_get_the_interpreter_sooner_while_a_heavy_rerun_runs():
 
 
 def test_the_allocator_gives_large_frees_back_on_linux(monkeypatch):
-    """On glibc the mmap threshold is fixed when the server's budget is imported; a host's own setting is kept."""
+    """On glibc the mmap threshold and the heaps are fixed when the server's budget is imported;
+    a host's own settings are kept."""
     import sys
     if sys.platform.startswith("linux"):
         assert server_budget.ALLOCATOR_FIXED and server_budget.return_large_frees()
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
     assert server_budget.return_large_frees()

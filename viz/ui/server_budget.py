@@ -19,8 +19,11 @@ the cores from everyone else together, so this module bounds them as one process
 * **Freed memory goes back** (:func:`return_large_frees`, once, when this module is imported): glibc
   keeps freed blocks of up to 32 MB in each thread's heap for reuse once it has seen one freed (its
   dynamic mmap threshold), so every script thread would hold the largest tensors it ever freed. A fixed
-  128 KB threshold maps each large tensor on its own and unmaps it when freed. Ten visitors on the worst
-  Decode link grew the server by 310–433 MB without it and 130 MB with it (docs/hosting.md).
+  128 KB threshold maps each large tensor on its own and unmaps it when freed, and at most
+  :data:`ARENAS` heaps (glibc's default: eight per core) keep the smaller blocks that many script
+  threads free. Ten visitors on the worst Decode link grew the server by 310–433 MB without the
+  threshold and 130–161 MB with it; thirty on every page's worst links 1,060 MB with sixteen heaps and
+  743 MB with two (docs/hosting.md).
 
 Per-visitor objects stay in ``st.session_state``; this module holds only weak references to them.
 What it does not do: estimate work (viz.core.engine.budget) or decide what a page shows.
@@ -49,6 +52,7 @@ WAIT_S = 30.0  # the longest a heavy rerun waits for a slot
 KEPT_BYTES = 192 * MIB  # what every session's recomputable state may keep together
 IDLE_S = 600.0  # recomputable state unused this long is dropped at the next rerun of anyone
 MMAP_THRESHOLD = 128 * 1024  # bytes: larger blocks are mapped on their own and given back when freed
+ARENAS = max(2, os.cpu_count() or 2)  # glibc heaps shared by the threads (its default: 8 per core)
 HEAVY_SWITCH_S = 0.0005  # the interpreter's switch interval while a heavy rerun runs (Python's default: 5 ms)
 BUSY = ("The server is busy with other large scenarios, so this one waits its turn ({ahead} ahead of it); "
         "small ones, such as the seed, go first.")
@@ -181,14 +185,16 @@ def keep(holder: Droppable, nbytes: int) -> None:
 
 
 def return_large_frees() -> bool:
-    """Fix glibc's mmap threshold at :data:`MMAP_THRESHOLD` (mallopt M_MMAP_THRESHOLD), unless the host
-    set ``MALLOC_MMAP_THRESHOLD_`` itself; True if the threshold is fixed (False off glibc)."""
-    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
-        return True
+    """Fix glibc's mmap threshold at :data:`MMAP_THRESHOLD` and its heaps at :data:`ARENAS` (mallopt
+    M_MMAP_THRESHOLD, M_ARENA_MAX), each unless the host set it (``MALLOC_MMAP_THRESHOLD_``,
+    ``MALLOC_ARENA_MAX``); True if both are fixed (False off glibc)."""
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name) if name else None
-        return bool(libc is not None and libc.mallopt(-3, MMAP_THRESHOLD))  # -3: M_MMAP_THRESHOLD
+        if libc is None:
+            return False
+        settings = (("MALLOC_MMAP_THRESHOLD_", -3, MMAP_THRESHOLD), ("MALLOC_ARENA_MAX", -8, ARENAS))
+        return all(variable in os.environ or bool(libc.mallopt(option, value)) for variable, option, value in settings)
     except (OSError, AttributeError):  # not glibc (macOS, musl without mallopt): its own policy stands
         return False
 
