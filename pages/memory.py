@@ -13,6 +13,7 @@ from viz.core.serving.sequence import Request
 from viz.core.engine.budget import grant_compare, grant_paged
 from viz.core.engine.scenario import MAX_DECODE_STEPS, ScenarioError
 from viz.core.engine.presets import varied_opening
+from viz.core.lessons.papers import Lesson, eviction_lesson, paged_lesson
 from viz.ui import state
 from viz.ui.common import header, lazy_tabs, md_escape, plot, stepper
 from viz.ui.board import board
@@ -49,6 +50,12 @@ opening = varied_opening(state.scenario(), "Memory")
 scenario = opening.scenario
 if opening.note:
     st.caption(md_escape(opening.note))
+
+
+def why(lesson: Lesson) -> None:
+    """A lesson from the papers, folded: the page's "Why it matters"."""
+    with st.expander(lesson.title):
+        st.markdown("\n\n".join(md_escape(p) for p in lesson.paragraphs))
 
 
 def paged() -> None:
@@ -124,6 +131,7 @@ def paged() -> None:
                 help=f"{format_bytes(waste.nbytes(waste.shared))} that prefix sharing did not store twice.")],
           "Memory for these sequences", key="memory_waste_stats")
     board(figures.waste_board(waste, reserve), key="memory_waste")
+    why(paged_lesson(waste.tokens, waste.contiguous_slots, waste.paged_slots, waste.block_size))
     if run.sharing and grant.compare:
         unshared = decode_together(paged_scenario, requests, block_size, share_prefix=False, max_new_tokens=reserve)
         verdict = "identical" if same_outputs(run, unshared) else "DIFFERENT"
@@ -208,6 +216,8 @@ def compress() -> None:
         plot(figures.logits_compare_figure(step, scenario.vocab_tokens), key="memory_logits")
     st.dataframe(figures.comparison_table(comparison), hide_index=True, width="stretch")
     plot(figures.bytes_figure(comparison), key="memory_bytes")
+    if method != "Quantise":
+        why(eviction_lesson(spec.policy.sinks if spec.policy else 0, first))
     if method == "Quantise":
         st.caption("Every byte stored is counted: codes, float32 scales and the full-precision window. The toy's "
                    "keys are ±1 (or 0), so both schemes store them exactly, and a per-token scale stores each "

@@ -9,6 +9,8 @@ from viz.core.serving.flash import BLOCK_SIZES as TILE_SIZES
 from viz.core.serving.flash import MAX_FLASH_TOKENS, flash_attention, traffic_sweep
 from viz.core.engine.presets import sequence, varied_opening
 from viz.core.scale.memory import format_bytes
+from viz.core.scale.gpus import DEFAULT_GPU, gpu_named
+from viz.core.lessons.papers import Lesson, chunking_lesson, speculation_lesson
 from viz.core.real.model import SHIPPED_MODELS, RealModelError, encode, load_model
 from viz.core.real.speculative import REAL_DRAFTS, speculate_real
 from viz.core.serving.scheduler import same_as_alone, serve
@@ -73,6 +75,12 @@ def remember(name: str, inputs, compute):
     if name not in kept or kept[name][0] != inputs:
         kept[name] = (inputs, compute())
     return kept[name][1]
+
+
+def why(lesson: Lesson) -> None:
+    """A lesson from the papers, folded: the section's "Why it matters"."""
+    with st.expander(lesson.title):
+        st.markdown("\n\n".join(md_escape(p) for p in lesson.paragraphs))
 
 
 def fail(err: Exception) -> None:
@@ -243,6 +251,7 @@ elif section == "Chunked prefill":
     st.subheader(f"Chunks of {chunk}, iteration by iteration")
     step_through(chunked, "chunked")
     check_identical([chunked])
+    why(chunking_lesson(chunk))
 
 elif section == "Prefix caching":
     st.markdown("Automatic prefix caching (vLLM) names every **full** block by its tokens and all tokens before "
@@ -328,6 +337,8 @@ elif section == "Speculative decoding":
         plot(figs.rounds_figure(run, index), key="serving_rounds")
         plot(figs.cache_length_figure(run), key="serving_cache_length")
     st.dataframe(figs.spec_table(run), hide_index=True, width="stretch")
+    card = gpu_named(DEFAULT_GPU)
+    why(speculation_lesson(run, k, MAX_K, gpu=card.name, ridge=card.ridge("bf16")))
     st.caption("Speculation saves target passes. It saves time where a target pass costs far more than a draft "
                "pass, as on a GPU where each pass reads every weight; on this CPU the toy's passes all cost about "
                "the same fixed overhead, so a model draft saves little, and prompt lookup, which costs nothing, "
