@@ -135,20 +135,30 @@ def step_bug() -> None:
                     "and recomputation agree at every step.")
 
 
-def step_server() -> None:
-    st.markdown("One sequence keeps one growing cache. A server keeps **many** at once, in fixed-size blocks "
-                "of one pool, and decides at every iteration who computes: new prompts (prefill), one more "
-                "token for each running request (decode), or nobody while memory is short. Here three "
-                "requests send the seed's prompt, made cache-safe; two fit at once.")
-    served = seed.cache_safe()
-    workload = tour_workload(served)
-    continuous = serve(served, workload, TOUR_SERVER)
-    static = serve(served, workload, replace(TOUR_SERVER, policy="static"))
-    # One question at a time: each figure here shows the answer of the question before it.
+def served() -> tuple:
+    """The epilogue's three requests served with continuous batching, then with static batching."""
+    scenario = seed.cache_safe()
+    workload = tour_workload(scenario)
+    return serve(scenario, workload, TOUR_SERVER), serve(scenario, workload, replace(TOUR_SERVER, policy="static"))
+
+
+def step_pool() -> None:
+    st.caption("Optional epilogue, in two steps: what a server does with many caches at once.")
+    st.markdown("One sequence keeps one growing cache. A server keeps **many** at once, cut into fixed-size "
+                "**blocks** of one pool. Here three requests send the seed's prompt, made cache-safe, and "
+                "**prefix caching** lets a request take the full blocks an earlier one already computed.")
+    continuous, _ = served()
     if not ask(6, question_prefix(continuous, 2)):
         return
     shared = next(it.index for it in continuous.iterations if any(len(b.owners) > 1 for b in it.blocks))
     plot(serving.pool_figure(continuous, shared), key="tour_pool")
+
+
+def step_batching() -> None:
+    st.markdown("At every **iteration** the server decides who computes: new prompts (prefill), one more "
+                "token for each running request (decode), or nobody while memory is short. Time is counted in "
+                "**ticks**: one per token computed, plus a fixed cost per iteration. Two requests fit at once.")
+    continuous, static = served()
     plot(serving.timeline_figure(static, title="Static batching: the third request waits for the whole batch"),
          key="tour_static")
     if not ask(7, question_join(continuous, static, 2)):
@@ -163,9 +173,7 @@ def step_server() -> None:
 
 def questions() -> list[Question]:
     """Every question of the tour, in order (index = the question's number in ``ask``)."""
-    served = seed.cache_safe()
-    continuous = serve(served, tour_workload(served), TOUR_SERVER)
-    static = serve(served, tour_workload(served), replace(TOUR_SERVER, policy="static"))
+    continuous, static = served()
     return [question_mask(prefill), question_even(prefill), question_no_match(prefill),
             question_winner(prefill), question_keys(full, kv), question_stale(full, kv, last_head),
             question_prefix(continuous, 2), question_join(continuous, static, 2)]
@@ -186,6 +194,7 @@ def score() -> None:
         st.rerun()
 
 
+EPILOGUE = 2  # the last steps: an optional epilogue, from one cache to a server's
 STEPS = [
     ("The prompt, its values and four heads", step_prompt),
     ("Prefill and the causal mask", step_mask),
@@ -195,7 +204,8 @@ STEPS = [
     ("Decode without a cache", step_no_cache),
     ("Decode with the KV cache", step_cache),
     ("The cache bug in the article", step_bug),
-    ("From one cache to a server", step_server),
+    ("Epilogue: many caches, one pool of blocks", step_pool),
+    ("Epilogue: who computes in each iteration", step_batching),
 ]
 
 if state.presenter():  # the room goes to the question, its options large (the frame's style)
@@ -212,4 +222,6 @@ st.subheader(f"{index + 1}. {title}")
 render()
 if index == len(STEPS) - 1:
     score()
-st.caption(f"Step {index + 1} of {len(STEPS)} · ← and → move through the tour.")
+main = len(STEPS) - EPILOGUE  # no count in the epilogue: a number there could read as an answer
+st.caption(("Optional epilogue" if index >= main else f"Step {index + 1} of {main}")
+           + " · ← and → move through the tour.")

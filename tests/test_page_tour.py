@@ -27,12 +27,13 @@ def _forward(at):
 
 
 def test_every_step_renders(tour):
-    """All nine steps render without an exception."""
+    """All ten steps render without an exception; the last two are the server epilogue."""
     titles = []
-    for _ in range(8):
+    for _ in range(9):
         _forward(tour)
         titles.append(tour.subheader[0].value)
-    assert titles[-2:] == ["8. The cache bug in the article", "9. From one cache to a server"]
+    assert titles[-3:] == ["8. The cache bug in the article", "9. Epilogue: many caches, one pool of blocks",
+                           "10. Epilogue: who computes in each iteration"]
     assert next(b for b in tour.button if b.key == f"{state.TOUR_STEP}_forward").disabled
 
 
@@ -40,8 +41,8 @@ def test_the_step_range_jumps_to_any_step_and_back(tour):
     """The tour's range names every step ("i. title") and jumps straight to one, back as well; the
     subheader and the link follow."""
     data = range_data(tour, f"{state.TOUR_STEP}_range")
-    assert (data["min"], data["max"]) == (1, 9) and data["labels"][8] == "9. From one cache to a server"
-    for step in (9, 2, 9):
+    assert (data["min"], data["max"]) == (1, 10) and data["labels"][9] == "10. Epilogue: who computes in each iteration"
+    for step in (10, 2, 9):
         move_range(tour, f"{state.TOUR_STEP}_range", step)
         assert tour.subheader[0].value == data["labels"][step - 1]
         assert tour.query_params.get("tour") in (str(step), [str(step)])
@@ -70,9 +71,10 @@ def test_score_counts_the_recorded_choices(tour):
     tour.radio[0].set_value("no").run()
     next(b for b in tour.button if b.label == "Reveal").click().run()
     _go_to(tour, 9)
+    next(b for b in tour.button if b.key == "tour_reveal_button_6").click().run()
+    _go_to(tour, 10)
     assert not any("Your score:" in m.value for m in tour.markdown)  # not before the last question
-    for index in (6, 7):
-        next(b for b in tour.button if b.key == f"tour_reveal_button_{index}").click().run()
+    next(b for b in tour.button if b.key == "tour_reveal_button_7").click().run()
     score = next(m.value for m in tour.markdown if "Your score" in m.value)
     assert "1 of 8" in score and "2 revealed without a vote, 5 not revealed yet" in score
     next(b for b in tour.button if b.key == "tour_again").click().run()
@@ -92,7 +94,8 @@ def test_cache_bug_step_shows_six_and_seven(tour):
 
 
 def test_closing_chapter_asks_about_the_server_with_the_engines_answers(tour):
-    """The last step serves three requests: its answers are the scheduler's time to first token and prefix hits."""
+    """The two epilogue steps serve three requests: their answers are the scheduler's prefix hits and time
+    to first token, one question per step."""
     from dataclasses import replace
 
     from viz.core.serving.scheduler import serve
@@ -110,11 +113,12 @@ def test_closing_chapter_asks_about_the_server_with_the_engines_answers(tour):
     questions[0].set_value(prefix.options[prefix.answer]).run()
     next(b for b in tour.button if b.key == "tour_reveal_button_6").click().run()
     assert "Right: **2**" in tour.success[0].value
+    _forward(tour)
     questions = [r for r in tour.radio if (r.key or "").startswith("tour_answer")]
-    assert [r.options for r in questions] == [prefix.options, join.options]
+    assert [r.options for r in questions] == [join.options]
 
 
-STEP_OF_QUESTION = {0: 2, 1: 3, 2: 4, 3: 5, 4: 6, 5: 8, 6: 9, 7: 9}  # question index -> tour step
+STEP_OF_QUESTION = {0: 2, 1: 3, 2: 4, 3: 5, 4: 6, 5: 8, 6: 9, 7: 10}  # question index -> tour step
 
 
 def _tour_questions():

@@ -38,7 +38,7 @@ def question_mask(trace: Trace) -> Question:
     return Question(
         f"Can '{tokens[1]}' (position 2) see '{tokens[2]}' (position 3) during prefill?",
         ["yes", "no"], 0 if bool(trace.prefill.attention.visible[1, 2]) else 1,
-        "No: the causal mask hides every later position, so a token is built only from itself and "
+        "The causal mask hides every later position, so a token is built only from itself and "
         "the tokens before it. That is what lets prefill run all positions at once.")
 
 
@@ -75,9 +75,10 @@ def question_winner(trace: Trace) -> Question:
 def question_keys(full: Trace, kv: Trace) -> Question:
     a, b = full.steps[1].counts.keys_encoded, kv.steps[1].counts.keys_encoded
     options, answer = _choices(float(b), [float(a), float(a // len(kv.scenario.heads)), 0.0])
+    heads = len(kv.scenario.heads)
     return Question(f"Decoding the first new token without a cache encodes {a} keys ({full.steps[1].seq_len} "
-                    "tokens × heads). How many does the KV cache encode?", options, answer,
-                    f"Only the new token's key per head: {b}. The other keys are read from the cache.")
+                    f"tokens × {heads} heads). How many does the KV cache encode?", options, answer,
+                    f"Only the new token's key, one per head ({heads}); the other keys are read from the cache.")
 
 
 def question_stale(full: Trace, kv: Trace, head: int) -> Question:
@@ -86,7 +87,7 @@ def question_stale(full: Trace, kv: Trace, head: int) -> Question:
     return Question(f"With the KV cache the '{kv.scenario.head_names[head]}' head gives {fmt(b)}; recomputing "
                     f"gives {fmt(a)}. Which one does the rule '{kv.scenario.heads[head].rule}' actually mean?",
                     options, 0,
-                    "Recomputing is right: n is now the new length, so only the newest token is 'last'. The "
+                    "Recomputing: n is now the new length, so only the newest token is 'last'. The "
                     "cached key of the old last token still says 'last', because it was encoded when n was "
                     "smaller. A key that depends on the future cannot be cached.")
 
@@ -111,7 +112,7 @@ def question_prefix(run: ServingRun, request: int) -> Question:
     return Question(f"'{outcome.name}' sends the same {n}-token prompt that an earlier request already "
                     f"computed. With prefix caching and blocks of {size} tokens, how many of its prompt tokens "
                     "must the server still compute?", options, answer,
-                    f"{n - hits}. The first {hits} tokens fill {hits // size} full block"
+                    f"The first {hits} tokens fill {hits // size} full block"
                     f"{'s' if hits // size != 1 else ''} that the earlier request left in the cache, so their keys "
                     "and values are taken as they are. A block is shared only when it is full, and the last "
                     "prompt token is always computed: its query gives the first prediction.")
@@ -125,7 +126,7 @@ def question_join(continuous: ServingRun, static: ServingRun, request: int) -> Q
     return Question(f"Two sequences fit at once. '{name}' arrives while both slots are busy. With static "
                     f"batching its first token comes {slow} ticks after it arrives. How long with continuous "
                     "batching?", options, answer,
-                    f"{fmt(fast)} ticks. Static batching waits until the whole batch has finished its longest "
+                    f"Static batching waits until the whole batch has finished its longest "
                     f"answer; continuous batching gives '{name}' the slot of the short request the moment "
                     "that one is done.")
 

@@ -1,0 +1,39 @@
+"""Tier 1: the tour says it right (issue 32, point 9): a revealed answer does not repeat itself after
+"Right: **answer**.", and the keys question counts tokens × heads with the number of heads."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from viz import generate, load_preset
+from viz.core.lessons import tour
+from viz.core.serving.scheduler import serve
+
+SEED = load_preset("seed")
+
+
+def every_question() -> list[tour.Question]:
+    prefill = generate(SEED, 1)
+    full, kv = generate(SEED, 2, "recompute"), generate(SEED, 2, "kv")
+    served = SEED.cache_safe()
+    continuous = serve(served, tour.tour_workload(served), tour.TOUR_SERVER)
+    static = serve(served, tour.tour_workload(served), replace(tour.TOUR_SERVER, policy="static"))
+    return [tour.question_mask(prefill), tour.question_even(prefill), tour.question_no_match(prefill),
+            tour.question_winner(prefill), tour.question_keys(full, kv), tour.question_stale(full, kv, 1),
+            tour.question_prefix(continuous, 2), tour.question_join(continuous, static, 2)]
+
+
+def test_no_explanation_opens_with_its_answer():
+    """The page already says "Right: **answer**."; no explanation opens with the answer or a yes/no again."""
+    for question in every_question():
+        answer = question.options[question.answer].lower()
+        opening = question.explanation.split(":")[0].split(".")[0].strip().lower()
+        assert opening not in (answer, "yes", "no"), question.explanation
+        assert not question.explanation.lower().startswith(answer), question.explanation
+
+
+def test_the_keys_question_names_the_heads():
+    """'20 keys (5 tokens × 4 heads)': the count of heads is said, not only the word."""
+    question = tour.question_keys(generate(SEED, 2, "recompute"), generate(SEED, 2, "kv"))
+    assert "encodes 20 keys (5 tokens × 4 heads)" in question.prompt
+    assert question.options[question.answer] == "4"
