@@ -10,7 +10,8 @@ from viz.core.engine.explain import check_cache, explain_position
 from viz.figures import serving, toy
 from viz.core.serving.scheduler import serve
 from viz.core.lessons.tour import (TOUR_SERVER, Question, tour_score, question_even, question_join, question_keys, question_mask,
-                           question_no_match, question_prefix, question_stale, question_winner, tour_workload)
+                           question_no_match, question_prefix, question_stale, question_winner, tour_footer,
+                           tour_workload)
 from viz.ui import article, classroom, state
 from viz.ui.common import md_escape, plot, stepper
 from viz.ui.widgets import table
@@ -194,7 +195,6 @@ def score() -> None:
         st.rerun()
 
 
-EPILOGUE = 2  # the last steps: an optional epilogue, from one cache to a server's
 STEPS = [
     ("The prompt, its values and four heads", step_prompt),
     ("Prefill and the causal mask", step_mask),
@@ -222,6 +222,4 @@ st.subheader(f"{index + 1}. {title}")
 render()
 if index == len(STEPS) - 1:
     score()
-main = len(STEPS) - EPILOGUE  # no count in the epilogue: a number there could read as an answer
-st.caption(("Optional epilogue" if index >= main else f"Step {index + 1} of {main}")
-           + " · ← and → move through the tour.")
+st.caption(tour_footer(index, len(STEPS)))

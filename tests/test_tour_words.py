@@ -37,3 +37,10 @@ def test_the_keys_question_names_the_heads():
     question = tour.question_keys(generate(SEED, 2, "recompute"), generate(SEED, 2, "kv"))
     assert "encodes 20 keys (5 tokens × 4 heads)" in question.prompt
     assert question.options[question.answer] == "4"
+
+
+def test_the_footer_counts_the_main_steps_and_not_the_epilogue():
+    """Ten steps, the last two an epilogue: 'Step 4 of 8', then no number at all."""
+    assert tour.tour_footer(3, 10).startswith("Step 4 of 8 ·")
+    assert tour.tour_footer(8, 10).startswith("Optional epilogue ·")
+    assert not any(ch.isdigit() for ch in tour.tour_footer(9, 10))

@@ -131,6 +131,17 @@ def question_join(continuous: ServingRun, static: ServingRun, request: int) -> Q
                     "that one is done.")
 
 
+EPILOGUE = 2  # the tour's last steps: an optional epilogue, from one cache to a server's
+
+
+def tour_footer(index: int, steps: int) -> str:
+    """The line under step ``index`` (0-based) of ``steps``: the step's number among the main ones,
+    none in the epilogue (a number there could read as an answer to its question)."""
+    main = steps - EPILOGUE
+    where = "Optional epilogue" if index >= main else f"Step {index + 1} of {main}"
+    return f"{where} · ← and → move through the tour."
+
+
 @dataclass(frozen=True)
 class Score:
     right: int  # revealed with the right option chosen
