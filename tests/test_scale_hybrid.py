@@ -185,3 +185,22 @@ def test_every_causal_lm_default_config_is_counted_or_refused_in_words():
                "lfm2", "kimi_linear", "qwen3_5_moe"}
     assert {kind for kind in hybrids if kind in counted and counted[kind].state_bytes > 0} >= hybrids - {"lfm2"}
     assert len(counted) > 2 * len(refused)
+
+
+@pytest.mark.parametrize("raw, words", [
+    ({"model_type": "inkling_text", "hidden_size": 256, "num_hidden_layers": 6, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "head_dim": 64, "swa_num_attention_heads": 4, "swa_num_key_value_heads": 4,
+      "swa_head_dim": 64, "sliding_window_size": 32, "vocab_size": 1000, "intermediate_size": 512},
+     "5 of the 6 layers keep K/V shapes kvlab does not model"),
+    ({"model_type": "inkling2_loop_text", "hidden_size": 256, "num_hidden_layers": 12, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "head_dim": 64, "swa_num_attention_heads": 4, "swa_num_key_value_heads": 2,
+      "swa_head_dim": 64, "sliding_window_size": 32, "vocab_size": 1000, "intermediate_size": 512,
+      "loop_layer_index_start": 6, "loop_layer_index_end": 12, "loop_num_passes": 2},
+     "transformers built 18 cache layers for 12 layers"),
+])
+def test_what_the_formula_would_miscount_is_refused(raw, words):
+    """Sliding layers with their own K/V head count (under swa_* names), or a model that runs some layers twice, would
+    be miscounted by the per-layer formula: transformers' own cache, laid out at a few tokens, says so and the config
+    is refused in words instead of counted wrong."""
+    with pytest.raises(ConfigError, match=words):
+        own(raw)

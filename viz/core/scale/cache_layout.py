@@ -118,7 +118,8 @@ def library_layout(config: ModelConfig, tokens: int, dtype: str = "fp16/bf16") -
 def _layout(config: ModelConfig, tokens: int, dtype: str) -> LibraryLayout:
     found = _run(config.canonical, tokens, dtype)
     if len(found) != config.layers:
-        raise ConfigError(f"transformers built {len(found)} cache layers for {config.layers} layers")
+        raise ConfigError(f"transformers built {len(found)} cache layers for {config.layers} layers (a layer run more "
+                          "than once keeps a cache per pass), which kvlab's per-layer formula does not model")
     size = torch.empty(0, dtype=LIBRARY_DTYPES[dtype]).element_size()
     per_token_layer = config.elements_per_token_layer * size
     layers = tuple(LayerLayout(index, kind, run.cache_class, run.key_shape, run.value_shape,

@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass
 
 from ..text import brief
-from .cache_layout import state_bytes
+from .cache_layout import library_layout, state_bytes
 from .memory import MAX_TOKENS, GpuFit, cache_memory, checked_integer, nbytes
 from .model_config import ConfigError, ModelConfig, model_config, read_config
 
@@ -56,11 +56,33 @@ def read_model(text: str | bytes, name: str = "Your config.json", source: str = 
         config = model_config(read_config(text), name, source)
         for dtype in STATE_DTYPES:
             state_bytes(config, dtype)
+        _check_against_transformers(config)
     except ConfigError:
         raise
     except Exception as err:  # noqa: BLE001 - any other failure inside transformers is a refusal too
         raise ConfigError(f"transformers could not read this config: {brief(err)}") from None
     return config
+
+
+def _check_against_transformers(config: ModelConfig) -> None:
+    """Refuse what the formula would miscount: transformers' own cache, laid out at 3 tokens and just past
+    the window, must hold what the formula counts in every layer (a sliding layer with its own head count,
+    a window under another name, a model that loops over its layers). A model transformers cannot run on
+    the meta device keeps its formula count, unchecked."""
+    for tokens in sorted({3, config.window + 2} if config.window else {3}):
+        try:
+            layout = library_layout(config, tokens)
+        except ConfigError as err:
+            if "cache layers for" in str(err):
+                raise
+            return
+        wrong = [layer for layer in layout.layers if layer.storage_bytes - layer.state_bytes != layer.formula_bytes]
+        if wrong:
+            layer = wrong[0]
+            raise ConfigError(f"transformers' cache holds {layer.storage_bytes - layer.state_bytes:,} bytes of K/V in "
+                              f"layer {layer.layer} ('{layer.kind}', K {list(layer.key_shape)}) after {tokens} tokens, "
+                              f"where kvlab's formula counts {layer.formula_bytes:,}: {len(wrong)} of the "
+                              f"{len(layout.layers)} layers keep K/V shapes kvlab does not model")
 
 
 def sequence_count(config: ModelConfig, prompt_tokens: int, dtype: str = "fp16/bf16") -> SequenceCount:
