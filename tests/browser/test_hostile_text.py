@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 from hostile_text import HTML_IMAGE, ICON, LINK, SCENARIO, record
 from viz.core.engine.share import View, encode_view
+from viz.ui.common import md_escape
 
 # Anything in the DOM built from the hostile strings, if Markdown, HTML or LaTeX had been rendered.
 MADE_FROM_USER_TEXT = ('a[href*="example.org"]', 'img[src*="example.org"]', 'img[src="x"]', ".katex",
@@ -33,8 +34,8 @@ def test_hostile_text_stays_text_on_every_page(app, registered_page):
         expect(app.main).to_contain_text(HTML_IMAGE)
     if registered_page.name == "prefill":
         expect(app.main).to_contain_text(ICON)  # the head name, not a house icon
-        position = app.main.get_by_role("slider", name="Query position")  # the range quotes the token as typed
-        expect(position).to_have_attribute("aria-valuetext", f"1 · {LINK}")
+        position = app.main.get_by_role("slider", name="Query position")  # the slider quotes the token, escaped
+        expect(position).to_have_attribute("aria-valuetext", md_escape(f"1 · {LINK}"))
         expect(app.main.get_by_text("divides by zero", exact=False).first).to_be_visible()
     app.screenshot(f"hostile-{registered_page.name}")
     record("Visitor text in Chromium, every page (DOM: no anchor, image, KaTeX, emoji, dialog)", "ran")

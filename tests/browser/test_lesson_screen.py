@@ -19,7 +19,6 @@ from lesson_fixtures import long_scenario
 from viz import generate, load_preset
 from viz.core.engine.explain import narrate_step
 from viz.core.engine.share import View, decode_scenario, encode_view
-from viz.tools.protocol import kind, parse
 from viz.ui.common import PRESENTER_TEXT_PX
 
 SIZES = [(1280, 720), (1920, 1080)]
@@ -36,12 +35,10 @@ CASES = {"seed": (load_preset("seed"), 1), "35 tokens": (long_scenario(), 15)}
 
 
 LESSON_BOARDS = ".st-key-lesson_attention, .st-key-lesson_cache, .st-key-lesson_words"
-# read by screen readers, not drawn: a box of at most one pixel (the visually-hidden pattern)
-SCREEN_READER_ONLY_JS = "e => { const r = e.getBoundingClientRect(); return r.width <= 1 && r.height <= 1; }"
 
 
 def chart(app, title: str):
-    """The lesson screen's board (viz.ui.components) whose title starts with ``title`` (Prefill's
+    """The lesson screen's board (viz.ui.board) whose title starts with ``title`` (Prefill's
     "Every head" tab below has attention boards with the same titles)."""
     return app.main.locator(LESSON_BOARDS).locator("figure.board").filter(
         has=app.page.locator("figcaption", has_text=title))
@@ -140,34 +137,12 @@ def test_a_step_reruns_only_the_decode_view_and_keeps_the_link(app):
         app.page.keyboard.press("ArrowRight")
     assert app.query.get("step") == "2"
     # the sidebar's Copy link box follows the fragment too (it is not rerun with it)
-    expect(app.sidebar.get_by_role("textbox", name="Link to this view")).to_have_value(re.compile(r"step=2"))
+    expect(app.sidebar.get_by_test_id("stCode")).to_contain_text("step=2")
     app.pick("Show the run", "recompute")
     assert app.query.get("mode") == "recompute"
     app.pick("Head", "first")
     assert app.query.get("head") == "3"
     expect(chart(app, "Attention · head 'first'")).to_have_count(1)
-    app.assert_no_exception()
-
-
-def test_a_step_sends_the_components_it_left_unchanged_by_reference(app):
-    """Each component's message carries its script and style, so a Step sends the pickers it left
-    unchanged (run size, head, Whole, mode) as references to the copies the page already holds
-    (``.streamlit/config.toml``: ``global.minCachedMessageSize``); the page draws them from those
-    copies, and they still answer."""
-    received = []
-    app.page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: received.append(payload)))
-    app.open("/decode")
-    before = len(received)
-    app.click_button("Step")
-    kinds = [kind(message) for message in map(parse, received[before:]) if message is not None]
-    assert kinds.count("ref_hash") >= 4, kinds
-    assert "bidi_component" in kinds  # the boards, which the Step changed, come whole
-    group = app.page.get_by_role("radiogroup", name="Head", exact=True)
-    expect(group.locator('[role="radio"][aria-checked="true"]')).to_have_count(1)
-    app.pick("Head", "first")
-    assert app.query.get("head") == "3" and app.query.get("step") == "1"
-    expect(chart(app, "Attention · head 'first'")).to_have_count(1)
-    expect(app.page.get_by_role("switch", name="Whole", exact=True)).not_to_be_checked()
     app.assert_no_exception()
 
 
@@ -242,9 +217,9 @@ def test_step_and_arrow_keys_draw_the_next_frame_at_the_click(app):
         app.page.keyboard.press("ArrowLeft")
     assert app.page.evaluate("() => window.__kvlabAtKey") == before  # drawn in the key's own event
     assert app.query.get("step") == "1" and app.page.evaluate(LAST_ROWS_JS) == before
-    # typing in a field (here the Copy link box, inside its own shadow root) is no shortcut: neither
-    # Streamlit's Step nor the board moves
-    app.sidebar.get_by_role("textbox", name="Link to this view").focus()
+    # typing in a field (here the sidebar's prompt box) is no shortcut: neither Streamlit's Step nor
+    # the board moves
+    app.sidebar.get_by_role("textbox", name="Prompt", exact=True).focus()
     app.page.evaluate(READ_AT_NEXT_KEY_JS)
     app.page.keyboard.press("ArrowRight")
     assert app.page.evaluate("() => window.__kvlabAtKey") == before
@@ -254,58 +229,50 @@ def test_step_and_arrow_keys_draw_the_next_frame_at_the_click(app):
 
 
 def test_the_cache_check_is_a_real_table(app):
-    """Decode's cache check is an HTML table (plain table component): a caption naming it, column
-    headers, one row per head named by a row header, the article's 6 against 7 for 'last'."""
+    """Decode's cache check is an HTML table (st.table): named for screen readers, column headers,
+    one row per head, the article's 6 against 7 for 'last'."""
     app.open("/decode", step=1)
-    table = app.main.locator("table.plain").filter(has=app.page.locator("caption", has_text="KV cache and recomputed"))
+    table = app.main.get_by_test_id("stTable").locator("table").filter(has_text="k.pos == n")
     expect(table).to_have_count(1)
+    expect(table).to_have_attribute("aria-label", re.compile("KV cache and recomputed"))
     expect(table.locator("thead th")).to_have_text(["head", "rule", "cacheable", "KV cache", "recompute", "|difference|"])
-    last = table.locator("tbody tr").nth(1)
-    expect(last.locator("th")).to_have_attribute("scope", "row")
-    expect(last.locator("th, td")).to_have_text(["last", "k.pos == n", "no", "6", "7", "1"])
-    assert table.locator("caption").evaluate(SCREEN_READER_ONLY_JS)  # named for screen readers only
+    expect(table.locator("tbody tr").nth(1).locator("th, td")).to_have_text(["last", "k.pos == n", "no", "6", "7", "1"])
     app.assert_no_exception()
 
 
-def test_the_cache_figures_are_a_stats_row_of_real_text(app):
-    """Decode's cache figures are text in a description list (no canvas): after one step the engine's
-    5 entries with "up 1" for a screen reader only, its bytes, the help in view; on a 390 px phone the
-    row wraps within the screen, nothing cut."""
+def test_the_cache_figures_are_metrics_of_real_text(app):
+    """Decode's cache figures are st.metric text (no canvas): after one step the engine's 5 entries
+    with its change +1, its bytes; on a 390 px phone every figure stays within the screen."""
     kv = generate(load_preset("seed"), 2, "kv")  # the seed after one decode step
     app.open("/decode", step=1)
     expect(app.stat("Entries")).to_have_text(str(len(kv.cache)))
     expect(app.stat("Bytes held (K + V)")).to_have_text(f"{kv.cache.nbytes:,}")
     expect(app.stat("Same next word?")).to_have_text("yes")
-    row = app.main.locator("dl.stats").filter(has=app.page.locator("dt", has_text=re.compile("^Entries$")))
-    expect(row.locator("dt")).to_have_text(["Entries", "Bytes held (K + V)", "Bytes reserved", "Times it grew"])
-    expect(row.locator(".stat").first.locator("dd.delta")).to_have_text(re.compile(r"\+1\s*up 1"))
-    spoken = row.locator(".stat").first.locator("dd.delta .sr")
-    expect(spoken).to_have_text("up 1")
-    assert spoken.evaluate(SCREEN_READER_ONLY_JS)  # the arrow and +1 are what a sighted visitor reads
-    expect(row.locator("dd.help")).to_have_text(["The buffers double when full, so growing is rare."])
-    assert row.locator("canvas").count() == 0
+    expect(app.metric("Entries").get_by_test_id("stMetricDelta")).to_contain_text("+1")
+    assert app.metric("Entries").locator("canvas").count() == 0
     app.page.set_viewport_size({"width": 390, "height": 844})
-    expect(row.locator(".stat").nth(1)).to_be_visible()
-    assert row.evaluate("e => e.getBoundingClientRect().right") <= 390
-    cut = "els => els.some(x => x.scrollWidth > x.clientWidth + 1)"
-    assert not row.locator("dt, dd.value, dd.help").evaluate_all(cut)
-    tops = row.locator(".stat").evaluate_all("items => items.map(i => Math.round(i.getBoundingClientRect().top))")
-    assert len(set(tops)) > 1  # more than one line of figures
+    expect(app.metric("Bytes held (K + V)")).to_be_visible()
+    labels = ("Entries", "Bytes held (K + V)", "Bytes reserved", "Times it grew")
+    boxes = [app.metric(label).bounding_box() for label in labels]
+    assert all(box["x"] >= 0 and box["x"] + box["width"] <= 390 for box in boxes), boxes  # nothing off screen
     app.assert_no_exception()
 
 
-def test_a_choice_keeps_its_arrow_keys_and_a_switch_flips_by_keyboard(app):
-    """Inside a choice the arrow keys move its pick (Decode's mode), not the decode step; Space on
-    a focused switch flips it."""
+def test_a_choice_takes_its_arrow_keys_and_a_switch_flips_by_keyboard(app):
+    """Inside a segmented control (Decode's mode) the arrow keys move the focus between its options,
+    not the decode step, and Space picks; Space on a focused toggle flips it."""
     app.open("/decode")
     group = app.page.get_by_role("radiogroup", name="Show the run", exact=True)
     group.get_by_role("radio", name="KV cache", exact=True).focus()
-    with app.rerun():  # → on the last option wraps to the first; outside the row it would be a Step
-        app.page.keyboard.press("ArrowRight")
-    expect(group.get_by_role("radio", name="recompute", exact=True)).to_have_attribute("aria-checked", "true")
-    assert app.query.get("mode") == "recompute" and app.query.get("step", "0") == "0"
-    assert group.get_by_role("radio", name="recompute", exact=True).evaluate("b => b.tabIndex") == 0
-    assert group.get_by_role("radio", name="KV cache", exact=True).evaluate("b => b.tabIndex") == -1
+    runs = app.runs_finished
+    app.page.keyboard.press("ArrowLeft")
+    expect(group.get_by_role("radio", name="re-encode", exact=True)).to_be_focused()
+    app.page.wait_for_timeout(500)  # time for a run to start, were one asked for
+    assert app.runs_finished == runs and app.query.get("step", "0") == "0"
+    with app.rerun():
+        app.page.keyboard.press("Space")
+    expect(group.get_by_role("radio", name="re-encode", exact=True)).to_have_attribute("aria-checked", "true")
+    assert app.query.get("mode") == "reencode" and app.query.get("step", "0") == "0"
     whole = app.page.get_by_role("switch", name="Whole", exact=True)
     whole.focus()
     with app.rerun():

@@ -89,10 +89,13 @@ class App:
         return self.page.get_by_test_id("stMain")
 
     def stat(self, label: str) -> Locator:
-        """The value of the figure labelled ``label`` in a stats row (viz.ui.components.stats)."""
-        named = self.page.locator("dt", has_text=re.compile(f"^{re.escape(label)}$"))
-        item = self.main.locator("dl.stats .stat").filter(has=named)
-        return item.first.locator("dd.value")
+        """The value of the figure labelled ``label`` in a stats row (st.metric, viz.ui.widgets.stats)."""
+        return self.metric(label).get_by_test_id("stMetricValue")
+
+    def metric(self, label: str) -> Locator:
+        """The st.metric labelled ``label`` in the main area."""
+        named = self.page.get_by_test_id("stMetricLabel").filter(has_text=re.compile(f"^{re.escape(label)}$"))
+        return self.main.get_by_test_id("stMetric").filter(has=named).first
 
     @property
     def query(self) -> dict[str, str]:
@@ -156,12 +159,12 @@ class App:
             (scope or self.page).get_by_role("button", name=label).click()
 
     def toggle(self, label: str) -> None:
-        """Flip a switch (kvlab's, viz.ui.components.switch) by clicking it."""
+        """Flip a toggle (st.toggle, a switch to assistive technology) by clicking it."""
         with self.rerun():
             self.page.get_by_role("switch", name=label, exact=True).click()
 
     def pick(self, group: str, option: str) -> None:
-        """Pick ``option`` in a choice (viz.ui.components.choice) named ``group`` by clicking it."""
+        """Pick ``option`` in a segmented control or pills named ``group`` by clicking it."""
         with self.rerun():
             self.page.get_by_role("radiogroup", name=group, exact=True).get_by_role(
                 "radio", name=option, exact=True).click()

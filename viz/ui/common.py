@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import html
 import re
 from typing import Callable
 
@@ -216,9 +217,15 @@ def lazy_tabs(labels: tuple[str, ...], key: str, bodies: tuple[Callable[[], None
         _fill_if_open(tab, body)
 
 
+# a heading read by screen readers but not drawn (the visually-hidden pattern, on kvlab's own element)
+HIDDEN_HEADING = ('<h1 style="position: absolute; width: 1px; height: 1px; margin: 0; padding: 0; '
+                  'overflow: hidden; clip-path: inset(50%); white-space: nowrap">{}</h1>')
+
+
 def lesson_header(title: str, caption: str) -> None:
-    """A lesson page's title and caption; in presenter mode the title only."""
+    """A lesson page's title and caption; in presenter mode the title is there for screen readers
+    only, so the lesson below fits one projector screen. ``title`` is the app's own text."""
     if not state.presenter():
         header(title, caption)
         return
-    st.title(title)  # no caption: the lesson below fits one projector screen
+    st.html(HIDDEN_HEADING.format(html.escape(title)))
