@@ -114,6 +114,8 @@ def decode_lesson() -> None:
                           help="Show that head's attention and cache below, with the recomputed run beside it")
     else:
         st.info(narration, icon=":material/record_voice_over:")
+    if stale is not None and stale.head == state.head():  # the stale-cache lesson: why, then both runs below
+        st.markdown(md_escape(stale.why))
     repeating = repeat_note(shown, shown_step)
     if repeating:
         st.caption(md_escape(repeating))
@@ -140,8 +142,7 @@ def decode_lesson() -> None:
               if 0 < shown_step == step and (shown.mode != "kv" or compared >= step) else None)
     lesson_screen(frame, heads, head, newest_key=shown.mode == "kv",
                   turns=((after, STEP, "ArrowRight"), (before, BACK, "ArrowLeft")))
-    if stale is not None and stale.head == head:  # the stale-cache lesson, for the head concerned
-        st.markdown(md_escape(stale.why))
+    if stale is not None and stale.head == head:
         plot(stale_figure(stale), key="decode_stale")
 
     lazy_tabs(TABS, TAB, (lambda: compare(traces, check, step, compared), lambda: work(traces, step, compared),

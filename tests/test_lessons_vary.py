@@ -25,7 +25,7 @@ def test_the_seed_opens_serving_and_memory_on_the_varied_preset():
     """The unedited seed is swapped, with a line saying why; any other scenario is the visitor's own."""
     seed = load_preset(DEFAULT_PRESET)
     opening = varied_opening(seed, "Serving")
-    assert opening.scenario == VARIED and "'nice' over and over" in opening.note
+    assert opening.scenario == VARIED and "'nice' every time" in opening.note
     for own in (load_preset("content"), replace(seed, title="mine")):
         assert varied_opening(own, "Memory").scenario == own and varied_opening(own, "Memory").note == ""
 

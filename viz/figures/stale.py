@@ -21,12 +21,13 @@ def stale_figure(lesson: StaleLesson) -> go.Figure:
     z = torch.tensor([[k.cached_weight for k in lesson.keys], [k.recomputed_weight for k in lesson.keys]],
                      dtype=torch.float64)
     matches = [[k.cached_match for k in lesson.keys], [k.recomputed_match for k in lesson.keys]]
-    text = np.array([[("match" if m else "no match") + f"<br>{short(w)}" + ("<br><b>stale</b>" if k.stale and not i else "")
+    text = np.array([[("match" if m else "no match") + f" · {short(w)}"
+                      + ("<br> <br><b>stale</b>" if k.stale and not i else "")  # said; the hatch between
                       for m, w, k in zip(row, weights, lesson.keys)]
                      for i, (row, weights) in enumerate(zip(matches, z.tolist()))], dtype=object)
     stale = [(0, c) for c, k in enumerate(lesson.keys) if k.stale]
-    title = (f"Head '{safe(lesson.name)}' at step {lesson.step}: the newest query's weights, context "
-             f"{short(lesson.cached_context)} with the cache, {short(lesson.recomputed_context)} recomputed")
+    title = (f"Head '{safe(lesson.name)}' at step {lesson.step}, cached against recomputed: context "
+             f"{short(lesson.cached_context)} vs {short(lesson.recomputed_context)}")
     fig = heatmap(z, x, list(ROWS), title, highlight_cells=stale, cells_mean="stale", annotate=True, height=230,
                   axes=("key (columns)", "the newest query (rows: two runs)"),
                   hover="%{y}<br>key %{x}<br>weight %{z:.4g}")

@@ -137,7 +137,7 @@ _PRESETS: dict[str, dict] = {
         "sampling": {"strategy": "sample", "temperature": 0.7, "top_k": 2, "top_p": 1.0, "seed": 7},
     },
     "your soup": {
-        "title": "Your soup is so …: words that vary",
+        "title": "Your soup is so …",
         "description": (
             "Three heads that follow what was said: 'first' reads the first token, 'self' the newest "
             "one and 'recent' the last three. Each new word's value feeds back through 'self' and "
@@ -198,9 +198,9 @@ def varied_opening(scenario: Scenario, page: str) -> Opening:
     if matching_preset(scenario) != DEFAULT_PRESET:
         return Opening(scenario, "")
     varied = load_preset(VARIED_PRESET)
-    return Opening(varied, f"{page} opens on the scenario '{varied.title}': the seed's greedy output is "
-                           "'nice' over and over, so every request, draft and eviction would say the same "
-                           "word. Edit the seed or pick another scenario in the sidebar to use it here.")
+    return Opening(varied, f"{page} opens on '{varied.title}', whose words vary: with the seed every request, "
+                           "draft and eviction would say 'nice' every time. Edit the seed or pick another "
+                           "scenario in the sidebar to use it here.")
 
 
 def sequence(scenario: Scenario, n: int) -> tuple[list[str], list[float]]:

@@ -67,11 +67,16 @@ def stale_lesson(kv: Trace, full: Trace, check: CacheCheck) -> StaleLesson | Non
     cached_w, recomputed_w = a.attention.weights[head, 0, :n].tolist(), b.attention.weights[head, 0, :n].tolist()
     keys = tuple(KeyPair(j, kv.tokens[j], bool(cached[j]), bool(recomputed[j]), float(cached_w[j]),
                          float(recomputed_w[j])) for j in range(n))
-    stale = sum(k.stale for k in keys)
-    said = "its key still says" if stale == 1 else f"{stale} of its keys still say"
-    why = (f"Head '{differing.head}' ({differing.rule}) reads n, and a cached key keeps the n of the step "
-           f"that wrote it: {said} what was true then, not with n = {n} now, so the cache gives "
-           f"{fmt(differing.kv_context)} where encoding every key again gives {fmt(differing.full_context)}.")
+    stale = [k for k in keys if k.stale]
+    if len(stale) == 1:
+        key, said = stale[0], "match" if stale[0].cached_match else "no match"
+        keys_say = (f"the key of '{key.token}' (position {key.position + 1}) was cached when n was smaller and "
+                    f"still says '{said}', while encoding it again with n = {n} says otherwise")
+    else:
+        keys_say = (f"{len(stale)} of its keys were cached when n was smaller and still say what they said then, "
+                    f"while encoding them again with n = {n} says otherwise")
+    why = (f"Head '{differing.head}' ({differing.rule}) reads n: {keys_say}, so the cache gives "
+           f"{fmt(differing.kv_context)} where recomputing gives {fmt(differing.full_context)}.")
     return StaleLesson(check.step, head, differing.head, f"Show head '{differing.head}'", why, keys,
                        differing.kv_context, differing.full_context)
 
@@ -97,7 +102,5 @@ def repeat_note(trace: Trace, step: int) -> str:
     now, before = trace.steps[step], trace.steps[step - 1]
     if now.token != before.token:
         return ""
-    return (f"Greedy decoding always picks the most likely word, and adding '{before.token}' (value "
-            f"{fmt(before.value)}) moved the heads' contexts too little to put another word on top, so "
-            f"'{now.token}' wins again, and will as long as nothing changes: a greedy toy repeats itself. "
-            "Sampling (in the sidebar) or heads that follow the newest word make the words vary.")
+    return (f"Why '{now.token}' again? Greedy decoding takes the most likely word, and adding '{before.token}' "
+            f"(value {fmt(before.value)}) moved the contexts too little to change it: a greedy toy repeats itself.")
