@@ -104,21 +104,17 @@ def decode_lesson() -> None:
         said, warned = st.columns(2)
         said.info(narration, icon=":material/record_voice_over:")
         with warned.container(horizontal=True, vertical_alignment="center"):
-            st.warning(" ".join(md_escape(h.summary) for h in check.differing), icon=":material/warning:",
-                       width="stretch")
+            shown_why = stale.head == state.head()  # the head concerned is shown: say why, not only what
+            st.warning(" ".join(md_escape(stale.why if shown_why and h.head == stale.name else h.summary)
+                                for h in check.differing), icon=":material/warning:", width="stretch")
             if st.button(FIX, icon=":material/build:", help="Make every head cache-safe: each rule's n becomes q.pos"):
                 state.set_scenario(scenario.cache_safe())
                 st.rerun(scope="app")  # the sidebar's editors show the rules, so the whole app reruns
-            if stale.head != state.head():
+            if not shown_why:
                 st.button(stale.button, icon=":material/visibility:", on_click=state.set_head, args=(stale.head,),
                           help="Show that head's attention and cache below, with the recomputed run beside it")
     else:
         st.info(narration, icon=":material/record_voice_over:")
-    if stale is not None and stale.head == state.head():  # the stale-cache lesson: why, then both runs below
-        st.markdown(md_escape(stale.why))
-    repeating = repeat_note(shown, shown_step)
-    if repeating:
-        st.caption(md_escape(repeating))
     division_notices(divisions_by_zero(shown, shown_step))
 
     heads = scenario.head_names
@@ -142,7 +138,10 @@ def decode_lesson() -> None:
               if 0 < shown_step == step and (shown.mode != "kv" or compared >= step) else None)
     lesson_screen(frame, heads, head, newest_key=shown.mode == "kv",
                   turns=((after, STEP, "ArrowRight"), (before, BACK, "ArrowLeft")))
-    if stale is not None and stale.head == head:
+    repeating = repeat_note(shown, shown_step)  # under the screen: a side note, never pushing it down
+    if repeating:
+        st.caption(md_escape(repeating))
+    if stale is not None and stale.head == head:  # the stale-cache lesson: both runs side by side
         plot(stale_figure(stale), key="decode_stale")
 
     lazy_tabs(TABS, TAB, (lambda: compare(traces, check, step, compared), lambda: work(traces, step, compared),

@@ -85,7 +85,7 @@ def _button(at, label: str):
 
 def test_decode_offers_the_head_and_shows_the_lesson(decode):
     """Step 1 on the seed (head 'even' shown): the warning offers "Show head 'last'"; clicking it
-    selects that head and shows the sentence and the side-by-side figure."""
+    selects that head, the warning says why in one sentence, and the side-by-side figure follows."""
     _button(decode, "Step").click().run()
     assert decode.session_state[state.HEAD] == 0
     _button(decode, "Show head 'last'").click().run()
@@ -93,7 +93,7 @@ def test_decode_offers_the_head_and_shows_the_lesson(decode):
     assert not [b for b in decode.button if b.label == "Show head 'last'"]  # already shown
     kv, full = runs(1)
     lesson = stale_lesson(kv, full, check_cache(kv, full, 1))
-    assert md_escape(lesson.why) in [m.value for m in decode.markdown]
+    assert [w.value for w in decode.warning] == [md_escape(lesson.why)]  # the warning now says why
     drawn = figure(decode, "Head 'last' at")
     assert drawn["data"][0]["y"] == ["with the KV cache", "recomputed"]
 

@@ -43,7 +43,7 @@ class StaleLesson:
     head: int  # 0-based index of the head concerned
     name: str
     button: str  # the label of the button that shows this head
-    why: str  # one sentence: why the cache and recomputation disagree
+    why: str  # one sentence: why the cache and recomputation disagree (the warning's, once the head is shown)
     keys: tuple[KeyPair, ...]  # every key the newest query sees, in order
     cached_context: float
     recomputed_context: float
@@ -69,14 +69,15 @@ def stale_lesson(kv: Trace, full: Trace, check: CacheCheck) -> StaleLesson | Non
                          float(recomputed_w[j])) for j in range(n))
     stale = [k for k in keys if k.stale]
     if len(stale) == 1:
-        key, said = stale[0], "match" if stale[0].cached_match else "no match"
-        keys_say = (f"the key of '{key.token}' (position {key.position + 1}) was cached when n was smaller and "
-                    f"still says '{said}', while encoding it again with n = {n} says otherwise")
+        key = stale[0]
+        said = ("'match'", "'no match'") if key.cached_match else ("'no match'", "'match'")
+        keys_say = (f"the key of '{key.token}' (position {key.position + 1}) went stale: cached when n was smaller, "
+                    f"it still says {said[0]}; encoded again with n = {n} it says {said[1]}")
     else:
-        keys_say = (f"{len(stale)} of its keys were cached when n was smaller and still say what they said then, "
-                    f"while encoding them again with n = {n} says otherwise")
-    why = (f"Head '{differing.head}' ({differing.rule}) reads n: {keys_say}, so the cache gives "
-           f"{fmt(differing.kv_context)} where recomputing gives {fmt(differing.full_context)}.")
+        keys_say = (f"{len(stale)} of its keys went stale: cached when n was smaller, they still say what they said "
+                    f"then; encoded again with n = {n} they say otherwise")
+    why = (f"Head '{differing.head}' reads n: {keys_say} ({fmt(differing.kv_context)} with the cache against "
+           f"{fmt(differing.full_context)} recomputed).")
     return StaleLesson(check.step, head, differing.head, f"Show head '{differing.head}'", why, keys,
                        differing.kv_context, differing.full_context)
 
