@@ -301,7 +301,7 @@ elif section == "Speculative decoding":
         st.markdown(f"**Output** ({same_as_target(run)}): {md_escape(' '.join(run.words))}")
         if len(set(run.words)) == 1:
             st.caption("Every word is the same, so any draft guesses right. Pick a scenario whose output varies "
-                       "(previous-token, content) or sampling in the sidebar to see guesses rejected.")
+                       "(your soup, previous-token, content) or sampling in the sidebar to see guesses rejected.")
     else:
         kind = cols[2].segmented_control("Draft", REAL_DRAFTS, default=REAL_DRAFTS[0], key=REAL_DRAFT,
                                          required=True, format_func=lambda d: "the Llama" if d == "another model" else d,
