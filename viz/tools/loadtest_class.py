@@ -38,7 +38,7 @@ from ..core.classroom import open_store
 from ..core.engine.presets import load_preset
 from ..core.engine.share import View, encode_view
 from .loadtest import _warm, percentile, serving
-from .protocol import ProtocolSession, run_in_thread
+from .protocol import ProtocolSession, ends_run, run_in_thread
 from .redis_server import RedisServer
 from .server import ROOT
 
@@ -85,7 +85,9 @@ class Screen:
         self.radios: dict[str, tuple[str, list[str]]] = {}  # radio key -> (widget id, its options as shown)
         self.addresses: list[tuple[float, dict[str, str]]] = []
         self.polls = 0
-        self.waiting = False  # a rerun was asked for and its run has not finished yet
+        # a rerun was asked for and has not finished: a timed rerun sent meanwhile would carry the page
+        # this screen showed before a switch the server is making, and take it back there
+        self.waiting = False
         self.fragments: dict[str, set[str]] = {}  # run id -> the fragments it ran (none: the whole app)
         self._tasks: list[asyncio.Task] = []
 
@@ -101,7 +103,7 @@ class Screen:
         while True:
             message = self.log.feed(await socket.recv())
             what = message.WhichOneof("type") if message is not None else None
-            if what == "script_finished":
+            if what == "script_finished" and ends_run(message):  # a run cut short for a rerun: still busy
                 self.waiting = False
             elif what == "new_session":
                 self.fragments[message.metadata.run.script_run_id] = set(message.metadata.run.fragment_ids)
@@ -269,8 +271,11 @@ async def _vote(store, started, teacher: Screen, screens: list[Screen], ids: lis
     """The tour's first question: every student votes at the same moment; the store must count each once."""
     await teacher.send(page_hash=teacher.log.pages["tour"])
     await teacher.click("kv_tour_step_forward")
-    arrived = await asyncio.gather(*(s.until(lambda s=s: s.shown("tour") == "2" and "tour_answer_0" in s.radios,
-                                             timeout_s) for s in screens), return_exceptions=True)
+    def on_question(s: Screen) -> bool:  # the tour's page with its step 2, whose radio was drawn
+        return s.log.page_hash == s.log.pages.get("tour") and s.shown("tour") == "2" and "tour_answer_0" in s.radios
+
+    arrived = await asyncio.gather(*(s.until(lambda s=s: on_question(s), timeout_s) for s in screens),
+                                   return_exceptions=True)
     voters = [(s, i) for s, i, got in zip(screens, ids, arrived) if not isinstance(got, BaseException)]
     result["errors"] += [f"a student's screen did not follow to the question (it shows page {s.log.page_hash[:6]}, "
                          f"tour {s.shown('tour')}, step {s.shown('step')})" for s, got in zip(screens, arrived)
