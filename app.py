@@ -70,5 +70,5 @@ guard.remember()
 with guard.frame("the link to this view", st.sidebar):
     sidebar.share_link()
     classroom.short_link(page.url_path)
-    classroom.after_run()  # the teacher's screen publishes its view
+    classroom.sync()  # the teacher's screen publishes its view (again, if the page moved it)
 state.sync_url(page.url_path)

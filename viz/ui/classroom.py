@@ -3,8 +3,8 @@
 app.py calls, in order: :func:`open_short_link` (a ``/?v=<code>`` link becomes its view before the
 first run reads the address), :func:`begin` (the address bar's class parameters, once), the
 sidebar's :func:`panel` (start or join), :func:`bar` above the page (the projector's join screen,
-or a student's "following" line) and :func:`after_run` at the end of every run, the page's
-fragments included (viz.ui.guard): the teacher's view is published there, and a student who
+or a student's "following" line). :func:`sync` runs at the start and the end of every run, the
+page's fragments included (viz.ui.guard): the teacher's view is published there, and a student who
 changed their own view is exploring.
 
 A student's screen follows through a fragment that reruns every ``KVLAB_CLASS_POLL_S`` seconds
@@ -147,6 +147,7 @@ def begin(pages: dict, url_path: str) -> None:
     st.session_state[PAGE] = url_path
     st.session_state[PAGES] = pages
     if st.session_state.get(READ):
+        sync()
         return
     st.session_state[READ] = True
     params = st.session_state.pop(ARRIVAL, {})
@@ -407,9 +408,11 @@ def _return() -> None:
         st.session_state.pop(APPLIED, None)
 
 
-# -- the end of every run ----------------------------------------------------------------------------
-def after_run() -> None:
-    """The teacher's screen publishes what it shows; a student who moved their own view explores."""
+# -- the start and the end of every run ----------------------------------------------------------------------------
+def sync() -> None:
+    """At the start of a run (the click's callback has already moved the view) and at its end: the
+    teacher's screen publishes what it shows, once per change; a student who moved their own view
+    explores. Publishing at the start takes the teacher's own run out of the students' wait."""
     here = seat()
     if here is None:
         return

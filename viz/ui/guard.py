@@ -99,11 +99,12 @@ def fragment(func: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(func)
     def guarded(*args, **kwargs) -> None:
         with frame(f"the fragment {func.__name__}"):
+            classroom.sync()  # a click's callback moved the view: a class sees it before this run computes
             func(*args, **kwargs)
             # a fragment's own rerun never reaches what app.py does after the page: the link and memory
             state.sync_url()
             remember()
             sidebar.refresh_share_link()
-            classroom.after_run()  # a teacher's fragment run publishes its view too
+            classroom.sync()  # and once more if the run moved it
 
     return st.fragment(guarded)
