@@ -5,6 +5,7 @@ marked as tests/conftest.py says."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -39,10 +40,11 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 
 def test_readme_test_command_sets_up_then_runs_every_tier():
-    """The test command runs tests/setup.sh, then pytest with no tier left out."""
+    """The test command runs tests/setup.sh, then pytest with no tier left out; both scripts are executable."""
     command = _command("Run the tests")
     setup, _, run = command.partition(" && ")
     assert setup == "tests/setup.sh" and run == ".venv/bin/python -m pytest", command
+    assert os.access(SETUP, os.X_OK) and os.access(ROOT / ".ci" / "run", os.X_OK)
 
 
 def test_readme_app_command_runs_app_py_with_a_cpu_torch_pin():
