@@ -27,6 +27,7 @@ from ..core.engine.share import View
 from . import classroom, server_budget, sidebar, state
 
 log = logging.getLogger("kvlab.app")
+CHEAP = frozenset({"the link to this view"})  # parts app.py frames that compute nothing: never made to wait
 
 FAILED = ("Something went wrong while drawing this part of the page, so it stopped here. Your "
           "scenario is unchanged: try another step, page or preset, or edit it in the sidebar. "
@@ -71,11 +72,12 @@ def frame(where: str, place=None) -> Iterator[None]:
     """Run a part of the app; if it raises, log it, restore the last good view and say so kindly.
 
     ``place`` is where the message goes (a container or ``st.sidebar``; the current one if None).
-    A part outside the sidebar computes the view, so a heavy view waits for the server's admission
-    (viz.ui.server_budget); the sidebar never waits, so its editors always answer.
+    Every part but the link box (:data:`CHEAP`) waits for the server's admission when the view is
+    heavy (viz.ui.server_budget): the sidebar's editors of a scenario at the limits are themselves
+    heavy, and ten of them built at once left the server hundreds of MB larger.
     """
     try:
-        if place is st.sidebar:
+        if where in CHEAP:
             yield
         else:
             view = state.current_view()
