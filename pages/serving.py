@@ -15,8 +15,8 @@ from viz.core.real.model import SHIPPED_MODELS, RealModelError, encode, load_mod
 from viz.core.real.speculative import REAL_DRAFTS, speculate_real
 from viz.core.serving.scheduler import same_as_alone, serve
 from viz.core.engine.scenario import Sampling
-from viz.core.serving.explain import (compare_policies, narrate_chunking, narrate_iteration, narrate_prefix,
-                                      narrate_round, narrate_visit)
+from viz.core.serving.explain import (FLASH_TRAFFIC_NOTE, compare_policies, narrate_chunking, narrate_iteration,
+                                      narrate_prefix, narrate_round, narrate_visit)
 from viz.core.serving.speculative import DRAFTS, MAX_K, MAX_SPEC_TOKENS, DraftSpec, speculate
 from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BATCH, MAX_BLOCKS, MAX_OVERHEAD,
                                MAX_REQUESTS, PREEMPTION_NOTE, PREEMPTIONS, WORKLOADS, ServingConfig, ServingError,
@@ -380,6 +380,4 @@ else:
     points = remember("sweep", (shape, bq, bk), lambda: traffic_sweep(scenario, bq, bk))
     large = remember("sweep_large", shape, lambda: traffic_sweep(scenario, TILE_SIZES[-1], TILE_SIZES[-1]))
     plot(figs.traffic_figure(points, bq, bk, large, TILE_SIZES[-1]), key="serving_traffic")
-    st.caption("With small tiles each key tile is read again for every query tile below it, which can cost more "
-               "than the score matrix saves; FlashAttention uses the largest tiles that fit in a GPU's fast "
-               "memory, and the saving grows with the sequence.")
+    st.caption(FLASH_TRAFFIC_NOTE)

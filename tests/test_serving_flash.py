@@ -128,3 +128,22 @@ def test_too_many_tile_steps_are_refused():
     tokens, values = prompt(MAX_FLASH_TOKENS)
     with pytest.raises(ValueError, match="choose larger tiles"):
         flash_attention(load_preset("cache-safe"), 1, 1, tokens=tokens, values=values)
+
+
+def test_the_traffic_ratio_levels_off_while_the_bytes_saved_grow_as_n_squared():
+    """Issue 31 (misleading 9): with fixed tiles the naive/tiled traffic ratio approaches a constant
+    (Dao et al. 2022, Theorem 2: about M/d²) while the bytes saved grow about 16× per 4× tokens; the
+    page's note says so and no longer says the saving grows with the sequence."""
+    from viz.core.serving.explain import FLASH_TRAFFIC_NOTE
+    from viz.core.serving.flash import flash_traffic, naive_traffic
+
+    lengths = (1024, 4096, 16384, 65536)
+    naive = [naive_traffic(n, 1, 64, 2).total for n in lengths]
+    tiled = [flash_traffic(n, 1, 64, 2, 128, 128).total for n in lengths]
+    ratios = [a / b for a, b in zip(naive, tiled)]
+    growth = [later / earlier for earlier, later in zip(ratios, ratios[1:])]
+    assert growth[0] > growth[1] > growth[2] and growth[-1] < 1.05  # levelling off
+    saved = [a - b for a, b in zip(naive, tiled)]
+    assert all(15 < later / earlier < 17 for earlier, later in zip(saved, saved[1:]))  # ≈ 4² per 4× n
+    assert "M/d²" in FLASH_TRAFFIC_NOTE and "HBM" in FLASH_TRAFFIC_NOTE
+    assert "grows with the sequence" not in FLASH_TRAFFIC_NOTE

@@ -174,3 +174,13 @@ def narrate_visit(run: FlashRun, index: int, head: int) -> str:
     return (f"Tile {index + 1} of {len(run.visits)}: queries {r0 + 1}–{r1} against keys {c0 + 1}–{c1} ({start}), "
             f"{v.bytes_read:,} bytes loaded into fast memory. For '{token}': {update}; running sum "
             f"{fmt(float(v.sum_after[head, -1]))}. {ending}")
+
+
+# What the traffic sweep teaches, with the paper's bound (Dao et al. 2022, Theorem 2: the naive pass
+# makes Θ(N·d + N²) accesses to slow memory, FlashAttention Θ(N²·d²/M) for fast memory of M bytes).
+FLASH_TRAFFIC_NOTE = (
+    "With small tiles each key tile is read again for every query tile below it, which can cost more than "
+    "the score matrix saves; FlashAttention uses the largest tiles that fit in a GPU's fast on-chip memory "
+    "(SRAM, M bytes). The naive pass writes its n × n score matrix to the slow memory (HBM) and reads it "
+    "back, so the bytes the tiles save grow as n²; the ratio of naive to tiled traffic does not grow without "
+    "end but levels off at about M/d² (Dao et al. 2022, Theorem 2).")
