@@ -43,11 +43,13 @@ def test_dragging_the_timeline_scrubs_decode(app):
     app.open("/decode", **encode_view(View(load_preset("seed"), step=4)))
     timeline = app.main.get_by_role("slider", name="Timeline (tokens generated)")
     expect(timeline).to_have_attribute("aria-valuetext", "4 of 4")
-    box = timeline.bounding_box()
-    middle = box["y"] + box["height"] / 2
-    app.page.mouse.move(box["x"] + box["width"] - 4, middle)  # the thumb, at the right end
+    thumb = timeline.locator("xpath=..").bounding_box()  # the range input sits inside its thumb
+    track = app.main.get_by_test_id("stSlider").filter(
+        has=app.page.get_by_role("slider", name="Timeline (tokens generated)")).bounding_box()
+    middle = thumb["y"] + thumb["height"] / 2
+    app.page.mouse.move(thumb["x"] + thumb["width"] / 2, middle)  # the thumb, at the right end
     app.page.mouse.down()
-    app.page.mouse.move(box["x"] + box["width"] / 2, middle, steps=5)
+    app.page.mouse.move(track["x"] + track["width"] / 2, middle, steps=5)
     with app.rerun():
         app.page.mouse.up()
     assert app.query.get("step") == "2"

@@ -159,9 +159,11 @@ class App:
             (scope or self.page).get_by_role("button", name=label).click()
 
     def toggle(self, label: str) -> None:
-        """Flip a toggle (st.toggle, a switch to assistive technology) by clicking it."""
+        """Flip a toggle (st.toggle, a switch to assistive technology) by clicking it (its label
+        takes the click: the switch itself is drawn by the track beside it)."""
+        switch = self.page.get_by_role("switch", name=label, exact=True)
         with self.rerun():
-            self.page.get_by_role("switch", name=label, exact=True).click()
+            self.page.locator("label").filter(has=switch).click()
 
     def pick(self, group: str, option: str) -> None:
         """Pick ``option`` in a segmented control or pills named ``group`` by clicking it."""
