@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 
 from ..core.engine.scenario import MAX_DECODE_STEPS
 from ..core.engine.share import View, link_query
-from .loadtest import CLASS_LINK, percentile, rss_mb, serving, _warm
+from .load_base import CLASS_LINK, percentile, rss_mb, serving, warm
 from .protocol import ProtocolSession, run_in_thread
 from .worst_case import worst_scenarios
 
@@ -150,7 +150,7 @@ def run_heavy(visitors: int, pages: tuple[str, ...] = HEAVY_PAGES, timeout_s: fl
     crowds = {"seed": [CLASS_LINK] * visitors, "heavy": [links[i % len(links)] for i in range(visitors)]}
     rounds = []
     with serving(None, None) as (base, pids, backends):
-        run_in_thread(_warm(backends[0], timeout_s))
+        run_in_thread(warm(backends[0], timeout_s))
 
         def memory() -> float:
             return sum(rss_mb(pid) for pid in pids)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import json
 import random
@@ -30,21 +29,15 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
-from urllib.parse import urlencode
-
-from ..core.engine.presets import load_preset
-from ..core.engine.share import View, link_query
 
 from .chromium import launch_options
-from .cluster import Cluster
+from .load_base import CLASS_LINK, percentile, rss_mb, serving, warm
+
+_warm = warm  # the name viz.tools.loadtest_class imports it by
 from .protocol import ProtocolSession, RunLog, run_in_thread
-from .server import ROOT, StreamlitServer
 
 MAX_SESSIONS = 60
 MAX_SECONDS = 600
-# What a class opens: the teacher's Copy link to Decode on the seed scenario (the link names its page)
-CLASS_LINK = urlencode(link_query("decode", View(load_preset("seed"))))
 
 
 @dataclass
@@ -83,34 +76,6 @@ class LoadResult:
                 "later_click_p95_s": percentile(later, 95),
                 "server_run_p50_s": percentile(self.run_times_s, 50),
                 "server_run_p95_s": percentile(self.run_times_s, 95)}
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (nearest rank), NaN for no values."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
-
-
-def rss_mb(pid: int) -> float:
-    """Resident memory of a process and its children, from /proc (Linux)."""
-    total = 0
-    for p in [pid, *_children(pid)]:
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except OSError:
-            pass
-    return total / 1024
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
 
 
 async def _finished_after(log: RunLog, before: int, timeout_s: float):
@@ -280,30 +245,6 @@ async def _drive(base: str, sessions: int, seconds: float, timeout_s: float,
     return latencies, run_times, errors, arrivals
 
 
-@contextlib.contextmanager
-def serving(url: str | None, processes: int | None) -> Iterator[tuple[str, list[int], list[str]]]:
-    """The address to load, the server pids (for memory) and each process's own address (for
-    warming up): a running server at ``url``, a HAProxy cluster of ``processes``, or one server."""
-    if url:
-        yield url, [], [url]
-    elif processes:
-        with Cluster(processes, workdir=ROOT / "artifacts" / f"loadtest-cluster-{processes}") as cluster:
-            yield cluster.url, cluster.pids, [server.url for server in cluster.servers]
-    else:
-        with StreamlitServer(ROOT / "artifacts" / "loadtest-server.log") as server:
-            yield server.url, [server.pid], [server.url]
-
-
-async def _warm(backend: str, timeout_s: float) -> None:
-    """One visit to Decode and Prefill: imports, caches and the first page builds of one process."""
-    session = ProtocolSession(backend, timeout_s)
-    try:
-        await session.open("decode")
-        await session.rerun(page_hash=session.log.pages["prefill"])
-    finally:
-        await session.close()
-
-
 def run_load(sessions: int, seconds: float, url: str | None = None, timeout_s: float = 120.0,
              settle_s: float = 15.0, client: str = "browser", after_s: float | None = None,
              processes: int | None = None, min_actions: int = 0) -> LoadResult:
@@ -328,7 +269,7 @@ def run_load(sessions: int, seconds: float, url: str | None = None, timeout_s: f
 
     with serving(url, processes) as (base, pids, backends):
         for backend in backends:
-            run_in_thread(_warm(backend, timeout_s))
+            run_in_thread(warm(backend, timeout_s))
         if client == "browser":
             run_in_thread(_drive(base, 1, 1.0, timeout_s))  # the browser's first page load
         time.sleep(settle_s)
@@ -393,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heavy-pages", nargs="+", default=None, metavar="PAGE",
                         help="the pages whose worst links the heavy class opens (default: decode prefill memory serving)")
     args = parser.parse_args(argv)
-    if args.heavy:
+    if args.heavy is not None:
         return _heavy(args.heavy, tuple(args.heavy_pages or ()), args.out)
     if args.url and args.processes:
         print("error: --url and --processes exclude each other", file=sys.stderr)
