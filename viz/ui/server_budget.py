@@ -3,8 +3,9 @@
 viz.core.engine.budget bounds one click. Many visitors on heavy links could still take the memory and
 the cores from everyone else together, so this module bounds them as one process:
 
-* **Admission** (:func:`admitted`): a rerun of a heavy view (``budget.is_light`` says no) takes one
-  of :data:`HEAVY_SLOTS` slots for as long as it runs; when every slot is taken it waits its turn,
+* **Admission** (:func:`admitted`): each part of a heavy view's rerun that viz.ui.guard frames (the
+  sidebar, the page, a fragment; ``budget.is_light`` says the view is heavy) takes one of
+  :data:`HEAVY_SLOTS` slots for as long as it runs; when every slot is taken it waits its turn,
   first come first served, with a message saying so, for at most :data:`WAIT_S`; after that this click
   is refused with a message and the visitor's view stays as it was. A light view (the seed, any
   class-sized scenario) never waits. A slot is held per thread, so a fragment inside a page's run
