@@ -16,6 +16,7 @@ import os
 import streamlit as st
 import torch
 
+from viz.core.lessons.leads import PRESENTER_HINT
 from viz.ui import classroom, guard, sidebar, state
 from viz.ui.common import favicon
 from viz.ui.widgets import presenter_style
@@ -23,8 +24,10 @@ from viz.ui.widgets import presenter_style
 # Many small requests at once: one torch thread per script run keeps sessions from fighting over
 # the cores. KVLAB_TORCH_THREADS raises it (the Cost page's timings use whatever is set here).
 torch.set_num_threads(int(os.environ.get("KVLAB_TORCH_THREADS", "1")))
-# a sidebar wide enough for the editors' tables (Streamlit's documented width, in pixels)
-st.set_page_config(page_title="kvlab", page_icon=favicon(), layout="wide", initial_sidebar_state=400)
+# a sidebar wide enough for the editors' tables (Streamlit's documented width, in pixels); presenter
+# mode folds it (set again below, once the session's view is known)
+SIDEBAR_PX = 400
+st.set_page_config(page_title="kvlab", page_icon=favicon(), layout="wide", initial_sidebar_state=SIDEBAR_PX)
 
 # Each url_path is its file's name: until some session has called st.navigation, Streamlit's legacy
 # pages/ discovery answers a first visit by file name (state.require_frame then runs this frame around it).
@@ -46,6 +49,11 @@ LINKABLE = frozenset(p.url_path for p in PAGES if p.url_path)  # the pages a sha
 classroom.open_short_link()  # a short link (/?v=…) becomes its view before the address is read
 page = st.navigation(PAGES)
 state.init(page.url_path, LINKABLE)
+# Presenter mode opens with the sidebar folded and unfolds it on exit (Streamlit applies a changed
+# initial state; a sidebar the visitor folded or unfolded by hand keeps that choice in the browser).
+st.set_page_config(initial_sidebar_state="collapsed" if state.presenter() else SIDEBAR_PX)
+if state.presenter_hint_due():
+    st.toast(PRESENTER_HINT, icon=":material/co_present:")
 # a share link opens at / and names its page (state.link_params); an old link there means Prefill
 target = state.link_target()
 if target:

@@ -271,7 +271,7 @@ def render(editors: bool = True, url_path: str = "") -> None:
     does not read the scenario (``editors`` False) the preset picker and the editors are left out."""
     with st.sidebar:
         st.toggle("Presenter mode", **state.bound(state.PRESENTER_TOGGLE, state.presenter(), state.set_presenter),
-                  help="Large type for a projector; editing panels fold away; ← and → step.")
+                  help="Large type for a projector; the sidebar folds away (» at the top left opens it); ← and → step.")
         if editors:
             _preset_picker()
         st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")
