@@ -11,8 +11,8 @@ from viz.core.engine.model import MODES
 from viz.core.engine.explain import check_cache, fmt
 from viz.core.lessons.lesson import WINDOW, decode_frame, make_window, prefill_frame
 from viz.figures import lesson
-from viz.figures.base import MEANINGS, title_room
-from viz.ui.common import PRESENTER_TEXT_PX, presenter_text
+from viz.figures.base import MEANINGS, fit, title_room
+from viz.ui.common import PRESENTER_TEXT_PX
 
 
 def _runs(scenario: Scenario, steps: int) -> dict:
@@ -106,7 +106,7 @@ def test_presenter_text_is_at_least_16_px():
     runs = _runs(load_preset("seed"), 1)
     frame = decode_frame(runs["kv"], runs["kv"], runs["recompute"], 1, 1)
     for fig in (lesson.attention_figure(frame, "last"), lesson.cache_figure(frame, ["a", "b", "c", "d"])):
-        spec = presenter_text(fig).to_plotly_json()
+        spec = fit(fig, presenter=True).to_plotly_json()
         layout = spec["layout"]
         assert layout["font"]["size"] >= PRESENTER_TEXT_PX and layout["legend"]["font"]["size"] >= PRESENTER_TEXT_PX
         for name, axis in layout.items():

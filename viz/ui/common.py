@@ -13,7 +13,8 @@ import streamlit as st
 
 from ..core.engine.division import DivisionByZero
 from ..core.lessons.lesson import LessonFrame
-from ..figures.base import figure_table
+from ..core.lessons.glossary import hover
+from ..figures.base import DESKTOP_PX, PRESENTER_PX, figure_table, figure_terms, fit, font_sizes
 from ..figures.board import attention_board, cache_board, fits, words_board
 from ..figures.lesson import attention_figure, cache_figure, frame_tables
 from . import state
@@ -22,40 +23,41 @@ from .board import board, button_selector
 # The toolbar shows on hover only (on a phone: after a tap), and short, so it stays clear of titles.
 PLOT_CONFIG = {"displaylogo": False, "displayModeBar": "hover",
                "modeBarButtonsToRemove": ["lasso2d", "select2d", "zoomIn2d", "zoomOut2d", "autoScale2d"]}
-PRESENTER_TEXT_PX = 16  # the smallest text inside a figure in presenter mode (cells, ticks, legends)
-PRESENTER_FONT_PX = 18  # the figure's base type in presenter mode (what nothing sets for itself)
-PRESENTER_TITLE_PX = 19
+PRESENTER_TEXT_PX = font_sizes(True).text  # the least any figure text is in presenter mode (16 px)
 
 
-def presenter_text(fig: go.Figure) -> go.Figure:
-    """Every text inside a figure at least PRESENTER_TEXT_PX: layout, cells, subplot titles, titles."""
-    layout = fig.layout
-    layout.font.size = max(layout.font.size or 0, PRESENTER_FONT_PX)
-    layout.title.font.size = max(layout.title.font.size or 0, PRESENTER_TITLE_PX)
-    layout.legend.font.size = max(layout.legend.font.size or 0, PRESENTER_TEXT_PX)
-    for note in layout.annotations:
-        note.font.size = max(note.font.size or 0, PRESENTER_TEXT_PX)
-    # Streamlit's theme gives ticks and axis titles sizes of their own: set them on every axis
-    big = dict(tickfont_size=PRESENTER_TEXT_PX, title_font_size=PRESENTER_TEXT_PX)
-    fig.for_each_xaxis(lambda axis: axis.update(big))
-    fig.for_each_yaxis(lambda axis: axis.update(big))
-    for trace in fig.data:
-        if "textfont" in trace:
-            trace.textfont.size = max(trace.textfont.size or 0, PRESENTER_TEXT_PX)
-        if "colorbar" in trace:
-            trace.colorbar.update(big)
-    return fig
+def column_px(share: float = 1.0) -> int:
+    """The width (px) of a column taking ``share`` of the main column: at a desk beside the sidebar
+    (1440 × 900), or in presenter mode with the sidebar folded (1280 × 720)."""
+    return int((PRESENTER_PX if state.presenter() else DESKTOP_PX) * share)
 
 
-def plot(fig: go.Figure, key: str | None = None, table: bool = False) -> None:
-    """Show a plotly figure at full width; in presenter mode with larger type. ``table`` adds a
-    folded "As a table" under it (its numbers, built only when opened)."""
-    if state.presenter():
-        presenter_text(fig)
+def terms_caption(drawn: go.Figure | dict, shown: set[str] | None = None) -> None:
+    """A folded "Terms" under a figure or board: the glossary's one-line definition of each term its
+    titles, axes and legend use. ``shown`` collects the terms already defined on this page, so a term
+    is defined once, under the first figure that uses it."""
+    terms = [t for t in figure_terms(drawn) if shown is None or t.term not in shown]
+    if not terms:
+        return
+    if shown is not None:
+        shown.update(t.term for t in terms)
+    with st.expander("Terms", icon=":material/help:"):
+        st.markdown("  \n".join(f"**{md_escape(t.term)}**: {md_escape(hover(t.term))}" for t in terms))
+
+
+def plot(fig: go.Figure, key: str | None = None, table: bool = False, share: float = 1.0,
+         terms: set[str] | None = None) -> None:
+    """Show a plotly figure at full width, fitted (:func:`viz.figures.base.fit`) to its column
+    (``share`` of the main column): its title broken for that width, every text at least 12 px at a
+    desk and 16 px in presenter mode. ``table`` adds a folded "As a table" under it (its numbers, built
+    only when opened); ``terms`` (the page's set of terms already defined) adds a folded "Terms"."""
+    fit(fig, width=column_px(share), presenter=state.presenter())
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key=key)
     if table:
         folded("As a table", f"{key}_table",
                lambda: st.dataframe(figure_table(fig), hide_index=True, width="stretch", height=240))
+    if terms is not None:
+        terms_caption(fig, terms)
 
 
 def _fill_if_open(box, body: Callable[[], None]) -> bool:
@@ -76,9 +78,10 @@ def folded(label: str, key: str, body: Callable[[], None], icon: str | None = No
 # Every character CommonMark lets a backslash escape, but for , and ; which no construct uses.
 _ASCII_PUNCTUATION = re.compile(r"[!-+\-./:<-@\[-`{-~]")
 # GFM turns www.…, http(s)://… and e-mail addresses into links after escapes are resolved, so a
-# backslash cannot stop it; an invisible word joiner inside the pattern does.
-WORD_JOINER = "\u2060"
-_AUTOLINK = re.compile(r"(?i)(?<=www)(?=\.)|(?<=http)(?=s?://)|(?=@)")
+# backslash cannot stop it. Such a run goes into a code span instead: GFM finds autolinks only in
+# plain text, and a code span shows its characters as they are, so copied text is what was typed.
+_AUTOLINK = re.compile(r"(?i)(?:https?://|www\.)\S*|[-.\w+]*@[-\w]+(?:\.[-\w]+)+")
+_BACKTICKS = re.compile(r"`+")
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\t\v\f\x85\u2028\u2029]")
 
 
@@ -94,13 +97,29 @@ def md_escape(text: object) -> str:
     (``:blue[…]``), a ``:material/…:`` icon or an emoji shortcode; line breaks become spaces
     (no headings, lists or code blocks) and leading spaces no-break spaces (no indented code).
     GitHub's autolinks (``www.``, ``https://``, ``a@b.org``) are found after escapes are resolved,
-    so an invisible word joiner (U+2060) goes inside each of those patterns instead.
+    so each such run is shown as a code span instead, with no character added (copying it gives
+    what was typed).
     """
     text = _LINE_BREAKS.sub(" ", str(text))
     stripped = text.lstrip(" ")
     text = "\u00a0" * (len(text) - len(stripped)) + stripped
-    text = _AUTOLINK.sub(WORD_JOINER, text)
+    pieces, start = [], 0
+    for match in _AUTOLINK.finditer(text):
+        pieces += [_escape_punctuation(text[start:match.start()]), _code_span(match.group())]
+        start = match.end()
+    return "".join(pieces) + _escape_punctuation(text[start:])
+
+
+def _escape_punctuation(text: str) -> str:
     return _ASCII_PUNCTUATION.sub(lambda match: "\\" + match.group(), text)
+
+
+def _code_span(text: str) -> str:
+    """``text`` as a CommonMark code span: a fence longer than any run of backticks inside it, and a
+    space at each end where the text starts or ends with a backtick (CommonMark strips one each)."""
+    fence = "`" * (max((len(run) for run in _BACKTICKS.findall(text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 @functools.cache
@@ -201,11 +220,12 @@ def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key
              for f, button, key in turns if small and f is not None and fits(f)]
     newest = newest_key and frame.step > 0
     figures = (lambda: attention_figure(frame, heads[head], newest_key=newest), lambda: cache_figure(frame, heads))
-    for i, column in enumerate(st.columns([1.3, 1, 0.7])):
+    shares = (1.3, 1, 0.7)
+    for i, column in enumerate(st.columns(shares)):
         key = ("lesson_attention", "lesson_cache", "lesson_words")[i]
         with column:
             if shown[i] is None:
-                plot(figures[i](), key=key)
+                plot(figures[i](), key=key, share=shares[i] / sum(shares))
             else:
                 board(shown[i], key=key, turns=[{"selector": selector, "key": pressed, "spec": spec[i]}
                                                  for spec, selector, pressed in ahead])
