@@ -6,7 +6,7 @@ from viz.core.engine import cost as sweep
 from viz.core.text import first_line
 from viz.figures import cost
 from viz.ui import state
-from viz.ui.common import header, md_escape, plot
+from viz.ui.common import for_developers, md_escape, page_lead, plot
 
 state.require_frame()
 RESULTS = "cost_results"  # {device kind: CostMeasurement}: this session's measurements
@@ -27,8 +27,8 @@ def quick_measurement(device: str, config: sweep.LiveConfig) -> sweep.CostMeasur
     return sweep.live_cost(device, None, config)
 
 
-header("Cost", "Decoding with and without the KV cache: the work the engine counts, next to the "
-               "time it takes on this machine, measured live.")
+page_lead("cost")
+terms: set[str] = set()  # the glossary terms defined under a figure so far (each once)
 
 results = st.session_state.setdefault(RESULTS, {})
 devices = sweep.available_devices()
@@ -46,7 +46,7 @@ with st.container(border=True):
             st.markdown(f"Device: **{device}** (the only one on this machine)")
     measure = right.button("Measure again" if device in results else "Measure", type="primary",
                            icon=":material/speed:", width="stretch", key="cost_measure")
-    st.caption(
+    st.expander("What Measure times", icon=":material/info:").caption(
         f"Times one decode step at n = {live.decode_sizes[0]} … {live.decode_sizes[-1]} keys "
         f"(recompute up to {live.recompute_max}) and a whole prompt of {live.prefill_sizes[0]} … "
         f"{live.prefill_sizes[-1]} tokens, with the {len(model.heads)} heads of the "
@@ -88,11 +88,11 @@ elif summary is None:
                "press Measure again.")
 else:
     left_out = ", ".join(measurement.left_out)
+    st.subheader("Decode: theory next to practice")
+    plot(cost.decode_figure(measurement), key="cost_decode", terms=terms)
     st.caption(f"Measured on {measurement.device} ({measurement.threads} CPU thread"
                f"{'s' if measurement.threads > 1 else ''}) in {measurement.seconds:.1f} s."
                + (f" Left out to stay within {measurement.budget_s:g} s: {left_out}." if left_out else ""))
-    st.subheader("Decode: theory next to practice")
-    plot(cost.decode_figure(measurement), key="cost_decode")
     for paragraph in cost.decode_reading(summary, device):
         st.markdown(paragraph)
     with st.expander("Every decode measurement"):
@@ -101,7 +101,7 @@ else:
 
     st.subheader("Prefill: one pass, or one token at a time")
     if measurement.prefill:
-        plot(cost.prefill_figure(measurement), key="cost_prefill")
+        plot(cost.prefill_figure(measurement), key="cost_prefill", terms=terms)
         for paragraph in cost.prefill_reading(summary):
             st.markdown(paragraph)
         with st.expander("Every prefill measurement"):
@@ -110,10 +110,11 @@ else:
     else:
         st.caption("The time budget ran out before prefill; press Measure again.")
 
-st.subheader("The full benchmark")
-st.markdown("The command line runs larger sizes (decode up to n = 16,384), compares the cache with "
-            "Hugging Face transformers' `DynamicCache` and `StaticCache`, measures this machine's "
-            "memory bandwidth to show how close cached decode comes to the fastest possible, and "
-            "times a page rerun of this app. It prints tables and writes JSON:")
-st.code("python -m viz bench --out results.json      # a few minutes\n"
-        "python -m viz bench --quick                 # a few seconds", language="bash")
+developers = for_developers()
+developers.markdown("**The full benchmark.** The command line runs larger sizes (decode up to "
+                    "n = 16,384), compares the cache with Hugging Face transformers' `DynamicCache` and "
+                    "`StaticCache`, measures this machine's memory bandwidth to show how close cached decode "
+                    "comes to the fastest possible, and times a page rerun of this app. It prints tables and "
+                    "writes JSON:")
+developers.code("python -m viz bench --out results.json      # a few minutes\n"
+                "python -m viz bench --quick                 # a few seconds", language="bash")

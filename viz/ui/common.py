@@ -14,6 +14,7 @@ import streamlit as st
 from ..core.engine.division import DivisionByZero
 from ..core.lessons.lesson import LessonFrame
 from ..core.lessons.glossary import hover
+from ..core.lessons.leads import DEVELOPERS, PAGE_LEADS
 from ..figures.base import DESKTOP_PX, PRESENTER_PX, figure_table, figure_terms, fit, font_sizes
 from ..figures.board import attention_board, cache_board, fits, words_board
 from ..figures.lesson import attention_figure, cache_figure, frame_tables
@@ -143,6 +144,19 @@ def header(title: str, caption: str) -> None:
     """Page title and one line on what the page shows."""
     st.title(title)
     st.caption(caption)
+
+
+def page_lead(url_path: str) -> None:
+    """A page's title and the one sentence of what it teaches (viz.core.lessons.leads), above its
+    lesson figure."""
+    lead = PAGE_LEADS[url_path]
+    header(lead.title, lead.sentence)
+
+
+def for_developers():
+    """The fold that holds a page's developer material (commands, folders, allocator notes), away
+    from the lesson: use it as a ``with`` block."""
+    return st.expander(DEVELOPERS, icon=":material/terminal:")
 
 
 def stepper(key: str, count: int, label: str, *, first: int = 1,
