@@ -111,7 +111,8 @@ def decode_lesson() -> None:
                 state.set_scenario(scenario.cache_safe())
                 st.rerun(scope="app")  # the sidebar's editors show the rules, so the whole app reruns
             if not shown_why:
-                st.button(stale.button, icon=":material/visibility:", on_click=state.set_head, args=(stale.head,),
+                st.button(md_escape(stale.button), icon=":material/visibility:", on_click=state.set_head,
+                          args=(stale.head,),
                           help="Show that head's attention and cache below, with the recomputed run beside it")
     else:
         st.info(narration, icon=":material/record_voice_over:")

@@ -61,13 +61,16 @@ _INLINE_MATH = re.compile(r"(?<!\$)\$(?![\s$])[^$\n]*?[^\s$]\$(?!\d)")
 _EMOJI_SHORTCODE = re.compile(r":(?!material/|streamlit:)[\w+-][\w_+-]*:")
 
 
+_CODE_SPAN = re.compile(r"(?<![\\`])(`+)(?!`)[^\n]*?(?<!`)\1(?!`)")
 _UNESCAPED = [(marker, re.compile(r"(?:^|[^\\])(?:\\\\)*" + re.escape(marker))) for marker in MARKERS]
 
 
 def problems_in(text: str) -> list[str]:
     """What in a Markdown-rendered string would turn visitor text into something else: a marker
-    not escaped (after an even number of backslashes), text KaTeX or remark-emoji would pick up."""
-    found = [f"unescaped {marker!r}" for marker, pattern in _UNESCAPED if pattern.search(text)]
+    not escaped (after an even number of backslashes) outside a code span, text KaTeX or remark-emoji
+    would pick up."""
+    literal = _CODE_SPAN.sub("_", text)  # a code span shows its characters as they are
+    found = [f"unescaped {marker!r}" for marker, pattern in _UNESCAPED if pattern.search(literal)]
     blanked = _BLANKED.sub("_", text)
     if "$" in text and (_DISPLAY_MATH.search(blanked) or _INLINE_MATH.search(blanked)):
         found.append("KaTeX would render")

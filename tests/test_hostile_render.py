@@ -8,6 +8,7 @@ help) must carry it escaped, and every figure must carry it HTML-escaped."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -141,3 +142,18 @@ def test_uploads_with_characters_that_are_not_text_are_refused(app, payload, mes
             record("Uploaded scenario files with bad bytes or characters (AppTest)", "state lost")
         assert scenario(app) == load_preset("seed")
         record("Uploaded scenario files with bad bytes or characters (AppTest)", "refused")
+
+
+@pytest.mark.parametrize("typed", ["https://example.org/u", "www.example.org", "mail me: a.b+c@d.org now",
+                                   "[win](https://example.org)", "x `http://a`b` y", "WWW.EXAMPLE.ORG"])
+def test_autolinks_go_into_code_spans_with_no_character_added(typed):
+    """Issue 29.4: a URL or e-mail address in visitor text is kept from GFM's autolinks by a code span,
+    not by an invisible joiner, so the text a visitor copies is the text that was typed."""
+    escaped = md_escape(typed)
+    assert "\u2060" not in escaped and "\u200d" not in escaped
+    spans = re.findall(r"(?<!\\)(`+) ?(.*?) ?\1(?!`)", escaped)
+    assert spans, escaped
+    for _, inside in spans:  # each span holds a run of the typed text verbatim
+        assert inside in typed and ("://" in inside or "www." in inside.lower() or "@" in inside)
+    outside = re.sub(r"(?<!\\)(`+) ?(.*?) ?\1(?!`)", "", escaped)
+    assert not re.search(r"(?i)https?://|www\.|\w@\w", outside.replace("\\", ""))  # nothing left to autolink

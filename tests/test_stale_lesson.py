@@ -88,9 +88,9 @@ def test_decode_offers_the_head_and_shows_the_lesson(decode):
     selects that head, the warning says why in one sentence, and the side-by-side figure follows."""
     _button(decode, "Step").click().run()
     assert decode.session_state[state.HEAD] == 0
-    _button(decode, "Show head 'last'").click().run()
+    _button(decode, md_escape("Show head 'last'")).click().run()
     assert decode.session_state[state.HEAD] == 1
-    assert not [b for b in decode.button if b.label == "Show head 'last'"]  # already shown
+    assert not [b for b in decode.button if b.label == md_escape("Show head 'last'")]  # already shown
     kv, full = runs(1)
     lesson = stale_lesson(kv, full, check_cache(kv, full, 1))
     assert [w.value for w in decode.warning] == [md_escape(lesson.why)]  # the warning now says why
