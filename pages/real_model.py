@@ -12,7 +12,7 @@ from viz.core.real.rules_match import TOY_RULES, match_heads
 from viz.core.rules.language import RuleError
 from viz.core.engine.scenario import STRATEGIES, Head, Sampling
 from viz.ui import state
-from viz.ui.common import header, md_escape, plot
+from viz.ui.common import for_developers, md_escape, page_lead, plot
 from viz.ui.widgets import stats
 
 state.require_frame()
@@ -48,18 +48,17 @@ def shared_model(path: str):
     return load_model(path or None)
 
 
-header("Real model", "Two small transformers trained by kvlab on Python's own documentation, a GPT-2 and a "
-                     "Llama with grouped K/V heads: their real tokens, attention, KV cache and speed, and which "
-                     "of their heads behave like the toy's rules.")
+page_lead("real_model")
+terms: set[str] = set()  # the glossary terms defined under a figure so far (each once)
 
 choice = st.segmented_control("Model", list(SHIPPED), default=list(SHIPPED)[0], key=REAL_CHOICE, required=True,
                               help="Both read the same tokens (one shared tokenizer), at the same width and depth.")
 shipped = str(SHIPPED[choice])
+developers = for_developers()  # how the models were trained; another model from a folder
 if not folders_allowed():  # the default: visitors never name folders on the server's disk
     path = ""
 else:  # turned on by whoever runs kvlab (KVLAB_MODEL_FOLDERS=1): folded away, a student starts with the shipped models
-    with st.expander("Advanced: another model from a folder on this machine", icon=":material/folder_open:",
-                     expanded=bool(st.session_state.get(REAL_PATH))):
+    with developers:
         path = st.text_input("Model directory", key=REAL_PATH, placeholder="empty: the shipped model chosen above",
                              help="Any local Hugging Face causal-LM folder (config.json, *.safetensors, tokenizer "
                                   "files). Nothing is downloaded.").strip()
@@ -78,7 +77,7 @@ facts = (f"**{md_escape(real.name)}** · {md_escape(type(real.model).__name__)} 
          f"vocabulary {s.vocab:,} · context {s.max_positions} tokens · on {md_escape(str(real.device))}")
 st.markdown(facts)
 if report:
-    st.caption(f"Trained by {md_escape(report['command'])} on {md_escape(report['data']['source'])} "
+    developers.caption(f"Trained by {md_escape(report['command'])} on {md_escape(report['data']['source'])} "
                f"({report['data']['train_tokens']:,} tokens); final loss {report['final_train_loss']:.2f} "
                f"(training) / {report['final_val_loss']:.2f} (held-out documents), with "
                f"{report['cpu_seconds'] / 60:.0f} CPU-minutes.")
@@ -107,7 +106,8 @@ with prefill_tab:
     st.markdown(f"The prompt is **{len(prompt)} tokens**: subword pieces from a byte-level BPE "
                 "tokenizer (␣ marks a space, ↵ a new line). One pass over all of them fills the cache "
                 "and gives every head's attention.")
-    st.dataframe(figs.pieces_table(prompt), width="stretch")
+    with st.expander("The prompt's tokens, one by one", icon=":material/table:"):
+        st.dataframe(figs.pieces_table(prompt), width="stretch")
     layer_choices = list(range(s.layers))
     shown = layer_choices
     if s.layers > 6:
@@ -116,8 +116,8 @@ with prefill_tab:
     left, right = st.columns(2)
     layer = left.selectbox("Layer", layer_choices, key=REAL_LAYER, format_func=lambda i: f"layer {i}")
     head = right.selectbox("Head", list(range(s.heads)), key=REAL_HEAD, format_func=lambda i: f"head {i}")
-    plot(figs.attention_grid(pre.attentions, shown, (layer, head)), key="real_grid")
-    plot(figs.attention_detail(pre.attentions, pieces, layer, head), key="real_detail")
+    plot(figs.attention_grid(pre.attentions, shown, (layer, head)), key="real_grid", terms=terms)
+    plot(figs.attention_detail(pre.attentions, pieces, layer, head), key="real_detail", terms=terms)
     k = st.slider("Top-k next tokens", 3, 25, 10, key=REAL_TOP_K)
     top = pre.prediction.top_k(k)
     plot(figs.top_k_figure([(piece(real, i), p) for i, p in top], pieces[-1]), key="real_topk")
@@ -162,8 +162,10 @@ with decode_tab:
                   f"Their shapes say {snap.held_bytes:,} bytes: a sliding-window layer keeps a view of its last "
                   "tokens over the tensor its last step made, which right after a long prompt still holds the "
                   "whole prompt. ")
-               + "The allocator reserves more than this: each step makes new K and V tensors one token longer "
-                 "and frees the old ones, and PyTorch's CUDA allocator rounds blocks up and keeps freed ones.")
+               )
+    with for_developers():
+        st.caption("The allocator reserves more than this: each step makes new K and V tensors one token longer "
+                   "and frees the old ones, and PyTorch's CUDA allocator rounds blocks up and keeps freed ones.")
     left, right = st.columns([2, 3])
     with left:
         st.dataframe(figs.cache_table(snap), hide_index=True, width="stretch")
@@ -235,7 +237,7 @@ with rules_tab:
                 "distributions (1 = identical); a head's score is the mean over rows 2…n. The toy's "
                 "rules are sharp; a small, briefly trained model like the shipped one mostly spreads its "
                 "attention, so 'everything' is often its closest rule and scores well below 1 are "
-                "common. Point the field at the top at a larger local model to compare.")
+                "common. A larger local model (For developers, at the top) compares better.")
     rules = TOY_RULES
     custom = st.text_input("Also try your own rule (optional)", key=REAL_RULE,
                            placeholder="e.g. q.pos - k.pos < 3", max_chars=200).strip()
