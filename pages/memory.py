@@ -15,7 +15,7 @@ from viz.core.engine.scenario import MAX_DECODE_STEPS, ScenarioError
 from viz.core.engine.presets import varied_opening
 from viz.core.lessons.papers import Lesson, eviction_lesson, paged_lesson
 from viz.ui import state
-from viz.ui.common import header, lazy_tabs, md_escape, plot, stepper
+from viz.ui.common import lazy_tabs, md_escape, page_lead, plot, stepper
 from viz.ui.board import board
 from viz.ui.widgets import stats, table
 
@@ -43,9 +43,7 @@ KEEP = "page"  # the tabs build only the open one: its widgets keep their values
 TAB = "memory_tab"
 TABS = ("Paged blocks", "Eviction and quantisation")
 
-header("Memory", "How serving systems fit more sequences into the same memory: paged blocks shared "
-                 "between sequences, keys evicted, numbers stored in fewer bits — tried on the toy, "
-                 "against the full cache.")
+page_lead("memory")
 opening = varied_opening(state.scenario(), "Memory")
 scenario = opening.scenario
 if opening.note:
@@ -59,48 +57,53 @@ def why(lesson: Lesson) -> None:
 
 
 def paged() -> None:
-    st.markdown("A contiguous cache reserves room for the longest answer a request might give. "
-                "PagedAttention (vLLM) instead hands out fixed-size **blocks** as tokens arrive; each "
-                "sequence's **block table** maps its logical blocks to physical ones anywhere in the pool, "
-                "and prompts with a common prefix **share** its blocks, counted by reference.")
+    # shown in this order, filled in the order they are needed: the controls that drive the pool
+    # and the pool itself first, the prompts and the reservation folded below
+    controls, lesson, below = st.container(), st.container(), st.container()
+    settings = below.expander("Prompts and the contiguous reservation", icon=":material/tune:")
     paged_scenario = scenario
     refusal = sharing_refusal(scenario)
-    if refusal:
-        st.info(md_escape(refusal), icon=":material/info:")
-        if st.toggle("Use the cache-safe form of those heads on this page", value=True, key=CACHE_SAFE,
-                     persist_state=KEEP):
-            paged_scenario = scenario.cache_safe()
-    cols = st.columns(4)
+    if refusal:  # a footnote with its fix: the lesson needs cache-safe heads to share blocks
+        with below:
+            st.info(md_escape(refusal), icon=":material/info:")
+            if st.toggle("Use the cache-safe form of those heads on this page", value=True, key=CACHE_SAFE,
+                         persist_state=KEEP):
+                paged_scenario = scenario.cache_safe()
+    cols = controls.columns(3)
     block_size = cols[0].select_slider("Block size (tokens)", [b for b in (1, 2, 4, 8, 16, 32) if b <= MAX_BLOCK_SIZE],
                                        value=4, key=BLOCK_SIZE, persist_state=KEEP)
     steps = cols[1].slider("Predictions per sequence", 1, MAX_STEPS, 4, key=STEPS, persist_state=KEEP)
-    reserve = cols[2].slider("Contiguous: new tokens reserved", MAX_STEPS, MAX_DECODE_STEPS, 32, key=RESERVE,
-                             persist_state=KEEP,
-                             help="A contiguous cache must reserve room for the longest answer it allows.")
-    share = cols[3].toggle("Share common prefixes", value=True, key=SHARE, persist_state=KEEP)
+    share = cols[2].toggle("Share common prefixes", value=True, key=SHARE, persist_state=KEEP)
+    reserve = settings.slider("Contiguous: new tokens reserved", MAX_STEPS, MAX_DECODE_STEPS, 32, key=RESERVE,
+                              persist_state=KEEP,
+                              help="A contiguous cache must reserve room for the longest answer it allows.")
 
     defaults = variants(paged_scenario, steps)
     requests = [defaults[0]]
-    st.markdown(f"**A** (the scenario): {md_escape(' '.join(paged_scenario.tokens))}")
+    settings.markdown(f"**A** (the scenario): {md_escape(' '.join(paged_scenario.tokens))}")
     for default in defaults[1:]:
-        text = st.text_input(f"Prompt {default.name}", value=" ".join(default.tokens),
-                             key=state.widget_key(f"memory_prompt_{default.name}"), persist_state=KEEP,
-                             help="Words it shares with an earlier prompt from the start can share blocks.")
+        text = settings.text_input(f"Prompt {default.name}", value=" ".join(default.tokens),
+                                   key=state.widget_key(f"memory_prompt_{default.name}"), persist_state=KEEP,
+                                   help="Words it shares with an earlier prompt from the start can share blocks.")
         try:
             variant = paged_scenario.with_prompt(text)
             requests.append(Request.of(default.name, variant, steps))
         except ScenarioError as err:
-            st.error(f"Prompt {default.name}: {md_escape(err.message)} — using the default prompt.",
-                     icon=":material/error:")
+            controls.error(f"Prompt {default.name}: {md_escape(err.message)} — using the default prompt.",
+                           icon=":material/error:")
             requests.append(default)
+    with lesson:
+        pooled(paged_scenario, requests, steps, block_size, reserve, share)
 
+
+def pooled(paged_scenario, requests, steps: int, block_size: int, reserve: int, share: bool) -> None:
+    """The paged pool stepped through its scheduler iterations, then what it saved."""
     grant = grant_paged(paged_scenario, [len(r.tokens) for r in requests], steps, block_size, reserve)
     if grant.note:
         st.warning(grant.note, icon=":material/hourglass_top:")
     requests, reserve = [replace(r, max_new_tokens=grant.granted) for r in requests], grant.reserve
     run = decode_together(paged_scenario, requests, block_size, share_prefix=share, max_new_tokens=reserve)
     names = [s.name for s in run.sequences]
-    st.caption(md_escape(run.system.sentence))
 
     if st.session_state.get(SNAPSHOT_COUNT) != len(run.snapshots):
         st.session_state[SNAPSHOT_COUNT] = len(run.snapshots)
@@ -113,6 +116,11 @@ def paged() -> None:
         plot(figures.pool_figure(run, snapshot, names), key="memory_pool")
     else:
         board(pool, key="memory_pool")
+    st.caption(md_escape(run.system.sentence))
+    st.markdown("A contiguous cache reserves room for the longest answer a request might give. "
+                "PagedAttention (vLLM) instead hands out fixed-size **blocks** as tokens arrive; each "
+                "sequence's **block table** maps its logical blocks to physical ones anywhere in the pool, "
+                "and prompts with a common prefix **share** its blocks, counted by reference.")
     st.markdown("**Block tables** (logical block → physical block)")
     table(figures.block_table_frame(snapshot, names), "Block tables: each sequence's logical blocks and the "
           "physical blocks they map to", key="memory_block_tables")
