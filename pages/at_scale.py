@@ -19,7 +19,7 @@ from viz.figures import memory as figures
 from viz.figures import roofline as roof
 from viz.figures.base import Stat
 from viz.ui import state
-from viz.ui.common import header, md_escape, plot
+from viz.ui.common import md_escape, page_lead, plot
 from viz.ui.widgets import stats
 from viz.ui.tables import header_widths
 
@@ -74,9 +74,7 @@ def _own_config():
     return config
 
 
-header("At scale", "The toy's cache is a few hundred bytes. A real model keeps a key and a value per K/V head in "
-                   "every layer for every token: gigabytes. Counted by formula and by transformers itself, "
-                   "fitted onto GPUs, and weighed against the weights every decode step reads.")
+page_lead("at_scale")
 
 st.session_state.setdefault(MODEL, DEFAULT_MODEL)
 st.session_state.setdefault(TOKENS, preset(DEFAULT_MODEL).max_context)
@@ -94,7 +92,7 @@ if st.session_state.get(WEIGHTS_FOR) != config.canonical:  # a new model starts 
     st.session_state[WEIGHTS_FOR] = config.canonical
     st.session_state[WEIGHTS_DTYPE] = config.weights_dtype
 gpu_names = list(GPU_BY_NAME)
-row = st.columns([3, 2, 2, 2])
+row = st.expander("GPU and weights", icon=":material/memory:").columns(3)
 gpu = GPU_BY_NAME[row[0].selectbox("GPU", gpu_names, index=gpu_names.index(DEFAULT_GPU), key=GPU,
                                    format_func=lambda g: GPU_BY_NAME[g].label)]
 gpus = int(row[1].number_input("GPUs (tensor parallel)", 1, MAX_GPUS, value=1, key=GPU_COUNT,
@@ -170,6 +168,7 @@ with gpu_tab:
 with cache_tab:
     state_help = (f": K/V {format_bytes(memory.bytes_per_sequence)} + fixed state "
                   f"{format_bytes(memory.state_bytes_per_sequence)}" if memory.state_bytes_per_sequence else "")
+    lesson = st.container()  # the curve first; what it is drawn from below it
     stats([Stat("Per token", format_bytes(memory.bytes_per_token),
                 help="One more token of context, while every layer still grows."),
            Stat("Per sequence", format_bytes(memory.sequence_bytes), help=f"{tokens:,} tokens of context{state_help}."),
@@ -192,8 +191,10 @@ with cache_tab:
     span = curve_span(memory)
     curves = [(config.name, memory_curve(config, span, dtype, batch))]
     curves += [(n, memory_curve(preset(n), span, dtype, batch)) for n in compare]
-    plot(figures.memory_curve_figure(curves, tokens, fit.capacity_bytes if fit.weights_fit else None,
-                                     config.max_context, memory.state_bytes_per_sequence * batch), key="scale_curve")
+    with lesson:
+        plot(figures.memory_curve_figure(curves, tokens, fit.capacity_bytes if fit.weights_fit else None,
+                                         config.max_context, curves[0][1].state_bytes), key="scale_curve",
+             terms=set())
     st.markdown("**Every cache dtype**")
     st.dataframe(figures.dtype_table(by_dtype(memory)), hide_index=True, width="stretch")
     st.subheader("The toy, measured by the engine")
