@@ -212,7 +212,7 @@ if state.presenter():  # the room goes to the question, its options large (the f
     st.caption("Guided tour · read the question aloud, let the class vote by letter, then press Reveal.")
 else:
     st.title("Guided tour")
-    st.caption(f"The worked example of the article {article.link()}, step by step. Commit to an answer before "
+    st.markdown(f"The worked example of the article {article.link()}, step by step. Commit to an answer before "
                "you reveal it; your score is on the last step. The tour always uses the seed scenario; the other "
                "pages use yours.")
 # the stepper keeps the tour's step itself (a link's step on the first run, kept while other pages show)
