@@ -13,7 +13,7 @@ import pytest
 from viz.core.scale.cache_layout import library_layout
 from viz.core.scale.count import read_model, sequence_count
 from viz.core.scale.gpus import GPU_BY_NAME
-from viz.core.scale.memory import MIB, cache_memory, gpu_fit
+from viz.core.scale.memory import MIB, cache_memory, gpu_fit, memory_curve
 from viz.core.scale.model_config import ConfigError
 from viz.core.scale.roofline import cache_overtakes, decode_step, prefill_step, weight_bytes
 from viz.figures.memory import config_summary, formula_text, layout_sentences
@@ -58,6 +58,15 @@ def test_qwen3_next_counts_its_fixed_state_beside_twelve_attention_layers(qwen3_
     assert "2 · 12 layers" in formula_text(memory) and "48 layers" not in formula_text(memory)
     assert "fixed state in 36" in config_summary(memory)
     assert cache_memory(qwen3_next, 100).state_bytes_per_sequence == QWEN3_NEXT_STATE  # it does not grow
+
+
+def test_the_memory_curve_carries_the_batchs_fixed_state(qwen3_next):
+    """The curve's flat line is the batch's state, made in the core (the page multiplies nothing): it sits
+    under every point of the curve, which holds K/V and state together."""
+    curve = memory_curve(qwen3_next, 8192, batch=4)
+    assert curve.state_bytes == 4 * QWEN3_NEXT_STATE
+    assert all(total > curve.state_bytes for total in curve.bytes)
+    assert curve.bytes[-1] == 4 * (192 * MIB + QWEN3_NEXT_STATE)
 
 
 def test_the_state_takes_room_in_the_fit(qwen3_next):

@@ -149,6 +149,7 @@ class MemoryCurve:
 
     tokens: tuple[int, ...]
     bytes: tuple[int, ...]
+    state_bytes: int = 0  # the batch's fixed state (linear-attention / state-space layers), in every point
 
 
 def memory_curve(config: ModelConfig, max_tokens: int, dtype: str = "fp16/bf16", batch: int = 1,
@@ -159,7 +160,8 @@ def memory_curve(config: ModelConfig, max_tokens: int, dtype: str = "fp16/bf16",
     if config.window and config.window < max_tokens:
         lengths.add(config.window)
     tokens = tuple(sorted(lengths))
-    return MemoryCurve(tokens, tuple(cache_memory(config, t, dtype, batch).batch_bytes for t in tokens))
+    return MemoryCurve(tokens, tuple(cache_memory(config, t, dtype, batch).batch_bytes for t in tokens),
+                       state_bytes(config, dtype) * batch)
 
 
 def curve_span(memory: CacheMemory) -> int:
