@@ -24,7 +24,7 @@ from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BAT
 from viz.figures import serving as figs
 from viz.figures.base import Stat
 from viz.ui import state
-from viz.ui.common import header, md_escape, plot, stepper
+from viz.ui.common import md_escape, page_lead, plot, stepper
 from viz.ui.widgets import stats
 
 state.require_frame()
@@ -174,29 +174,36 @@ def check_identical(runs: list[ServingRun]) -> None:
         st.error("Some request differs from decoding it alone; the tables say which.", icon=":material/error:")
 
 
-header("Serving", "How a server decodes many requests at once: who computes in each iteration, how blocks "
-                  "are shared and reclaimed, and two ways to make each token cheaper — on the toy's real tensors.")
+def cache_safe_footnote(refusal: str) -> None:
+    """Why the page serves the cache-safe form of some heads, and the switch back: a footnote under
+    the lesson (the switch's value is read at the top of the next run)."""
+    st.info(md_escape(refusal), icon=":material/info:")
+    st.toggle("Use the cache-safe form of those heads on this page", value=True, key=CACHE_SAFE)
+
+
+page_lead("serving")
 opening = varied_opening(state.scenario(), "Serving")
 scenario = opening.scenario
 if opening.note:
     st.caption(md_escape(opening.note))
 refusal = serving_refusal(scenario)
-if refusal:
-    st.info(md_escape(refusal), icon=":material/info:")
-    if st.toggle("Use the cache-safe form of those heads on this page", value=True, key=CACHE_SAFE):
-        scenario = scenario.cache_safe()
+if refusal and st.session_state.get(CACHE_SAFE, True):
+    scenario = scenario.cache_safe()
 section = st.segmented_control("Show", SECTIONS, default=SECTIONS[0], key=SECTION, required=True)
 if serving_refusal(scenario) and section != "FlashAttention":
     st.warning("This part needs keys that do not depend on n: turn the cache-safe form back on.",
                icon=":material/warning:")
+    cache_safe_footnote(refusal)
     st.stop()
 
 if section in SUGGESTED:
     workload = workload_editor(section)
-    config = server_settings()
-    st.caption("Limits per click: " + ", ".join(f"{v:,} {k}" for k, v in LIMITS.items()) + ".")
+    with st.expander("Server settings: blocks, batch, preemption, clock", icon=":material/tune:"):
+        config = server_settings()
+        st.caption("Limits per click: " + ", ".join(f"{v:,} {k}" for k, v in LIMITS.items()) + ".")
 
 if section == "Continuous batching":
+    lesson = st.container()  # the stepped lesson first; the comparison and the reading below it
     st.markdown("A static batch starts together and ends with its longest answer. **Continuous batching** "
                 "(iteration-level scheduling, as in Orca and vLLM) decides at every iteration who computes: a "
                 "request joins as soon as a slot and the blocks for its prompt are free, and leaves the moment "
@@ -222,9 +229,10 @@ if section == "Continuous batching":
           "Continuous batching against static batching", key="serving_batching_stats")
     st.caption(md_escape(comparison.text))
     st.caption(md_escape(PREEMPTION_NOTE))
-    policy = st.segmented_control("Step through", ["continuous", "static"], default="continuous", key=POLICY,
-                                  required=True)
-    step_through(continuous if policy == "continuous" else static, policy)
+    with lesson:
+        policy = st.segmented_control("Step through", ["continuous", "static"], default="continuous", key=POLICY,
+                                      required=True)
+        step_through(continuous if policy == "continuous" else static, policy)
     plot(figs.timeline_figure(static if policy == "continuous" else continuous),
          key="serving_other_timeline")
     plot(figs.metrics_figure([("continuous", continuous), ("static", static)]), key="serving_metrics")
@@ -381,3 +389,6 @@ else:
     large = remember("sweep_large", shape, lambda: traffic_sweep(scenario, TILE_SIZES[-1], TILE_SIZES[-1]))
     plot(figs.traffic_figure(points, bq, bk, large, TILE_SIZES[-1]), key="serving_traffic")
     st.caption(FLASH_TRAFFIC_NOTE)
+
+if refusal:
+    cache_safe_footnote(refusal)
