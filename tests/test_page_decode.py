@@ -147,9 +147,11 @@ def test_figures_for_every_head_count():
             "prompt": "a b c d e f", "heads": [{"name": f"h{i}", "rule": "k.pos <= q.pos"} for i in range(heads)],
             "vocab": [{"token": "x", "weights": [1.0] * heads}, {"token": "y", "weights": [0.5] * heads}]})
         traces = {mode: generate(scenario, 3, mode) for mode in MODES}
-        assert len(toy.cache_figure(traces["kv"]).data) == 2
+        cache = toy.cache_figure(traces["kv"]).data
+        assert [t.type for t in cache if t.type == "heatmap"] == ["heatmap"] * 2  # K and V
+        assert [t.name for t in cache if t.type != "heatmap"] == ["new entry"]  # the outline's legend entry
         assert len(toy.work_figure(traces).data) == 2 * len(MODES)
-        assert len(toy.small_multiples(traces["kv"], 2).data) == heads
+        assert sum(t.type == "heatmap" for t in toy.small_multiples(traces["kv"], 2).data) == heads
 
 
 def test_text_so_far_has_one_generated_token_per_step(decode):
