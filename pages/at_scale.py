@@ -109,10 +109,6 @@ except MemoryConfigError as err:
     st.error(f"{err} — counting one GPU.", icon=":material/error:")
     gpus = 1
 
-st.markdown(f"**{md_escape(config.name)}** · {figures.config_summary(memory)}")
-st.caption(f"{ATTENTION_LABELS[config.attention]}. Source: {md_escape(config.source or 'your config.json')}"
-           + (f". {latent_note(config)}" if latent_note(config) else ""))
-
 cache_tab, library_tab, gpu_tab, roof_tab = st.tabs(
     ["Cache memory", "transformers' own count", "On GPUs", "What limits a decode step"], key=TAB, on_change="rerun")
 
@@ -192,9 +188,12 @@ with cache_tab:
     curves = [(config.name, memory_curve(config, span, dtype, batch))]
     curves += [(n, memory_curve(preset(n), span, dtype, batch)) for n in compare]
     with lesson:
+        st.markdown(f"**{md_escape(config.name)}** · {figures.config_summary(memory)}")
         plot(figures.memory_curve_figure(curves, tokens, fit.capacity_bytes if fit.weights_fit else None,
                                          config.max_context, curves[0][1].state_bytes), key="scale_curve",
              terms=set())
+        st.caption(f"{ATTENTION_LABELS[config.attention]}. Source: {md_escape(config.source or 'your config.json')}"
+                   + (f". {latent_note(config)}" if latent_note(config) else ""))
     st.markdown("**Every cache dtype**")
     st.dataframe(figures.dtype_table(by_dtype(memory)), hide_index=True, width="stretch")
     st.subheader("The toy, measured by the engine")

@@ -46,13 +46,14 @@ with st.container(border=True):
             st.markdown(f"Device: **{device}** (the only one on this machine)")
     measure = right.button("Measure again" if device in results else "Measure", type="primary",
                            icon=":material/speed:", width="stretch", key="cost_measure")
-    st.expander("What Measure times", icon=":material/info:").caption(
-        f"Times one decode step at n = {live.decode_sizes[0]} … {live.decode_sizes[-1]} keys "
-        f"(recompute up to {live.recompute_max}) and a whole prompt of {live.prefill_sizes[0]} … "
-        f"{live.prefill_sizes[-1]} tokens, with the {len(model.heads)} heads of the "
-        f"'{md_escape(model.title)}' preset (d_k = {model.d_k}). Sizes stop growing once the next "
-        f"one would pass {live.budget_s:g} s in all, so one click never ties up the server; the "
-        "results stay for this session.")
+# what Measure times: folded under the lesson
+how = (f"Times one decode step at n = {live.decode_sizes[0]} … {live.decode_sizes[-1]} keys "
+       f"(recompute up to {live.recompute_max}) and a whole prompt of {live.prefill_sizes[0]} … "
+       f"{live.prefill_sizes[-1]} tokens, with the {len(model.heads)} heads of the "
+       f"'{md_escape(model.title)}' preset (d_k = {model.d_k}). Sizes stop growing once the next "
+       f"one would pass {live.budget_s:g} s in all, so one click never ties up the server; the "
+       "results stay for this session.")
+lesson = st.container()  # the decode figure, right under the Measure row; the notes below it
 
 if measure:
     bar = st.progress(0.0, text="Starting…")
@@ -88,8 +89,8 @@ elif summary is None:
                "press Measure again.")
 else:
     left_out = ", ".join(measurement.left_out)
-    st.subheader("Decode: theory next to practice")
-    plot(cost.decode_figure(measurement), key="cost_decode", terms=terms)
+    with lesson:
+        plot(cost.decode_figure(measurement), key="cost_decode", terms=terms)  # its title names it
     st.caption(f"Measured on {measurement.device} ({measurement.threads} CPU thread"
                f"{'s' if measurement.threads > 1 else ''}) in {measurement.seconds:.1f} s."
                + (f" Left out to stay within {measurement.budget_s:g} s: {left_out}." if left_out else ""))
@@ -110,6 +111,7 @@ else:
     else:
         st.caption("The time budget ran out before prefill; press Measure again.")
 
+st.expander("What Measure times", icon=":material/info:").caption(how)
 developers = for_developers()
 developers.markdown("**The full benchmark.** The command line runs larger sizes (decode up to "
                     "n = 16,384), compares the cache with Hugging Face transformers' `DynamicCache` and "

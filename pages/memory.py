@@ -46,8 +46,6 @@ TABS = ("Paged blocks", "Eviction and quantisation")
 page_lead("memory")
 opening = varied_opening(state.scenario(), "Memory")
 scenario = opening.scenario
-if opening.note:
-    st.caption(md_escape(opening.note))
 
 
 def why(lesson: Lesson) -> None:
@@ -239,3 +237,5 @@ def compress() -> None:
 
 
 lazy_tabs(TABS, TAB, (paged, compress))  # only the open tab is computed and sent
+if opening.note:  # why the page opens on another scenario: under the lesson, not above it
+    st.caption(md_escape(opening.note))

@@ -103,21 +103,22 @@ prefill_tab, decode_tab, heads_tab, compare_tab, rules_tab = st.tabs(
     ["Prefill", "Decode with the KV cache", "K/V heads", "Cache vs no cache", "Heads that look like rules"])
 
 with prefill_tab:
+    layer_choices = list(range(s.layers))
+    shown = layer_choices
+    left, right = st.columns(2)
+    layer = left.selectbox("Layer", layer_choices, key=REAL_LAYER, format_func=lambda i: f"layer {i}")
+    head = right.selectbox("Head", list(range(s.heads)), key=REAL_HEAD, format_func=lambda i: f"head {i}")
+    # one head whole first (the lesson figure), every head below it
+    plot(figs.attention_detail(pre.attentions, pieces, layer, head), key="real_detail", terms=terms)
     st.markdown(f"The prompt is **{len(prompt)} tokens**: subword pieces from a byte-level BPE "
                 "tokenizer (␣ marks a space, ↵ a new line). One pass over all of them fills the cache "
                 "and gives every head's attention.")
     with st.expander("The prompt's tokens, one by one", icon=":material/table:"):
         st.dataframe(figs.pieces_table(prompt), width="stretch")
-    layer_choices = list(range(s.layers))
-    shown = layer_choices
     if s.layers > 6:
         shown = st.multiselect("Layers in the grid", layer_choices, default=layer_choices[:4],
                                key=REAL_LAYERS, format_func=lambda i: f"layer {i}") or layer_choices[:1]
-    left, right = st.columns(2)
-    layer = left.selectbox("Layer", layer_choices, key=REAL_LAYER, format_func=lambda i: f"layer {i}")
-    head = right.selectbox("Head", list(range(s.heads)), key=REAL_HEAD, format_func=lambda i: f"head {i}")
     plot(figs.attention_grid(pre.attentions, shown, (layer, head)), key="real_grid", terms=terms)
-    plot(figs.attention_detail(pre.attentions, pieces, layer, head), key="real_detail", terms=terms)
     k = st.slider("Top-k next tokens", 3, 25, 10, key=REAL_TOP_K)
     top = pre.prediction.top_k(k)
     plot(figs.top_k_figure([(piece(real, i), p) for i, p in top], pieces[-1]), key="real_topk")

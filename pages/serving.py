@@ -147,8 +147,8 @@ def step_through(run: ServingRun, name: str) -> None:
         st.session_state[key] = 1
     index = stepper(key, count, "Iteration", format_label=lambda i: f"{i} · ticks {run.iterations[i - 1].start}–"
                                                                      f"{run.iterations[i - 1].end}") - 1
-    st.info(md_escape(narrate_iteration(run, index)), icon=":material/record_voice_over:")
     plot(figs.timeline_figure(run, index), key=f"serving_timeline_{name}")
+    st.info(md_escape(narrate_iteration(run, index)), icon=":material/record_voice_over:")
     if run.config.policy == "static":
         plot(figs.reservation_figure(run, index), key=f"serving_memory_{name}")
     else:
@@ -184,8 +184,6 @@ def cache_safe_footnote(refusal: str) -> None:
 page_lead("serving")
 opening = varied_opening(state.scenario(), "Serving")
 scenario = opening.scenario
-if opening.note:
-    st.caption(md_escape(opening.note))
 refusal = serving_refusal(scenario)
 if refusal and st.session_state.get(CACHE_SAFE, True):
     scenario = scenario.cache_safe()
@@ -197,10 +195,13 @@ if serving_refusal(scenario) and section != "FlashAttention":
     st.stop()
 
 if section in SUGGESTED:
-    workload = workload_editor(section)
-    with st.expander("Server settings: blocks, batch, preemption, clock", icon=":material/tune:"):
+    chosen, settings = st.columns(2)  # the workload beside the folded server settings
+    aside = settings.container()  # under the settings: the run to step through (Continuous batching)
+    with settings.expander("Server settings: blocks, batch, preemption, clock", icon=":material/tune:"):
         config = server_settings()
         st.caption("Limits per click: " + ", ".join(f"{v:,} {k}" for k, v in LIMITS.items()) + ".")
+    with chosen:
+        workload = workload_editor(section)
 
 if section == "Continuous batching":
     lesson = st.container()  # the stepped lesson first; the comparison and the reading below it
@@ -230,7 +231,7 @@ if section == "Continuous batching":
     st.caption(md_escape(comparison.text))
     st.caption(md_escape(PREEMPTION_NOTE))
     with lesson:
-        policy = st.segmented_control("Step through", ["continuous", "static"], default="continuous", key=POLICY,
+        policy = aside.segmented_control("Step through", ["continuous", "static"], default="continuous", key=POLICY,
                                       required=True)
         step_through(continuous if policy == "continuous" else static, policy)
     plot(figs.timeline_figure(static if policy == "continuous" else continuous),
@@ -390,5 +391,7 @@ else:
     plot(figs.traffic_figure(points, bq, bk, large, TILE_SIZES[-1]), key="serving_traffic")
     st.caption(FLASH_TRAFFIC_NOTE)
 
+if opening.note:  # why the page opens on another scenario: under the lesson, not above it
+    st.caption(md_escape(opening.note))
 if refusal:
     cache_safe_footnote(refusal)

@@ -150,7 +150,11 @@ def page_lead(url_path: str) -> None:
     """A page's title and the one sentence of what it teaches (viz.core.lessons.leads), above its
     lesson figure."""
     lead = PAGE_LEADS[url_path]
-    header(lead.title, lead.sentence)
+    if state.presenter():  # the title for screen readers only, so the figure fits a projector's screen
+        st.html(HIDDEN_HEADING.format(html.escape(lead.title)))
+        st.caption(lead.sentence)
+    else:
+        header(lead.title, lead.sentence)
 
 
 def for_developers():

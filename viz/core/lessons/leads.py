@@ -20,25 +20,20 @@ class PageLead:
 
 PAGE_LEADS: dict[str, PageLead] = {
     "memory": PageLead(
-        "Memory",
-        "A paged cache hands out small blocks as tokens arrive and stores a shared prompt once, so the "
-        "same memory holds more sequences than reserving room for the longest answer."),
+        "Memory", "A paged cache hands out blocks as tokens arrive and stores a shared prompt once: more "
+                  "sequences fit."),
     "at_scale": PageLead(
-        "At scale",
-        "The KV cache grows with every token, layer and request: at a real model's size it, not the "
-        "weights, decides how many requests fit in a GPU's memory."),
+        "At scale", "At a real model's size the KV cache, not the weights, decides how many requests fit "
+                    "on a GPU."),
     "serving": PageLead(
-        "Serving",
-        "A server decodes many requests together, one scheduler iteration at a time: requests join "
-        "and leave between iterations, and their caches share the GPU's memory."),
+        "Serving", "A server decodes many requests together, one iteration at a time; requests join and "
+                   "leave between them."),
     "real_model": PageLead(
-        "Real model",
-        "A real transformer keeps the same cache as the toy: decoding with it gives the same words "
-        "as recomputing every step, and its size follows the formula."),
+        "Real model", "A real transformer keeps the toy's cache: the same words as recomputing, at the "
+                      "formula's size."),
     "cost": PageLead(
-        "Cost",
-        "Without a cache every new token recomputes the whole prefix; with it, each step reads the "
-        "stored keys and values and computes one new row."),
+        "Cost", "Without a cache each new token recomputes the whole prefix; with one, it computes one "
+                "new row."),
 }
 
 # Presenter mode folds the sidebar; this says how to open it again (and leave presenter mode).
