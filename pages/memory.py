@@ -15,7 +15,7 @@ from viz.core.engine.scenario import MAX_DECODE_STEPS, ScenarioError
 from viz.core.engine.presets import varied_opening
 from viz.core.lessons.papers import Lesson, eviction_lesson, paged_lesson
 from viz.ui import state
-from viz.ui.common import lazy_tabs, md_escape, page_lead, plot, stepper
+from viz.ui.common import lazy_tabs, md_escape, page_lead, plot, stepper, terms_caption
 from viz.ui.board import board
 from viz.ui.widgets import stats, table
 
@@ -111,9 +111,10 @@ def pooled(paged_scenario, requests, steps: int, block_size: int, reserve: int, 
     snapshot = run.snapshots[snapshot_index]
     pool = figures.pool_board(run, snapshot, names)
     if pool is None:  # blocks wider than cell text: Plotly, which zooms and pans
-        plot(figures.pool_figure(run, snapshot, names), key="memory_pool")
+        plot(figures.pool_figure(run, snapshot, names), key="memory_pool", terms=set())
     else:
         board(pool, key="memory_pool")
+        terms_caption(pool)
     st.caption(md_escape(run.system.sentence))
     st.markdown("A contiguous cache reserves room for the longest answer a request might give. "
                 "PagedAttention (vLLM) instead hands out fixed-size **blocks** as tokens arrive; each "

@@ -147,7 +147,7 @@ def step_through(run: ServingRun, name: str) -> None:
         st.session_state[key] = 1
     index = stepper(key, count, "Iteration", format_label=lambda i: f"{i} · ticks {run.iterations[i - 1].start}–"
                                                                      f"{run.iterations[i - 1].end}") - 1
-    plot(figs.timeline_figure(run, index), key=f"serving_timeline_{name}")
+    plot(figs.timeline_figure(run, index), key=f"serving_timeline_{name}", terms=set())
     st.info(md_escape(narrate_iteration(run, index)), icon=":material/record_voice_over:")
     if run.config.policy == "static":
         plot(figs.reservation_figure(run, index), key=f"serving_memory_{name}")

@@ -43,7 +43,7 @@ def terms_caption(drawn: go.Figure | dict, shown: set[str] | None = None) -> Non
     if shown is not None:
         shown.update(t.term for t in terms)
     with st.expander("Terms", icon=":material/help:"):
-        st.markdown("  \n".join(f"**{md_escape(t.term)}**: {md_escape(hover(t.term))}" for t in terms))
+        st.markdown("  \n".join(md_escape(hover(t.term)) for t in terms))  # "term: its definition"
 
 
 def plot(fig: go.Figure, key: str | None = None, table: bool = False, share: float = 1.0,
