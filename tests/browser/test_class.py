@@ -39,6 +39,14 @@ def _class_panel(visitor: App) -> None:
     visitor.expander("Class mode", scope=visitor.sidebar, reruns=True)
 
 
+def _unfold_sidebar(visitor: App) -> None:
+    """Open the sidebar with its » control, as a teacher in presenter mode does (starting a class
+    turns presenter mode on, which folds the sidebar away)."""
+    if visitor.sidebar.get_attribute("data-collapsed") == "true":
+        visitor.page.get_by_test_id("stExpandSidebarButton").click()
+    expect(visitor.sidebar).to_have_attribute("data-collapsed", "false")
+
+
 def _join(visitor: App, code: str, nickname: str) -> None:
     visitor.open("/", join=code)  # the short join link: the panel opens with the code filled in
     expect(visitor.sidebar.get_by_role("textbox", name="Class code")).to_have_value(code)
@@ -55,6 +63,7 @@ def test_a_class_follows_explores_votes_and_shares(new_app, class_server):
     _class_panel(teacher)
     teacher.click_button("Start a class", scope=teacher.sidebar)
     code = teacher.query["class"]
+    expect(teacher.sidebar).to_have_attribute("data-collapsed", "true")  # presenter mode folds it away
     expect(teacher.main.get_by_text(re.compile(r"Join the class: " + code[:4]))).to_be_visible()
     expect(teacher.main.get_by_test_id("stImage").locator("img").first).to_be_visible()  # the QR code
     _join(ana, code, "<b>Ana</b>")
@@ -67,6 +76,7 @@ def test_a_class_follows_explores_votes_and_shares(new_app, class_server):
     teacher.screenshot(f"class-join-screen-{class_server.env['KVLAB_STORE'][:5]}")
     expect(ana.main.get_by_text("as <b>Ana</b>")).to_be_visible()  # the nickname as typed, not as HTML
 
+    _unfold_sidebar(teacher)
     with teacher.rerun():
         teacher.sidebar.get_by_role("link", name="Decode").click()
     teacher.click_button("Step")
@@ -83,6 +93,7 @@ def test_a_class_follows_explores_votes_and_shares(new_app, class_server):
     expect(ana.main.get_by_text("Following the teacher")).to_be_visible()
     expect(ana.page).to_have_url(re.compile(r"step=2"))
 
+    _unfold_sidebar(teacher)
     with teacher.rerun():
         teacher.sidebar.get_by_role("link", name="Guided tour").click()
     with teacher.rerun():
@@ -99,6 +110,7 @@ def test_a_class_follows_explores_votes_and_shares(new_app, class_server):
     expect(ana.main.get_by_text(re.compile(r"^Right: no"))).to_be_visible()
     expect(bo.main.get_by_text(re.compile(r"^Not quite: you chose yes"))).to_be_visible()
 
+    _unfold_sidebar(teacher)
     teacher.click_button("Make a short link", scope=teacher.sidebar)
     short = teacher.sidebar.locator("code", has_text="/?v=").inner_text().strip()
     assert len(short) < 80, short
