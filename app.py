@@ -25,9 +25,10 @@ from viz.ui.widgets import presenter_style
 # the cores. KVLAB_TORCH_THREADS raises it (the Cost page's timings use whatever is set here).
 torch.set_num_threads(int(os.environ.get("KVLAB_TORCH_THREADS", "1")))
 # a sidebar wide enough for the editors' tables (Streamlit's documented width, in pixels); presenter
-# mode folds it (set again below, once the session's view is known)
+# mode folds it. Its state is set once a run, below, once the session's view is known (None here:
+# a run that sent this width and then "collapsed" could leave a presenter link's sidebar unfolded)
 SIDEBAR_PX = 400
-st.set_page_config(page_title="kvlab", page_icon=favicon(), layout="wide", initial_sidebar_state=SIDEBAR_PX)
+st.set_page_config(page_title="kvlab", page_icon=favicon(), layout="wide")
 
 # Each url_path is its file's name: until some session has called st.navigation, Streamlit's legacy
 # pages/ discovery answers a first visit by file name (state.require_frame then runs this frame around it).
