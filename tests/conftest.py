@@ -42,7 +42,7 @@ APPTEST_WORDS = ("AppTest", "apptest_helpers")  # a test file that drives the ap
 SLOW = {
     "test_deploy.py",  # installs the project into a fresh virtual environment, then serves it
     "test_cluster.py::test_visitors_stay_on_their_process_across_a_reconnect",  # two app processes behind HAProxy
-    "test_cluster.py::test_a_class_opening_the_teachers_link_gets_decode_in_one_run",  # the same cluster
+    "test_cluster.py::test_a_class_opening_the_teachers_link_gets_decode",  # the same cluster
     "test_hostile_links.py::test_generated_hostile_links_open_on_every_page",  # 317 s: every link, every page
     "test_real_model.py::test_training_is_deterministic_and_loadable",  # 37 s: trains GPT-2 twice
     "test_real_model.py::test_llama_training_is_deterministic_and_shares_the_tokenizer",  # 16 s

@@ -77,10 +77,11 @@ def test_visitors_stay_on_their_process_across_a_reconnect(cluster):
         assert (before, after) == (2, 3)  # ... with its state: the step went on from 2 to 3
 
 
-def test_a_class_opening_the_teachers_link_gets_decode_in_one_run(cluster):
+def test_a_class_opening_the_teachers_link_gets_decode(cluster):
     """The load test's students open the teacher's share link (/?page=decode&s=…) as a browser does:
-    the first run is Decode's, with its Step button, and the address bar holds the view without
-    ``page``; one run per arriving visitor, not Home's run switched to Decode."""
+    they land on Decode, with its Step button, and the address bar holds the view without ``page``.
+    Two runs per arriving visitor: with no private Streamlit API (issue 30) the link at / reaches its
+    page through st.switch_page, which starts a second run (docs/performance.md)."""
 
     async def arrive() -> tuple[int, bool, bool, dict[str, list[str]]]:
         session = ProtocolSession(cluster.url)
@@ -93,7 +94,7 @@ def test_a_class_opening_the_teachers_link_gets_decode_in_one_run(cluster):
             await session.close()
 
     runs, on_decode, can_step, query = run_in_thread(arrive())
-    assert (runs, on_decode, can_step) == (1, True, True)
+    assert (runs, on_decode, can_step) == (2, True, True)
     expected = parse_qs(CLASS_LINK)
     del expected["page"]
     assert query == expected
