@@ -83,3 +83,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(getattr(pytest.mark, tier(path, getattr(item, "fixturenames", ()), reads_apptest)))
         if is_slow(path, item.name):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def decode(app):
+    """The whole app on the Decode page (the ``app`` fixture, switched there)."""
+    from apptest_helpers import on_page
+
+    return on_page(app, "pages/decode.py")

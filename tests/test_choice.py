@@ -3,17 +3,10 @@ toggles): what each shows, the value the app decided, and the callbacks a change
 
 from __future__ import annotations
 
-import pytest
-
-from apptest_helpers import choice_data, flip, on_page, pick, rerun
+from apptest_helpers import choice_data, flip, pick, rerun
 from viz.ui import sidebar, state
 
 HEAD, MODE, RUN, WHOLE = "decode_head", "decode_mode_picker", "decode_run_n", "decode_whole_switch"
-
-
-@pytest.fixture
-def decode(app):
-    return on_page(app, "pages/decode.py")
 
 
 def test_each_control_shows_its_label_options_value_and_help(decode):

@@ -4,26 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from apptest_helpers import (array, choice_data, flip, pick, board, boards, figure, figures, move_range, plain_table, range_data, scenario, shown, stat,
+from apptest_helpers import (array, by_label, choice_data, flip, pick, board, boards, figure, figures, move_range, plain_table, range_data, scenario, shown, stat,
                              stat_value)
 from viz.ui import state
-
-
-@pytest.fixture
-def decode(app):
-    app.switch_page("pages/decode.py").run()
-    assert not app.exception
-    return app
-
-
-def _button(at, label: str):
-    return next(b for b in at.button if b.label == label)
 
 
 def test_step_advances_the_trace(decode):
     """Step appends the predicted word and grows the cache by one entry (its stat says "up 1")."""
     assert stat_value(decode, "Entries") == "4" and stat(decode, "Entries")["delta"] is None
-    _button(decode, "Step").click().run()
+    by_label(decode.button, "Step").click().run()
     assert decode.session_state[state.STEP] == 1
     assert stat_value(decode, "Entries") == "5"
     assert stat(decode, "Entries")["delta"] == {"text": "+1", "direction": "up", "tone": "good"}
@@ -32,7 +21,7 @@ def test_step_advances_the_trace(decode):
 
 def test_seed_cache_bug_is_shown_with_its_numbers(decode):
     """After one step the 'last' head gives 6 with the cache and 7 recomputed, said in a sentence."""
-    _button(decode, "Step").click().run()
+    by_label(decode.button, "Step").click().run()
     assert stat_value(decode, "Largest |difference| in the context") == "1"
     warning = shown(decode.warning[0].value)
     assert warning == ("Head 'last' gets 6 with the KV cache but 7 when every key is encoded again, "
@@ -44,8 +33,8 @@ def test_seed_cache_bug_is_shown_with_its_numbers(decode):
 
 def test_one_click_fix_makes_the_cache_agree(decode):
     """The fix button rewrites the rule; afterwards cache and recomputation agree."""
-    _button(decode, "Step").click().run()
-    _button(decode, "Fix: n → q.pos").click().run()
+    by_label(decode.button, "Step").click().run()
+    by_label(decode.button, "Fix: n → q.pos").click().run()
     assert scenario(decode).heads[1].rule == "k.pos == q.pos"
     assert stat_value(decode, "Largest |difference| in the context") == "0"
     assert decode.success
@@ -59,15 +48,15 @@ def _run_size(at, n: int):
 def test_run_n_back_reset_and_timeline(decode):
     """Run N jumps ahead, Back steps back, the timeline scrubs, Reset returns to prefill."""
     _run_size(decode, 4)
-    _button(decode, "Run 4").click().run()
+    by_label(decode.button, "Run 4").click().run()
     assert decode.session_state[state.STEP] == 4
-    _button(decode, "Back").click().run()
+    by_label(decode.button, "Back").click().run()
     assert decode.session_state[state.STEP] == 3
     timeline = range_data(decode, "decode_timeline")
     assert (timeline["min"], timeline["max"], timeline["value"]) == (0, 4, 3)
     move_range(decode, "decode_timeline", 2)
     assert decode.session_state[state.STEP] == 2 and stat_value(decode, "Entries") == "6"
-    _button(decode, "Reset").click().run()
+    by_label(decode.button, "Reset").click().run()
     assert decode.session_state[state.STEP] == 0
 
 
@@ -77,10 +66,10 @@ def test_the_run_size_picker(decode):
     picker = choice_data(decode, "decode_run_n")
     assert picker["options"] == ["2", "4", "8", "16", "32"] and picker["value"] == 8
     assert picker["help"] == "Tokens the Run button generates" and not decode.main.number_input
-    _button(decode, "Run 8").click().run()
+    by_label(decode.button, "Run 8").click().run()
     assert decode.session_state[state.STEP] == 8
     _run_size(decode, 16)
-    _button(decode, "Run 16").click().run()
+    by_label(decode.button, "Run 16").click().run()
     assert decode.session_state[state.STEP] == 24
 
 
@@ -88,7 +77,7 @@ def test_the_timeline_scrubs_back_and_forth(decode):
     """The timeline spans the steps reached, says each as "k of n", and moves the step on every
     move, also back to a step seen before."""
     _run_size(decode, 4)
-    _button(decode, "Run 4").click().run()
+    by_label(decode.button, "Run 4").click().run()
     timeline = range_data(decode, "decode_timeline")
     assert timeline["label"] == "Timeline (tokens generated)" and (timeline["min"], timeline["max"]) == (0, 4)
     assert timeline["format"] == "%d of 4"
@@ -101,12 +90,12 @@ def test_the_timeline_scrubs_back_and_forth(decode):
 def test_growing_heatmap_has_one_row_per_step(decode):
     """The attention heatmap grows by one query row per step, up to the window of the newest rows."""
     _run_size(decode, 2)
-    _button(decode, "Run 2").click().run()
-    _button(decode, "Step").click().run()
+    by_label(decode.button, "Run 2").click().run()
+    by_label(decode.button, "Step").click().run()
     rows = [row["label"] for row in board(decode, "Attention · head")["groups"][0]["rows"]]
     assert len(rows) == 4 + 3 and rows[-1] == "7 · nice"
     _run_size(decode, 4)
-    _button(decode, "Run 4").click().run()
+    by_label(decode.button, "Run 4").click().run()
     spec = board(decode, "Attention · head")
     assert "rows 4–11 of 11" in spec["title"]
     assert spec["groups"][0]["rows"][0]["label"] == "4 · so"
@@ -119,7 +108,7 @@ def test_work_counts_are_plotted_from_the_engine(decode):
     """Recompute's scores grow with n², the cache's with n."""
     decode.session_state["decode_tab"] = "Work"
     _run_size(decode, 4)
-    _button(decode, "Run 4").click().run()
+    by_label(decode.button, "Run 4").click().run()
     spec = figure(decode, "Work in each decode step")
     series = {d["name"]: (array(d["x"]), array(d["y"])) for d in spec["data"] if d.get("xaxis", "x") == "x"}
     x, full = series["no cache (recompute)"]
@@ -129,7 +118,7 @@ def test_work_counts_are_plotted_from_the_engine(decode):
 
 def test_mode_picker_changes_the_narration(decode):
     """Choosing 'no cache (recompute)' shows the recompute run and goes into the URL."""
-    _button(decode, "Step").click().run()
+    by_label(decode.button, "Step").click().run()
     assert choice_data(decode, "decode_mode_picker")["options"] == ["recompute", "re-encode", "KV cache"]
     pick(decode, "decode_mode_picker", "recompute")
     assert decode.session_state[state.MODE] == "recompute"
@@ -158,7 +147,7 @@ def test_text_so_far_has_one_generated_token_per_step(decode):
     """At step k the text shows exactly k generated tokens, then the next one apart."""
     decode.session_state["decode_tab"] = "Text and table"
     for k in (1, 2):
-        _button(decode, "Step").click().run()
+        by_label(decode.button, "Step").click().run()
         text = next(m.value for m in decode.markdown if "→ next:" in m.value)
         assert text.count(":blue-background[") == k
 
@@ -166,7 +155,7 @@ def test_text_so_far_has_one_generated_token_per_step(decode):
 def test_replay_sends_every_step_reached(decode):
     """The replay tab holds one frame per step reached, each the engine's weights for that step."""
     from viz import generate, load_preset
-    _button(decode, "Run 8").click().run()
+    by_label(decode.button, "Run 8").click().run()
     decode.session_state["decode_tab"] = "Replay in the browser"
     decode.run()
     spec = next(f for f in figures(decode) if f.get("frames"))
@@ -187,17 +176,17 @@ def test_the_step_sent_ahead_is_the_step_the_server_shows(decode, mode):
     the click's rerun the board shows exactly that spec: the browser never shows a number early that
     the server would not have shown."""
     decode.session_state[state.MODE] = mode
-    _button(decode, "Step").click().run()
+    by_label(decode.button, "Step").click().run()
     sent = boards(decode)
     assert len(sent) == 3
     ahead = [next(t["spec"] for t in s["turns"] if t["selector"] == ".st-key-decode_step button") for s in sent]
     behind = [next(t["spec"] for t in s["turns"] if t["selector"] == ".st-key-decode_back button") for s in sent]
     assert [t["key"] for t in sent[0]["turns"]] == ["ArrowRight", "ArrowLeft"]
-    _button(decode, "Step").click().run()
+    by_label(decode.button, "Step").click().run()
     now = boards(decode)
     assert [_without_turns(s) for s in now] == [{**a, "presenter": False} for a in ahead]
-    _button(decode, "Back").click().run()
-    _button(decode, "Back").click().run()
+    by_label(decode.button, "Back").click().run()
+    by_label(decode.button, "Back").click().run()
     back = boards(decode)
     assert decode.session_state[state.STEP] == 0
     assert [_without_turns(s) for s in back] == [{**b, "presenter": False} for b in behind]

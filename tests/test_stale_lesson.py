@@ -5,7 +5,7 @@ pattern and label, and nothing is said of stale keys at step 0."""
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import figure, rerun
+from apptest_helpers import by_label, figure, rerun
 
 from viz import generate, load_preset
 from viz.core.engine.explain import check_cache
@@ -72,23 +72,12 @@ def test_the_figure_marks_stale_cells_by_pattern_and_label():
     assert any(t.name == MEANINGS["stale"].label and t.showlegend is not False for t in fig.data)
 
 
-@pytest.fixture
-def decode(app):
-    app.switch_page("pages/decode.py").run()
-    assert not app.exception
-    return app
-
-
-def _button(at, label: str):
-    return next(b for b in at.button if b.label == label)
-
-
 def test_decode_offers_the_head_and_shows_the_lesson(decode):
     """Step 1 on the seed (head 'even' shown): the warning offers "Show head 'last'"; clicking it
     selects that head, the warning says why in one sentence, and the side-by-side figure follows."""
-    _button(decode, "Step").click().run()
+    by_label(decode.button, "Step").click().run()
     assert decode.session_state[state.HEAD] == 0
-    _button(decode, md_escape("Show head 'last'")).click().run()
+    by_label(decode.button, md_escape("Show head 'last'")).click().run()
     assert decode.session_state[state.HEAD] == 1
     assert not [b for b in decode.button if b.label == md_escape("Show head 'last'")]  # already shown
     kv, full = runs(1)
