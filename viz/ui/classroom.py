@@ -220,15 +220,16 @@ def _panel_body() -> None:
 
 def short_link(url_path: str) -> None:
     """The sidebar's short link to this view (made on request, kept for as long as the store keeps it)."""
-    query = state.link_params(url_path)
-    if not query:
+    if url_path == state.HOME_PATH:  # Home shows no view
         return
+    shown_now = (url_path, state.current_view())  # compared, not encoded: the link box encodes it already
     held = st.session_state.get(SHORT)
-    if held and held[0] == query:
+    if held and held[0] == shown_now:
         st.sidebar.code(held[1], language=None, wrap_lines=True)
         return
 
     def make() -> None:
+        query = state.link_params(url_path)
         made = st.session_state.get(SHORT_MADE, 0)
         if made >= SHORT_LIMIT:
             st.session_state[PROBLEM] = f"Short links: this session has made {SHORT_LIMIT}, its limit."
@@ -236,7 +237,7 @@ def short_link(url_path: str) -> None:
         code = _try(lambda store: store.shorten(query), "Short link: ")
         if code:
             st.session_state[SHORT_MADE] = made + 1
-            st.session_state[SHORT] = (query, _link({"v": code}))
+            st.session_state[SHORT] = (shown_now, _link({"v": code}))
 
     st.sidebar.button("Make a short link", on_click=make, key="kv_class_shorten", icon=":material/link:",
               help="A short /?v= link to exactly this view, for a slide or a course page.")
