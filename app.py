@@ -76,7 +76,7 @@ with guard.frame(f"the page {page.title}", top):
     classroom.bar()  # a class's join screen, or a student's following line
     state.framed(page.run)
 guard.remember()
-with guard.frame("the link to this view", st.sidebar):
+with guard.frame("the link to this view", st.sidebar, admit=False):  # computes nothing: never waits
     sidebar.share_link()
     classroom.short_link(page.url_path)
     classroom.sync()  # the teacher's screen publishes its view (again, if the page moved it)

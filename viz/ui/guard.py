@@ -27,7 +27,6 @@ from ..core.engine.share import View
 from . import classroom, server_budget, sidebar, state
 
 log = logging.getLogger("kvlab.app")
-CHEAP = frozenset({"the link to this view"})  # parts app.py frames that compute nothing: never made to wait
 
 FAILED = ("Something went wrong while drawing this part of the page, so it stopped here. Your "
           "scenario is unchanged: try another step, page or preset, or edit it in the sidebar. "
@@ -68,16 +67,17 @@ def _restore() -> bool:
 
 
 @contextlib.contextmanager
-def frame(where: str, place=None) -> Iterator[None]:
+def frame(where: str, place=None, *, admit: bool = True) -> Iterator[None]:
     """Run a part of the app; if it raises, log it, restore the last good view and say so kindly.
 
     ``place`` is where the message goes (a container or ``st.sidebar``; the current one if None).
-    Every part but the link box (:data:`CHEAP`) waits for the server's admission when the view is
-    heavy (viz.ui.server_budget): the sidebar's editors of a scenario at the limits are themselves
-    heavy, and ten of them built at once left the server hundreds of MB larger.
+    A part framed with ``admit`` (all but those that compute nothing, such as the link box) waits for
+    the server's admission when the view is heavy (viz.ui.server_budget): the sidebar's editors of a
+    scenario at the limits are themselves heavy, and ten of them built at once left the server
+    hundreds of MB larger.
     """
     try:
-        if where in CHEAP:
+        if not admit:
             yield
         else:
             view = state.current_view()
