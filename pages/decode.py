@@ -11,7 +11,7 @@ import streamlit as st
 from viz.core.engine.division import divisions_by_zero
 from viz.core.engine.model import MODE_LABELS, MODES
 from viz.core.engine.explain import check_cache, narrate_step
-from viz.core.lessons.lesson import decode_frame
+from viz.core.lessons.lesson import decode_frame, replay as replay_of, transcript
 from viz.core.lessons.stale import cache_note, repeat_note, stale_lesson
 from viz.core.engine.scenario import MAX_DECODE_STEPS
 from viz.figures import lesson as lesson_figures
@@ -37,7 +37,6 @@ CUMULATIVE = "decode_cumulative"
 TAB = "decode_tab"
 STEP, BACK = "decode_step", "decode_back"  # the buttons' keys: the board draws the next step at their click
 TABS = ("Cache vs recompute", "Work", "Text and table", "Replay in the browser", "Figures as tables")
-REPLAYED = 64  # steps the replay holds at most (the newest)
 SHORT = {"kv": "KV cache", "recompute": "recompute", "reencode": "re-encode"}
 FIX = "Fix: n → q.pos"
 
@@ -68,7 +67,7 @@ def controls(step: int) -> None:
         run_n = st.session_state.setdefault(RUN_SIZE, 8)
         st.segmented_control("Tokens to run", RUN_SIZES, required=True, label_visibility="collapsed",
                              help="Tokens the Run button generates", **state.bound(RUN_N, run_n, set_run_size))
-        st.button(f"Run {run_n}", icon=":material/fast_forward:", on_click=go_to, args=(step + run_n,),
+        st.button(f"Run {run_n}", icon=":material/fast_forward:", on_click=go_to, args=(state.step_after(run_n),),
                   disabled=step >= MAX_DECODE_STEPS, help=f"Generate {run_n} more tokens")
         horizon = st.session_state[HORIZON]
         if horizon > 0:
@@ -198,21 +197,18 @@ def replay(scenario, mode: str, head: int) -> None:
         st.caption("Step forward first: the replay holds every step computed so far.")
         return
     run = decode_traces(scenario, horizon, (mode,))[0][mode]  # already computed: nothing new is run
-    reached = len(run.steps) - 1
-    steps = range(max(0, reached - REPLAYED + 1), reached + 1)
-    frames = [decode_frame(run, run, None, s, head) for s in steps]
-    st.caption(f"Steps {steps[0]}–{reached} of the {toy.MODE_NAMES[mode]} run, head "
+    replayed = replay_of(run, head)
+    st.caption(f"Steps {replayed.first}–{replayed.last} of the {toy.MODE_NAMES[mode]} run, head "
                f"'{md_escape(scenario.head_names[head])}': drag the slider; the browser redraws each step "
                "from numbers it already has.")
-    plot(lesson_figures.replay_figure(frames, scenario.head_names[head]), key="replay")
+    plot(lesson_figures.replay_figure(list(replayed.frames), scenario.head_names[head]), key="replay")
 
 
 def text_and_table(shown, shown_step: int) -> None:
-    prompt = len(shown.scenario.tokens)
-    generated = shown.tokens[prompt: prompt + shown_step]  # the last one is only chosen
-    st.markdown(f"{md_escape(' '.join(shown.tokens[:prompt]))} "
-                + " ".join(f"**:blue-background[{md_escape(t)}]**" for t in generated)
-                + f" → next: **:orange-background[{md_escape(shown.steps[shown_step].token)}]**")
+    text = transcript(shown, shown_step)  # the last word is only chosen
+    st.markdown(f"{md_escape(' '.join(text.prompt))} "
+                + " ".join(f"**:blue-background[{md_escape(t)}]**" for t in text.generated)
+                + f" → next: **:orange-background[{md_escape(text.next_token)}]**")
     st.dataframe(toy.generated_table(shown), hide_index=True, width="stretch", height=300,
                  column_config={"p": st.column_config.ProgressColumn("p", min_value=0.0, max_value=1.0,
                                                                      format="%.3f", width="medium")})

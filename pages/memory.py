@@ -4,7 +4,8 @@ from dataclasses import replace
 
 import streamlit as st
 
-from viz.core.serving.compress import GROUP_SIZES, QMAX, SCALE_MODES, CacheSpec, EvictionPolicy, compare_with_full
+from viz.core.serving.compress import (GROUP_SIZES, MAX_PREDICTIONS, QMAX, SCALE_MODES, CacheSpec, EvictionPolicy,
+                                       compare_with_full, window_limit)
 from viz.figures import memory as figures
 from viz.figures.base import Stat
 from viz.core.scale.memory import format_bytes
@@ -37,7 +38,7 @@ SCALES = "memory_scales"
 GROUP = "memory_group"
 RESIDUAL = "memory_residual"
 PREDICTION = "memory_prediction"
-MAX_STEPS = 16
+MAX_STEPS = MAX_PREDICTIONS
 METHODS = ("Sliding window", "Sinks + window", "Drop by hand", "Quantise")
 KEEP = "page"  # the tabs build only the open one: its widgets keep their values while the other is shown
 TAB = "memory_tab"
@@ -132,7 +133,7 @@ def pooled(paged_scenario, requests, steps: int, block_size: int, reserve: int, 
            Stat("Never filled", format_bytes(waste.nbytes(waste.contiguous_waste)),
                 help=f"{waste.contiguous_waste} reserved slots the answers did not need."),
            Stat("Paged blocks in use", format_bytes(waste.nbytes(waste.paged_slots)),
-                help=f"{waste.paged_slots} slots in {waste.paged_slots // waste.block_size} blocks; "
+                help=f"{waste.paged_slots} slots in {waste.paged_blocks} blocks; "
                      f"{waste.fragmentation} of them empty at the ends of blocks."),
            Stat("Shared, stored once", f"{waste.shared} tokens",
                 help=f"{format_bytes(waste.nbytes(waste.shared))} that prefix sharing did not store twice.")],
@@ -180,7 +181,7 @@ def compress() -> None:
                                        format_func=lambda p: f"{p} · {scenario.tokens[p - 1]}")
             spec = CacheSpec(EvictionPolicy(drop=frozenset(drop)))
         else:
-            window = cols[1].slider("Window (recent tokens kept)", 1, n + MAX_STEPS, min(3, n),
+            window = cols[1].slider("Window (recent tokens kept)", 1, window_limit(n), min(3, n),
                                     key=state.widget_key(WINDOW), persist_state=KEEP)
             sinks = cols[2].slider("Sink tokens (first ones kept)", 0, n, min(1, n), key=state.widget_key(SINKS),
                                    persist_state=KEEP) \

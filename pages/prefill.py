@@ -18,7 +18,7 @@ from viz.ui import guard, state
 from viz.ui.common import (division_notices, folded, head_picker, lazy_tabs, lesson_header, lesson_screen,
                            lesson_tables, md_escape, plot, stepper, whole_switch)
 from viz.ui.board import board
-from viz.ui.widgets import table
+from viz.ui.widgets import grid, table
 from viz.ui.runs import decode_traces
 
 state.require_frame()
@@ -80,10 +80,9 @@ def every_head(trace, position: int, whole: bool, rows, frame, head: int) -> Non
         plot(toy.contexts_figure(trace, position - 1), key="contexts", table=True)
         return
     frames = [frame if h == head else prefill_frame(trace, position, h, whole=whole) for h in range(len(heads))]
-    for start in range(0, len(heads), EVERY_HEAD_COLUMNS):
-        for column, h in zip(st.columns(EVERY_HEAD_COLUMNS), range(start, min(start + EVERY_HEAD_COLUMNS, len(heads)))):
-            with column:
-                board(attention_board(frames[h], heads[h]), key=f"every_head_{h}")
+    for column, h in grid(len(heads), EVERY_HEAD_COLUMNS):
+        with column:
+            board(attention_board(frames[h], heads[h]), key=f"every_head_{h}")
     board(contexts, key="every_head_contexts")
 
     def as_tables() -> None:

@@ -150,8 +150,7 @@ with decode_tab:
             st.session_state[REAL_SESSION] = session
     for _ in range(steps):
         session.step(settings)
-    before, after = session.text
-    st.code(before + after, language=None, wrap_lines=True)
+    st.code(session.transcript, language=None, wrap_lines=True)
     snap = session.snapshot()
     stats([Stat("Tokens generated", len(session.generated)), Stat("Tokens in the cache", snap.seq_len),
            Stat("Cache bytes (measured)", snap.total_bytes),
@@ -188,7 +187,7 @@ with heads_tab:
     now = session.snapshot()
     stats([Stat("Cache per token (measured)", f"{now.bytes_per_token:,.0f} B",
                 help="The storage of every layer's K and V tensors, divided by the tokens in the cache."),
-           Stat("With a K/V head per query head", f"{now.mha_bytes / now.seq_len:,.0f} B",
+           Stat("With a K/V head per query head", f"{now.mha_bytes_per_token:,.0f} B",
                 help="The formula with as many K/V heads as query heads."),
            Stat("Smaller by", f"{s.group}×", help="Query heads per K/V head.")],
           "Cache per token with grouped K/V heads", key="real_gqa_stats")
@@ -202,7 +201,7 @@ with compare_tab:
     st.markdown("The same generation twice, in lockstep: **with the cache** (feed one token) and "
                 "**without** (feed the whole sequence every step). The logits must agree to rounding "
                 "error and the tokens must be the same; only the time differs.")
-    room = s.max_positions - len(prompt)
+    room = s.room(len(prompt))
     if room < 2:
         st.info("The prompt fills the model's context; shorten it to compare.")
     else:
@@ -221,7 +220,7 @@ with compare_tab:
                    Stat("Same tokens", result.same_tokens),
                    Stat("With cache", f"{result.cached_tokens_per_s:,.0f} tok/s"),
                    Stat("Without", f"{result.uncached_tokens_per_s:,.0f} tok/s", good=None,
-                        delta=f"cache is {result.cached_tokens_per_s / result.uncached_tokens_per_s:.1f}× faster")],
+                        delta=f"cache is {result.speedup:.1f}× faster")],
                   "With the cache against without", key="real_compare_stats")
             if not result.same_tokens:
                 st.warning("The two runs chose different tokens: two logits were within rounding error of "

@@ -15,8 +15,8 @@ from viz.core.real.model import SHIPPED_MODELS, RealModelError, encode, load_mod
 from viz.core.real.speculative import REAL_DRAFTS, speculate_real
 from viz.core.serving.scheduler import same_as_alone, serve
 from viz.core.engine.scenario import Sampling
-from viz.core.serving.explain import (FLASH_TRAFFIC_NOTE, compare_policies, narrate_chunking, narrate_iteration,
-                                      narrate_prefix, narrate_round, narrate_visit)
+from viz.core.serving.explain import (FLASH_TRAFFIC_NOTE, compare_policies, compare_prefix, narrate_chunking,
+                                      narrate_iteration, narrate_round, narrate_visit)
 from viz.core.serving.speculative import DRAFTS, MAX_K, MAX_SPEC_TOKENS, DraftSpec, speculate
 from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BATCH, MAX_BLOCKS, MAX_OVERHEAD,
                                MAX_REQUESTS, PREEMPTION_NOTE, PREEMPTIONS, WORKLOADS, ServingConfig, ServingError,
@@ -216,14 +216,14 @@ if section == "Continuous batching":
     except ServingError as err:
         fail(err)
     comparison = compare_policies(continuous, static)
-    stats([Stat("Finished after", continuous.makespan, delta=continuous.makespan - static.makespan, good="down",
+    stats([Stat("Finished after", continuous.makespan, delta=comparison.makespan_delta, good="down",
                 help=f"Ticks to finish every request. Static batching: {static.makespan}."),
-           Stat("Throughput", f"{continuous.throughput:.3g}", delta=f"{continuous.throughput - static.throughput:+.3g}",
+           Stat("Throughput", f"{continuous.throughput:.3g}", delta=f"{comparison.throughput_delta:+.3g}",
                 help=f"Tokens per 100 ticks. Static batching: {static.throughput:.3g}."),
            Stat("Mean TTFT", f"{continuous.mean('ttft'):.3g}",
-                delta=f"{continuous.mean('ttft') - static.mean('ttft'):+.3g}", good="down",
+                delta=f"{comparison.ttft_delta:+.3g}", good="down",
                 help=f"Time to first token, in ticks. Static batching: {static.mean('ttft'):.3g}."),
-           Stat("Padding rows", continuous.padding, delta=continuous.padding - static.padding, good="down",
+           Stat("Padding rows", continuous.padding, delta=comparison.padding_delta, good="down",
                 help=f"Rows computed for nothing. Static batching: {static.padding}."),
            Stat("Preemptions", continuous.preemptions,
                 help=f"{continuous.recomputed} tokens to recompute, {format_bytes(continuous.swap_bytes)} swapped.")],
@@ -274,11 +274,12 @@ elif section == "Prefix caching":
         on = remember("prefix_on", (scenario, workload, on_config), lambda: serve(scenario, workload, on_config))
     except ServingError as err:
         fail(err)
-    st.info(md_escape(narrate_prefix(off, on, len(scenario.heads))), icon=":material/record_voice_over:")
+    saving = compare_prefix(off, on, len(scenario.heads))
+    st.info(md_escape(saving.text), icon=":material/record_voice_over:")
     st.caption(md_escape(on.sharing.sentence))
-    stats([Stat("Prompt tokens reused", on.prefix_hits),
-           Stat("Keys not recomputed", off.work.keys_encoded - on.work.keys_encoded),
-           Stat("Mean TTFT", f"{on.mean('ttft'):.3g}", delta=f"{on.mean('ttft') - off.mean('ttft'):+.3g}",
+    stats([Stat("Prompt tokens reused", saving.hits),
+           Stat("Keys not recomputed", saving.keys_saved),
+           Stat("Mean TTFT", f"{saving.ttft[0]:.3g}", delta=f"{saving.ttft_delta:+.3g}",
                 good="down")],
           "Prefix caching against none", key="serving_prefix_stats")
     plot(figs.prefix_figure(off, on), key="serving_prefix")
@@ -331,10 +332,10 @@ elif section == "Speculative decoding":
         st.markdown(f"**{md_escape(real.name)}, draft: {md_escape(run.draft)}** ({same_as_target(run)}): "
                     f"{md_escape(''.join(run.prompt))} → **{md_escape(''.join(run.words))}**")
     stats([Stat("Guesses kept", f"{run.acceptance:.0%}", help=f"{run.accepted} of {run.drafted}."),
-           Stat("Target passes", run.target_passes, delta=run.target_passes - run.plain_passes, good="down",
+           Stat("Target passes", run.target_passes, delta=run.extra_passes, good="down",
                 help=f"Plain decoding: {run.plain_passes}, one per word."),
            Stat("Measured time", f"{run.seconds * 1e3:.1f} ms",
-                delta=f"{(run.seconds - run.plain_seconds) * 1e3:+.1f} ms", good="down",
+                delta=f"{run.extra_seconds * 1e3:+.1f} ms", good="down",
                 help=f"Plain decoding: {run.plain_seconds * 1e3:.1f} ms (one measurement on this busy machine)."),
            Stat("Largest logit difference", f"{run.max_logit_diff:.2g}",
                 help="Against plain decoding: the verification pass sums each row together with the "
@@ -375,7 +376,7 @@ else:
     st.info(md_escape(narrate_visit(run, index, head)), icon=":material/record_voice_over:")
     plot(figs.flash_tiles_figure(run, index, head, names[head]), key="serving_tiles")
     st.dataframe(figs.running_table(run, index, head), hide_index=True, width="stretch")
-    saved = run.naive.total - run.flash.total
+    saved = run.bytes_saved
     stats([Stat("Bytes moved, tiled", format_bytes(run.flash.total),
                 delta=f"{'-' if saved > 0 else '+'}{format_bytes(abs(saved))} vs naive", good="down",
                 help=f"The naive pass moves {format_bytes(run.naive.total)}."),

@@ -192,6 +192,16 @@ def test_session_back_undoes_a_step(real, prompt):
         session.back()
 
 
+def test_session_transcript_is_the_prompt_then_the_words_generated(real, prompt):
+    """The page's one text: the prompt as typed before any step, then the prompt and each generated piece."""
+    session = DecodeSession(real, prompt)
+    assert session.transcript == PROMPT and session.room == real.shape.max_positions - len(prompt)
+    session.step()
+    session.step()
+    assert session.transcript == PROMPT + real.tokenizer.decode(session.generated)
+    assert session.room == real.shape.room(len(prompt) + 2)
+
+
 def test_decoders_refuse_to_pass_the_context(real):
     """Decoding past the model's context raises RealModelError instead of failing inside the model."""
     limit = real.shape.max_positions

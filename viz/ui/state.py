@@ -201,6 +201,11 @@ def set_step(value: int) -> None:
     st.session_state[STEP] = max(0, min(MAX_DECODE_STEPS, int(value)))
 
 
+def step_after(tokens: int) -> int:
+    """The Decode step ``tokens`` tokens on from the one shown (set_step keeps it in range)."""
+    return step() + tokens
+
+
 def mode() -> str:
     return st.session_state[MODE]
 

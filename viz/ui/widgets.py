@@ -68,3 +68,10 @@ def presenter_style(presenter: bool) -> None:
     ``st.html`` takes no room on the page."""
     if presenter:
         st.html(f"<style>{PRESENTER_CSS}</style>")
+
+
+def grid(count: int, per_row: int):
+    """Columns for ``count`` items laid out ``per_row`` to a row: yields (column, item index) in
+    order, a new row of ``st.columns(per_row)`` every ``per_row`` items (the last row may be short)."""
+    for start in range(0, count, per_row):
+        yield from zip(st.columns(per_row), range(start, min(start + per_row, count)))

@@ -206,3 +206,36 @@ def prefill_frame(trace: Trace, position: int, head: int, size: int = WINDOW, wh
                f"after the last position the next word is '{s.token}' (p = {p:.2f})")
     return LessonFrame(position, tuple(pre.tokens), window, attention_window(trace, head, window),
                        position - 1, view, _words(trace, 0), s.token, p, caption)
+
+
+REPLAYED = 64  # steps a replay holds at most (the newest)
+
+
+@dataclass(frozen=True)
+class Replay:
+    """The newest steps of a run as lesson frames, for a replay the browser steps through by itself."""
+
+    frames: tuple[LessonFrame, ...]
+    first: int  # the first step replayed
+    last: int  # the furthest step the run reached
+
+
+def replay(run: Trace, head: int, newest: int = REPLAYED) -> Replay:
+    """The last ``newest`` steps ``run`` reached, one head, each as its own run's frame."""
+    last = len(run.steps) - 1
+    first = max(0, last - newest + 1)
+    return Replay(tuple(decode_frame(run, run, None, s, head) for s in range(first, last + 1)), first, last)
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """The text of a run at one decode step: the prompt, the words chosen before it, the word it chooses."""
+
+    prompt: tuple[str, ...]
+    generated: tuple[str, ...]
+    next_token: str
+
+
+def transcript(run: Trace, step: int) -> Transcript:
+    prompt = len(run.scenario.tokens)
+    return Transcript(tuple(run.tokens[:prompt]), tuple(run.tokens[prompt: prompt + step]), run.steps[step].token)

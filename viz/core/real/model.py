@@ -90,6 +90,10 @@ class ModelShape:
         sliding layer counting at most its window."""
         return 2 * self.kv_heads * self.head_dim * self._kept(seq) * element_size * batch
 
+    def room(self, prompt_len: int) -> int:
+        """Tokens that can follow a prompt of ``prompt_len`` tokens before the context is full."""
+        return self.max_positions - prompt_len
+
     def mha_bytes(self, seq: int, element_size: int) -> int:
         """The same cache with one K/V head per query head (no grouping)."""
         return self.cache_bytes(seq, element_size) * self.group
@@ -186,6 +190,11 @@ class CacheSnapshot:
         """Measured storage per token seen."""
         return self.total_bytes / self.seq_len
 
+    @property
+    def mha_bytes_per_token(self) -> float:
+        """The formula's bytes per token with one K/V head per query head."""
+        return self.mha_bytes / self.seq_len
+
 
 @dataclass(frozen=True)
 class CacheComparison:
@@ -214,6 +223,11 @@ class CacheComparison:
     @property
     def uncached_tokens_per_s(self) -> float:
         return len(self.uncached_seconds) / sum(self.uncached_seconds)
+
+    @property
+    def speedup(self) -> float:
+        """How many times faster decoding is with the cache (tokens per second, with over without)."""
+        return self.cached_tokens_per_s / self.uncached_tokens_per_s
 
 
 # -- loading ----------------------------------------------------------------------------------
@@ -457,7 +471,7 @@ class DecodeSession:
     @property
     def room(self) -> int:
         """Tokens that can still be appended before the context is full."""
-        return self.real.shape.max_positions - len(self.decoder.ids)
+        return self.real.shape.room(len(self.decoder.ids))
 
     @property
     def pieces(self) -> list[str]:
@@ -468,6 +482,11 @@ class DecodeSession:
         """(the prompt, what was generated after it) as plain text."""
         decode = self.real.tokenizer.decode
         return decode(list(self.prompt.ids)), decode(self.generated)
+
+    @property
+    def transcript(self) -> str:
+        """The prompt and what was generated after it, as one text."""
+        return "".join(self.text)
 
     def step(self, settings: Sampling = GREEDY) -> SampleResult:
         """Choose the next token from the current prediction, append it to the cache, predict again."""

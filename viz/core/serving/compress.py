@@ -48,6 +48,13 @@ QMAX = {"int8": 127, "int4": 7}
 SCALE_MODES = ("per-token", "KIVI")
 GROUP_SIZES = (2, 4, 8, 16)  # KIVI: tokens per key scale
 MAX_RESIDUAL = 64  # KIVI: newest tokens kept in full precision, at most
+MAX_PREDICTIONS = 16  # predictions a comparison with the full cache makes on the Memory page, at most
+
+
+def window_limit(prompt_len: int) -> int:
+    """The widest window worth choosing: every token the comparison's cache can hold, the prompt's
+    and the most predictions'."""
+    return prompt_len + MAX_PREDICTIONS
 
 
 # -- eviction --------------------------------------------------------------------------------

@@ -79,6 +79,11 @@ class Comparison:
     tpot: tuple[float, float]
     padding: tuple[int, int]
     text: str
+    # continuous minus static: what continuous batching changed (negative: fewer, sooner)
+    makespan_delta: int
+    throughput_delta: float
+    ttft_delta: float
+    padding_delta: int
 
 
 def compare_policies(continuous: ServingRun, static: ServingRun) -> Comparison:
@@ -97,7 +102,9 @@ def compare_policies(continuous: ServingRun, static: ServingRun) -> Comparison:
     if pairs["tpot"][0] > pairs["tpot"][1]:
         text += (f" Its time per output token is lower ({fmt(pairs['tpot'][1])} against "
                  f"{fmt(pairs['tpot'][0])}): new prompts joining a continuous batch slow the others' steps.")
-    return Comparison(text=text, **pairs)
+    deltas = {f"{name}_delta": pairs[name][0] - pairs[name][1]
+              for name in ("makespan", "throughput", "ttft", "padding")}
+    return Comparison(text=text, **pairs, **deltas)
 
 
 def narrate_chunking(whole: ServingRun, chunked: ServingRun, request: int) -> str:
@@ -114,6 +121,23 @@ def narrate_chunking(whole: ServingRun, chunked: ServingRun, request: int) -> st
             f"{a.ttft}; the other requests' longest wait between two tokens drops from {worst_gap(whole)} to "
             f"{worst_gap(chunked)} ticks, because no iteration computes more than "
             f"{chunked.config.chunk_size} prompt tokens beside their decodes.")
+
+
+@dataclass(frozen=True)
+class PrefixComparison:
+    """Prefix caching on against off for the same workload, in numbers and words."""
+
+    hits: int  # prompt tokens found in cached blocks
+    keys_saved: int  # keys the engine did not encode again
+    ttft: tuple[float, float]  # mean time to first token (on, off), ticks
+    ttft_delta: float  # on minus off (negative: sooner with the cache)
+    text: str
+
+
+def compare_prefix(off: ServingRun, on: ServingRun, num_heads: int) -> PrefixComparison:
+    ttft = (on.mean("ttft"), off.mean("ttft"))
+    return PrefixComparison(hits=on.prefix_hits, keys_saved=off.work.keys_encoded - on.work.keys_encoded,
+                            ttft=ttft, ttft_delta=ttft[0] - ttft[1], text=narrate_prefix(off, on, num_heads))
 
 
 def narrate_prefix(off: ServingRun, on: ServingRun, num_heads: int) -> str:

@@ -113,6 +113,11 @@ class FlashRun:
         return len(self.tokens)
 
     @property
+    def bytes_saved(self) -> int:
+        """Bytes the tiled pass moves fewer than the naive one (negative: more)."""
+        return self.naive.total - self.flash.total
+
+    @property
     def max_abs_diff(self) -> float:
         return float((self.contexts - self.naive_contexts).abs().max()) if self.n else 0.0
 

@@ -100,6 +100,11 @@ class WasteReport:
         """Token slots that exist once but serve several sequences."""
         return self.tokens - self.stored_slots
 
+    @property
+    def paged_blocks(self) -> int:
+        """Blocks in use (shared blocks once)."""
+        return self.paged_slots // self.block_size
+
     def nbytes(self, slots: int) -> int:
         return slots * self.slot_nbytes
 

@@ -147,6 +147,8 @@ class RoundsSummary:
     rounds: tuple[Round, ...]
     words: tuple[str, ...]
     plain_words: tuple[str, ...]
+    seconds: float
+    plain_seconds: float
 
     @property
     def drafted(self) -> int:
@@ -170,6 +172,16 @@ class RoundsSummary:
     def plain_passes(self) -> int:
         """Plain decoding: the prefill, then one pass per word after the first."""
         return len(self.plain_words)
+
+    @property
+    def extra_passes(self) -> int:
+        """Target passes against plain decoding's (negative: passes saved)."""
+        return self.target_passes - self.plain_passes
+
+    @property
+    def extra_seconds(self) -> float:
+        """Measured seconds against plain decoding's (negative: time saved)."""
+        return self.seconds - self.plain_seconds
 
     @property
     def same_words(self) -> bool:
