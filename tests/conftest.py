@@ -48,6 +48,26 @@ SLOW = {
     "test_real_model.py::test_llama_training_is_deterministic_and_shares_the_tokenizer",  # 16 s
     "test_real_model.py::test_repeated_timing_changes_nothing_but_the_clock",  # 17 s
     "test_real_model.py::test_cached_and_uncached_sampling_agree",  # 17 s
+    # over 5 s each in a fast loop beside other work (load 11), 2026-11-25 23:25 UTC
+    "test_real_model.py::test_bench_quick_reports_positive_measurements",  # 181 s
+    "test_real_model.py::test_cached_and_uncached_greedy_generation_agree_over_many_steps",  # 124 s
+    "test_real_model.py::test_llama_cached_and_uncached_agree_and_match_generate",  # 38 s
+    "test_real_model.py::test_greedy_generation_matches_transformers_generate",  # 10 s
+    "test_scale_cli.py::test_standard_input_and_a_real_process",  # 55 s
+    "test_scale_cli.py::test_the_command_and_transformers_agree_on_a_hybrid",  # 7 s
+    "test_totality.py::test_accepted_scenarios_run_in_every_mode",  # 39 s
+    "test_totality.py::test_accepted_rules_agree_with_python_pair_by_pair",  # 33 s
+    "test_serving_speculative.py::test_the_distribution_test_catches_a_rule_that_accepts_every_guess",  # 38 s
+    "test_serving_speculative.py::test_sampling_speculation_keeps_the_targets_distribution",  # 20-29 s each
+    "test_scale_hybrid.py::test_what_the_formula_would_miscount_is_refused",  # 17 s
+    "test_scale_hybrid.py::test_qwen3_next_counts_its_fixed_state_beside_twelve_attention_layers",  # 12 s
+    "test_scale_hybrid.py::test_prefill_peak_is_the_whole_prompt_in_every_layer",  # 11 s
+    "test_paged.py::test_paged_cache_matches_for_any_block_size_and_length",  # 15 s
+    "test_serving_bench.py::test_quick_serving_section_measures_every_part",  # 13 s
+    "test_scenario.py::test_loader_never_raises_anything_but_scenario_error",  # 10 s
+    "test_docs.py::test_readme_command_lines_run",  # 10 s
+    "test_docs.py::test_readme_library_example_runs_and_exports_figures",  # 6 s
+    "test_bench.py::test_quick_json_has_every_section_and_goal",  # 9 s
 }
 
 
