@@ -1,5 +1,6 @@
-"""Tier 1: the decode runs kept in the session (viz.ui.runs), sending the next step ahead only when
-it fits the same rerun's work budget. Streamlit's session state works here in bare mode."""
+"""Tier 1: the decode runs kept across reruns and shared by sessions (viz.ui.runs), sending the next
+step ahead only when it fits the same rerun's work budget. Streamlit's session state works here in
+bare mode; a new session is one without the runs' key."""
 
 from __future__ import annotations
 
@@ -9,13 +10,21 @@ import streamlit as st
 from viz import load_preset
 from viz.core.engine.budget import Budget, grant
 from viz.core.engine.model import MODES
-from viz.ui.runs import RUNS, decode_traces, decode_traces_ahead
+from viz.ui import runs, server_budget
+from viz.ui.runs import RUNS, SHARED, decode_traces, decode_traces_ahead
 
 
 @pytest.fixture(autouse=True)
 def fresh_session():
     st.session_state.pop(RUNS, None)
+    SHARED.clear()
     yield
+    st.session_state.pop(RUNS, None)
+    SHARED.clear()
+
+
+def another_session() -> None:
+    """What a second visitor's first rerun finds: no runs of its own yet."""
     st.session_state.pop(RUNS, None)
 
 
@@ -46,3 +55,62 @@ def test_nothing_is_computed_ahead_when_the_next_step_would_break_the_budget():
     assert _computed() == {m: 3 for m in MODES}
     assert {m: len(t.steps) for m, t in traces.items()} == {m: 3 for m in MODES}
     assert [g.wanted for g in grants.values()] == [3] * len(MODES) and not any(g.cut for g in grants.values())
+
+
+def test_two_sessions_at_the_same_scenario_and_step_share_one_run(monkeypatch):
+    """The second session computes nothing: it gets the first one's run (the very same steps); a
+    different scenario has a run of its own."""
+    seed = load_preset("seed")
+    first, _ = decode_traces(seed, 3, MODES)
+    entry = st.session_state[RUNS]
+    monkeypatch.setattr(runs.Generation, "step", lambda self, forced=None: pytest.fail("a step was computed again"))
+    another_session()
+    second, _ = decode_traces(seed, 3, MODES)
+    assert st.session_state[RUNS] is entry and len(SHARED.entries) == 1
+    assert all(a is b for m in MODES for a, b in zip(first[m].steps, second[m].steps))
+    assert [len(t.steps) for t in second.values()] == [4] * len(MODES)
+    monkeypatch.undo()
+    another_session()
+    other, _ = decode_traces(seed.cache_safe(), 3, MODES)
+    assert st.session_state[RUNS] is not entry and len(SHARED.entries) == 2
+    assert not any(a is b for m in MODES for a, b in zip(first[m].steps, other[m].steps))
+
+
+def test_a_trace_stays_at_its_step_while_another_session_extends_the_shared_run():
+    """Session A draws step 1; session B steps the same run to 6: A's trace (its steps, its KV cache)
+    is still step 1's, and B's differs."""
+    seed = load_preset("seed")
+    early, _ = decode_traces(seed, 1, ("kv",))
+    length, nbytes = len(early["kv"].cache), early["kv"].cache.nbytes
+    another_session()
+    late, _ = decode_traces(seed, 6, ("kv",))
+    assert len(early["kv"].steps) == 2 and len(late["kv"].steps) == 7
+    assert (len(early["kv"].cache), early["kv"].cache.nbytes) == (length, nbytes)
+    assert len(late["kv"].cache) == length + 5
+    assert early["kv"].cache.keys().shape[1] == length
+
+
+def test_the_shared_runs_are_counted_once_and_stay_within_their_bounds(monkeypatch):
+    """Three sessions on one entry count its bytes once; past the ledger's limit the least recently
+    used entry is dropped (and recomputed alike when asked again); past SHARED_ENTRIES scenarios the
+    oldest is forgotten."""
+    ledger = server_budget._Ledger(10**9, idle_s=1e9)
+    monkeypatch.setattr(server_budget, "LEDGER", ledger)
+    seed = load_preset("seed")
+    for _ in range(3):
+        another_session()
+        decode_traces(seed, 4, MODES)
+    entry = st.session_state[RUNS]
+    assert entry.held > 0 and ledger.kept_bytes == entry.held == runs.tensor_bytes(entry.runs)
+    tokens = [s.token for s in decode_traces(seed, 4, ("kv",))[0]["kv"].steps]
+    ledger.limit = entry.held  # room for one entry: the next scenario's runs push the seed's out
+    another_session()
+    decode_traces(seed.cache_safe(), 4, MODES)
+    assert entry.runs == {} and ledger.kept_bytes <= ledger.limit
+    another_session()
+    assert [s.token for s in decode_traces(seed, 4, ("kv",))[0]["kv"].steps] == tokens
+    monkeypatch.setattr(runs, "SHARED", runs._Shared(2))
+    for scenario in (seed, seed.cache_safe(), load_preset("seed").with_prompt("the cat")):
+        another_session()
+        decode_traces(scenario, 0, ("kv",))
+    assert list(runs.SHARED.entries) == [seed.cache_safe(), load_preset("seed").with_prompt("the cat")]

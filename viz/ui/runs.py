@@ -1,15 +1,22 @@
-"""Decode runs kept across reruns: a Step click computes one more step, not the whole run again.
+"""Decode runs kept across reruns and shared by every session: a Step click computes one more step,
+not the whole run again, and thirty students following a teacher compute that step once.
 
-One :class:`viz.core.engine.model.Generation` per decode mode lives in the visitor's session for the
-current scenario (a new scenario starts new runs). Before extending them, :func:`viz.core.engine.budget.grant`
-decides how far each may go in this rerun; a run cut short by the budget says so in its grant.
-Per-visitor mutable objects: they live in ``st.session_state``, never in a shared cache. They can be
-recomputed, so each rerun tells viz.ui.server_budget what they hold; when all sessions together keep
-too much, the least recently used are dropped and their visitor's next click computes them again.
+One :class:`viz.core.engine.model.Generation` per decode mode lives in a process-wide entry for the
+scenario (:data:`SHARED`, keyed by the scenario itself: the same scenario is the same run, since a
+run depends on nothing else); each session holds the entry it uses now (a new scenario takes another
+entry). Before extending them, :func:`viz.core.engine.budget.grant` decides how far each may go in
+this rerun; a run cut short by the budget says so in its grant. A run is extended only under its
+entry's lock, and what a page gets is a :class:`~viz.core.engine.model.Trace` pinned to its step
+(its own list of immutable steps, its cache seen as it stood then), so a session extending the run
+changes nothing another session is drawing. Entries can be recomputed, so each rerun tells
+viz.ui.server_budget what its entry holds (one entry counted once, however many sessions use it);
+when everything kept is too much, the least recently used are dropped and the next click computes
+them again. :data:`SHARED` itself keeps at most :data:`SHARED_ENTRIES` scenarios.
 """
 
 from __future__ import annotations
 
+import collections
 import threading
 from dataclasses import dataclass, field
 
@@ -20,7 +27,8 @@ from ..core.engine.model import MODES, Generation, ToyModel, Trace
 from ..core.engine.scenario import Scenario
 from . import server_budget
 
-RUNS = "kv_decode_runs"
+RUNS = "kv_decode_runs"  # the session's entry of SHARED (kept alive while the session uses it)
+SHARED_ENTRIES = 64  # scenarios whose runs the process keeps for any session (the bytes: server_budget)
 
 
 @dataclass
@@ -29,18 +37,51 @@ class _Runs:
     model: ToyModel
     runs: dict[str, Generation] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    held: int = 0  # bytes the runs hold, measured when they last grew
+    counted: tuple = ()  # (mode, predictions) of the runs when they were measured
 
     def drop(self) -> None:
-        """Let the runs go (the server keeps too much); skipped while this session is extending them."""
+        """Let the runs go (the server keeps too much); skipped while a session is extending them."""
         if self.lock.acquire(blocking=False):
-            self.runs = {}
+            self.runs, self.held, self.counted = {}, 0, ()
             self.lock.release()
+
+
+class _Shared:
+    """The process's decode runs by scenario, the least recently used forgotten past ``size``
+    (a session still using a forgotten entry keeps it; server_budget counts it while it lives)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.lock = threading.Lock()
+        self.entries: collections.OrderedDict[Scenario, _Runs] = collections.OrderedDict()
+
+    def entry(self, scenario: Scenario) -> _Runs:
+        with self.lock:
+            store = self.entries.get(scenario)
+            if store is not None:
+                self.entries.move_to_end(scenario)
+                return store
+        made = _Runs(scenario, ToyModel(scenario))  # outside the lock: a large model takes a while
+        with self.lock:
+            store = self.entries.setdefault(scenario, made)
+            self.entries.move_to_end(scenario)
+            while len(self.entries) > self.size:
+                self.entries.popitem(last=False)
+            return store
+
+    def clear(self) -> None:
+        with self.lock:
+            self.entries.clear()
+
+
+SHARED = _Shared(SHARED_ENTRIES)
 
 
 def _store(scenario: Scenario) -> _Runs:
     store = st.session_state.get(RUNS)
     if store is None or store.scenario != scenario:
-        store = _Runs(scenario, ToyModel(scenario))
+        store = SHARED.entry(scenario)
         st.session_state[RUNS] = store
     return store
 
@@ -65,7 +106,10 @@ def _extend(scenario: Scenario, step: int, modes: tuple[str, ...], ahead: bool, 
     store = _store(scenario)
     with store.lock:
         result = _extend_runs(store, step, modes, ahead, budget)
-        held = tensor_bytes(store.runs)
+        grown = tuple((mode, len(run.steps)) for mode, run in store.runs.items())
+        if grown != store.counted:  # the walk visits every step: only when a run grew
+            store.held, store.counted = tensor_bytes(store.runs), grown
+        held = store.held
     server_budget.keep(store, held)
     return result
 
@@ -89,6 +133,6 @@ def _extend_runs(store: _Runs, step: int, modes: tuple[str, ...], ahead: bool, b
             shared = run.prefill_result
         while len(run.steps) < grants[mode].granted:
             run.step()
-    traces = {mode: store.runs[mode].trace(min(wanted, len(store.runs[mode].steps))) for mode in modes}
-    following = {mode: store.runs[mode].trace(reach) for mode in modes} if reach > wanted else None
+    traces = {mode: store.runs[mode].trace(min(wanted, len(store.runs[mode].steps)), pinned=True) for mode in modes}
+    following = {mode: store.runs[mode].trace(reach, pinned=True) for mode in modes} if reach > wanted else None
     return traces, grants, following

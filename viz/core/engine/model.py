@@ -575,10 +575,11 @@ class Generation:
         self.steps.append(step)
         return step
 
-    def trace(self, predictions: int | None = None) -> Trace:
+    def trace(self, predictions: int | None = None, *, pinned: bool = False) -> Trace:
         """The run as a :class:`Trace` of its first ``predictions`` steps (default: all so far).
 
-        The cache is the live one when every step is included, else the growing cache as it stood.
+        The cache is the live one when every step is included, else the growing cache as it stood;
+        ``pinned``: always as it stood (a run shared by sessions may grow while one draws its trace).
         """
         if self.prefill_result is None:
             raise RuntimeError("nothing to trace before the prefill")
@@ -586,7 +587,7 @@ class Generation:
         if not 0 <= count <= len(self.steps):
             raise ValueError(f"this run has {len(self.steps)} predictions, not {count}")
         cache = self.decoder.cache
-        if cache is not None and count and count < len(self.steps) and isinstance(cache, KVCache):
+        if cache is not None and count and (pinned or count < len(self.steps)) and isinstance(cache, KVCache):
             last = self.steps[count - 1]
             cache = CacheAt(cache, last.cache_length, last.cache_reserved, last.cache_growths)
         return Trace(self.scenario, self.mode, self.model.device, self._prefill_cpu(), self.steps[:count], cache)
