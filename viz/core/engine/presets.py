@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from .scenario import Scenario
@@ -176,6 +177,7 @@ def matching_preset(scenario: Scenario) -> str | None:
     return next((name for name in _PRESETS if load_preset(name) == scenario), None)
 
 
+@functools.lru_cache(maxsize=None)  # a frozen Scenario per name, parsed once (the sidebar matches presets every run)
 def load_preset(name: str) -> Scenario:
     """A preset by name; ``KeyError`` with the known names if there is none."""
     if name not in _PRESETS:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import zlib
 from dataclasses import dataclass
@@ -34,11 +35,13 @@ class View:
     tour: int = 1  # the guided tour's step (1-based)
 
 
+@functools.lru_cache(maxsize=128)  # every run of a session in a class compares its view: the same few scenarios
 def encode_scenario(scenario: Scenario) -> str:
     data = zlib.compress(scenario.to_json(indent=None).encode("utf-8"), 9)
     return f"{LINK_VERSION}.{base64.urlsafe_b64encode(data).decode('ascii').rstrip('=')}"
 
 
+@functools.lru_cache(maxsize=64)  # a class's followers read the same link; a Scenario is frozen, errors not kept
 def decode_scenario(text: str) -> Scenario:
     if len(text) > MAX_PARAM_CHARS:
         raise ScenarioError("link", f"the scenario in this link is too long ({len(text):,} characters)")
