@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from viz.ui import classroom, state
+from apptest_helpers import stat_value
+from viz.ui import classroom, runs, state
 from viz.tools.server import free_port
 
 
@@ -183,3 +184,47 @@ def test_a_store_that_is_down_leaves_everyone_else_alone(monkeypatch):
     at.switch_page("pages/tour.py").run()
     forward(at)
     assert not at.exception and at.session_state[state.TOUR_STEP] == 2
+
+
+def test_students_follow_the_teachers_decode_steps_on_the_runs_the_teacher_computed():
+    """Two Steps on Decode reach a following student's screen (its step and its cache's entries), and
+    the student's screen draws them from the very run the teacher's computed (one run per process)."""
+    at, seat = teacher()
+    pupil = student(seat.code)
+    at.switch_page("pages/decode.py").run()
+    for _ in range(2):
+        press(at, "decode_step")
+    pupil.run()
+    assert pupil.session_state[classroom.PAGE] == "decode" and pupil.session_state[state.STEP] == 2
+    assert stat_value(pupil, "Entries") == stat_value(at, "Entries") == "6"
+    assert pupil.session_state[runs.RUNS] is at.session_state[runs.RUNS]
+    assert any("Following the teacher" in t for t in texts(pupil))
+
+
+class CountingStore:
+    """A store whose class reads are counted (the version moves when the test says so)."""
+
+    def __init__(self):
+        self.reads, self.version = 0, 1
+
+    def state(self, code: str):
+        self.reads += 1
+        return (code, self.version)
+
+
+def test_a_class_read_is_shared_by_its_students_polls_for_a_moment(monkeypatch):
+    """Polls within SHARED_READ_S of a read take it; later ones, and any after this process's teacher
+    changed the class, read the store again."""
+    recent, store, clock = classroom._Recent(0.1), CountingStore(), [100.0]
+    monkeypatch.setattr(classroom.time, "monotonic", lambda: clock[0])
+    assert [recent.get(store, "ABCDEFGH") for _ in range(30)] == [("ABCDEFGH", 1)] * 30 and store.reads == 1
+    store.version = 2
+    clock[0] += 0.05
+    assert recent.get(store, "ABCDEFGH") == ("ABCDEFGH", 1) and store.reads == 1
+    recent.forget("ABCDEFGH")
+    assert recent.get(store, "ABCDEFGH") == ("ABCDEFGH", 2) and store.reads == 2
+    store.version = 3
+    clock[0] += 0.2
+    assert recent.get(store, "ABCDEFGH") == ("ABCDEFGH", 3) and store.reads == 3
+    recent.get(store, "OTHERCLS")
+    assert store.reads == 4

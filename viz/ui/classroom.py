@@ -8,15 +8,18 @@ page's fragments included (viz.ui.guard): the teacher's view is published there,
 changed their own view is exploring.
 
 A student's screen follows through a fragment that reruns every ``KVLAB_CLASS_POLL_S`` seconds
-(0.5 by default): it reads the class (one small read from the store) and reruns the app only when
-the class's version moved. Everything the store refuses is a message; a store that is down touches
-nobody who is not in a class.
+(0.5 by default): it reads the class and reruns the app only when the class's version moved. The
+students of one class on one process share that read (:func:`_class_now`: at most one store read
+per class every :data:`SHARED_READ_S`), so thirty polls cost the store a few reads a second, not
+sixty. Everything the store refuses is a message; a store that is down touches nobody who is not
+in a class.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode, urlsplit, urlunsplit
@@ -54,6 +57,7 @@ POLL_S = float(os.environ.get("KVLAB_CLASS_POLL_S", "0.5"))
 TEACHER_POLL_S = 2.0  # the teacher's count of students and live votes
 SEEN_EVERY_S = 10.0
 SHORT_LIMIT = 20
+SHARED_READ_S = 0.1  # the students of a class on one process share a read of it this long
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,43 @@ def _try(work, where: str = ""):
     except ClassError as err:
         st.session_state[PROBLEM] = f"{where}{err}"
         return None
+
+
+class _Recent:
+    """The latest read of each class on this process, with when it was read: a class's polls within
+    SHARED_READ_S of a read take it (one read of the store, not thirty). Only followers' polls read
+    here; the teacher's writes and everyone's votes go to the store."""
+
+    def __init__(self, fresh_s: float, most: int = 256):
+        self.fresh_s, self.most = fresh_s, most
+        self.lock = threading.Lock()
+        self.reads: dict[str, tuple[float, ClassState]] = {}
+
+    def get(self, store: ClassStore, code: str) -> ClassState:
+        now = time.monotonic()
+        with self.lock:
+            held = self.reads.get(code)
+        if held is not None and now - held[0] < self.fresh_s:
+            return held[1]
+        read = store.state(code)
+        with self.lock:
+            if len(self.reads) >= self.most:
+                self.reads.clear()
+            self.reads[code] = (now, read)
+        return read
+
+    def forget(self, code: str) -> None:
+        """The class changed from this process (its teacher's screen is here): read it anew."""
+        with self.lock:
+            self.reads.pop(code, None)
+
+
+RECENT = _Recent(SHARED_READ_S)
+
+
+def _class_now(code: str) -> ClassState | None:
+    """The class as a following student's poll reads it (shared on this process, see _Recent)."""
+    return _try(lambda store: RECENT.get(store, code))
 
 
 def seat() -> Seat | None:
@@ -295,6 +336,7 @@ def _flag(setter: str, value: bool) -> None:
     here = seat()
     if here is not None:
         _try(lambda store: getattr(store, setter)(here.code, here.token, value))
+        RECENT.forget(here.code)
 
 
 def _results(code: str, secret: str) -> str:
@@ -339,7 +381,7 @@ def _follow() -> None:
     here = seat()
     if here is None:
         return
-    now = _try(lambda store: store.state(here.code))
+    now = _class_now(here.code)
     if now is None:
         st.warning(md_escape(st.session_state.pop(PROBLEM, "")), icon=":material/cloud_off:")
         return
@@ -422,6 +464,7 @@ def sync() -> None:
         if st.session_state.get(PUBLISHED) != (page, view):
             if _try(lambda store: store.publish(here.code, here.token, page, view)) is not None:
                 st.session_state[PUBLISHED] = (page, view)
+                RECENT.forget(here.code)
     elif here.following:
         applied = st.session_state.get(APPLIED)
         if applied and applied[1] is not None and (applied[1], applied[2]) != (page, view):
@@ -440,6 +483,7 @@ def revealed(index: int) -> None:
     here = seat()
     if here is not None and here.teacher:
         _try(lambda store: store.reveal(here.code, here.token, index))
+        RECENT.forget(here.code)
 
 
 def vote(index: int, prompt: str, options: list[str], choice: str | None) -> None:
