@@ -3,9 +3,12 @@ screen showed, when, and which do not count because the student was exploring.""
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 
-from viz.tools.loadtest_class import ClassResult, _arrivals
+import pytest
+
+from viz.tools.loadtest_class import ClassResult, Screen, _arrivals
 
 
 def screen(*shown: tuple[float, int]) -> SimpleNamespace:
@@ -40,3 +43,22 @@ def test_the_summary_reports_percentiles_without_the_raw_lists():
     summary = result.summary()
     assert "follow_latencies_s" not in summary and summary["follow_p50_s"] == 0.4
     assert summary["follow_p95_s"] == 1.0 and summary["own_click_p95_s"] == 0.1
+
+
+@pytest.mark.parametrize("segmented", [False, True])
+def test_a_vote_sends_the_option_as_the_choice_shows_it(segmented):
+    """A radio sends its option as a string, a segmented control (the tour's answer now) as a
+    one-option list: either way the option as it is shown."""
+    student = Screen("http://127.0.0.1:9", 5.0)
+    student.radios["tour_answer_0"] = ("$$ID-f00-tour_answer_0", ["6", "7"], segmented)
+    sent = []
+
+    async def send(widgets=(), page_hash=None, fragment_id=""):
+        sent.extend(widgets)
+        return 0.1
+
+    student.send = send
+    asyncio.run(student.choose("tour_answer_0", 1))
+    state, = sent
+    assert state.id == "$$ID-f00-tour_answer_0"
+    assert (list(state.string_array_value.data), state.string_value) == ((["7"], "") if segmented else ([], "7"))

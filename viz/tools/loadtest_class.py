@@ -82,7 +82,8 @@ class Screen:
         self.log = self.session.log
         self.timeout_s = timeout_s
         self.timed: dict[str, float] = {}  # fragment id -> rerun interval
-        self.radios: dict[str, tuple[str, list[str]]] = {}  # radio key -> (widget id, its options as shown)
+        # a choice's key -> (widget id, its options as shown, whether it is a segmented control)
+        self.radios: dict[str, tuple[str, list[str], bool]] = {}
         self.addresses: list[tuple[float, dict[str, str]]] = []
         self.polls = 0
         # a rerun was asked for and has not finished: a timed rerun sent meanwhile would carry the page
@@ -111,9 +112,14 @@ class Screen:
                 self.timed[message.auto_rerun.fragment_id] = message.auto_rerun.interval
             elif what == "page_info_changed":
                 self.addresses.append((time.monotonic(), dict(parse_qsl(message.page_info_changed.query_string))))
-            elif what == "delta" and message.delta.new_element.WhichOneof("type") == "radio":
-                radio = message.delta.new_element.radio
-                self.radios[radio.id.split("-", 2)[-1]] = (radio.id, list(radio.options))
+            elif what == "delta" and message.delta.new_element.WhichOneof("type") in ("radio", "button_group"):
+                element = message.delta.new_element
+                if element.WhichOneof("type") == "radio":
+                    self.radios[element.radio.id.split("-", 2)[-1]] = (element.radio.id, list(element.radio.options),
+                                                                      False)
+                else:
+                    group = element.button_group
+                    self.radios[group.id.split("-", 2)[-1]] = (group.id, [o.content for o in group.options], True)
 
     async def _tick(self) -> None:
         """Every timed fragment reruns on its interval while no run is under way (as Streamlit's client)."""
@@ -162,9 +168,14 @@ class Screen:
         return await self.send([WidgetState(id=button.id, trigger_value=True)], fragment_id=button.fragment_id)
 
     async def choose(self, key: str, index: int) -> float:
-        """Pick a radio's option (a radio sends the option as it is shown)."""
-        widget, options = self.radios[key]
-        return await self.send([WidgetState(id=widget, string_value=options[index])])
+        """Pick a radio's or a segmented control's option (each sends the option as it is shown)."""
+        widget, options, segmented = self.radios[key]
+        state = WidgetState(id=widget)
+        if segmented:
+            state.string_array_value.data.append(options[index])
+        else:
+            state.string_value = options[index]
+        return await self.send([state])
 
     def shown(self, key: str) -> str | None:
         return self.addresses[-1][1].get(key) if self.addresses else None
