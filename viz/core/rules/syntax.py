@@ -93,42 +93,57 @@ def syntax_message(text: str, err: SyntaxError) -> tuple[str, int | None]:
     """A plain-words message with a hint, and its 1-based column, for a rule Python cannot parse."""
     msg = err.msg or ""
     col = err.offset if err.offset and err.offset > 0 else None
-    if "was never closed" in msg:
-        opener = msg[1] if len(msg) > 1 else "("
-        return f"this `{opener}` is never closed; add a `{_CLOSERS.get(opener, ')')}`", col
-    if msg.startswith("unmatched") or "does not match" in msg:
-        return "this closing bracket has no opening bracket before it; remove it or add one", col
-    if "unterminated string" in msg or "EOL while scanning" in msg:
-        return ("this text in quotes is never closed; end it with the same quote mark, "
-                "e.g. `k.token == \"so\"`"), col
-    if "leading zeros" in msg:
-        return "write whole numbers without leading zeros, e.g. `7` rather than `07`", col
-    if "decimal literal" in msg or "imaginary" in msg or "hexadecimal" in msg or "octal" in msg \
-            or "binary" in msg or "underscore" in msg:
-        return ("a number runs straight into letters here; write numbers with digits only, "
-                "e.g. `12` or `1.5`, and put a space or an operator after them"), col
-    if msg.startswith("invalid character") or msg.startswith("invalid non-printable"):
-        start = msg.find("U+")
-        code = msg[start:].split()[0].rstrip(")") if start >= 0 else "this character"
-        return (f"the character {code} cannot be used in a rule; rules use plain letters, digits, "
-                "spaces, brackets and the operators `== != < <= > >= + - * // %`"), col
-
+    known = _python_message(msg)
+    if known:
+        return known, col
     tokens = _tokens(text)
     if not tokens:
         return "rule is empty; write a condition such as `k.pos == 1`", None
     at = next((i for i, t in enumerate(tokens) if col is not None and t.start[1] >= col - 1), None)
     if at is None:  # the rule stops where more was expected
-        last = tokens[-1].string
-        if last == ".":
-            return "after `.` write pos, token or value, e.g. `k.pos`", tokens[-1].start[1] + 1
-        example = _NEEDS_VALUE_AFTER.get(last)
-        if example:
-            return f"after `{last}` write a value, e.g. `{example}`", tokens[-1].start[1] + 1
-        return ("the rule stops too early; finish the condition, e.g. `k.pos % 2 == 0`",
-                tokens[-1].end[1] + 1)
-    token = tokens[at]
-    before = tokens[at - 1] if at > 0 else None
-    for start in (at - 1, at):  # an operator from another language, spelled over touching tokens
+        return _stops_early(tokens)
+    return _wrong_operator(tokens, at) or _at_token(tokens, at)
+
+
+def _python_message(msg: str) -> str | None:
+    """Python's own message for a bracket, a quote, a number or a character, in plain words."""
+    if "was never closed" in msg:
+        opener = msg[1] if len(msg) > 1 else "("
+        return f"this `{opener}` is never closed; add a `{_CLOSERS.get(opener, ')')}`"
+    if msg.startswith("unmatched") or "does not match" in msg:
+        return "this closing bracket has no opening bracket before it; remove it or add one"
+    if "unterminated string" in msg or "EOL while scanning" in msg:
+        return ("this text in quotes is never closed; end it with the same quote mark, "
+                "e.g. `k.token == \"so\"`")
+    if "leading zeros" in msg:
+        return "write whole numbers without leading zeros, e.g. `7` rather than `07`"
+    if "decimal literal" in msg or "imaginary" in msg or "hexadecimal" in msg or "octal" in msg \
+            or "binary" in msg or "underscore" in msg:
+        return ("a number runs straight into letters here; write numbers with digits only, "
+                "e.g. `12` or `1.5`, and put a space or an operator after them")
+    if msg.startswith("invalid character") or msg.startswith("invalid non-printable"):
+        start = msg.find("U+")
+        code = msg[start:].split()[0].rstrip(")") if start >= 0 else "this character"
+        return (f"the character {code} cannot be used in a rule; rules use plain letters, digits, "
+                "spaces, brackets and the operators `== != < <= > >= + - * // %`")
+    return None
+
+
+def _stops_early(tokens: list[tokenize.TokenInfo]) -> tuple[str, int]:
+    """The rule ends where more was expected: what to write after its last token."""
+    last = tokens[-1].string
+    if last == ".":
+        return "after `.` write pos, token or value, e.g. `k.pos`", tokens[-1].start[1] + 1
+    example = _NEEDS_VALUE_AFTER.get(last)
+    if example:
+        return f"after `{last}` write a value, e.g. `{example}`", tokens[-1].start[1] + 1
+    return ("the rule stops too early; finish the condition, e.g. `k.pos % 2 == 0`",
+            tokens[-1].end[1] + 1)
+
+
+def _wrong_operator(tokens: list[tokenize.TokenInfo], at: int) -> tuple[str, int] | None:
+    """An operator from another language (``&&``, ``=``, ``<>``…) spelled over touching tokens at ``at``."""
+    for start in (at - 1, at):
         for stop in (at + 2, at + 1):
             if start < 0 or stop > len(tokens) or stop - start < 1:
                 continue
@@ -137,22 +152,27 @@ def syntax_message(text: str, err: SyntaxError) -> tuple[str, int | None]:
                 wrong = "".join(t.string for t in run)
                 if wrong in _WRONG_OPERATORS:
                     return _WRONG_OPERATORS[wrong], run[0].start[1] + 1
+    return None
+
+
+def _at_token(tokens: list[tokenize.TokenInfo], at: int) -> tuple[str, int]:
+    """What is wrong at token ``at``: a stray character, a missing operator or a missing value."""
+    token = tokens[at]
+    before = tokens[at - 1] if at > 0 else None
+    column = token.start[1] + 1
     if token.type == tokenize.ERRORTOKEN or token.string in ("$", "?", "`", "'", '"'):
-        return (f"`{token.string}` cannot be used in a rule; a rule looks like `k.pos % 2 == 0`",
-                token.start[1] + 1)
+        return f"`{token.string}` cannot be used in a rule; a rule looks like `k.pos % 2 == 0`", column
     if before is not None and (before.type in _VALUE_TOKENS or before.string in (")", "]")) \
             and before.string not in _KEYWORD_OPERATORS \
             and (token.type in _VALUE_TOKENS or token.string == "(") and token.string not in _KEYWORD_OPERATORS:
         return (f"between `{_operand(tokens, at - 1)}` and `{token.string}` an operator is missing, "
-                "e.g. `==`, `and` or `+`"), token.start[1] + 1
+                "e.g. `==`, `and` or `+`"), column
     if before is None and token.string in _NEEDS_VALUE_AFTER and token.string not in ("(", "not", "abs", "-"):
-        return f"`{token.string}` needs a value before it, e.g. `{_NEEDS_VALUE_AFTER[token.string]}`", \
-            token.start[1] + 1
+        return f"`{token.string}` needs a value before it, e.g. `{_NEEDS_VALUE_AFTER[token.string]}`", column
     if before is not None and before.string in _NEEDS_VALUE_AFTER:
-        return (f"after `{before.string}` write a value, e.g. `{_NEEDS_VALUE_AFTER[before.string]}`",
-                token.start[1] + 1)
+        return f"after `{before.string}` write a value, e.g. `{_NEEDS_VALUE_AFTER[before.string]}`", column
     return (f"the rule cannot be read at `{token.string}`; a rule looks like `k.pos % 2 == 0` "
-            "or `k.token in (\"a\", \"b\")`"), token.start[1] + 1
+            "or `k.token in (\"a\", \"b\")`"), column
 
 
 def _operand(tokens: list[tokenize.TokenInfo], i: int) -> str:
