@@ -122,7 +122,9 @@ class Screen:
                     self.radios[group.id.split("-", 2)[-1]] = (group.id, [o.content for o in group.options], True)
 
     async def _tick(self) -> None:
-        """Every timed fragment reruns on its interval while no run is under way (as Streamlit's client)."""
+        """Every timed fragment reruns on its interval while no run is under way (as Streamlit's client).
+        Between them the task sleeps until the next is due (at most 0.1 s; 20 ms while one waits for
+        a run to end): thirty-one screens waking every 20 ms took CPU from the servers they measure."""
         due: dict[str, float] = {}
         while True:
             now = time.monotonic()
@@ -131,7 +133,8 @@ class Screen:
                     due[fragment] = now + interval
                     self.polls += 1
                     await self._send(fragment_id=fragment)
-            await asyncio.sleep(0.02)
+            wait = min(due.values(), default=now + 0.1) - time.monotonic()
+            await asyncio.sleep(min(max(wait, 0.02), 0.1))
 
     def _idle(self) -> bool:
         return self.log._current is None and not self.waiting
