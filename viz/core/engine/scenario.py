@@ -265,18 +265,37 @@ def _parse(data: Any) -> Scenario:
     prompt = data.get("prompt")
     if prompt is not None:
         prompt = _text("prompt", prompt, MAX_PROMPT_CHARS)
+    tokens = _parse_tokens(data, prompt)
+    heads, vocab, sampling = _parse_heads(data), _parse_vocab(data), _parse_sampling(data)
+    scenario = Scenario(
+        tokens=tokens, values=(), heads=heads, vocab=vocab,
+        d_k=_integer("d_k", data.get("d_k", 64), 1, MAX_D_K), sampling=sampling, prompt=prompt,
+        title=title, description=description,
+    )
+    if "values" in data:
+        raw_values = _list("values", data["values"], MAX_TOKENS, what="values")
+        values = tuple(_number(f"values[{i}]", v) for i, v in enumerate(raw_values))
+    else:
+        values = tuple(scenario.default_value(t) for t in tokens)
+    return _validated(replace(scenario, values=values))
+
+
+def _parse_tokens(data: Mapping[str, Any], prompt: str | None) -> tuple[str, ...]:
+    """The 'tokens' list, else the prompt's tokens."""
     if "tokens" in data:
         raw_tokens = _list("tokens", data["tokens"], MAX_TOKENS, what="tokens")
-        tokens = tuple(_name(f"tokens[{i}]", t, MAX_TOKEN_CHARS) for i, t in enumerate(raw_tokens))
-    elif prompt is not None:
-        tokens = tuple(tokenize(prompt))
-        if len(tokens) > MAX_TOKENS:
-            raise ScenarioError("prompt", f"has {len(tokens):,} tokens; the limit is {MAX_TOKENS}")
-        for i, t in enumerate(tokens):
-            _name(f"prompt token {i + 1}", t, MAX_TOKEN_CHARS)
-    else:
+        return tuple(_name(f"tokens[{i}]", t, MAX_TOKEN_CHARS) for i, t in enumerate(raw_tokens))
+    if prompt is None:
         raise ScenarioError("", "needs a 'prompt' or a 'tokens' list")
+    tokens = tuple(tokenize(prompt))
+    if len(tokens) > MAX_TOKENS:
+        raise ScenarioError("prompt", f"has {len(tokens):,} tokens; the limit is {MAX_TOKENS}")
+    for i, t in enumerate(tokens):
+        _name(f"prompt token {i + 1}", t, MAX_TOKEN_CHARS)
+    return tokens
 
+
+def _parse_heads(data: Mapping[str, Any]) -> tuple[Head, ...]:
     heads_raw = _list("heads", data.get("heads"), MAX_HEADS, what="heads") if "heads" in data else None
     if not heads_raw:
         raise ScenarioError("heads", "needs at least one head")
@@ -288,7 +307,10 @@ def _parse(data: Any) -> Scenario:
         if not isinstance(rule, str):
             raise ScenarioError(f"heads[{i}].rule", f"must be text, got {text_check.kind(rule)}")
         heads.append(Head(name=name, rule=rule))
+    return tuple(heads)
 
+
+def _parse_vocab(data: Mapping[str, Any]) -> tuple[VocabWord, ...]:
     vocab_raw = _list("vocab", data.get("vocab"), MAX_VOCAB, what="words") if "vocab" in data else None
     if not vocab_raw:
         raise ScenarioError("vocab", "needs at least one word")
@@ -300,14 +322,17 @@ def _parse(data: Any) -> Scenario:
         weights_raw = _list(f"vocab[{i}].weights", item.get("weights"), MAX_HEADS, what="weights")
         weights = tuple(_number(f"vocab[{i}].weights[{j}]", w) for j, w in enumerate(weights_raw))
         vocab.append(VocabWord(token=token, value=value, weights=weights))
+    return tuple(vocab)
 
+
+def _parse_sampling(data: Mapping[str, Any]) -> Sampling:
     sampling_raw = _object("sampling", data.get("sampling", {}), {"strategy", "temperature", "top_k",
                                                                   "top_p", "seed"})
     defaults = Sampling()
     strategy = sampling_raw.get("strategy", defaults.strategy)
     if strategy not in STRATEGIES:
         raise ScenarioError("sampling.strategy", f"must be one of {', '.join(STRATEGIES)}")
-    sampling = Sampling(
+    return Sampling(
         strategy=strategy,
         temperature=_number("sampling.temperature", sampling_raw.get("temperature", defaults.temperature),
                             0.0, MAX_TEMPERATURE),
@@ -315,17 +340,6 @@ def _parse(data: Any) -> Scenario:
         top_p=_number("sampling.top_p", sampling_raw.get("top_p", defaults.top_p), 0.0, 1.0),
         seed=_integer("sampling.seed", sampling_raw.get("seed", defaults.seed), 0, MAX_SEED),
     )
-    scenario = Scenario(
-        tokens=tokens, values=(), heads=tuple(heads), vocab=tuple(vocab),
-        d_k=_integer("d_k", data.get("d_k", 64), 1, MAX_D_K), sampling=sampling, prompt=prompt,
-        title=title, description=description,
-    )
-    if "values" in data:
-        raw_values = _list("values", data["values"], MAX_TOKENS, what="values")
-        values = tuple(_number(f"values[{i}]", v) for i, v in enumerate(raw_values))
-    else:
-        values = tuple(scenario.default_value(t) for t in tokens)
-    return _validated(replace(scenario, values=values))
 
 
 def _validated(s: Scenario) -> Scenario:
