@@ -140,37 +140,9 @@ def speculate_real(real: RealModel, ids: list[int] | tuple[int, ...], new_tokens
                    draft: str = "prompt lookup", *, ngram: int = 2, layers: int = 2,
                    settings: Sampling = GREEDY, draft_model: RealModel | None = None) -> RealSpecRun:
     """``new_tokens`` tokens speculatively (k guesses per round) and plainly, from the same prompt."""
-    check_sampling(settings)
-    if draft not in REAL_DRAFTS:
-        raise RealModelError(f"the draft is one of {', '.join(REAL_DRAFTS)}")
-    if not 1 <= new_tokens <= MAX_REAL_TOKENS or not 1 <= k <= MAX_REAL_K:
-        raise RealModelError(f"make 1 to {MAX_REAL_TOKENS} tokens with 1 to {MAX_REAL_K} guesses per round")
-    ids = list(ids)
-    if len(ids) + new_tokens + k > real.shape.max_positions:
-        raise RealModelError(f"the prompt and {new_tokens} new tokens do not fit this model's "
-                             f"{real.shape.max_positions} positions")
-    vocab = real.shape.vocab
-    if draft == "prompt lookup":
-        helper, label = _Lookup(ngram, vocab), f"prompt lookup ({ngram}-gram)"
-    else:
-        if draft == "another model" and (draft_model is None
-                                         or draft_model.tokenizer.get_vocab() != real.tokenizer.get_vocab()):
-            raise RealModelError("another model drafts only with the same tokenizer and vocabulary")
-        small = early_exit_model(real, layers) if draft == "early exit" else draft_model
-        helper, label = _ModelDraft(small, settings.seed + 1), small.name
-
-    plain = CachedDecoder(real)
-    plain_gen = torch.Generator().manual_seed(settings.seed)
-
-    def decode_plainly() -> tuple[list[int], list[torch.Tensor]]:
-        logits = [plain.prefill(ids).float().cpu()]
-        chosen = [sample(logits[0], settings, plain_gen).index]
-        for _ in range(new_tokens - 1):
-            logits.append(plain.decode_step(chosen[-1]).float().cpu())
-            chosen.append(sample(logits[-1], settings, plain_gen).index)
-        return chosen, logits
-
-    plain_seconds, (plain_ids, plain_logits) = timed(decode_plainly, real.device)
+    ids = _checked(real, list(ids), new_tokens, k, draft, settings)
+    helper, label = _draft_helper(real, draft, ngram, layers, settings, draft_model)
+    plain_seconds, (plain_ids, plain_logits) = _decode_plainly(real, ids, new_tokens, settings)
     target = CachedDecoder(real)
     generator = torch.Generator().manual_seed(settings.seed)
     prefill_seconds, first = timed(lambda: target.prefill(ids).float().cpu(), real.device)
@@ -200,10 +172,58 @@ def speculate_real(real: RealModel, ids: list[int] | tuple[int, ...], new_tokens
         out += guesses[: verdict.accepted] + [verdict.new]
         logits += list(rows)
         word = verdict.new
-    agree = 0
-    while agree < min(len(out), len(plain_ids)) and out[agree] == plain_ids[agree]:
-        agree += 1
-    diff = max(float((a - b).abs().max()) for a, b in zip(logits[: agree + 1], plain_logits[: agree + 1]))
+    diff = _largest_diff_while_agreeing(out, logits, plain_ids, plain_logits)
     return RealSpecRun(label, k, tuple(piece(real, i) for i in ids), tuple(rounds), tuple(out),
                        tuple(piece(real, i) for i in out), tuple(plain_ids), tuple(piece(real, i) for i in plain_ids),
                        diff, seconds, plain_seconds, greedy(settings))
+
+
+def _checked(real: RealModel, ids: list[int], new_tokens: int, k: int, draft: str, settings: Sampling) -> list[int]:
+    """The prompt's ids, once the settings, the draft and the lengths are known to be allowed."""
+    check_sampling(settings)
+    if draft not in REAL_DRAFTS:
+        raise RealModelError(f"the draft is one of {', '.join(REAL_DRAFTS)}")
+    if not 1 <= new_tokens <= MAX_REAL_TOKENS or not 1 <= k <= MAX_REAL_K:
+        raise RealModelError(f"make 1 to {MAX_REAL_TOKENS} tokens with 1 to {MAX_REAL_K} guesses per round")
+    if len(ids) + new_tokens + k > real.shape.max_positions:
+        raise RealModelError(f"the prompt and {new_tokens} new tokens do not fit this model's "
+                             f"{real.shape.max_positions} positions")
+    return ids
+
+
+def _draft_helper(real: RealModel, draft: str, ngram: int, layers: int, settings: Sampling,
+                  draft_model: RealModel | None):
+    """The draft that guesses, and its name in words."""
+    if draft == "prompt lookup":
+        return _Lookup(ngram, real.shape.vocab), f"prompt lookup ({ngram}-gram)"
+    if draft == "another model" and (draft_model is None
+                                     or draft_model.tokenizer.get_vocab() != real.tokenizer.get_vocab()):
+        raise RealModelError("another model drafts only with the same tokenizer and vocabulary")
+    small = early_exit_model(real, layers) if draft == "early exit" else draft_model
+    return _ModelDraft(small, settings.seed + 1), small.name
+
+
+def _decode_plainly(real: RealModel, ids: list[int], new_tokens: int,
+                    settings: Sampling) -> tuple[float, tuple[list[int], list[torch.Tensor]]]:
+    """Plain cached decoding of the same prompt with the same seed, timed: (seconds, (ids, logits))."""
+    plain = CachedDecoder(real)
+    plain_gen = torch.Generator().manual_seed(settings.seed)
+
+    def decode() -> tuple[list[int], list[torch.Tensor]]:
+        logits = [plain.prefill(ids).float().cpu()]
+        chosen = [sample(logits[0], settings, plain_gen).index]
+        for _ in range(new_tokens - 1):
+            logits.append(plain.decode_step(chosen[-1]).float().cpu())
+            chosen.append(sample(logits[-1], settings, plain_gen).index)
+        return chosen, logits
+
+    return timed(decode, real.device)
+
+
+def _largest_diff_while_agreeing(out: list[int], logits: list[torch.Tensor], plain_ids: list[int],
+                                 plain_logits: list[torch.Tensor]) -> float:
+    """The largest |logit difference| against plain decoding up to the first token the two chose differently."""
+    agree = 0
+    while agree < min(len(out), len(plain_ids)) and out[agree] == plain_ids[agree]:
+        agree += 1
+    return max(float((a - b).abs().max()) for a, b in zip(logits[: agree + 1], plain_logits[: agree + 1]))
