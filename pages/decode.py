@@ -19,6 +19,7 @@ from viz.figures.stale import stale_figure
 from viz.figures import toy
 from viz.figures.base import Stat
 from viz.ui import guard, state
+from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys
 from viz.ui.common import (division_notices, head_picker, lazy_tabs, lesson_header, lesson_screen, lesson_tables,
                            md_escape, plot, whole_switch)
 from viz.ui.widgets import stats, table
@@ -56,14 +57,15 @@ def set_run_size(size: int) -> None:
 
 
 def controls(step: int) -> None:
-    """Reset, Back, Step (← →), Run n and the timeline, in one row that wraps on a narrow screen."""
+    """Reset, Back, Step (and the lesson's keys), Run n and the timeline, in one row that wraps on a
+    narrow screen."""
     with st.container(horizontal=True, vertical_alignment="center"):
         st.button("Reset", icon=":material/restart_alt:", on_click=reset,
                   disabled=step == 0 and st.session_state[HORIZON] == 0)
-        st.button("Back", icon=":material/arrow_back:", on_click=go_to, args=(step - 1,), shortcut="left",
-                  disabled=step == 0, help="One step back (←)", key=BACK)
-        st.button("Step", icon=":material/arrow_forward:", on_click=go_to, args=(step + 1,), shortcut="right",
-                  type="primary", disabled=step >= MAX_DECODE_STEPS, help="Generate one more token (→)", key=STEP)
+        st.button("Back", icon=":material/arrow_back:", on_click=go_to, args=(step - 1,),
+                  disabled=step == 0, help=f"One step back ({BACK_KEYS_HELP})", key=BACK)
+        st.button("Step", icon=":material/arrow_forward:", on_click=go_to, args=(step + 1,), type="primary",
+                  disabled=step >= MAX_DECODE_STEPS, help=f"Generate one more token ({STEP_KEYS_HELP})", key=STEP)
         run_n = st.session_state.setdefault(RUN_SIZE, 8)
         st.segmented_control("Tokens to run", RUN_SIZES, required=True, label_visibility="collapsed",
                              help="Tokens the Run button generates", **state.bound(RUN_N, run_n, set_run_size))
@@ -75,6 +77,7 @@ def controls(step: int) -> None:
                       label_visibility="collapsed", width=240,
                       help="Scrub back and forth over the tokens generated so far",
                       **state.bound(TIMELINE, step, state.set_step))
+        lesson_keys(STEP, BACK)  # → PageDown Space press Step, ← PageUp Back, whatever has focus (draws nothing)
 
 
 @guard.fragment
@@ -137,7 +140,7 @@ def decode_lesson() -> None:
     before = (decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step - 1, head, whole=whole)
               if 0 < shown_step == step and (shown.mode != "kv" or compared >= step) else None)
     lesson_screen(frame, heads, head, newest_key=shown.mode == "kv",
-                  turns=((after, STEP, "ArrowRight"), (before, BACK, "ArrowLeft")))
+                  turns=((after, STEP), (before, BACK)))
     repeating = repeat_note(shown, shown_step)  # under the screen: a side note, never pushing it down
     if repeating:
         st.caption(md_escape(repeating))

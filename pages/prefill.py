@@ -53,8 +53,8 @@ def prefill_lesson() -> None:
         whole = whole_switch(WHOLE, "Show every row and key, not only those around the position")
     frame = prefill_frame(trace, position, head, whole=whole)
     # the positions either side, computed by the same prefill: the board draws them at the click
-    turns = tuple((prefill_frame(trace, p, head, whole=whole) if 1 <= p <= n else None, f"{POSITION}_{way}", key)
-                  for p, way, key in ((position + 1, "forward", "ArrowRight"), (position - 1, "back", "ArrowLeft")))
+    turns = tuple((prefill_frame(trace, p, head, whole=whole) if 1 <= p <= n else None, f"{POSITION}_{way}")
+                  for p, way in ((position + 1, "forward"), (position - 1, "back")))
     lesson_screen(frame, heads, head, turns=turns)
 
     lazy_tabs(TABS, TAB, (lambda: every_head(trace, position, whole, rows, frame, head),

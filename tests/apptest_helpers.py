@@ -65,9 +65,11 @@ def sent_data(element) -> dict:
 
 
 def boards(at) -> list[dict]:
-    """Every lesson board on the page (viz.ui.board), as the spec sent to the browser."""
+    """Every lesson board on the page (viz.ui.board), as the spec sent to the browser (not the
+    keys-only form, which draws nothing)."""
     from viz.ui.board import NAME
-    return [sent_data(el) for el in at.get("bidi_component") if el.proto.component_name == NAME]
+    sent = [sent_data(el) for el in at.get("bidi_component") if el.proto.component_name == NAME]
+    return [data for data in sent if data.get("kind") != "keys"]
 
 
 def board(at, title_part: str) -> dict:

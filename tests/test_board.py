@@ -17,27 +17,63 @@ SPEC = {"kind": "bars", "title": "Next word", "bars": [], "axis": "probability",
 
 def test_board_data_is_the_spec_with_presenter_turns_and_draw_as_one_item():
     """The script gets a list of one object: the spec's fields, presenter mode, the turns, the draw number."""
-    turn = {"selector": board_ui.button_selector("decode_step"), "key": "ArrowRight", "spec": SPEC}
+    turn = {"selector": board_ui.button_selector("decode_step"), "spec": SPEC}
     data = board_ui.board_data(SPEC, presenter=True, turns=[turn], draw=7)
     assert isinstance(data, list) and len(data) == 1
     assert data[0] == {**SPEC, "presenter": True, "turns": [turn], "draw": 7}
     assert turn["selector"] == ".st-key-decode_step button"
 
 
-@pytest.mark.parametrize("turn", [{"selector": "x", "key": "ArrowRight"}, {"selector": "x", "key": "k", "spec": {}, "extra": 1}])
-def test_a_turn_without_its_three_fields_is_refused(turn):
-    """A turn is exactly selector, key and spec: anything else is a mistake of the page, not sent."""
-    with pytest.raises(ValueError, match="selector, key and spec"):
+@pytest.mark.parametrize("turn", [{"selector": "x"}, {"selector": "x", "key": "ArrowRight", "spec": {}}])
+def test_a_turn_without_its_two_fields_is_refused(turn):
+    """A turn is exactly selector and spec (a key presses the button, it names no turn): anything
+    else is a mistake of the page, not sent."""
+    with pytest.raises(ValueError, match="selector and spec"):
         board_ui.board_data(SPEC, presenter=False, turns=[turn], draw=1)
 
 
 def test_the_readme_documents_every_field_the_script_reads():
     """Every field board_data adds, and every field the script reads off a turn, is in README.md."""
     script = Path(board_ui.__file__).with_name("board.js").read_text(encoding="utf-8")
-    for field in ("presenter", "turns", "draw", "selector", "key", "spec"):
+    for field in ("presenter", "turns", "draw", "selector", "spec", "kind", "keys"):
         assert f'"{field}"' in README, field
-    assert set(re.findall(r"turn\.(\w+)", script)) <= {"selector", "key", "spec"}
-    assert set(re.findall(r"data\.(\w+)", script)) <= {"presenter", "turns", "label", "title", "legend", "kind"}
+    assert set(re.findall(r"turn\.(\w+)", script)) <= {"selector", "spec"}
+    assert set(re.findall(r"data\.(\w+)", script)) <= {"presenter", "turns", "label", "title", "legend", "kind", "keys"}
+
+
+def test_the_keys_map_every_lesson_key_to_its_button():
+    """The keys-only form is sent, for each lesson key, the selector of the button it presses: →,
+    PageDown and Space press Step, ← and PageUp press Back; the help texts name exactly these keys."""
+    data = board_ui.keys_data("decode_step", "decode_back")
+    assert data == [{"kind": "keys", "keys": {"ArrowRight": ".st-key-decode_step button",
+                                              "PageDown": ".st-key-decode_step button",
+                                              " ": ".st-key-decode_step button",
+                                              "ArrowLeft": ".st-key-decode_back button",
+                                              "PageUp": ".st-key-decode_back button"}}]
+    names = {"ArrowRight": "→", "PageDown": "PageDown", " ": "Space", "ArrowLeft": "←", "PageUp": "PageUp"}
+    assert board_ui.STEP_KEYS_HELP == ", ".join(names[k] for k in board_ui.STEP_KEYS)
+    assert board_ui.BACK_KEYS_HELP == ", ".join(names[k] for k in board_ui.BACK_KEYS)
+
+
+def test_every_step_control_has_the_lesson_keys_and_says_so(app):
+    """Decode's Step and Back and a stepper's arrows (Prefill's position) carry no Streamlit shortcut
+    (the keys-only board presses them, once a key) and their help names the keys."""
+    decode = on_page(app, "pages/decode.py")
+    buttons = {b.key: b for b in decode.button}
+    assert "PageDown, Space" in buttons["decode_step"].help and "PageUp" in buttons["decode_back"].help
+    assert not any(b.proto.shortcut for b in decode.button)
+    keys = [sent for sent in _sent(decode) if sent.get("kind") == "keys"]
+    assert [k["keys"]["PageDown"] for k in keys] == [".st-key-decode_step button"]
+    prefill = on_page(app, "pages/prefill.py")
+    assert not any(b.proto.shortcut for b in prefill.button)
+    keys = [sent for sent in _sent(prefill) if sent.get("kind") == "keys"]
+    assert [k["keys"]["ArrowLeft"] for k in keys] == [".st-key-prefill_position_back button"]
+
+
+def _sent(at) -> list[dict]:
+    """What every kvlab_board element of the last run was sent (its one item)."""
+    from apptest_helpers import sent_data
+    return [sent_data(element) for element in at.get("bidi_component")]
 
 
 def test_a_lesson_page_draws_its_boards_each_with_a_new_draw_number(app):

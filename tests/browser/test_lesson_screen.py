@@ -203,9 +203,9 @@ LAST_ROWS_JS = """() => [...document.querySelectorAll('*')].filter(h => h.shadow
     .map(f => f.querySelector('figcaption').textContent + ' | '
               + ([...f.querySelectorAll('.rowlabel')].map(e => e.textContent).pop() || ''))"""
 CLICK_THEN_READ_JS = "selector => { document.querySelector(selector).click(); return (" + LAST_ROWS_JS + ")(); }"
-# Read the boards once more at the end of the next key press's own dispatch (a listener on window,
-# after the board's on document).
-READ_AT_NEXT_KEY_JS = ("() => window.addEventListener('keydown', () => { window.__kvlabAtKey = ("
+# Read the boards once more at the end of the next click's own dispatch (a listener on window, after
+# the board's on document); a lesson key presses its button with a click inside the key's own event.
+READ_AT_NEXT_KEY_JS = ("() => window.addEventListener('click', () => { window.__kvlabAtKey = ("
                        + LAST_ROWS_JS + ")(); }, {once: true})")
 
 
@@ -217,20 +217,23 @@ def test_step_and_arrow_keys_draw_the_next_frame_at_the_click(app):
     before = app.page.evaluate(LAST_ROWS_JS)
     with app.rerun():
         at_click = app.page.evaluate(CLICK_THEN_READ_JS, ".st-key-decode_step button")
+    app.page.evaluate("() => window.addEventListener('keydown', () => { window.__kvlabKeyDone = true; }, {once: true})")
     assert at_click != before and at_click[0].endswith("| 6 · nice") and at_click[1].startswith("KV cache: 6 entries")
     assert app.page.evaluate(LAST_ROWS_JS) == at_click  # the rerun brought the same frame
-    app.main.get_by_test_id("stAlertContentInfo").first.click()  # focus off the button: shortcuts skip it
+    app.main.get_by_test_id("stAlertContentInfo").first.click()
+    assert app.page.evaluate("() => window.__kvlabKeyDone") is None  # the key went no further
     app.page.evaluate(READ_AT_NEXT_KEY_JS)
     with app.rerun():
         app.page.keyboard.press("ArrowLeft")
     assert app.page.evaluate("() => window.__kvlabAtKey") == before  # drawn in the key's own event
+    app.page.evaluate("() => { window.__kvlabAtKey = 'no click'; }")
     assert app.query.get("step") == "1" and app.page.evaluate(LAST_ROWS_JS) == before
-    # typing in a field (here the sidebar's prompt box) is no shortcut: neither Streamlit's Step nor
-    # the board moves
+    # typing in a field (here the sidebar's prompt box) is no lesson key: neither Step nor the board
+    # moves (no click at all, so nothing is read at one)
     app.sidebar.get_by_role("textbox", name="Prompt", exact=True).focus()
     app.page.evaluate(READ_AT_NEXT_KEY_JS)
     app.page.keyboard.press("ArrowRight")
-    assert app.page.evaluate("() => window.__kvlabAtKey") == before
+    assert app.page.evaluate("() => window.__kvlabAtKey") == "no click"
     app.settle()
     assert app.query.get("step") == "1" and app.page.evaluate(LAST_ROWS_JS) == before
     app.assert_no_exception()
@@ -266,22 +269,33 @@ def test_the_cache_figures_are_metrics_of_real_text(app):
     app.assert_no_exception()
 
 
-def test_a_choice_takes_its_arrow_keys_and_a_switch_flips_by_keyboard(app):
-    """Inside a segmented control (Decode's mode) the arrow keys move the focus between its options,
-    not the decode step, and Space picks; Space on a focused toggle flips it."""
+def test_a_choice_keeps_its_value_under_the_lesson_keys_and_enter_picks(app):
+    """Inside a segmented control (Decode's mode) → steps the lesson and the choice and the focus stay
+    (viz/ui/board/README.md, "Keys"); its options are buttons, so Tab reaches each and Enter picks.
+    Space on a focused toggle steps too, the toggle left as it was; Shift+Space (a key with Shift is
+    no lesson key) flips it."""
     app.open("/decode")
     group = app.page.get_by_role("radiogroup", name="Show the run", exact=True)
-    group.get_by_role("radio", name="KV cache", exact=True).focus()
-    runs = app.runs_finished
-    app.page.keyboard.press("ArrowLeft")
-    expect(group.get_by_role("radio", name="re-encode", exact=True)).to_be_focused()
-    app.page.wait_for_timeout(500)  # time for a run to start, were one asked for
-    assert app.runs_finished == runs and app.query.get("step", "0") == "0"
+    kv = group.get_by_role("radio", name="KV cache", exact=True)
+    kv.focus()
     with app.rerun():
-        app.page.keyboard.press("Space")
-    expect(group.get_by_role("radio", name="re-encode", exact=True)).to_have_attribute("aria-checked", "true")
-    assert app.query.get("mode") == "reencode" and app.query.get("step", "0") == "0"
+        app.page.keyboard.press("ArrowRight")
+    assert app.query.get("step") == "1" and app.query.get("mode", "kv") == "kv"
+    expect(kv).to_have_attribute("aria-checked", "true")
+    expect(kv).to_be_focused()
+    reencode = group.get_by_role("radio", name="re-encode", exact=True)
+    reencode.focus()
+    with app.rerun():
+        app.page.keyboard.press("Enter")
+    expect(reencode).to_have_attribute("aria-checked", "true")
+    assert app.query.get("mode") == "reencode" and app.query.get("step") == "1"
+    expect(whole).not_to_be_checked()
+    assert app.query.get("step") == "2"
+    whole.focus()
+    with app.rerun():
+        app.page.keyboard.press("Shift+Space")
     whole = app.page.get_by_role("switch", name="Whole", exact=True)
+    assert app.query.get("step") == "2"
     whole.focus()
     with app.rerun():
         app.page.keyboard.press("Space")

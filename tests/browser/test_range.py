@@ -1,9 +1,9 @@
 """Tier 3 (browser): the sliders (Streamlit's st.select_slider for Prefill's position, st.slider for
 Decode's timeline) as a visitor uses them: the position stepped with the keyboard, the timeline
 dragged with the mouse and stepped with a key. Each move reruns once and the page follows; the input
-is named by its label and says its value's text. Streamlit's ← → shortcuts of the buttons beside it
-stay quiet while the slider has the focus (a key moves the slider, not the slider and the stepper
-both)."""
+is named by its label and says its value's text. With the slider focused an arrow key is the
+lesson's key (viz/ui/board/README.md): it presses the button beside it and the slider does not move
+on its own, so a key moves one step, not two."""
 
 from __future__ import annotations
 

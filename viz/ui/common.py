@@ -19,7 +19,7 @@ from ..figures.base import DESKTOP_PX, PRESENTER_PX, figure_table, figure_terms,
 from ..figures.board import attention_board, cache_board, fits, words_board
 from ..figures.lesson import attention_figure, cache_figure, frame_tables
 from . import state
-from .board import board, button_selector
+from .board import BACK_KEYS_HELP, STEP_KEYS_HELP, board, button_selector, lesson_keys
 
 # The toolbar shows on hover only (on a phone: after a tap), and short, so it stays clear of titles.
 PLOT_CONFIG = {"displaylogo": False, "displayModeBar": "hover",
@@ -165,8 +165,8 @@ def for_developers():
 
 def stepper(key: str, count: int, label: str, *, first: int = 1,
             format_label: Callable[[int], str] = str, help: str | None = None) -> int:
-    """A slider from ``first`` to ``count`` between ← and → buttons (also the arrow keys); returns
-    the chosen value.
+    """A slider from ``first`` to ``count`` between ← and → buttons (also the lesson's keys: → PageDown
+    Space, ← PageUp, whatever has focus; :func:`viz.ui.board.lesson_keys`); returns the chosen value.
 
     The value lives in the session under ``key``, so it survives while the stepper is not drawn (a
     tab that is closed, another page). ``label`` and ``format_label`` (each value's name) are plain
@@ -182,9 +182,9 @@ def stepper(key: str, count: int, label: str, *, first: int = 1,
 
     back, middle, forward = st.columns([1, 10, 1], vertical_alignment="bottom")
     back.button("", icon=":material/arrow_back:", key=f"{key}_back", on_click=move, args=(-1,),
-                shortcut="left", disabled=current <= first, help="Back (←)")
+                disabled=current <= first, help=f"Back ({BACK_KEYS_HELP})")
     forward.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
-                   shortcut="right", disabled=current >= count, help="Forward (→)")
+                   disabled=current >= count, help=f"Forward ({STEP_KEYS_HELP})")
     middle.select_slider(md_escape(label), range(min(first, count), count + 1), format_func=lambda v: md_escape(format_label(v)),
                          disabled=count <= first, help=help, **state.bound(f"{key}_range", current, moved))
     return st.session_state[key]
@@ -195,6 +195,8 @@ def head_picker(key: str, label: str = "Head") -> int:
     names = state.scenario().head_names
     st.segmented_control(label, range(len(names)), format_func=lambda i: md_escape(names[i]), required=True,
                          label_visibility="collapsed", help=f"{label}: which head the figures show",
+    with back:  # above the button (it draws nothing): the row stays aligned at the bottom
+        lesson_keys(f"{key}_forward", f"{key}_back")
                          **state.bound(key, state.head(), state.set_head))
     return state.head()
 
@@ -218,15 +220,15 @@ def lesson_tables(frame: LessonFrame, heads: list[str]) -> None:
 
 
 def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key: bool = False,
-                  turns: tuple[tuple[LessonFrame | None, str, str], ...] = ()) -> None:
+                  turns: tuple[tuple[LessonFrame | None, str], ...] = ()) -> None:
     """The figures of a lesson screen side by side (stacked in this order on a phone): the attention
     window, the keys and values under it, the next word. A window that fits is drawn by the light
     board; a larger one (the whole matrix of a long sequence) by Plotly, which zooms and pans.
     ``newest_key``: outline the key each decode step writes (on every frame after prefill).
 
-    ``turns`` are the frames a control shows next, as (frame or None, the button's key, the keyboard
-    key that presses it): the board gets them now and draws one the moment its button is clicked or
-    its key pressed; the rerun the click starts then brings the same frame."""
+    ``turns`` are the frames a control shows next, as (frame or None, the button's key): the board
+    gets them now and draws one the moment its button is clicked (a lesson key clicks it too); the
+    rerun the click starts then brings the same frame."""
     def specs(f: LessonFrame) -> list[dict]:
         newest = newest_key and f.step > 0
         return [attention_board(f, heads[head], newest_key=newest), cache_board(f, heads), words_board(f)]
@@ -234,8 +236,7 @@ def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key
     small = fits(frame)
     shown = specs(frame) if small else [None, None, words_board(frame)]
     # turns only where every figure is a board (a click would otherwise redraw only part of the screen)
-    ahead = [(specs(f), button_selector(button), key)
-             for f, button, key in turns if small and f is not None and fits(f)]
+    ahead = [(specs(f), button_selector(button)) for f, button in turns if small and f is not None and fits(f)]
     newest = newest_key and frame.step > 0
     figures = (lambda: attention_figure(frame, heads[head], newest_key=newest), lambda: cache_figure(frame, heads))
     shares = (1.3, 1, 0.7)
@@ -245,8 +246,7 @@ def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key
             if shown[i] is None:
                 plot(figures[i](), key=key, share=shares[i] / sum(shares))
             else:
-                board(shown[i], key=key, turns=[{"selector": selector, "key": pressed, "spec": spec[i]}
-                                                 for spec, selector, pressed in ahead])
+                board(shown[i], key=key, turns=[{"selector": selector, "spec": spec[i]} for spec, selector in ahead])
 
 
 def lazy_tabs(labels: tuple[str, ...], key: str, bodies: tuple[Callable[[], None], ...]) -> None:

@@ -1,8 +1,10 @@
 """The lesson board: kvlab's one custom component (Streamlit Components v2, public API).
 
 It draws a spec of :mod:`viz.figures.board` (a matrix or bars) as a CSS grid, and draws the next
-frame the moment Step or Back is clicked (or ← → pressed), before the rerun the click starts has
-answered. Everything else on screen is a Streamlit widget. ``board.js`` lays a spec out and writes
+frame the moment Step or Back is clicked, before the rerun the click starts has answered. Its
+keys-only form (:func:`lesson_keys`, nothing drawn) gives a page's step control the lesson's keys:
+→, PageDown and Space press Step, ← and PageUp press Back, whatever has focus. Everything else on
+screen is a Streamlit widget. ``board.js`` lays a spec out and writes
 every string with ``textContent``; ``board.css`` styles it inside its shadow root; ``README.md``
 gives the data contract :func:`board_data` fulfils.
 """
@@ -18,6 +20,11 @@ from .. import state
 _HERE = Path(__file__).resolve().parent
 NAME = "kvlab_board"
 DRAWS = "kv_board_draws"  # boards drawn in this session: every render carries a new number
+# The lesson's keys (event.key values): a presentation clicker sends PageDown/PageUp (some Space).
+STEP_KEYS = ("ArrowRight", "PageDown", " ")
+BACK_KEYS = ("ArrowLeft", "PageUp")
+STEP_KEYS_HELP = "→, PageDown, Space"  # as the buttons' help texts name them
+BACK_KEYS_HELP = "←, PageUp"
 
 # Registered once, when the module is imported (inline development: the script and style as text).
 _mount = st.components.v2.component(NAME, js=(_HERE / "board.js").read_text(encoding="utf-8"),
@@ -32,20 +39,34 @@ def button_selector(key: str) -> str:
 
 def board_data(spec: dict, *, presenter: bool, turns: list[dict], draw: int) -> list[dict]:
     """What the board's script is sent (README.md): the spec with presenter mode, the turns
-    ({"selector", "key", "spec"}, each drawn at its button's click or its key) and this render's
-    number, as the one item of a list. Streamlit checks every top-level value of a dict for a
-    dataframe (about half a millisecond per board per run); a list goes through as plain JSON."""
+    ({"selector", "spec"}, each drawn at its button's click, which a lesson key makes too) and this
+    render's number, as the one item of a list. Streamlit checks every top-level value of a dict for
+    a dataframe (about half a millisecond per board per run); a list goes through as plain JSON."""
     for turn in turns:
-        if set(turn) != {"selector", "key", "spec"}:
-            raise ValueError(f"a turn has selector, key and spec, not {sorted(turn)}")
+        if set(turn) != {"selector", "spec"}:
+            raise ValueError(f"a turn has selector and spec, not {sorted(turn)}")
     return [{**spec, "presenter": presenter, "turns": list(turns), "draw": draw}]
 
 
 def board(spec: dict, key: str, turns: list[dict] = ()) -> None:
     """Draw one spec at full width; larger type in presenter mode. Each of ``turns`` is drawn the
-    moment its button is clicked or its key pressed (the rerun the click starts brings the same spec)."""
+    moment its button is clicked (the rerun the click starts brings the same spec)."""
     # a new number on every draw: the browser redraws the board from this run's data even when the
     # spec is unchanged (over a frame the board drew at a click, should the server have answered otherwise)
     st.session_state[DRAWS] = st.session_state.get(DRAWS, 0) + 1
     _mount(key=key, data=board_data(spec, presenter=state.presenter(), turns=list(turns),
                                     draw=st.session_state[DRAWS]), width="stretch", height="content")
+
+
+def keys_data(step: str, back: str) -> list[dict]:
+    """What the keys-only form is sent (README.md): for each lesson key, the selector of the button
+    it presses (``step`` and ``back`` are the buttons' widget keys)."""
+    return [{"kind": "keys", "keys": {**{k: button_selector(back) for k in BACK_KEYS},
+                                      **{k: button_selector(step) for k in STEP_KEYS}}}]
+
+
+def lesson_keys(step: str, back: str) -> None:
+    """Give the step control whose buttons have widget keys ``step`` and ``back`` the lesson's keys
+    (→ PageDown Space, ← PageUp), whatever has focus; draws nothing. One script listens for the whole
+    page: with several step controls, a key goes to the one clicked last (else the first shown)."""
+    _mount(key=f"{step}_keys", data=keys_data(step, back), width="content", height="content")

@@ -112,51 +112,101 @@ function draw(parentElement, data) {
   performance.mark("kvlab:board");  // for python -m viz.tools.paint: when a board was redrawn
 }
 
-// Where a key press is typing, not a shortcut: as Streamlit decides for its own shortcuts, from the
-// event's composed path (a field inside a component's shadow root counts too); and inside a radio
-// group, whose arrow keys move between its options.
-const TYPING = new Set(["INPUT", "TEXTAREA", "SELECT"]);
-const typing = event => (event.composedPath ? event.composedPath() : [event.target]).some(
-  node => node && node.tagName && (TYPING.has(node.tagName) || node.isContentEditable
-                                   || node.getAttribute("role") === "radiogroup"));
-
-// The turns of one board: a click on a turn's button (not disabled) or its key (no modifier, not
-// typing) draws the turn's spec at once. One turn per render: after it, the board waits for the
-// rerun the click started, which renders the board again (each render carries a new run number, so
-// it always redraws from the server's data). Listeners are replaced on every render, removed on unmount.
+// The turns of one board: a click on a turn's button (not disabled) draws the turn's spec at once;
+// a lesson key presses that button (below), so it draws through the same click. One turn per render:
+// after it, the board waits for the rerun the click started, which renders the board again (each
+// render carries a new number, so it always redraws from the server's data). The listener is
+// replaced on every render, removed on unmount.
 function listen(parentElement, data) {
   if (parentElement.__kvlabOff) parentElement.__kvlabOff();
   const turns = data.turns || [];
   if (!turns.length) { parentElement.__kvlabOff = null; return () => {}; }
-  const drawn = turn => { off(); draw(parentElement, { ...turn.spec, presenter: data.presenter }); };
   const onClick = event => {
     for (const turn of turns) {
       const button = event.target.closest && event.target.closest(turn.selector);
-      if (button && !button.disabled) return drawn(turn);
-    }
-  };
-  const onKey = event => {
-    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey || typing(event)) return;
-    for (const turn of turns) {
-      const button = document.querySelector(turn.selector);
-      if (event.key === turn.key && button && !button.disabled) return drawn(turn);
+      if (button && !button.disabled) {
+        off();
+        return draw(parentElement, { ...turn.spec, presenter: data.presenter });
+      }
     }
   };
   document.addEventListener("click", onClick, true);
-  document.addEventListener("keydown", onKey, true);
   function off() {
     document.removeEventListener("click", onClick, true);
-    document.removeEventListener("keydown", onKey, true);
     if (parentElement.__kvlabOff === off) parentElement.__kvlabOff = null;
   }
   parentElement.__kvlabOff = off;
   return off;
 }
 
+// The lesson's keys (README.md, "Keys"). ONE keydown listener for the page, on window in the capture
+// phase, so it runs before the focused widget: a lesson key presses its step control's button
+// (button.click(), not when disabled) and the event goes no further, so a focused choice never moves
+// and the page does not scroll. While the visitor types in a text field, arrows and Space are text
+// (only PageUp/PageDown step); in the sidebar (the scenario's editor) arrows and Space keep their own
+// meaning. A key held down steps once. Each mounted keys element registers its map here; a key goes
+// to the step control clicked last, if it is still shown, else to the first shown on the page.
+const TEXT = new Set(["INPUT", "TEXTAREA", "SELECT"]);
+const NOT_TEXT = new Set(["checkbox", "radio", "button", "submit", "reset", "range", "color", "file", "image"]);
+const ALWAYS = new Set(["PageUp", "PageDown"]);
+const path = event => (event.composedPath ? event.composedPath() : [event.target]);
+const typing = event => path(event).some(node => node && node.tagName && (node.isContentEditable
+  || (TEXT.has(node.tagName) && !(node.tagName === "INPUT" && NOT_TEXT.has(node.type)))));
+const inSidebar = event => path(event).some(
+  node => node && node.getAttribute && node.getAttribute("data-testid") === "stSidebar");
+// a step control's button as drawn (Streamlit keeps a second, undrawn copy of a button with help)
+const find = selector => [...document.querySelectorAll(selector)].find(button => button.getClientRects().length > 0);
+
+function keyboard() {
+  if (window.__kvlabKeys) return window.__kvlabKeys;
+  const keys = { maps: new Map(), last: null, swallowSpace: false };
+  const ordered = () => [...keys.maps.entries()]  // [element, map] in page order
+    .filter(([element]) => element.isConnected)
+    .sort(([a], [b]) => (a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1));
+  const target = key => {
+    const maps = ordered().map(([, map]) => map).filter(map => map[key] && find(map[key]));
+    const last = maps.find(map => Object.values(map).includes(keys.last));
+    return (last || maps[0] || {})[key];
+  };
+  window.addEventListener("keydown", event => {
+    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey || event.isComposing) return;
+    const selector = target(event.key);
+    if (!selector) return;
+    if (!ALWAYS.has(event.key) && (typing(event) || inSidebar(event))) return;
+    event.preventDefault();
+    event.stopPropagation();
+    if (event.key === " ") keys.swallowSpace = true;  // a focused button acts on Space's keyup
+    const button = find(selector);
+    if (!event.repeat && !button.disabled) button.click();
+  }, true);
+  window.addEventListener("keyup", event => {
+    if (event.key !== " " || !keys.swallowSpace) return;
+    keys.swallowSpace = false;
+    event.preventDefault();
+    event.stopPropagation();
+  }, true);
+  window.addEventListener("click", event => {  // the step control used last takes the keys
+    for (const map of keys.maps.values()) {
+      for (const selector of Object.values(map)) {
+        if (event.target.closest && event.target.closest(selector)) { keys.last = selector; return; }
+      }
+    }
+  }, true);
+  window.__kvlabKeys = keys;
+  return keys;
+}
+
+function register(parentElement, map) {
+  const { maps } = keyboard();
+  maps.set(parentElement, map);
+  return () => { if (maps.get(parentElement) === map) maps.delete(parentElement); };
+}
+
 export default function (component) {
   const { parentElement } = component;
   const data = Array.isArray(component.data) ? component.data[0] : null;  // README.md: the data contract
   if (!data) return;
+  if (data.kind === "keys") return register(parentElement, data.keys);  // keys only: nothing drawn
   draw(parentElement, data);
   return listen(parentElement, data);
 }
