@@ -1,6 +1,7 @@
 """Guided tour: the article's walkthrough, one step at a time, with predict-then-reveal questions."""
 
 from dataclasses import replace
+from typing import Callable
 
 import streamlit as st
 
@@ -9,15 +10,15 @@ from viz.core.engine.model import MODES
 from viz.core.engine.explain import check_cache, explain_position
 from viz.figures import serving, toy
 from viz.core.serving.scheduler import serve
-from viz.core.lessons.tour import (TOUR_SERVER, Question, tour_score, question_even, question_join, question_keys, question_mask,
-                           question_no_match, question_prefix, question_stale, question_winner, tour_footer,
-                           tour_workload)
+from viz.core.lessons.tour import (TOUR_SERVER, Question, option_label, tour_score, question_even, question_join,
+                                   question_keys, question_mask, question_no_match, question_prefix, question_stale,
+                                   question_winner, tour_footer, tour_workload)
 from viz.ui import article, classroom, state
 from viz.ui.common import md_escape, plot, stepper
 from viz.ui.widgets import table
 
 state.require_frame()
-LETTERS = "ABCDEFGH"
+PENDING = "tour_pending"  # {question index: the option picked, not revealed yet}: kept while the tour steps
 
 seed = load_preset("seed")
 prefill = generate(seed, 1)
@@ -30,27 +31,34 @@ def ask(index: int, question: Question) -> bool:
     """Ask, let the student (or the class) commit to an answer, then reveal the engine's number.
 
     Returns whether this question is revealed: a step draws whatever gives the answer away (its
-    figures, its numbers) only then. The choice is recorded at Reveal and counts for the score."""
+    figures, its numbers) only then. The options sit side by side (a segmented control: the lesson's
+    keys step the tour and never move the choice); the choice is kept while the tour steps, recorded
+    at Reveal and counts for the score; once revealed the right option is marked ✓ and bold."""
     presenter = state.presenter()
     chosen = state.tour_choices()
     revealed = index in chosen
+    pending = st.session_state.setdefault(PENDING, {})
+
+    def label(option: str) -> str:
+        text = md_escape(option_label(question, option, lettered=presenter, revealed=revealed))
+        return f"**{text}**" if revealed and option == question.options[question.answer] else text
+
     with st.container(border=True, key=f"tour_question_{index}"):
         prompt = md_escape(question.prompt)
-        st.markdown(f"### Vote first: {prompt}" if presenter else f"**Predict first:** {prompt}")
-        # In presenter mode the options are lettered, one a line, for a class voting by letter.
-        choice = st.radio("The class's answer (optional)" if presenter else "Your answer", question.options,
-                          key=f"tour_answer_{index}", horizontal=not presenter,
-                          index=question.options.index(chosen[index]) if chosen.get(index) else None,
-                          format_func=(lambda o: f"{LETTERS[question.options.index(o)]}. {o}") if presenter else str,
-                          disabled=revealed,  # options are engine numbers and the seed's words
-                          label_visibility="visible" if presenter else "collapsed")
+        st.markdown(f"#### Vote first: {prompt}" if presenter else f"**Predict first:** {prompt}")
+        choice = st.segmented_control(
+            "The class's answer (optional)" if presenter else "Your answer", question.options, format_func=label,
+            disabled=revealed,  # options are engine numbers and the seed's words
+            label_visibility="visible" if presenter else "collapsed",
+            **state.bound(f"tour_answer_{index}", chosen[index] if revealed else pending.get(index),
+                          lambda picked: pending.__setitem__(index, picked)))
         if not revealed:
-            classroom.vote(index, question.prompt, question.options, choice)  # in a class: votes and counts
             if classroom.may_reveal() and st.button("Reveal", key=f"tour_reveal_button_{index}", icon=":material/visibility:",
                          type="primary" if presenter else "secondary"):
                 state.reveal(index, choice)
                 classroom.revealed(index)  # in a class: on every student's screen
                 st.rerun()
+            classroom.vote(index, question.prompt, question.options, choice)  # in a class: votes and counts
             return False
         right, picked = question.options[question.answer], chosen[index]
         if picked is None:
@@ -61,6 +69,25 @@ def ask(index: int, question: Question) -> bool:
             st.error(f"Not quite: you chose {md_escape(picked)}, it is **{md_escape(right)}**. "
                      f"{md_escape(question.explanation)}")
     return True
+
+
+def step(intro: Callable[[], None], index: int, question: Question, answer: Callable[[float], None]) -> None:
+    """A step with a question: its material (``intro``), the question, and once revealed ``answer``
+    (drawn for a share of the main column). In presenter mode the question sits beside the material,
+    whole on a projector's screen, and once revealed the answer takes the top of the material's
+    column, so the figure with the answer is in view beside the marked option."""
+    if not state.presenter():
+        intro()
+        if ask(index, question):
+            answer(1.0)
+        return
+    material, asked = st.columns(2, gap="medium")
+    with asked:
+        revealed = ask(index, question)
+    with material:
+        if revealed:
+            answer(0.5)
+        intro()
 
 
 def step_prompt() -> None:
@@ -76,45 +103,50 @@ def step_prompt() -> None:
 
 
 def step_mask() -> None:
-    st.markdown("Prefill handles every position of the prompt **in one pass**. To keep a token from "
-                "looking ahead, a causal mask hides some positions before the softmax.")
-    if ask(0, question_mask(prefill)):
-        plot(toy.causal_mask_figure(prefill), key="tour_mask")
+    step(lambda: st.markdown("Prefill handles every position of the prompt **in one pass**. To keep a token from "
+                             "looking ahead, a causal mask hides some positions before the softmax."),
+         0, question_mask(prefill), lambda share: plot(toy.causal_mask_figure(prefill), key="tour_mask", share=share))
 
 
 def step_contexts() -> None:
-    st.markdown("Each head scores every visible key: +√d_k = +8 where its rule holds, −8 where it does "
-                "not. Softmax turns the scores into weights, and the context is the weighted sum of values.")
-    table(toy.positions_table(prefill), toy.POSITIONS_LABEL, key="tour_positions")
-    if ask(1, question_even(prefill)):
-        plot(toy.small_multiples(prefill), key="tour_multiples")
+    def intro() -> None:
+        st.markdown("Each head scores every visible key: +√d_k = +8 where its rule holds, −8 where it does "
+                    "not. Softmax turns the scores into weights, and the context is the weighted sum of values.")
+        table(toy.positions_table(prefill), toy.POSITIONS_LABEL, key="tour_positions")
+
+    def answer(share: float) -> None:
+        plot(toy.small_multiples(prefill), key="tour_multiples", share=share)
         st.markdown("At the last position, every head:")
         for row in explain_position(prefill, len(prefill.prefill.tokens) - 1):
             st.markdown(f"- {md_escape(row.text)}")
-        plot(toy.contexts_figure(prefill), key="tour_contexts")
+        plot(toy.contexts_figure(prefill), key="tour_contexts", share=share)
+
+    step(intro, 1, question_even(prefill), answer)
 
 
 def step_nothing() -> None:
-    st.markdown("What does a head do when its rule matches **no** visible key?")
-    if ask(2, question_no_match(prefill)):
-        plot(toy.stage_figure(prefill, 0, "weights", 0), key="tour_nothing")
+    step(lambda: st.markdown("What does a head do when its rule matches **no** visible key?"),
+         2, question_no_match(prefill),
+         lambda share: plot(toy.stage_figure(prefill, 0, "weights", 0), key="tour_nothing", share=share))
 
 
 def step_logits() -> None:
-    st.markdown("The context of the last position, one number per head, is multiplied by W_vocab: one "
-                "column per word, one row per head. The result is a logit per word.")
-    table(toy.vocab_table(prefill), toy.VOCAB_LABEL, key="tour_vocab")
-    if ask(3, question_winner(prefill)):
-        plot(toy.prediction_figure(prefill), key="tour_prediction")
+    def intro() -> None:
+        st.markdown("The context of the last position, one number per head, is multiplied by W_vocab: one "
+                    "column per word, one row per head. The result is a logit per word.")
+        table(toy.vocab_table(prefill), toy.VOCAB_LABEL, key="tour_vocab")
+
+    step(intro, 3, question_winner(prefill),
+         lambda share: plot(toy.prediction_figure(prefill), key="tour_prediction", share=share))
 
 
 def step_no_cache() -> None:
-    st.markdown("The model appends the word it predicted and predicts again. Without a cache, **every** "
-                "key and value is computed again for the longer sequence, though only one token is new.")
-    if ask(4, question_keys(full, kv)):
-        st.info(md_escape(" ".join(f"{w}" for w in full.tokens[:5])) + " → "
-                + md_escape(f"{full.steps[1].counts.keys_encoded} keys encoded without a cache, "
-                            f"{kv.steps[1].counts.keys_encoded} with it"))
+    step(lambda: st.markdown("The model appends the word it predicted and predicts again. Without a cache, **every** "
+                             "key and value is computed again for the longer sequence, though only one token is new."),
+         4, question_keys(full, kv),
+         lambda share: st.info(md_escape(" ".join(f"{w}" for w in full.tokens[:5])) + " → "
+                               + md_escape(f"{full.steps[1].counts.keys_encoded} keys encoded without a cache, "
+                                           f"{kv.steps[1].counts.keys_encoded} with it")))
 
 
 def step_cache() -> None:
@@ -127,13 +159,15 @@ def step_cache() -> None:
 
 
 def step_bug() -> None:
-    st.markdown("The article prints the same decode context with and without the cache, and they differ "
-                "in one head. kvlab computes both:")
-    if ask(5, question_stale(full, kv, last_head)):
+    def answer(share: float) -> None:
         table(toy.comparison_table(check_cache(kv, full, 1)), toy.COMPARISON_LABEL, key="tour_compare")
         st.markdown("The cache-safe form of the rule reads the **query's** position instead of n: "
                     "`k.pos == q.pos`, 'attend to self'. The *cache-safe* preset uses it; there the cache "
                     "and recomputation agree at every step.")
+
+    step(lambda: st.markdown("The article prints the same decode context with and without the cache, and they "
+                             "differ in one head. kvlab computes both:"),
+         5, question_stale(full, kv, last_head), answer)
 
 
 def served() -> tuple:
@@ -144,32 +178,38 @@ def served() -> tuple:
 
 
 def step_pool() -> None:
-    st.caption("Optional epilogue, in two steps: what a server does with many caches at once.")
-    st.markdown("One sequence keeps one growing cache. A server keeps **many** at once, cut into fixed-size "
-                "**blocks** of one pool. Here three requests send the seed's prompt, made cache-safe, and "
-                "**prefix caching** lets a request take the full blocks an earlier one already computed.")
+    def intro() -> None:
+        st.caption("Optional epilogue, in two steps: what a server does with many caches at once.")
+        st.markdown("One sequence keeps one growing cache. A server keeps **many** at once, cut into fixed-size "
+                    "**blocks** of one pool. Here three requests send the seed's prompt, made cache-safe, and "
+                    "**prefix caching** lets a request take the full blocks an earlier one already computed.")
+
+    def answer(share: float) -> None:
+        shared = next(it.index for it in continuous.iterations if any(len(b.owners) > 1 for b in it.blocks))
+        plot(serving.pool_figure(continuous, shared), key="tour_pool", share=share)
+
     continuous, _ = served()
-    if not ask(6, question_prefix(continuous, 2)):
-        return
-    shared = next(it.index for it in continuous.iterations if any(len(b.owners) > 1 for b in it.blocks))
-    plot(serving.pool_figure(continuous, shared), key="tour_pool")
+    step(intro, 6, question_prefix(continuous, 2), answer)
 
 
 def step_batching() -> None:
-    st.markdown("At every **iteration** the server decides who computes: new prompts (prefill), one more "
-                "token for each running request (decode), or nobody while memory is short. Time is counted in "
-                "**ticks**: one per token computed, plus a fixed cost per iteration. Two requests fit at once.")
+    def intro() -> None:
+        st.markdown("At every **iteration** the server decides who computes: new prompts (prefill), one more "
+                    "token for each running request (decode), or nobody while memory is short. Time is counted in "
+                    "**ticks**: one per token computed, plus a fixed cost per iteration. Two requests fit at once.")
+        plot(serving.timeline_figure(static, title="Static batching: the third request waits for the whole batch"),
+             key="tour_static", share=0.5 if state.presenter() else 1.0)
+
+    def answer(share: float) -> None:
+        plot(serving.timeline_figure(continuous, title="Continuous batching: C takes B's slot when B is done"),
+             key="tour_continuous", share=share)
+        st.markdown("The same ideas run real servers (vLLM, TGI, TensorRT-LLM): paged blocks, continuous "
+                    "batching, chunked prefill, prefix caching, speculative decoding and FlashAttention. The "
+                    "Serving page runs each of them on your scenario.")
+        st.page_link("pages/serving.py", label="Open the Serving page", icon=":material/dns:")
+
     continuous, static = served()
-    plot(serving.timeline_figure(static, title="Static batching: the third request waits for the whole batch"),
-         key="tour_static")
-    if not ask(7, question_join(continuous, static, 2)):
-        return
-    plot(serving.timeline_figure(continuous, title="Continuous batching: C takes B's slot when B is done"),
-         key="tour_continuous")
-    st.markdown("The same ideas run real servers (vLLM, TGI, TensorRT-LLM): paged blocks, continuous "
-                "batching, chunked prefill, prefix caching, speculative decoding and FlashAttention. The "
-                "Serving page runs each of them on your scenario.")
-    st.page_link("pages/serving.py", label="Open the Serving page", icon=":material/dns:")
+    step(intro, 7, question_join(continuous, static, 2), answer)
 
 
 def questions() -> list[Question]:
@@ -192,6 +232,7 @@ def score() -> None:
                    if tally.unanswered or tally.unrevealed else "."))
     if st.button("Start the questions again", icon=":material/restart_alt:", key="tour_again"):
         state.forget_choices()
+        st.session_state.pop(PENDING, None)
         st.rerun()
 
 

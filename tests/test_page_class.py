@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_helpers import stat_value
+from apptest_helpers import stat_value, widget
 from viz.ui import classroom, runs, state
 from viz.tools.server import free_port
 
@@ -123,10 +123,10 @@ def test_votes_count_live_and_reveal_reaches_every_screen():
     for pupil, first, last in ((ana, 0, 1), (bo, 1, 1)):
         pupil.run()
         assert not any(b.key == "tour_reveal_button_0" for b in pupil.button)
-        radio = pupil.radio(key="tour_answer_0")
-        radio.set_value(radio.options[first]).run()
-        radio = pupil.radio(key="tour_answer_0")
-        radio.set_value(radio.options[last]).run()
+        answers = widget(pupil, "tour_answer_0")  # a segmented control; a student's options read as they are
+        answers.set_value(answers.options[first]).run()
+        answers = widget(pupil, "tour_answer_0")
+        answers.set_value(answers.options[last]).run()
         assert any("Your vote is in" in t for t in texts(pupil))
     at.run()
     bars = [p.proto.text for p in at.get("progress")]

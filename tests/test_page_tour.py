@@ -8,10 +8,10 @@ import re
 import pytest
 
 from viz import generate, load_preset
-from viz.core.lessons.tour import question_even
+from viz.core.lessons.tour import RIGHT_MARK, question_even, question_no_match
 from viz.ui import state
 from viz.ui.common import md_escape
-from apptest_helpers import flip, move_range, plain_table, plain_tables, range_data
+from apptest_helpers import flip, move_range, pick, plain_table, plain_tables, range_data, shown, widget
 
 
 @pytest.fixture
@@ -24,6 +24,20 @@ def tour(app):
 def _forward(at):
     next(b for b in at.button if b.key == f"{state.TOUR_STEP}_forward").click().run()
     assert not at.exception
+
+
+def _back(at):
+    next(b for b in at.button if b.key == f"{state.TOUR_STEP}_back").click().run()
+    assert not at.exception
+
+
+def _answers(at) -> list:
+    """The tour's answer controls drawn in the last run (segmented controls keyed tour_answer_<i>)."""
+    return [g for g in at.button_group if (g.key or "").startswith("tour_answer")]
+
+
+def _disabled(at, index: int) -> bool:
+    return widget(at, f"tour_answer_{index}").proto.disabled
 
 
 def test_every_step_renders(tour):
@@ -54,13 +68,13 @@ def test_reveal_checks_the_answer_against_the_engine(tour):
     _forward(tour)  # scores, weights and contexts
     question = question_even(generate(load_preset("seed"), 1))
     assert question.options[question.answer] == "12.5"
-    tour.radio[0].set_value("12.5").run()
+    pick(tour, "tour_answer_1", "12.5")
     next(b for b in tour.button if b.label == "Reveal").click().run()
     assert "Right" in tour.success[0].value
-    assert tour.radio[0].disabled and tour.session_state[state.TOUR_CHOICES] == {1: "12.5"}
+    assert _disabled(tour, 1) and tour.session_state[state.TOUR_CHOICES] == {1: "12.5"}
     _forward(tour)  # when nothing matches
-    wrong = next(o for o in tour.radio[0].options if o != "10")
-    tour.radio[0].set_value(wrong).run()
+    wrong = next(o for o in question_no_match_options() if o != "10")
+    pick(tour, "tour_answer_2", wrong)
     next(b for b in tour.button if b.label == "Reveal").click().run()
     assert "Not quite" in tour.error[0].value and "you chose" in tour.error[0].value
 
@@ -68,7 +82,7 @@ def test_reveal_checks_the_answer_against_the_engine(tour):
 def test_score_counts_the_recorded_choices(tour):
     """The last step scores the choices made before Reveal; starting again clears them."""
     _forward(tour)  # the mask: the right answer is "no"
-    tour.radio[0].set_value("no").run()
+    pick(tour, "tour_answer_0", "no")
     next(b for b in tour.button if b.label == "Reveal").click().run()
     _go_to(tour, 9)
     next(b for b in tour.button if b.key == "tour_reveal_button_6").click().run()
@@ -80,7 +94,7 @@ def test_score_counts_the_recorded_choices(tour):
     next(b for b in tour.button if b.key == "tour_again").click().run()
     assert tour.session_state[state.TOUR_CHOICES] == {}
     assert not any("Your score:" in m.value for m in tour.markdown)
-    assert [r.disabled for r in tour.radio if (r.key or "").startswith("tour_answer")] == [False]
+    assert [g.proto.disabled for g in _answers(tour)] == [False]
 
 
 def test_cache_bug_step_shows_six_and_seven(tour):
@@ -108,14 +122,13 @@ def test_closing_chapter_asks_about_the_server_with_the_engines_answers(tour):
     static = serve(served, tour_workload(served), replace(TOUR_SERVER, policy="static"))
     join, prefix = question_join(continuous, static, 2), question_prefix(continuous, 2)
     assert continuous.outcomes[2].ttft < static.outcomes[2].ttft and continuous.outcomes[2].prefix_hits == 2
-    questions = [r for r in tour.radio if (r.key or "").startswith("tour_answer")]
-    assert [r.options for r in questions] == [prefix.options]  # one at a time
-    questions[0].set_value(prefix.options[prefix.answer]).run()
+    questions = _answers(tour)
+    assert [list(g.options) for g in questions] == [prefix.options]  # one at a time
+    pick(tour, "tour_answer_6", prefix.options[prefix.answer])
     next(b for b in tour.button if b.key == "tour_reveal_button_6").click().run()
     assert "Right: **2**" in tour.success[0].value
     _forward(tour)
-    questions = [r for r in tour.radio if (r.key or "").startswith("tour_answer")]
-    assert [r.options for r in questions] == [join.options]
+    assert [list(g.options) for g in _answers(tour)] == [join.options]
 
 
 STEP_OF_QUESTION = {0: 2, 1: 3, 2: 4, 3: 5, 4: 6, 5: 8, 6: 9, 7: 10}  # question index -> tour step
@@ -183,9 +196,9 @@ def test_nothing_gives_an_answer_away_before_reveal(tour, presenter):
     questions = _tour_questions()
     for index, question in enumerate(questions):  # in order, as a class goes through the tour
         _go_to(tour, STEP_OF_QUESTION[index])
-        radio = next(r for r in tour.radio if r.key == f"tour_answer_{index}")
+        answers = widget(tour, f"tour_answer_{index}")
         letters = [f"{letter}. " for letter in "ABCDEFGH"[:len(question.options)]] if presenter else [""] * 9
-        assert radio.options == [f"{letter}{o}" for letter, o in zip(letters, question.options)]
+        assert [shown(o) for o in answers.options] == [f"{letter}{o}" for letter, o in zip(letters, question.options)]
         answer = question.options[question.answer]
         others = [_answer_pattern(o) for o in question.options if o != answer]
         # a text that names the answer gives it away unless it names every other option as well
@@ -196,3 +209,41 @@ def test_nothing_gives_an_answer_away_before_reveal(tour, presenter):
         next(b for b in tour.button if b.key == f"tour_reveal_button_{index}").click().run()
         assert not tour.exception
         assert any(_answer_pattern(answer).search(t) for t in _texts_outside_questions(tour, questions)), index
+        # once revealed the right option, and only it, is marked in words and bold
+        marked = [shown(o).strip("*") for o in widget(tour, f"tour_answer_{index}").options]
+        assert [o for o in marked if RIGHT_MARK in o] == [f"{letters[question.answer]}{answer} {RIGHT_MARK}"]
+        assert [o.startswith("**") for o in widget(tour, f"tour_answer_{index}").options] == \
+            [i == question.answer for i in range(len(question.options))]
+
+
+def question_no_match_options() -> list[str]:
+    return question_no_match(generate(load_preset("seed"), 1)).options
+
+
+def test_a_picked_answer_is_kept_while_the_tour_steps_and_recorded_at_reveal(tour):
+    """An answer picked before Reveal stays picked when the tour steps on and back (a key press that
+    steps never moves it); Reveal records it."""
+    _go_to(tour, 3)
+    pick(tour, "tour_answer_1", "20")
+    _forward(tour)
+    assert widget(tour, "tour_answer_2").value is None  # the next question starts unanswered
+    _back(tour)
+    assert widget(tour, "tour_answer_1").value == "20"
+    next(b for b in tour.button if b.key == "tour_reveal_button_1").click().run()
+    assert tour.session_state[state.TOUR_CHOICES] == {1: "20"} and "you chose 20" in tour.error[0].value
+
+
+def test_presenter_mode_puts_the_question_beside_the_material_and_the_answer_on_top(tour):
+    """In presenter mode a step with a question is two columns: the question in the second; once
+    revealed, the answer's figure comes first in the first column, above the step's table."""
+    def kinds(block) -> list[str]:  # the elements inside, in order, through containers
+        return [kind for child in block.children.values()
+                for kind in (kinds(child) if hasattr(child, "children") else [child.type])]
+
+    flip(tour, state.PRESENTER_TOGGLE, True)
+    _go_to(tour, 3)
+    material = [kinds(c) for c in tour.main.columns if "table" in kinds(c)]
+    assert material == [["markdown", "table"]]  # the step's text and table, the question beside them
+    next(b for b in tour.button if b.key == "tour_reveal_button_1").click().run()
+    material = [kinds(c) for c in tour.main.columns if "table" in kinds(c)]
+    assert len(material) == 1 and material[0][0] == "plotly_chart" and material[0][-2:] == ["markdown", "table"], material

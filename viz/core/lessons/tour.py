@@ -24,6 +24,18 @@ class Question:
     explanation: str
 
 
+LETTERS = "ABCDEFGH"  # a class votes by letter
+RIGHT_MARK = "✓ right"  # after Reveal, beside the right option: marked in words, not only a colour
+
+
+def option_label(question: Question, option: str, *, lettered: bool, revealed: bool) -> str:
+    """How ``option`` of ``question`` reads: lettered for a class voting by letter ("C. 12.5"), and
+    once revealed the right option carries :data:`RIGHT_MARK`."""
+    index = question.options.index(option)
+    text = f"{LETTERS[index]}. {option}" if lettered else option
+    return f"{text} {RIGHT_MARK}" if revealed and index == question.answer else text
+
+
 def _choices(correct: float, wrong: list[float]) -> tuple[list[str], int]:
     """Distinct options in ascending order, and where the correct one landed."""
     texts = {fmt(correct)}

@@ -1,0 +1,168 @@
+"""Tier 3 (browser): the lesson's keys and the tour's vote screen on a projector (issue 32).
+
+→, PageDown and Space step the lesson and ← and PageUp step back (viz/ui/board/README.md, "Keys"),
+whatever has focus in the lesson (a head just clicked, an answer just picked), exactly one step a
+key press, and never change a choice; in a text field Space and the arrows type. The tour's vote
+screen fits 1280 × 720: question, options and Reveal, then the answer's figure beside the option
+marked right. Screenshots go to docs/screenshots/review/.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from viz import generate, load_preset
+from viz.core.lessons.tour import RIGHT_MARK, question_even
+from viz.tools.server import ROOT
+
+PROJECTOR = {"width": 1280, "height": 720}
+REVIEW = ROOT / "docs" / "screenshots" / "review"
+
+
+def press(app, key: str) -> None:
+    """Press ``key`` and wait for the run it starts, then long enough for a second run to start,
+    were one asked for (a key must step exactly once)."""
+    runs = app.runs_finished
+    with app.rerun():
+        app.page.keyboard.press(key)
+    app.page.wait_for_timeout(600)
+    app.settle()
+    assert app.runs_finished == runs + 1, f"{key}: {app.runs_finished - runs} runs"
+
+
+def inside(app, name: str, locator) -> dict:
+    """The element's box, checked to lie whole inside the viewport (no scrolling)."""
+    expect(locator).to_be_visible()
+    box = locator.bounding_box()
+    view = app.page.viewport_size
+    assert box["y"] >= 0 and box["y"] + box["height"] <= view["height"] + 0.5, \
+        f"{name} at {box} is not inside {view['width']}×{view['height']}"
+    return box
+
+
+def test_the_keys_step_decode_once_each_and_never_change_the_head(app):
+    """Decode in presenter mode at 1280 × 720: after a click on head 'last', →, PageDown and Space
+    each go one step forward, PageUp and ← one back, and 'last' stays chosen (and focused)."""
+    app.page.set_viewport_size(PROJECTOR)
+    app.open("/decode", present=1, step=1, head=1)
+    app.pick("Head", "last")
+    heads = app.page.get_by_role("radiogroup", name="Head", exact=True)
+    last = heads.get_by_role("radio", name="last", exact=True)
+    expect(last).to_be_focused()
+    for key, step in (("ArrowRight", 2), ("PageDown", 3), ("Space", 4), ("PageUp", 3), ("ArrowLeft", 2)):
+        press(app, key)
+        assert app.query.get("step") == str(step), key
+        assert app.query.get("head") == "2", key  # 1-based in a link
+        expect(last).to_have_attribute("aria-checked", "true")
+    expect(app.main.get_by_test_id("stAlertContentInfo").first).to_contain_text("Step 2:")
+    app.assert_no_exception()
+    REVIEW.mkdir(parents=True, exist_ok=True)
+    app.page.screenshot(path=str(REVIEW / "decode-keys-1280x720.png"))
+
+
+def test_space_on_a_focused_button_steps_once_and_back_at_zero_changes_nothing(app):
+    """Space with Step focused (after a click on it) is one step, not two (the button's own Space
+    is swallowed); at step 0 ← takes the key (Back is disabled) and nothing moves."""
+    app.open("/decode", step=0)
+    app.click_button("Step")
+    assert app.query.get("step") == "1"
+    expect(app.main.get_by_role("button", name=re.compile("^Step"))).to_be_focused()
+    press(app, "Space")
+    assert app.query.get("step") == "2"
+    app.click_button("Back")
+    app.click_button("Back")
+    assert app.query.get("step", "0") == "0"
+    runs = app.runs_finished
+    app.page.keyboard.press("ArrowLeft")
+    app.page.wait_for_timeout(600)
+    assert app.runs_finished == runs and app.query.get("step", "0") == "0"
+    app.assert_no_exception()
+
+
+def test_in_a_text_field_space_and_arrows_type_and_page_down_steps(app):
+    """In a text field (the sidebar's prompt box) Space types a space and → moves the caret, the
+    step stays; PageDown still steps."""
+    app.open("/decode", step=1)
+    box = app.sidebar.get_by_role("textbox", name="Prompt", exact=True)
+    box.click()
+    before = box.input_value()
+    runs = app.runs_finished
+    app.page.keyboard.press("End")
+    app.page.keyboard.press("Space")
+    app.page.keyboard.press("ArrowLeft")
+    app.page.wait_for_timeout(600)
+    expect(box).to_have_value(before + " ")
+    assert app.runs_finished == runs and app.query.get("step") == "1"
+    press(app, "PageDown")
+    assert app.query.get("step") == "2"
+    app.assert_no_exception()
+
+
+def test_the_keys_step_the_tour_and_never_change_the_answer(app):
+    """In the tour, after a click on an answer, → goes to the next step and ← back; the answer is
+    still the one clicked, and Reveal records it."""
+    app.open("/tour", tour=3)
+    app.pick("Your answer", "20")
+    press(app, "ArrowRight")
+    assert app.query.get("tour") == "4"
+    press(app, "PageUp")
+    assert app.query.get("tour") == "3"
+    answers = app.page.get_by_role("radiogroup", name="Your answer", exact=True)
+    expect(answers.get_by_role("radio", name="20", exact=True)).to_have_attribute("aria-checked", "true")
+    app.click_button("Reveal")
+    expect(app.main.get_by_test_id("stAlertContentError")).to_contain_text("you chose 20, it is 12.5")
+    app.assert_no_exception()
+
+
+# The tour's question steps: (step, question index, the element the revealed answer is drawn in)
+QUESTION_STEPS = [(2, 0, ".st-key-tour_mask"), (3, 1, ".st-key-tour_multiples"), (4, 2, ".st-key-tour_nothing"),
+                  (5, 3, ".st-key-tour_prediction"), (6, 4, "[data-testid=stAlertContentInfo]"),
+                  (8, 5, ".st-key-tour_compare"), (9, 6, ".st-key-tour_pool"), (10, 7, ".st-key-tour_continuous")]
+
+
+@pytest.mark.parametrize(("step", "index", "answer"), QUESTION_STEPS, ids=[f"step{s[0]}" for s in QUESTION_STEPS])
+def test_the_vote_screen_fits_a_projector(app, step, index, answer):
+    """Presenter mode at 1280 × 720: the question, every option and Reveal are in the first screen;
+    after Reveal the top of the answer's figure is too, and the right option reads "✓ right", bold."""
+    app.page.set_viewport_size(PROJECTOR)
+    app.open("/tour", tour=step, present=1)
+    box = app.main.locator(f".st-key-tour_question_{index}")
+    inside(app, "the question", box.get_by_role("heading", name=re.compile("^Vote first:")))
+    options = box.get_by_role("radio")
+    assert options.count() >= 2
+    for i in range(options.count()):
+        inside(app, f"option {i + 1}", options.nth(i))
+    inside(app, "Reveal", box.get_by_role("button", name="Reveal"))
+    if step == 3:
+        REVIEW.mkdir(parents=True, exist_ok=True)
+        app.page.screenshot(path=str(REVIEW / "tour-1280x720.png"))
+    app.click_button("Reveal")
+    top = app.main.locator(answer).first
+    expect(top).to_be_visible()
+    figure = top.bounding_box()
+    assert 0 <= figure["y"] < PROJECTOR["height"] - 100, f"the answer starts at y = {figure['y']}"
+    marked = box.get_by_role("radio").filter(has_text=RIGHT_MARK)
+    expect(marked).to_have_count(1)
+    inside(app, "the marked option", marked)
+    assert float(marked.locator("strong, b").first.evaluate("e => getComputedStyle(e).fontWeight")) >= 600
+    app.assert_no_exception()
+    if step == 3:
+        app.page.screenshot(path=str(REVIEW / "tour-revealed-1280x720.png"))
+
+
+def test_the_vote_screen_at_1920x1080(app):
+    """The tour's vote screen on a 1920 × 1080 projector, before and after Reveal, for review."""
+    app.page.set_viewport_size({"width": 1920, "height": 1080})
+    app.open("/tour", tour=3, present=1)
+    question = question_even(generate(load_preset("seed"), 1))
+    expect(app.main.get_by_role("radio", name=f"C. {question.options[2]}")).to_be_visible()
+    REVIEW.mkdir(parents=True, exist_ok=True)
+    app.page.screenshot(path=str(REVIEW / "tour-1920x1080.png"))
+    app.click_button("Reveal")
+    figure = app.main.locator(".st-key-tour_multiples").bounding_box()
+    assert 0 <= figure["y"] < 1080 - 100, figure
+    app.page.screenshot(path=str(REVIEW / "tour-revealed-1920x1080.png"))
+    app.assert_no_exception()
