@@ -150,6 +150,20 @@ def decode_reading(summary: CostSummary, device_type: str) -> list[str]:
         "whole n × n attention again for one new row, while the cache encodes one key and reads "
         "the others. The gap widens with n, because one side grows like n² and the other like n.",
     ]
+    lines.append(_small_steps(s, device_type))
+    if s.kv_size_growth > 1:
+        lines.append(
+            f"**The cached step grows slowly.** From the smallest n to n = {s.kv_n} the sequence grew "
+            f"{s.kv_size_growth:,.0f}× and the cached step's time {s.kv_time_growth:.2g}×: its cost is "
+            "the fixed price plus a part that grows with n, reading every cached key once.")
+    lines.append(_memory_bound(s))
+    if s.cat_over_kv is not None:
+        lines.append(_growing(s))
+    return lines
+
+
+def _small_steps(s: CostSummary, device_type: str) -> str:
+    """Where the cache wins less, or not at all: the fixed price of a step."""
     if s.small_n == s.large_n:
         small = "**Where it wins less.** "
     elif s.speedup_small < 1:
@@ -163,17 +177,16 @@ def decode_reading(summary: CostSummary, device_type: str) -> list[str]:
     if device_type == "cuda":
         small += (" On a GPU each operation is a kernel launch costing microseconds however small "
                   "it is, so short steps are launch-bound and the GPU sits mostly idle.")
-    lines.append(small)
-    if s.kv_size_growth > 1:
-        lines.append(
-            f"**The cached step grows slowly.** From the smallest n to n = {s.kv_n} the sequence grew "
-            f"{s.kv_size_growth:,.0f}× and the cached step's time {s.kv_time_growth:.2g}×: its cost is "
-            "the fixed price plus a part that grows with n, reading every cached key once.")
+    return small
+
+
+def _memory_bound(s: CostSummary) -> str:
+    """Why decode ends up waiting for memory, with this measurement's bytes and copy speed."""
     verdict = ("so at this size the fixed price still outweighs reading the cache"
                if s.kv_time > 3 * s.floor_s else "so reading the cache is most of the step")
     bandwidth = s.bandwidth_bytes_per_s / 1e9
     floor, step = format_seconds(s.floor_s), format_seconds(s.kv_time)
-    lines.append(
+    return (
         "**Why decode ends up memory-bound.** A cached step does one multiply-add per number it "
         f"reads from the cache ({s.bytes_per_multiply_add:.1f} bytes per multiply-add): far too "
         "little arithmetic to keep a processor busy while the bytes arrive, so once the cache is "
@@ -187,18 +200,19 @@ def decode_reading(summary: CostSummary, device_type: str) -> list[str]:
         "the weights among all the sequences, which is why it raises throughput; shrinking the "
         "cache (fewer K/V heads, 8-bit numbers) matters once the cache is the larger part. The At "
         "scale page weighs both for real models, against a GPU's bandwidth and compute.")
-    if s.cat_over_kv is not None:
-        if s.cat_over_kv >= 1.2:
-            outcome = (f"at n = {s.kv_n} it took {_times(s.cat_over_kv)} as long as the preallocated "
-                       "cache, which writes one row in place")
-        else:
-            outcome = (f"at n = {s.kv_n} that did not cost more ({_times(s.cat_over_kv)} the time of "
-                       "the preallocated cache): copying a cache this small is cheap next to the "
-                       "fixed price of a step. The full benchmark shows the gap at n = 16,384")
-        lines.append(
-            "**Growing the cache.** The torch.cat cache does the same arithmetic but copies the whole "
+
+
+def _growing(s: CostSummary) -> str:
+    """The torch.cat cache against the preallocated one."""
+    if s.cat_over_kv >= 1.2:
+        outcome = (f"at n = {s.kv_n} it took {_times(s.cat_over_kv)} as long as the preallocated "
+                   "cache, which writes one row in place")
+    else:
+        outcome = (f"at n = {s.kv_n} that did not cost more ({_times(s.cat_over_kv)} the time of "
+                   "the preallocated cache): copying a cache this small is cheap next to the "
+                   "fixed price of a step. The full benchmark shows the gap at n = 16,384")
+    return ("**Growing the cache.** The torch.cat cache does the same arithmetic but copies the whole "
             f"cache into a new tensor on every step; {outcome}.")
-    return lines
 
 
 def prefill_reading(summary: CostSummary) -> list[str]:
