@@ -217,20 +217,20 @@ def test_step_and_arrow_keys_draw_the_next_frame_at_the_click(app):
     before = app.page.evaluate(LAST_ROWS_JS)
     with app.rerun():
         at_click = app.page.evaluate(CLICK_THEN_READ_JS, ".st-key-decode_step button")
-    app.page.evaluate("() => window.addEventListener('keydown', () => { window.__kvlabKeyDone = true; }, {once: true})")
     assert at_click != before and at_click[0].endswith("| 6 · nice") and at_click[1].startswith("KV cache: 6 entries")
     assert app.page.evaluate(LAST_ROWS_JS) == at_click  # the rerun brought the same frame
     app.main.get_by_test_id("stAlertContentInfo").first.click()
-    assert app.page.evaluate("() => window.__kvlabKeyDone") is None  # the key went no further
     app.page.evaluate(READ_AT_NEXT_KEY_JS)
+    app.page.evaluate("() => window.addEventListener('keydown', () => { window.__kvlabKeyDone = true; }, {once: true})")
     with app.rerun():
         app.page.keyboard.press("ArrowLeft")
     assert app.page.evaluate("() => window.__kvlabAtKey") == before  # drawn in the key's own event
-    app.page.evaluate("() => { window.__kvlabAtKey = 'no click'; }")
+    assert app.page.evaluate("() => window.__kvlabKeyDone") is None  # the key went no further
     assert app.query.get("step") == "1" and app.page.evaluate(LAST_ROWS_JS) == before
     # typing in a field (here the sidebar's prompt box) is no lesson key: neither Step nor the board
     # moves (no click at all, so nothing is read at one)
     app.sidebar.get_by_role("textbox", name="Prompt", exact=True).focus()
+    app.page.evaluate("() => { window.__kvlabAtKey = 'no click'; }")
     app.page.evaluate(READ_AT_NEXT_KEY_JS)
     app.page.keyboard.press("ArrowRight")
     assert app.page.evaluate("() => window.__kvlabAtKey") == "no click"
@@ -289,17 +289,17 @@ def test_a_choice_keeps_its_value_under_the_lesson_keys_and_enter_picks(app):
         app.page.keyboard.press("Enter")
     expect(reencode).to_have_attribute("aria-checked", "true")
     assert app.query.get("mode") == "reencode" and app.query.get("step") == "1"
+    whole = app.page.get_by_role("switch", name="Whole", exact=True)
+    whole.focus()
+    with app.rerun():
+        app.page.keyboard.press("Space")
     expect(whole).not_to_be_checked()
     assert app.query.get("step") == "2"
     whole.focus()
     with app.rerun():
         app.page.keyboard.press("Shift+Space")
-    whole = app.page.get_by_role("switch", name="Whole", exact=True)
-    assert app.query.get("step") == "2"
-    whole.focus()
-    with app.rerun():
-        app.page.keyboard.press("Space")
     expect(whole).to_be_checked()
+    assert app.query.get("step") == "2"
     app.assert_no_exception()
 
 

@@ -181,6 +181,8 @@ def stepper(key: str, count: int, label: str, *, first: int = 1,
         st.session_state[key] = value
 
     back, middle, forward = st.columns([1, 10, 1], vertical_alignment="bottom")
+    with back:  # above the button (it draws nothing): the row stays aligned at the bottom
+        lesson_keys(f"{key}_forward", f"{key}_back")
     back.button("", icon=":material/arrow_back:", key=f"{key}_back", on_click=move, args=(-1,),
                 disabled=current <= first, help=f"Back ({BACK_KEYS_HELP})")
     forward.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
@@ -195,8 +197,6 @@ def head_picker(key: str, label: str = "Head") -> int:
     names = state.scenario().head_names
     st.segmented_control(label, range(len(names)), format_func=lambda i: md_escape(names[i]), required=True,
                          label_visibility="collapsed", help=f"{label}: which head the figures show",
-    with back:  # above the button (it draws nothing): the row stays aligned at the bottom
-        lesson_keys(f"{key}_forward", f"{key}_back")
                          **state.bound(key, state.head(), state.set_head))
     return state.head()
 
