@@ -19,7 +19,7 @@ from viz.figures import memory as figures
 from viz.figures import roofline as roof
 from viz.figures.base import Stat
 from viz.ui import state
-from viz.ui.common import md_escape, page_lead, plot
+from viz.ui.common import beside_in_presenter_mode, md_escape, page_lead, plot
 from viz.ui.widgets import stats
 from viz.ui.tables import header_widths
 
@@ -78,7 +78,8 @@ page_lead("at_scale")
 
 st.session_state.setdefault(MODEL, DEFAULT_MODEL)
 st.session_state.setdefault(TOKENS, preset(DEFAULT_MODEL).max_context)
-top = st.columns([3, 2, 2, 2])
+side, body, wide = beside_in_presenter_mode()  # presenter mode: the inputs in a column beside the tabs
+top = [side] * 4 if state.presenter() else side.columns([3, 2, 2, 2])
 name = top[0].selectbox("Model", [*preset_names(), OWN], key=MODEL, on_change=_model_changed,
                         help="Published config.json files shipped with kvlab, or your own.")
 dtype = top[1].selectbox("Cache dtype", list(DTYPE_BITS), index=1, key=DTYPE,
@@ -87,12 +88,14 @@ dtype = top[1].selectbox("Cache dtype", list(DTYPE_BITS), index=1, key=DTYPE,
 tokens = int(top[2].number_input("Context length (tokens)", 1, MAX_TOKENS, key=TOKENS, step=1024))
 batch = int(top[3].number_input("Batch (sequences)", 1, MAX_BATCH, value=1, key=BATCH))
 
-config = _own_config() if name == OWN else preset(name)
+with side:
+    config = _own_config() if name == OWN else preset(name)
 if st.session_state.get(WEIGHTS_FOR) != config.canonical:  # a new model starts from its checkpoint's dtype
     st.session_state[WEIGHTS_FOR] = config.canonical
     st.session_state[WEIGHTS_DTYPE] = config.weights_dtype
 gpu_names = list(GPU_BY_NAME)
-row = st.expander("GPU and weights", icon=":material/memory:").columns(3)
+gpu_box = side.expander("GPU and weights", icon=":material/memory:")
+row = [gpu_box] * 3 if state.presenter() else gpu_box.columns(3)
 gpu = GPU_BY_NAME[row[0].selectbox("GPU", gpu_names, index=gpu_names.index(DEFAULT_GPU), key=GPU,
                                    format_func=lambda g: GPU_BY_NAME[g].label)]
 gpus = int(row[1].number_input("GPUs (tensor parallel)", 1, MAX_GPUS, value=1, key=GPU_COUNT,
@@ -106,10 +109,10 @@ memory = cache_memory(config, tokens, dtype, batch)
 try:
     kv_split(config, gpus)
 except MemoryConfigError as err:
-    st.error(f"{err} — counting one GPU.", icon=":material/error:")
+    side.error(f"{err} — counting one GPU.", icon=":material/error:")
     gpus = 1
 
-cache_tab, library_tab, gpu_tab, roof_tab = st.tabs(
+cache_tab, library_tab, gpu_tab, roof_tab = body.tabs(
     ["Cache memory", "transformers' own count", "On GPUs", "What limits a decode step"], key=TAB, on_change="rerun")
 
 with gpu_tab:
@@ -152,7 +155,7 @@ with gpu_tab:
                 + (f", not the {fit.pooled_sequences:,} that adding up the {gpus} GPUs' budgets as one pool "
                    "would suggest." if fit.pooled_sequences != fit.sequences else ".") + (f" {note.remedy}" if note.remedy else ""),
                 icon=":material/info:")
-    plot(figures.gpu_split_figure(fit, batch), key="scale_split")
+    plot(figures.gpu_split_figure(fit, batch), key="scale_split", share=wide)
     st.markdown(f"**Every GPU** ({gpus} × each, weights in {weights_dtype})")
     gpu_table = figures.gpu_table(fits_by_gpu(memory, gpus, weights_dtype, usable, reserve))
     st.dataframe(gpu_table, hide_index=True, width="stretch",  # every header in full
@@ -191,7 +194,7 @@ with cache_tab:
         st.markdown(f"**{md_escape(config.name)}** · {figures.config_summary(memory)}")
         plot(figures.memory_curve_figure(curves, tokens, fit.capacity_bytes if fit.weights_fit else None,
                                          config.max_context, curves[0][1].state_bytes), key="scale_curve",
-             terms=set())
+             terms=set(), share=wide)
         st.caption(f"{ATTENTION_LABELS[config.attention]}. Source: {md_escape(config.source or 'your config.json')}"
                    + (f". {latent_note(config)}" if latent_note(config) else ""))
     st.markdown("**Every cache dtype**")
@@ -275,7 +278,7 @@ with roof_tab:
     if batch != 1:
         points.append(("decode, batch 1", decode_step(config, gpu, 1, tokens, weights_dtype, dtype, gpus)))
     points.append((f"prefill, {prefill_tokens:,} tokens", prefill))
-    plot(roof.roofline_figure(points), key="scale_roofline")
+    plot(roof.roofline_figure(points), key="scale_roofline", share=wide)
     st.dataframe(roof.steps_table(points), width="stretch")
     left, right = st.columns(2)
     with left:

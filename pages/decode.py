@@ -98,35 +98,42 @@ def decode_lesson() -> None:
     check = check_cache(kv, full, compared)
     stale = stale_lesson(kv, full, check)
 
-    controls(step)
-    for note in dict.fromkeys(g.note for g in grants.values() if g.note):
-        st.warning(note, icon=":material/hourglass_top:")
-    narration = md_escape(narrate_step(shown, shown_step))
-    if check.differing:  # the key moment of the page: beside the narration, right under Step
-        said, warned = st.columns(2)
-        said.info(narration, icon=":material/record_voice_over:")
-        with warned.container(horizontal=True, vertical_alignment="center"):
-            shown_why = stale.head == state.head()  # the head concerned is shown: say why, not only what
-            st.warning(" ".join(md_escape(stale.why if shown_why and h.head == stale.name else h.summary)
-                                for h in check.differing), icon=":material/warning:", width="stretch")
-            if st.button(FIX, icon=":material/build:", help="Make every head cache-safe: each rule's n becomes q.pos"):
-                state.set_scenario(scenario.cache_safe())
-                st.rerun(scope="app")  # the sidebar's editors show the rules, so the whole app reruns
-            if not shown_why:
-                st.button(md_escape(stale.button), icon=":material/visibility:", on_click=state.set_head,
-                          args=(stale.head,),
-                          help="Show that head's attention and cache below, with the recomputed run beside it")
-    else:
-        st.info(narration, icon=":material/record_voice_over:")
-    division_notices(divisions_by_zero(shown, shown_step))
+    # the controls, the narration and the choices close together, so the lesson screen below fits
+    # 1280 × 720 in presenter mode
+    with st.container(gap="xsmall"):
+        controls(step)
+        for note in dict.fromkeys(g.note for g in grants.values() if g.note):
+            st.warning(note, icon=":material/hourglass_top:")
+        narration = md_escape(narrate_step(shown, shown_step))
+        shown_why = stale is not None and stale.head == state.head()  # the head concerned is shown: say why
+        if check.differing:  # the key moment of the page: beside the narration, right under Step
+            said, warned = st.columns(2, gap="xsmall")
+            said.info(narration, icon=":material/record_voice_over:")
+            warned.warning(" ".join(md_escape(stale.why if shown_why and h.head == stale.name else h.summary)
+                                    for h in check.differing), icon=":material/warning:")
+        else:
+            st.info(narration, icon=":material/record_voice_over:")
+        division_notices(divisions_by_zero(shown, shown_step))
 
-    heads = scenario.head_names
-    with st.container(horizontal=True, vertical_alignment="center"):
-        head = head_picker(HEAD)
-        whole = whole_switch(WHOLE, "Show every row and key, not only the newest ones")
-        st.segmented_control("Show the run", MODES, format_func=SHORT.get, required=True,
-                             label_visibility="collapsed", help="\n".join(f"{SHORT[m]}: {MODE_LABELS[m]}" for m in MODES),
-                             **state.bound(MODE_PICKER, state.mode(), state.set_mode))
+        heads = scenario.head_names
+        # the choices of what is shown, and the warning's buttons at the row's end (not a row of their
+        # own: the lesson screen below fits 1280 × 720)
+        with st.container(horizontal=True, vertical_alignment="center", gap="xsmall"):
+            head = head_picker(HEAD)
+            whole = whole_switch(WHOLE, "Show every row and key, not only the newest ones")
+            st.segmented_control("Show the run", MODES, format_func=SHORT.get, required=True,
+                                 label_visibility="collapsed",
+                                 help="\n".join(f"{SHORT[m]}: {MODE_LABELS[m]}" for m in MODES),
+                                 **state.bound(MODE_PICKER, state.mode(), state.set_mode))
+            if check.differing:
+                if st.button(FIX, icon=":material/build:",
+                             help="Make every head cache-safe: each rule's n becomes q.pos"):
+                    state.set_scenario(scenario.cache_safe())
+                    st.rerun(scope="app")  # the sidebar's editors show the rules, so the whole app reruns
+                if not shown_why:
+                    st.button(md_escape(stale.button), icon=":material/visibility:", on_click=state.set_head,
+                              args=(stale.head,),
+                              help="Show that head's attention and cache below, with the recomputed run beside it")
     frame = decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step, head, whole=whole)
     # the frames a Step or a Back click shows next, sent now so the board draws them at the click
     # (the rerun the click starts then brings the same numbers with the narration)

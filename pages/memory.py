@@ -16,7 +16,7 @@ from viz.core.engine.scenario import MAX_DECODE_STEPS, ScenarioError
 from viz.core.engine.presets import varied_opening
 from viz.core.lessons.papers import Lesson, eviction_lesson, paged_lesson
 from viz.ui import state
-from viz.ui.common import lazy_tabs, md_escape, page_lead, plot, stepper, terms_caption
+from viz.ui.common import beside_in_presenter_mode, lazy_tabs, md_escape, page_lead, plot, stepper, terms_caption
 from viz.ui.board import board
 from viz.ui.widgets import stats, table
 
@@ -58,7 +58,8 @@ def why(lesson: Lesson) -> None:
 def paged() -> None:
     # shown in this order, filled in the order they are needed: the controls that drive the pool
     # and the pool itself first, the prompts and the reservation folded below
-    controls, lesson, below = st.container(), st.container(), st.container()
+    controls, lesson, wide = beside_in_presenter_mode()  # presenter mode: the controls beside the pool
+    below = st.container()
     settings = below.expander("Prompts and the contiguous reservation", icon=":material/tune:")
     paged_scenario = scenario
     refusal = sharing_refusal(scenario)
@@ -68,7 +69,7 @@ def paged() -> None:
             if st.toggle("Use the cache-safe form of those heads on this page", value=True, key=CACHE_SAFE,
                          persist_state=KEEP):
                 paged_scenario = scenario.cache_safe()
-    cols = controls.columns(3)
+    cols = [controls] * 3 if state.presenter() else controls.columns(3)
     block_size = cols[0].select_slider("Block size (tokens)", [b for b in (1, 2, 4, 8, 16, 32) if b <= MAX_BLOCK_SIZE],
                                        value=4, key=BLOCK_SIZE, persist_state=KEEP)
     steps = cols[1].slider("Predictions per sequence", 1, MAX_STEPS, 4, key=STEPS, persist_state=KEEP)
@@ -92,11 +93,13 @@ def paged() -> None:
                            icon=":material/error:")
             requests.append(default)
     with lesson:
-        pooled(paged_scenario, requests, steps, block_size, reserve, share)
+        pooled(paged_scenario, requests, steps, block_size, reserve, share, wide)
 
 
-def pooled(paged_scenario, requests, steps: int, block_size: int, reserve: int, share: bool) -> None:
-    """The paged pool stepped through its scheduler iterations, then what it saved."""
+def pooled(paged_scenario, requests, steps: int, block_size: int, reserve: int, share: bool,
+           wide: float = 1.0) -> None:
+    """The paged pool stepped through its scheduler iterations, then what it saved (``wide``: the
+    share of the main column it is drawn in)."""
     grant = grant_paged(paged_scenario, [len(r.tokens) for r in requests], steps, block_size, reserve)
     if grant.note:
         st.warning(grant.note, icon=":material/hourglass_top:")
@@ -112,7 +115,7 @@ def pooled(paged_scenario, requests, steps: int, block_size: int, reserve: int, 
     snapshot = run.snapshots[snapshot_index]
     pool = figures.pool_board(run, snapshot, names)
     if pool is None:  # blocks wider than cell text: Plotly, which zooms and pans
-        plot(figures.pool_figure(run, snapshot, names), key="memory_pool", terms=set())
+        plot(figures.pool_figure(run, snapshot, names), key="memory_pool", terms=set(), share=wide)
     else:
         board(pool, key="memory_pool")
         terms_caption(pool)

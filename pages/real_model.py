@@ -12,7 +12,7 @@ from viz.core.real.rules_match import TOY_RULES, match_heads
 from viz.core.rules.language import RuleError
 from viz.core.engine.scenario import STRATEGIES, Head, Sampling
 from viz.ui import state
-from viz.ui.common import for_developers, md_escape, page_lead, plot
+from viz.ui.common import LESSON_SHARE, SIDE_SHARE, for_developers, md_escape, page_lead, plot
 from viz.ui.widgets import stats
 
 state.require_frame()
@@ -50,6 +50,7 @@ def shared_model(path: str):
 
 page_lead("real_model")
 terms: set[str] = set()  # the glossary terms defined under a figure so far (each once)
+lesson = st.container()  # the tabs with the lesson figure first; the model and the prompt below them
 
 choice = st.segmented_control("Model", list(SHIPPED), default=list(SHIPPED)[0], key=REAL_CHOICE, required=True,
                               help="Both read the same tokens (one shared tokenizer), at the same width and depth.")
@@ -99,20 +100,21 @@ if session is None or (str(session.real.path), session.prompt.ids) != run_key:
 pre = session.prefill
 pieces = list(prompt.pieces)
 
-prefill_tab, decode_tab, heads_tab, compare_tab, rules_tab = st.tabs(
+prefill_tab, decode_tab, heads_tab, compare_tab, rules_tab = lesson.tabs(
     ["Prefill", "Decode with the KV cache", "K/V heads", "Cache vs no cache", "Heads that look like rules"])
 
 with prefill_tab:
     layer_choices = list(range(s.layers))
     shown = layer_choices
-    left, right = st.columns(2)
-    layer = left.selectbox("Layer", layer_choices, key=REAL_LAYER, format_func=lambda i: f"layer {i}")
-    head = right.selectbox("Head", list(range(s.heads)), key=REAL_HEAD, format_func=lambda i: f"head {i}")
-    # one head whole first (the lesson figure), every head below it
-    plot(figs.attention_detail(pre.attentions, pieces, layer, head), key="real_detail", terms=terms)
-    st.markdown(f"The prompt is **{len(prompt)} tokens**: subword pieces from a byte-level BPE "
-                "tokenizer (␣ marks a space, ↵ a new line). One pass over all of them fills the cache "
-                "and gives every head's attention.")
+    side, picture = st.columns([SIDE_SHARE, LESSON_SHARE])  # the two pickers beside the figure they drive
+    layer = side.selectbox("Layer", layer_choices, key=REAL_LAYER, format_func=lambda i: f"layer {i}")
+    head = side.selectbox("Head", list(range(s.heads)), key=REAL_HEAD, format_func=lambda i: f"head {i}")
+    side.markdown(f"The prompt is **{len(prompt)} tokens**: subword pieces from a byte-level BPE "
+                  "tokenizer (␣ marks a space, ↵ a new line). One pass over all of them fills the cache "
+                  "and gives every head's attention. The model and the prompt are under the tabs.")
+    with picture:  # one head whole first (the lesson figure), every head below it
+        plot(figs.attention_detail(pre.attentions, pieces, layer, head, height=figs.DETAIL_PX), key="real_detail",
+             terms=terms, share=LESSON_SHARE)
     with st.expander("The prompt's tokens, one by one", icon=":material/table:"):
         st.dataframe(figs.pieces_table(prompt), width="stretch")
     if s.layers > 6:
@@ -237,7 +239,7 @@ with rules_tab:
                 "distributions (1 = identical); a head's score is the mean over rows 2…n. The toy's "
                 "rules are sharp; a small, briefly trained model like the shipped one mostly spreads its "
                 "attention, so 'everything' is often its closest rule and scores well below 1 are "
-                "common. A larger local model (For developers, at the top) compares better.")
+                "common. A larger local model (For developers, under the tabs) compares better.")
     rules = TOY_RULES
     custom = st.text_input("Also try your own rule (optional)", key=REAL_RULE,
                            placeholder="e.g. q.pos - k.pos < 3", max_chars=200).strip()

@@ -24,7 +24,7 @@ from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BAT
 from viz.figures import serving as figs
 from viz.figures.base import Stat
 from viz.ui import state
-from viz.ui.common import md_escape, page_lead, plot, stepper
+from viz.ui.common import beside_in_presenter_mode, md_escape, page_lead, plot, stepper
 from viz.ui.widgets import stats
 
 state.require_frame()
@@ -139,20 +139,21 @@ def server_settings() -> ServingConfig:
                          overhead=overhead)
 
 
-def step_through(run: ServingRun, name: str) -> None:
-    """Stepper, narration, timeline, memory and the table of one iteration of ``run``."""
+def step_through(run: ServingRun, name: str, wide: float = 1.0) -> None:
+    """Stepper, narration, timeline, memory and the table of one iteration of ``run`` (``wide``: the
+    share of the main column it is drawn in)."""
     key, count = STEP.format(name), len(run.iterations)
     if st.session_state.get(STEP_COUNT.format(name)) != (count, run.config):
         st.session_state[STEP_COUNT.format(name)] = (count, run.config)
         st.session_state[key] = 1
     index = stepper(key, count, "Iteration", format_label=lambda i: f"{i} · ticks {run.iterations[i - 1].start}–"
                                                                      f"{run.iterations[i - 1].end}") - 1
-    plot(figs.timeline_figure(run, index), key=f"serving_timeline_{name}", terms=set())
+    plot(figs.timeline_figure(run, index), key=f"serving_timeline_{name}", terms=set(), share=wide)
     st.info(md_escape(narrate_iteration(run, index)), icon=":material/record_voice_over:")
     if run.config.policy == "static":
-        plot(figs.reservation_figure(run, index), key=f"serving_memory_{name}")
+        plot(figs.reservation_figure(run, index), key=f"serving_memory_{name}", share=wide)
     else:
-        plot(figs.pool_figure(run, index), key=f"serving_memory_{name}")
+        plot(figs.pool_figure(run, index), key=f"serving_memory_{name}", share=wide)
     st.dataframe(figs.iteration_table(run, index), hide_index=True, width="stretch")
 
 
@@ -194,8 +195,13 @@ if serving_refusal(scenario) and section != "FlashAttention":
     cache_safe_footnote(refusal)
     st.stop()
 
+stage, wide = st, 1.0  # where the stepped lesson goes, and its share of the main column
 if section in SUGGESTED:
-    chosen, settings = st.columns(2)  # the workload beside the folded server settings
+    if section == "Continuous batching" and state.presenter():  # the controls beside the stepped timeline
+        side, stage, wide = beside_in_presenter_mode()
+        chosen, settings = side.container(), side.container()
+    else:
+        chosen, settings = st.columns(2)  # the workload beside the folded server settings
     aside = settings.container()  # under the settings: the run to step through (Continuous batching)
     with settings.expander("Server settings: blocks, batch, preemption, clock", icon=":material/tune:"):
         config = server_settings()
@@ -204,7 +210,7 @@ if section in SUGGESTED:
         workload = workload_editor(section)
 
 if section == "Continuous batching":
-    lesson = st.container()  # the stepped lesson first; the comparison and the reading below it
+    lesson = stage.container()  # the stepped lesson first; the comparison and the reading below it
     st.markdown("A static batch starts together and ends with its longest answer. **Continuous batching** "
                 "(iteration-level scheduling, as in Orca and vLLM) decides at every iteration who computes: a "
                 "request joins as soon as a slot and the blocks for its prompt are free, and leaves the moment "
@@ -233,7 +239,7 @@ if section == "Continuous batching":
     with lesson:
         policy = aside.segmented_control("Step through", ["continuous", "static"], default="continuous", key=POLICY,
                                       required=True)
-        step_through(continuous if policy == "continuous" else static, policy)
+        step_through(continuous if policy == "continuous" else static, policy, wide)
     plot(figs.timeline_figure(static if policy == "continuous" else continuous),
          key="serving_other_timeline")
     plot(figs.metrics_figure([("continuous", continuous), ("static", static)]), key="serving_metrics")

@@ -1,8 +1,9 @@
 """Tier 3 (browser): the picture first (issue 32). Memory, At scale, Serving, Real model and Cost open
 with their one sentence and their lesson figure whole in the first screen at 1440 × 900 and in
-presenter mode at 1280 × 720 (the cases that do not fit yet are strict xfails with the measured
-gap); presenter mode folds the sidebar and unfolds it on exit; after a click on a choice → never
-changes it, and steps once the focus is off it. First screens go to docs/screenshots/review/.
+presenter mode at 1280 × 720 and 1920 × 1080; on a 390 × 844 phone the pages that step show their
+step control and their lesson figure on one screen; presenter mode folds the sidebar and unfolds it
+on exit; after a click on a choice → never changes it, and steps (the lesson's keys). First
+screens go to docs/screenshots/review/.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from .visitor import SCREENSHOTS
 
 DESK = {"width": 1440, "height": 900}
 PROJECTOR = {"width": 1280, "height": 720}
+PROJECTOR_HD = {"width": 1920, "height": 1080}
+PHONE = {"width": 390, "height": 844}
 REVIEW = ROOT / "docs" / "screenshots" / "review"
-REVIEWED = ("memory", "serving", "cost")  # the pages whose first screens the docs keep (small PNGs)
+# the pages whose first screens the docs keep (small PNGs)
+REVIEWED = ("memory", "at_scale", "serving", "real_model", "cost", "decode")
 
 # the lesson figure of each page: the keyed element (Streamlit's st-key-<key> class) it is drawn in
 LESSON_FIGURES = {
@@ -65,30 +69,15 @@ def test_a_presenter_link_opens_with_the_sidebar_folded(app):
     app.assert_no_exception()
 
 
-# Where the lesson figure is not yet whole in the first screen, measured (issue 32 stays open for
-# these): strict, so a fix shows up as an unexpected pass.
-TOO_TALL = {
-    ("real_model", "desk"): "its one-head attention figure is 644 px tall and starts at y = 654",
-    ("memory", "projector"): "the pool board ends about 11 px below 720",
-    ("at_scale", "projector"): "the 444 px curve starts at y = 397",
-    ("serving", "projector"): "the 398 px timeline starts at y = 465",
-    ("real_model", "projector"): "the model picker, prompt and tabs come first",
-}
-SCREENS = {"desk": (DESK, {}), "projector": (PROJECTOR, {"present": 1})}
+SCREENS = {"desk": (DESK, {}), "projector": (PROJECTOR, {"present": 1}),
+           "projector-hd": (PROJECTOR_HD, {"present": 1})}
 
 
-def _cases():
-    for page in LESSON_FIGURES:
-        for screen in SCREENS:
-            reason = TOO_TALL.get((page, screen))
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            yield pytest.param(page, screen, id=f"{page}-{screen}", marks=marks)
-
-
-@pytest.mark.parametrize(("page", "screen"), list(_cases()))
+@pytest.mark.parametrize("screen", list(SCREENS))
+@pytest.mark.parametrize("page", list(LESSON_FIGURES))
 def test_the_lesson_figure_opens_above_the_fold(app, page, screen):
-    """At 1440 × 900 (sidebar open) and in presenter mode at 1280 × 720 (sidebar folded), the page's
-    one sentence and its lesson figure lie whole in the first screen."""
+    """At 1440 × 900 (sidebar open) and in presenter mode at 1280 × 720 and 1920 × 1080 (sidebar
+    folded), the page's one sentence and its lesson figure lie whole in the first screen."""
     size, params = SCREENS[screen]
     app.page.set_viewport_size(size)
     app.open(f"/{page}", **params)
@@ -131,13 +120,39 @@ def test_the_arrow_keys_step_memorys_pool(app):
     app.assert_no_exception()
 
 
-@pytest.mark.parametrize("size", [{"width": 1920, "height": 1080}, {"width": 390, "height": 844}])
-def test_review_screenshots(app, size):
-    """The first screen of Memory and Serving in presenter mode at 1920 × 1080 and on a phone, for review."""
-    app.page.set_viewport_size(size)
-    for page in ("memory", "serving"):
-        app.open(f"/{page}", **({"present": 1} if size["width"] > 1000 else {}))
-        expect(app.main.get_by_text(PAGE_LEADS[page].sentence)).to_have_count(1)
-        expect(app.main.locator(LESSON_FIGURES[page]).first).to_be_attached()
-        app.page.screenshot(path=str(REVIEW / f"{page}-{size['width']}x{size['height']}.png"))
-        app.assert_no_exception()
+# the pages that step: their forward control, and the figure it steps
+STEPPED = {
+    "memory": (".st-key-memory_snapshot_forward button", LESSON_FIGURES["memory"]),
+    "serving": (".st-key-serving_step_continuous_forward button", LESSON_FIGURES["serving"]),
+    "decode": (".st-key-decode_step button", ".st-key-lesson_attention"),
+}
+
+
+# Scroll the step control to the top of the screen, just under Streamlit's header (which covers the
+# page's top); returns the header's height.
+SCROLL_UNDER_HEADER_JS = """control => {
+    control.scrollIntoView({block: 'start'});
+    const header = document.querySelector('[data-testid=stHeader]').getBoundingClientRect().bottom;
+    let box = control.parentElement;
+    while (box && !(box.scrollHeight > box.clientHeight && getComputedStyle(box).overflowY !== 'visible'))
+        box = box.parentElement;
+    if (box) box.scrollTop -= header;
+    return header; }"""
+
+
+@pytest.mark.parametrize("page", list(STEPPED))
+def test_on_a_phone_the_step_control_and_the_figure_share_one_screen(app, page):
+    """At 390 × 844, scrolled to the step control, the lesson figure it steps lies whole below it on
+    the same screen: a student taps forward and sees the change without scrolling."""
+    app.page.set_viewport_size(PHONE)
+    app.open(f"/{page}", **({"step": 1} if page == "decode" else {}))
+    forward, figure = (app.main.locator(f"{selector} >> visible=true").first for selector in STEPPED[page])
+    expect(figure).to_be_visible()
+    header = forward.evaluate(SCROLL_UNDER_HEADER_JS)
+    app.page.wait_for_timeout(300)  # the scroll lands
+    step, drawn = forward.bounding_box(), figure.bounding_box()
+    assert step["y"] > header - 1 and step["y"] < drawn["y"], (header, step, drawn)
+    assert drawn["y"] + drawn["height"] <= PHONE["height"] + 0.5, \
+        f"the figure {drawn} does not end on the screen whose top (under the {header:.0f} px header) is the step control {step}"
+    app.page.screenshot(path=str(REVIEW / f"{page}-{PHONE['width']}x{PHONE['height']}.png"))
+    app.assert_no_exception()

@@ -64,12 +64,17 @@ def attention_grid(attentions: torch.Tensor, layers: Sequence[int],
     return figure(data + marks, layout_)
 
 
-def attention_detail(attentions: torch.Tensor, pieces: Sequence[str], layer: int, head: int) -> go.Figure:
-    """One head's attention with the token pieces on both axes."""
+DETAIL_PX = 460  # the one-head figure's height, whatever the prompt's length: whole in a projector's first screen
+
+
+def attention_detail(attentions: torch.Tensor, pieces: Sequence[str], layer: int, head: int,
+                     height: int | None = None) -> go.Figure:
+    """One head's attention with the token pieces on both axes (``height``: the plot's, else one that
+    grows with the prompt)."""
     names = labels(pieces)
     return heatmap(attentions[layer, head], names, names,
                    f"Layer {layer}, head {head}: how much each query (row) attends to each key (column)",
-                   visible=_causal(len(names)), hover="query %{y}<br>key %{x}<br>weight %{z:.4f}")
+                   visible=_causal(len(names)), hover="query %{y}<br>key %{x}<br>weight %{z:.4f}", height=height)
 
 
 def top_k_figure(candidates: Sequence[tuple[str, float]], after: str, chosen: int | None = None) -> go.Figure:

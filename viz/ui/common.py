@@ -163,6 +163,20 @@ def for_developers():
     return st.expander(DEVELOPERS, icon=":material/terminal:")
 
 
+SIDE_SHARE = 0.25  # the share of the main column the controls beside a lesson figure take
+LESSON_SHARE = 1 - SIDE_SHARE  # and the figure's
+
+
+def beside_in_presenter_mode() -> tuple:
+    """Where a page puts the few controls that drive its lesson figure, and the figure: in presenter
+    mode a narrow column beside a wide one, so the figure fits a projector's first screen (1280 × 720);
+    at a desk both are the main column, the controls above. Returns (controls, lesson, the lesson's
+    share of the main column, for :func:`plot`)."""
+    if state.presenter():
+        side, body = st.columns([SIDE_SHARE, LESSON_SHARE])
+        return side, body, LESSON_SHARE
+    return st.container(), st.container(), 1.0
+
 def stepper(key: str, count: int, label: str, *, first: int = 1,
             format_label: Callable[[int], str] = str, help: str | None = None) -> int:
     """A slider from ``first`` to ``count`` between ← and → buttons (also the lesson's keys: → PageDown
