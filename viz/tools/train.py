@@ -212,29 +212,7 @@ def train(cfg: TrainConfig, out: Path, log=print) -> dict:
         f"{len(train_ids):,} / {len(val_ids):,} tokens, vocabulary {tokenizer.get_vocab_size()}")
 
     model = build_model(cfg, tokenizer.get_vocab_size(), eot_id).train()
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.95))
-    sampler = torch.Generator().manual_seed(cfg.seed)
-    recent: list[float] = []
-    val_losses: list[tuple[int, float]] = []
-    for step in range(cfg.steps):
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(cfg, step)
-        starts = torch.randint(0, len(train_ids) - cfg.block_size + 1, (cfg.batch_size,), generator=sampler)
-        batch = windows(train_ids, starts, cfg.block_size)  # (batch, block)
-        # labels are the inputs: the model shifts them by one position internally
-        loss = model(input_ids=batch, labels=batch).loss
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        recent = (recent + [loss.item()])[-25:]
-        if (step + 1) % cfg.val_every == 0 or step + 1 == cfg.steps:
-            val_losses.append((step + 1, evaluate(model, val_ids, cfg.block_size, cfg.batch_size)))
-            log(f"step {step + 1:4d}  train loss {sum(recent) / len(recent):.3f}  "
-                f"val loss {val_losses[-1][1]:.3f}  {time.perf_counter() - wall0:6.0f} s")
+    recent, val_losses = _fit(model, cfg, train_ids, val_ids, log, wall0)
 
     out.mkdir(parents=True, exist_ok=True)
     model.eval()
@@ -263,6 +241,37 @@ def train(cfg: TrainConfig, out: Path, log=print) -> dict:
     report["sample"] = greedy_sample(out, SAMPLE_PROMPT, cfg.sample_tokens)
     (out / "training.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     return report
+
+
+def _fit(model, cfg: TrainConfig, train_ids: torch.Tensor, val_ids: torch.Tensor, log,
+         wall0: float) -> tuple[list[float], list[tuple[int, float]]]:
+    """The training loop: AdamW (no decay on norms and biases), the learning-rate schedule, a
+    validation loss every ``val_every`` steps. Returns the last 25 training losses and the validation
+    losses as (step, loss)."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.95))
+    sampler = torch.Generator().manual_seed(cfg.seed)
+    recent: list[float] = []
+    val_losses: list[tuple[int, float]] = []
+    for step in range(cfg.steps):
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(cfg, step)
+        starts = torch.randint(0, len(train_ids) - cfg.block_size + 1, (cfg.batch_size,), generator=sampler)
+        batch = windows(train_ids, starts, cfg.block_size)  # (batch, block)
+        # labels are the inputs: the model shifts them by one position internally
+        loss = model(input_ids=batch, labels=batch).loss
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        recent = (recent + [loss.item()])[-25:]
+        if (step + 1) % cfg.val_every == 0 or step + 1 == cfg.steps:
+            val_losses.append((step + 1, evaluate(model, val_ids, cfg.block_size, cfg.batch_size)))
+            log(f"step {step + 1:4d}  train loss {sum(recent) / len(recent):.3f}  "
+                f"val loss {val_losses[-1][1]:.3f}  {time.perf_counter() - wall0:6.0f} s")
+    return recent, val_losses
 
 
 def reproduce_command(cfg: TrainConfig) -> str:
