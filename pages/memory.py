@@ -161,35 +161,7 @@ def compress() -> None:
     cols = st.columns(3)
     evict_steps = cols[0].slider("Predictions", 1, MAX_STEPS, 6, key=EVICT_STEPS, persist_state=KEEP)
     try:
-        if method == "Quantise":
-            bits = cols[1].segmented_control("Bits", list(QMAX), default="int8", key=BITS, persist_state=KEEP,
-                                             required=True)
-            scales = cols[2].segmented_control("Scales", SCALE_MODES, default="per-token", key=SCALES,
-                                               persist_state=KEEP,
-                                               required=True,
-                                               help="per-token: one scale per key row and per value. KIVI: keys "
-                                                    "per channel in groups of tokens, values per token, the newest "
-                                                    "tokens in full precision.")
-            group, residual = 4, 4
-            if scales == "KIVI":
-                cols = st.columns(3)
-                group = cols[1].select_slider("Tokens per key scale (G)", GROUP_SIZES, value=4, key=GROUP,
-                                              persist_state=KEEP)
-                residual = cols[2].slider("Newest tokens in full precision (R)", 0, 16, 4, key=RESIDUAL,
-                                          persist_state=KEEP)
-            spec = CacheSpec(bits=bits, scales=scales, group=group, residual=residual)
-        elif method == "Drop by hand":
-            drop = cols[1].multiselect("Evict prompt positions", list(range(1, n + 1)), default=[min(2, n)],
-                                       key=state.widget_key(DROP), persist_state=KEEP,
-                                       format_func=lambda p: f"{p} · {scenario.tokens[p - 1]}")
-            spec = CacheSpec(EvictionPolicy(drop=frozenset(drop)))
-        else:
-            window = cols[1].slider("Window (recent tokens kept)", 1, window_limit(n), min(3, n),
-                                    key=state.widget_key(WINDOW), persist_state=KEEP)
-            sinks = cols[2].slider("Sink tokens (first ones kept)", 0, n, min(1, n), key=state.widget_key(SINKS),
-                                   persist_state=KEEP) \
-                if method == "Sinks + window" else 0
-            spec = CacheSpec(EvictionPolicy(window=window, sinks=sinks))
+        spec = cache_spec(method, cols, n)
         grant = grant_compare(scenario, evict_steps)
         comparison = compare_with_full(scenario, grant.granted, spec)
     except ValueError as err:
@@ -198,6 +170,48 @@ def compress() -> None:
 
     if grant.note:
         st.warning(grant.note, icon=":material/hourglass_top:")
+    against_full(comparison, spec, n)
+    inspect_prediction(comparison, method)
+    if method != "Quantise":
+        why(eviction_lesson(spec.policy.sinks if spec.policy else 0, comparison.first_change))
+    if method == "Quantise":
+        st.caption(QUANTISE_NOTE)
+
+
+def cache_spec(method: str, cols, n: int) -> CacheSpec:
+    """The smaller cache the visitor sets up: its method's own controls, beside the predictions."""
+    if method == "Quantise":
+        bits = cols[1].segmented_control("Bits", list(QMAX), default="int8", key=BITS, persist_state=KEEP,
+                                         required=True)
+        scales = cols[2].segmented_control("Scales", SCALE_MODES, default="per-token", key=SCALES,
+                                           persist_state=KEEP,
+                                           required=True,
+                                           help="per-token: one scale per key row and per value. KIVI: keys "
+                                                "per channel in groups of tokens, values per token, the newest "
+                                                "tokens in full precision.")
+        group, residual = 4, 4
+        if scales == "KIVI":
+            cols = st.columns(3)
+            group = cols[1].select_slider("Tokens per key scale (G)", GROUP_SIZES, value=4, key=GROUP,
+                                          persist_state=KEEP)
+            residual = cols[2].slider("Newest tokens in full precision (R)", 0, 16, 4, key=RESIDUAL,
+                                      persist_state=KEEP)
+        return CacheSpec(bits=bits, scales=scales, group=group, residual=residual)
+    if method == "Drop by hand":
+        drop = cols[1].multiselect("Evict prompt positions", list(range(1, n + 1)), default=[min(2, n)],
+                                   key=state.widget_key(DROP), persist_state=KEEP,
+                                   format_func=lambda p: f"{p} · {scenario.tokens[p - 1]}")
+        return CacheSpec(EvictionPolicy(drop=frozenset(drop)))
+    window = cols[1].slider("Window (recent tokens kept)", 1, window_limit(n), min(3, n),
+                            key=state.widget_key(WINDOW), persist_state=KEEP)
+    sinks = cols[2].slider("Sink tokens (first ones kept)", 0, n, min(1, n), key=state.widget_key(SINKS),
+                           persist_state=KEEP) \
+        if method == "Sinks + window" else 0
+    return CacheSpec(EvictionPolicy(window=window, sinks=sinks))
+
+
+def against_full(comparison, spec: CacheSpec, n: int) -> None:
+    """The smaller cache against the full one: bytes, errors, the first changed word, both outputs."""
     last = comparison.steps[-1]
     saved = comparison.bytes_saved
     first = comparison.first_change
@@ -212,6 +226,9 @@ def compress() -> None:
     st.markdown(f"**Full cache** generates: {md_escape(' '.join(comparison.tokens[n:]))}  \n"
                 f"**{md_escape(spec.label)}** generates: {md_escape(' '.join(comparison.free_tokens[n:]))}")
 
+
+def inspect_prediction(comparison, method: str) -> None:
+    """One prediction, stepped to: attention, contexts and logits both ways, then every prediction's table."""
     st.session_state.setdefault(PREDICTION, 1)  # the first prediction eviction can change
     chosen = stepper(PREDICTION, len(comparison.steps) - 1, "Prediction to inspect", first=0,
                      format_label=lambda k: f"{k} · after {comparison.tokens[len(comparison.steps[k].positions) - 1]}")
@@ -227,18 +244,18 @@ def compress() -> None:
         plot(figures.logits_compare_figure(step, scenario.vocab_tokens), key="memory_logits")
     st.dataframe(figures.comparison_table(comparison), hide_index=True, width="stretch")
     plot(figures.bytes_figure(comparison), key="memory_bytes")
-    if method != "Quantise":
-        why(eviction_lesson(spec.policy.sinks if spec.policy else 0, first))
-    if method == "Quantise":
-        st.caption("Every byte stored is counted: codes, float32 scales and the full-precision window. The toy's "
-                   "keys are ±1 (or 0), so both schemes store them exactly, and a per-token scale stores each "
-                   "token's single value exactly: here quantisation changes the bytes, not the answer. KIVI "
-                   "quantises keys per channel because real keys have a few large outlier channels that would "
-                   "swamp a per-token scale; it pays for that with one scale per channel every G tokens, so a "
-                   "larger G amortises them. Its values are quantised per token, and since the toy's value is one "
-                   "number, a value's scale costs more than its code saves. Simplified from KIVI: symmetric "
-                   "scales without a zero point, float32 instead of fp16 scales, and older tokens quantised in "
-                   "whole groups while at least the newest R stay in full precision.")
+
+
+QUANTISE_NOTE = (
+    "Every byte stored is counted: codes, float32 scales and the full-precision window. The toy's "
+    "keys are ±1 (or 0), so both schemes store them exactly, and a per-token scale stores each "
+    "token's single value exactly: here quantisation changes the bytes, not the answer. KIVI "
+    "quantises keys per channel because real keys have a few large outlier channels that would "
+    "swamp a per-token scale; it pays for that with one scale per channel every G tokens, so a "
+    "larger G amortises them. Its values are quantised per token, and since the toy's value is one "
+    "number, a value's scale costs more than its code saves. Simplified from KIVI: symmetric "
+    "scales without a zero point, float32 instead of fp16 scales, and older tokens quantised in "
+    "whole groups while at least the newest R stay in full precision.")
 
 
 lazy_tabs(TABS, TAB, (paged, compress))  # only the open tab is computed and sent
