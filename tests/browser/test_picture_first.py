@@ -120,6 +120,17 @@ def test_the_arrow_keys_step_memorys_pool(app):
     app.assert_no_exception()
 
 
+def test_decodes_lesson_screen_opens_whole_at_a_desk(app):
+    """At 1440 × 900 with the sidebar open, Decode after one step (the stale-cache warning with its
+    two buttons above the boards) shows its three lesson boards whole in the first screen."""
+    app.page.set_viewport_size(DESK)
+    app.open("/decode", step=1)
+    for key in ("lesson_attention", "lesson_cache", "lesson_words"):
+        above_fold(app, app.main.locator(f".st-key-{key}"))
+    app.page.screenshot(path=str(REVIEW / f"decode-{DESK['width']}x{DESK['height']}.png"))
+    app.assert_no_exception()
+
+
 # the pages that step: their forward control, and the figure it steps
 STEPPED = {
     "memory": (".st-key-memory_snapshot_forward button", LESSON_FIGURES["memory"]),
