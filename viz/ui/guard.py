@@ -20,6 +20,12 @@ import logging
 from typing import Callable, Iterator
 
 import streamlit as st
+# Not in Streamlit's documented API (docs/design.md, Layers, Consequences): when a fragment that is not
+# guard.fragment (class mode's polling fragments, st.fragment with run_every) raises during a full
+# run, Streamlit shows the error in the fragment's place and raises this Exception to end the run.
+# Catching it by type keeps the guard from reporting the same failure twice and from restoring the
+# view over a fault that is not the visitor's. Streamlit documents no other way to tell it apart;
+# the way to drop this import is to guard every fragment from inside (see the design notes).
 from streamlit.errors import FragmentHandledException
 
 from ..core.engine.presets import DEFAULT_PRESET, load_preset
