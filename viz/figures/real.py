@@ -64,7 +64,7 @@ def attention_grid(attentions: torch.Tensor, layers: Sequence[int],
     return figure(data + marks, layout_)
 
 
-DETAIL_PX = 460  # the one-head figure's height, whatever the prompt's length: whole in a projector's first screen
+DETAIL_PX = 440  # the one-head figure's height, whatever the prompt's length: whole in a projector's first screen
 
 
 def attention_detail(attentions: torch.Tensor, pieces: Sequence[str], layer: int, head: int,
