@@ -38,6 +38,7 @@ SCALES = "memory_scales"
 GROUP = "memory_group"
 RESIDUAL = "memory_residual"
 PREDICTION = "memory_prediction"
+PROMPT = "memory_prompt_{}"  # a variant's prompt, per sequence name
 MAX_STEPS = MAX_PREDICTIONS
 METHODS = ("Sliding window", "Sinks + window", "Drop by hand", "Quantise")
 KEEP = "page"  # the tabs build only the open one: its widgets keep their values while the other is shown
@@ -83,7 +84,7 @@ def paged() -> None:
     settings.markdown(f"**A** (the scenario): {md_escape(' '.join(paged_scenario.tokens))}")
     for default in defaults[1:]:
         text = settings.text_input(f"Prompt {default.name}", value=" ".join(default.tokens),
-                                   key=state.widget_key(f"memory_prompt_{default.name}"), persist_state=KEEP,
+                                   key=state.widget_key(PROMPT.format(default.name)), persist_state=KEEP,
                                    help="Words it shares with an earlier prompt from the start can share blocks.")
         try:
             variant = paged_scenario.with_prompt(text)

@@ -23,7 +23,7 @@ from viz.ui.runs import decode_traces
 
 state.require_frame()
 HEAD = "prefill_head"
-POSITION = "prefill_position"
+POSITION = state.PREFILL_POSITION  # class mode sets it too
 WHOLE = "prefill_whole"  # whether Whole is on (its switch: WHOLE + "_switch")
 TAB = "prefill_tab"
 EVERY_HEAD_COLUMNS = 2  # heads side by side in "Every head" (cells wide enough for their numbers)

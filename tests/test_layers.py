@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -94,3 +95,41 @@ def test_pages_do_no_arithmetic_over_results():
     found = sorted((path.name, expr) for path in SCRIPTS if path.parent.name == "pages"
                    for expr in arithmetic(path.read_text()))
     assert not found, f"arithmetic in pages (compute it in the core): {found}"
+
+
+# -- session keys: each spelled out once -----------------------------------------------------------
+KEY = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9{}]+)+")  # a session-state key or its format: serving_step_{}
+KEEPERS = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "viz" / "ui").glob("*.py"))]
+
+
+def session_keys(source: str) -> list[str]:
+    """The keys a module declares: its top-level constants `NAME = "some_key"` (tuples of them too)."""
+    found = []
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            pairs = (zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple)
+                     and isinstance(node.value, ast.Tuple) else [(target, node.value)])
+            found += [value.value for name, value in pairs if isinstance(name, ast.Name) and name.id.isupper()
+                      and isinstance(value, ast.Constant) and isinstance(value.value, str)
+                      and KEY.fullmatch(value.value)]
+    return found
+
+
+def test_the_key_check_reads_constants_and_leaves_other_text_alone():
+    """`A = "page_key"` and `B, C = "b_key", "c_key"` are keys; a label, a plain word or a local are not."""
+    source = ('A = "page_key"\nB, C = "b_key", "c_{}_key"\nLABEL = "Two words"\nKEEP = "page"\n'
+              'def f():\n    D = "local_key"\n')
+    assert session_keys(source) == ["page_key", "b_key", "c_{}_key"]
+
+
+def test_each_session_key_is_spelled_out_in_one_module():
+    """A page declares its keys once, at its top; a key two modules need lives in viz/ui/state.py."""
+    where: dict[str, list[str]] = {}
+    for path in KEEPERS:
+        for key in session_keys(path.read_text()):
+            where.setdefault(key, []).append(path.name)
+    assert len(where) > 100  # every page's and module's keys were read
+    twice = {key: files for key, files in where.items() if len(files) > 1}
+    assert not twice, f"keys spelled out in more than one module (declare them in viz/ui/state.py): {twice}"

@@ -50,7 +50,7 @@ PANEL = "kv_class_panel"  # the sidebar's Class panel is open
 JOIN_CODE = "kv_class_join_code"
 NICKNAME = "kv_class_nickname"
 JOIN_SCREEN = "kv_class_join_screen"  # the teacher's projector shows the big join screen
-PREFILL_POSITION = "prefill_position"  # pages/prefill.py's stepper key: a follower's position goes there too
+PREFILL_POSITION = state.PREFILL_POSITION  # pages/prefill.py's stepper key: a follower's position goes there too
 
 log = logging.getLogger("kvlab.app")
 POLL_S = float(os.environ.get("KVLAB_CLASS_POLL_S", "0.5"))

@@ -1,4 +1,5 @@
-"""Session state: every key the app keeps, the one shared scenario, and URL <-> state sync.
+"""Session state: the app-wide keys (and every key two modules share), the one shared scenario, and
+URL <-> state sync.
 
 Rules the pages rely on:
 
@@ -26,7 +27,10 @@ from ..core.engine.presets import DEFAULT_PRESET, load_preset
 from ..core.engine.scenario import MAX_DECODE_STEPS, Scenario, ScenarioError
 from ..core.engine.share import LINK_PAGE, View, decode_view, encode_view, link_query
 
-# Session-state keys (the only place they are spelled out).
+# The app-wide session-state keys, and every key two modules share, are spelled out here and only
+# here. Each page declares its own keys once, in the block of constants at its top; the Streamlit
+# layer's modules with state of their own (sidebar, classroom, runs) likewise at theirs.
+# tests/test_layers.py fails on a key spelled out in two modules.
 SCENARIO = "kv_scenario"
 VERSION = "kv_version"
 ERRORS = "kv_errors"
@@ -39,6 +43,7 @@ PRESENTER_HINT = "kv_presenter_hint"  # presenter mode was just turned on: say h
 NOTICES = "kv_notices"
 HEAD = "kv_head"  # the head shown in detail (0-based), shared by the pages
 POSITION = "kv_position"  # the Prefill page's query position (1-based)
+PREFILL_POSITION = "prefill_position"  # the Prefill page's stepper; class mode puts a follower's position there
 READY = "kv_ready"
 FRAMED = "kv_framed"  # app.py is running the page now (set around page.run())
 LAST_GOOD = "kv_last_good"  # the last view (scenario, step, mode) that a page drew to the end
