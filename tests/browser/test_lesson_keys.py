@@ -166,3 +166,43 @@ def test_the_vote_screen_at_1920x1080(app):
     assert 0 <= figure["y"] < 1080 - 100, figure
     app.page.screenshot(path=str(REVIEW / "tour-revealed-1920x1080.png"))
     app.assert_no_exception()
+
+
+def test_the_class_vote_fits_a_projector_with_its_live_count(new_app, tmp_path):
+    """In a class (the teacher in presenter mode at 1280 × 720, a student voting) the question, its
+    options and Reveal stay in the first screen below the class bar (the live count under Reveal is
+    below the fold there); after Reveal the answer's figure is in the first screen too, the right
+    option marked, and the student is told they were right."""
+    from viz.tools.server import StreamlitServer
+
+    from .visitor import ARTIFACTS
+
+    with StreamlitServer(ARTIFACTS / "browser-vote-screen.log",
+                         env={"KVLAB_STORE": f"sqlite:///{tmp_path / 'classes.sqlite3'}"}) as server:
+        teacher, student = new_app(server), new_app(server)
+        teacher.page.set_viewport_size(PROJECTOR)
+        teacher.open("/")
+        teacher.expander("Class mode", scope=teacher.sidebar, reruns=True)
+        teacher.click_button("Start a class", scope=teacher.sidebar)
+        code, secret = teacher.query["class"], teacher.query["teach"]
+        student.open("/", join=code)
+        student.click_button("Join the class", scope=student.sidebar)
+        teacher.open("/tour", tour=3, present=1, **{"class": code, "teach": secret})
+        expect(student.page).to_have_url(re.compile(r"/tour\?.*tour=3"))  # the student follows the teacher
+        student.settle()
+        student.pick("Your answer", "12.5")
+        expect(student.main.get_by_text("Your vote is in")).to_be_visible()
+        expect(teacher.main.get_by_text("C. 12.5: 1 vote")).to_be_visible()
+        box = teacher.main.locator(".st-key-tour_question_1")
+        inside(teacher, "the question", box.get_by_role("heading", name=re.compile("^Vote first:")))
+        for i in range(4):
+            inside(teacher, f"option {i + 1}", box.get_by_role("radio").nth(i))
+        inside(teacher, "Reveal", box.get_by_role("button", name="Reveal"))
+        REVIEW.mkdir(parents=True, exist_ok=True)
+        teacher.page.screenshot(path=str(REVIEW / "tour-class-1280x720.png"))
+        teacher.click_button("Reveal")
+        assert 0 <= teacher.main.locator(".st-key-tour_multiples").bounding_box()["y"] < PROJECTOR["height"] - 100
+        inside(teacher, "the marked option", box.get_by_role("radio").filter(has_text=RIGHT_MARK))
+        expect(student.main.get_by_text(re.compile(r"^Right: 12\.5"))).to_be_visible()
+        for screen in (teacher, student):
+            screen.assert_no_exception()
