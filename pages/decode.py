@@ -116,36 +116,9 @@ def decode_lesson() -> None:
         division_notices(divisions_by_zero(shown, shown_step))
 
         heads = scenario.head_names
-        # the choices of what is shown, and the warning's buttons at the row's end (not a row of their
-        # own: the lesson screen below fits 1280 × 720)
-        with st.container(horizontal=True, vertical_alignment="center", gap="xsmall"):
-            head = head_picker(HEAD)
-            whole = whole_switch(WHOLE, "Show every row and key, not only the newest ones")
-            st.segmented_control("Show the run", MODES, format_func=SHORT.get, required=True,
-                                 label_visibility="collapsed",
-                                 help="\n".join(f"{SHORT[m]}: {MODE_LABELS[m]}" for m in MODES),
-                                 **state.bound(MODE_PICKER, state.mode(), state.set_mode))
-            if check.differing:
-                if st.button(FIX, icon=":material/build:",
-                             help="Make every head cache-safe: each rule's n becomes q.pos"):
-                    state.set_scenario(scenario.cache_safe())
-                    st.rerun(scope="app")  # the sidebar's editors show the rules, so the whole app reruns
-                if not shown_why:
-                    st.button(md_escape(stale.button), icon=":material/visibility:", on_click=state.set_head,
-                              args=(stale.head,),
-                              help="Show that head's attention and cache below, with the recomputed run beside it")
+        head, whole = choices(scenario, check, stale, shown_why)
     frame = decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step, head, whole=whole)
-    # the frames a Step or a Back click shows next, sent now so the board draws them at the click
-    # (the rerun the click starts then brings the same numbers with the narration)
-    after = None
-    if following is not None and shown_step == step < MAX_DECODE_STEPS:
-        ahead = following[shown.mode]
-        after = decode_frame(ahead, following["kv"], following["recompute"] if shown.mode == "kv" else None,
-                             step + 1, head, whole=whole)
-    # the step before only when the recomputed run reached this step: then both the early frame and
-    # the one the server shows after Back compare the cache at that step
-    before = (decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step - 1, head, whole=whole)
-              if 0 < shown_step == step and (shown.mode != "kv" or compared >= step) else None)
+    after, before = turns(traces, shown, following, step, compared, head, whole)
     lesson_screen(frame, heads, head, newest_key=shown.mode == "kv",
                   turns=((after, STEP), (before, BACK)))
     repeating = repeat_note(shown, shown_step)  # under the screen: a side note, never pushing it down
@@ -157,6 +130,46 @@ def decode_lesson() -> None:
     lazy_tabs(TABS, TAB, (lambda: compare(traces, check, step, compared), lambda: work(traces, step, compared),
                           lambda: text_and_table(shown, shown_step), lambda: replay(scenario, shown.mode, head),
                           lambda: lesson_tables(frame, heads)))
+
+
+def choices(scenario, check, stale, shown_why: bool) -> tuple[int, bool]:
+    """The choices of what is shown (head, Whole, run), and the stale-cache warning's buttons at the
+    row's end (not a row of their own: the lesson screen below fits 1280 × 720)."""
+    with st.container(horizontal=True, vertical_alignment="center", gap="xsmall"):
+        head = head_picker(HEAD)
+        whole = whole_switch(WHOLE, "Show every row and key, not only the newest ones")
+        st.segmented_control("Show the run", MODES, format_func=SHORT.get, required=True,
+                             label_visibility="collapsed",
+                             help="\n".join(f"{SHORT[m]}: {MODE_LABELS[m]}" for m in MODES),
+                             **state.bound(MODE_PICKER, state.mode(), state.set_mode))
+        if check.differing:
+            if st.button(FIX, icon=":material/build:",
+                         help="Make every head cache-safe: each rule's n becomes q.pos"):
+                state.set_scenario(scenario.cache_safe())
+                st.rerun(scope="app")  # the sidebar's editors show the rules, so the whole app reruns
+            if not shown_why:
+                st.button(md_escape(stale.button), icon=":material/visibility:", on_click=state.set_head,
+                          args=(stale.head,),
+                          help="Show that head's attention and cache below, with the recomputed run beside it")
+    return head, whole
+
+
+def turns(traces, shown, following, step: int, compared: int, head: int, whole: bool):
+    """The frames a Step or a Back click shows next, sent now so the board draws them at the click
+    (the rerun the click starts then brings the same numbers with the narration); None where there
+    is none to send."""
+    kv, full = traces["kv"], traces["recompute"]
+    shown_step = len(shown.steps) - 1  # as in decode_lesson: as far as the work budget let the mode go
+    after = None
+    if following is not None and shown_step == step < MAX_DECODE_STEPS:
+        ahead = following[shown.mode]
+        after = decode_frame(ahead, following["kv"], following["recompute"] if shown.mode == "kv" else None,
+                             step + 1, head, whole=whole)
+    # the step before only when the recomputed run reached this step: then both the early frame and
+    # the one the server shows after Back compare the cache at that step
+    before = (decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step - 1, head, whole=whole)
+              if 0 < shown_step == step and (shown.mode != "kv" or compared >= step) else None)
+    return after, before
 
 
 def compare(traces, check, step: int, compared: int) -> None:
