@@ -7,6 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from apptest_helpers import stat_value, widget
+from viz.core.classroom import RecentReads, recent as recent_module
 from viz.ui import classroom, runs, state
 from viz.tools.server import free_port
 
@@ -215,8 +216,8 @@ class CountingStore:
 def test_a_class_read_is_shared_by_its_students_polls_for_a_moment(monkeypatch):
     """Polls within SHARED_READ_S of a read take it; later ones, and any after this process's teacher
     changed the class, read the store again."""
-    recent, store, clock = classroom._Recent(0.1), CountingStore(), [100.0]
-    monkeypatch.setattr(classroom.time, "monotonic", lambda: clock[0])
+    recent, store, clock = RecentReads(0.1), CountingStore(), [100.0]
+    monkeypatch.setattr(recent_module.time, "monotonic", lambda: clock[0])
     assert [recent.get(store, "ABCDEFGH") for _ in range(30)] == [("ABCDEFGH", 1)] * 30 and store.reads == 1
     store.version = 2
     clock[0] += 0.05

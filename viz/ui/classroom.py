@@ -9,17 +9,16 @@ changed their own view is exploring.
 
 A student's screen follows through a fragment that reruns every ``KVLAB_CLASS_POLL_S`` seconds
 (0.5 by default): it reads the class and reruns the app only when the class's version moved. The
-students of one class on one process share that read (:func:`_class_now`: at most one store read
-per class every :data:`SHARED_READ_S`), so thirty polls cost the store a few reads a second, not
-sixty. Everything the store refuses is a message; a store that is down touches nobody who is not
-in a class.
+students of one class on one process share that read (:func:`_class_now`, through
+:class:`viz.core.classroom.RecentReads`: at most one store read per class every
+:data:`SHARED_READ_S`), so thirty polls cost the store a few reads a second, not sixty. Everything
+the store refuses is a message; a store that is down touches nobody who is not in a class.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode, urlsplit, urlunsplit
@@ -27,7 +26,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import streamlit as st
 
 from ..core.classroom import (JOIN_CHARS, LINK_CHARS, ClassError, ClassState, ClassStore, StoreUnavailable,
-                              normalise, open_store, shown, store_address)
+                              RecentReads, normalise, open_store, shown, store_address)
 from ..core.engine.share import decode_view, encode_view
 from ..figures.classroom import join_qr_png, tally_lines
 from . import state
@@ -96,40 +95,11 @@ def _try(work, where: str = ""):
         return None
 
 
-class _Recent:
-    """The latest read of each class on this process, with when it was read: a class's polls within
-    SHARED_READ_S of a read take it (one read of the store, not thirty). Only followers' polls read
-    here; the teacher's writes and everyone's votes go to the store."""
-
-    def __init__(self, fresh_s: float, most: int = 256):
-        self.fresh_s, self.most = fresh_s, most
-        self.lock = threading.Lock()
-        self.reads: dict[str, tuple[float, ClassState]] = {}
-
-    def get(self, store: ClassStore, code: str) -> ClassState:
-        now = time.monotonic()
-        with self.lock:
-            held = self.reads.get(code)
-        if held is not None and now - held[0] < self.fresh_s:
-            return held[1]
-        read = store.state(code)
-        with self.lock:
-            if len(self.reads) >= self.most:
-                self.reads.clear()
-            self.reads[code] = (now, read)
-        return read
-
-    def forget(self, code: str) -> None:
-        """The class changed from this process (its teacher's screen is here): read it anew."""
-        with self.lock:
-            self.reads.pop(code, None)
-
-
-RECENT = _Recent(SHARED_READ_S)
+RECENT = RecentReads(SHARED_READ_S)
 
 
 def _class_now(code: str) -> ClassState | None:
-    """The class as a following student's poll reads it (shared on this process, see _Recent)."""
+    """The class as a following student's poll reads it (shared on this process: RecentReads)."""
     return _try(lambda store: RECENT.get(store, code))
 
 
