@@ -305,7 +305,11 @@ async def _vote(store, started, teacher: Screen, screens: list[Screen], ids: lis
         if mine == chosen or time.monotonic() > deadline:
             break
         await asyncio.sleep(0.2)
-    await teacher.click("tour_reveal_button_0")
+    try:  # the teacher's screen drew Reveal with the question (a screen without it is an error, not a crash)
+        await teacher.until(lambda: "tour_reveal_button_0" in teacher.log.buttons, 5.0)
+        await teacher.click("tour_reveal_button_0")
+    except (TimeoutError, RuntimeError) as err:
+        result["errors"].append(f"revealing: {type(err).__name__}: {err}")
     lost = sum(1 for got, sent in zip(mine, chosen) if got != sent)
     return {"sent": len(chosen), "counted": sum(counted), "lost": lost,
             "twice": max(0, sum(counted) - (len(chosen) - lost))}
