@@ -24,15 +24,18 @@ def fails_on(monkeypatch):
     """Make the toy model (which every toy page builds, through viz.generate or the session's decode
     runs) raise for scenarios whose tokens include a word."""
     from viz.core.engine.model import ToyModel
+    from viz.ui.runs import SHARED
     real = ToyModel.__init__
 
     def install(word: str | None):
+        SHARED.clear()  # runs built by earlier tests are shared by every session: build them anew
         def init(self, s, *args, **kwargs):
             if word is None or word in s.tokens:
                 raise RuntimeError("a failure made on purpose")
             real(self, s, *args, **kwargs)
         monkeypatch.setattr(ToyModel, "__init__", init)
-    return install
+    yield install
+    SHARED.clear()  # nor may a run built while failing on purpose outlive the test
 
 
 def _warnings(at) -> list[str]:
