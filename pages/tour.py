@@ -1,5 +1,6 @@
 """Guided tour: the article's walkthrough, one step at a time, with predict-then-reveal questions."""
 
+from contextlib import nullcontext
 from dataclasses import replace
 from typing import Callable
 
@@ -46,19 +47,24 @@ def ask(index: int, question: Question) -> bool:
     with st.container(border=True, key=f"tour_question_{index}"):
         prompt = md_escape(question.prompt)
         st.markdown(f"#### Vote first: {prompt}" if presenter else f"**Predict first:** {prompt}")
-        choice = st.segmented_control(
-            "The class's answer (optional)" if presenter else "Your answer", question.options, format_func=label,
-            disabled=revealed,  # options are engine numbers and the seed's words
-            label_visibility="visible" if presenter else "collapsed",
-            **state.bound(f"tour_answer_{index}", chosen[index] if revealed else pending.get(index),
-                          lambda picked: pending.__setitem__(index, picked)))
-        if not revealed:
-            if classroom.may_reveal() and st.button("Reveal", key=f"tour_reveal_button_{index}", icon=":material/visibility:",
-                         type="primary" if presenter else "secondary"):
+        # a class's live count (the teacher's screen) goes beside the options and Reveal, not under them
+        pick, count = st.columns([3, 2]) if not revealed and classroom.counting() else (nullcontext(), nullcontext())
+        with pick:
+            choice = st.segmented_control(
+                "The class's answer (optional)" if presenter else "Your answer", question.options,
+                format_func=label, disabled=revealed,  # options are engine numbers and the seed's words
+                label_visibility="visible" if presenter else "collapsed",
+                **state.bound(f"tour_answer_{index}", chosen[index] if revealed else pending.get(index),
+                              lambda picked: pending.__setitem__(index, picked)))
+            if not revealed and classroom.may_reveal() and st.button(
+                    "Reveal", key=f"tour_reveal_button_{index}", icon=":material/visibility:",
+                    type="primary" if presenter else "secondary"):
                 state.reveal(index, choice)
                 classroom.revealed(index)  # in a class: on every student's screen
                 st.rerun()
-            classroom.vote(index, question.prompt, question.options, choice)  # in a class: votes and counts
+        if not revealed:
+            with count:
+                classroom.vote(index, question.prompt, question.options, choice)  # in a class: votes and counts
             return False
         right, picked = question.options[question.answer], chosen[index]
         if picked is None:

@@ -16,9 +16,12 @@ from playwright.sync_api import expect
 
 from viz import generate, load_preset
 from viz.core.lessons.tour import RIGHT_MARK, question_even
+from viz.tools.chromium import NEXT_PAINT_JS
+from viz.tools.screenshots import compress
 from viz.tools.server import ROOT
 
 PROJECTOR = {"width": 1280, "height": 720}
+PHONE = {"width": 390, "height": 844}
 REVIEW = ROOT / "docs" / "screenshots" / "review"
 
 
@@ -168,41 +171,79 @@ def test_the_vote_screen_at_1920x1080(app):
     app.assert_no_exception()
 
 
+def review_shot(screen, name: str) -> None:
+    """The first screen of ``screen``, as a 128-colour PNG in the review folder."""
+    REVIEW.mkdir(parents=True, exist_ok=True)
+    path = REVIEW / f"{name}.png"
+    screen.page.screenshot(path=str(path))
+    compress(path, width=screen.page.viewport_size["width"], colours=128)
+
+
 def test_the_class_vote_fits_a_projector_with_its_live_count(new_app, tmp_path):
-    """In a class (the teacher in presenter mode at 1280 × 720, a student voting) the question, its
-    options and Reveal stay in the first screen below the class bar (the live count under Reveal is
-    below the fold there); after Reveal the answer's figure is in the first screen too, the right
-    option marked, and the student is told they were right."""
+    """In a class (the teacher in presenter mode, two students voting from phones) the question, its
+    options, the live count of each option and Reveal are in the teacher's first screen at 1280 × 720
+    and 1920 × 1080, under a one-line class bar; after Reveal the answer's figure is in the first
+    screen too, the right option marked, and each student is told whether they were right. A
+    student's phone (390 × 844) shows the options with the vote just sent."""
     from viz.tools.server import StreamlitServer
 
     from .visitor import ARTIFACTS
 
     with StreamlitServer(ARTIFACTS / "browser-vote-screen.log",
                          env={"KVLAB_STORE": f"sqlite:///{tmp_path / 'classes.sqlite3'}"}) as server:
-        teacher, student = new_app(server), new_app(server)
+        teacher, student, other = new_app(server), new_app(server), new_app(server)
         teacher.page.set_viewport_size(PROJECTOR)
         teacher.open("/")
         teacher.expander("Class mode", scope=teacher.sidebar, reruns=True)
         teacher.click_button("Start a class", scope=teacher.sidebar)
         code, secret = teacher.query["class"], teacher.query["teach"]
-        student.open("/", join=code)
-        student.click_button("Join the class", scope=student.sidebar)
+        for pupil in (student, other):
+            pupil.open("/", join=code)
+            pupil.click_button("Join the class", scope=pupil.sidebar)
+            pupil.page.set_viewport_size(PHONE)  # joined at a desk's size (the sidebar open), then a phone
         teacher.open("/tour", tour=3, present=1, **{"class": code, "teach": secret})
-        expect(student.page).to_have_url(re.compile(r"/tour\?.*tour=3"))  # the student follows the teacher
-        student.settle()
-        student.pick("Your answer", "12.5")
-        expect(student.main.get_by_text("Your vote is in")).to_be_visible()
-        expect(teacher.main.get_by_text("C. 12.5: 1 vote")).to_be_visible()
+        bar = teacher.main.locator(".st-key-kv_class_bar")
+        expect(bar).to_contain_text("2 students connected")
+        assert bar.bounding_box()["height"] < 100, bar.bounding_box()  # one line, not the join screen
+        for pupil, option in ((student, "12.5"), (other, "5")):
+            expect(pupil.page).to_have_url(re.compile(r"/tour\?.*tour=3"))  # the students follow the teacher
+            pupil.settle()
+            pupil.pick("Your answer", option)
+            expect(pupil.main.get_by_text("Your vote is in")).to_be_visible()
+        mine = student.page.get_by_role("radiogroup", name="Your answer", exact=True)
+        for name, element in (("the options", mine), ("the vote sent", student.main.get_by_text("Your vote is in"))):
+            inside(student, f"the phone: {name}", element)
+        expect(mine.get_by_role("radio", name="12.5", exact=True)).to_have_attribute("aria-checked", "true")
+        review_shot(student, "class-vote-phone-390x844")
         box = teacher.main.locator(".st-key-tour_question_1")
-        inside(teacher, "the question", box.get_by_role("heading", name=re.compile("^Vote first:")))
-        for i in range(4):
-            inside(teacher, f"option {i + 1}", box.get_by_role("radio").nth(i))
-        inside(teacher, "Reveal", box.get_by_role("button", name="Reveal"))
-        REVIEW.mkdir(parents=True, exist_ok=True)
-        teacher.page.screenshot(path=str(REVIEW / "tour-class-1280x720.png"))
+        for size in (PROJECTOR, {"width": 1920, "height": 1080}):
+            teacher.page.set_viewport_size(size)
+            teacher.page.evaluate(NEXT_PAINT_JS)
+            inside(teacher, "the question", box.get_by_role("heading", name=re.compile("^Vote first:")))
+            for i in range(4):
+                inside(teacher, f"option {i + 1}", box.get_by_role("radio").nth(i))
+            inside(teacher, "Reveal", box.get_by_role("button", name="Reveal"))
+            for count in ("A. 5: 1 vote", "B. 9: 0 votes", "C. 12.5: 1 vote", "D. 20: 0 votes"):
+                inside(teacher, count, box.get_by_test_id("stProgress").filter(has_text=count))
+            review_shot(teacher, f"class-vote-{size['width']}x{size['height']}")
+        teacher.page.set_viewport_size(PROJECTOR)
         teacher.click_button("Reveal")
         assert 0 <= teacher.main.locator(".st-key-tour_multiples").bounding_box()["y"] < PROJECTOR["height"] - 100
         inside(teacher, "the marked option", box.get_by_role("radio").filter(has_text=RIGHT_MARK))
+        expect(box.get_by_test_id("stProgress")).to_have_count(0)  # the count stood for the vote, now over
+        review_shot(teacher, "class-vote-revealed-1280x720")
         expect(student.main.get_by_text(re.compile(r"^Right: 12\.5"))).to_be_visible()
-        for screen in (teacher, student):
+        expect(other.main.get_by_text(re.compile(r"^Not quite: you chose 5"))).to_be_visible()
+        for step, index, _ in QUESTION_STEPS[2:]:  # the later questions, with longer prompts, fit too
+            teacher.open("/tour", tour=step, present=1, **{"class": code, "teach": secret})
+            box = teacher.main.locator(f".st-key-tour_question_{index}")
+            inside(teacher, f"step {step}: the question", box.get_by_role("heading", name=re.compile("^Vote first:")))
+            for i in range(box.get_by_role("radio").count()):
+                inside(teacher, f"step {step}: option {i + 1}", box.get_by_role("radio").nth(i))
+            inside(teacher, f"step {step}: Reveal", box.get_by_role("button", name="Reveal"))
+            bars = box.get_by_test_id("stProgress")
+            expect(bars).to_have_count(box.get_by_role("radio").count())
+            for i in range(bars.count()):
+                inside(teacher, f"step {step}: count {i + 1}", bars.nth(i))
+        for screen in (teacher, student, other):
             screen.assert_no_exception()

@@ -270,19 +270,24 @@ def bar() -> None:
 
 
 def _teacher_bar(here: Seat) -> None:
+    """The projector's class bar: the join screen (code, link, QR code, count), or once everybody is
+    in one line (code, count, the Join screen switch, the rest in popovers), so a tour question with
+    its live count stays whole on a 1280 × 720 projector under it."""
     join = _link({"join": here.code})
-    with st.container(border=True, key="kv_class_bar"):
-        if st.session_state.get(JOIN_SCREEN):
-            words, picture = st.columns([2, 1])
-            with words:
-                st.markdown(f"## Join the class: **{shown(here.code)}**")
-                st.markdown("Open this link, or scan the code, or type the code under *Class mode* in the "
-                            "sidebar:")
-                st.code(join, language=None, wrap_lines=True)
-                _teacher_live()
-            picture.image(join_qr_png(join), caption="Scan to join", width=260)
-        else:
+    if not st.session_state.get(JOIN_SCREEN):  # one line, no frame: the page keeps the room
+        with st.container(horizontal=True, vertical_alignment="center", gap="medium", key="kv_class_bar"):
             _teacher_live()
+            _teacher_controls(here)
+        return
+    with st.container(border=True, key="kv_class_bar"):
+        words, picture = st.columns([2, 1])
+        with words:
+            st.markdown(f"## Join the class: **{shown(here.code)}**")
+            st.markdown("Open this link, or scan the code, or type the code under *Class mode* in the "
+                        "sidebar:")
+            st.code(join, language=None, wrap_lines=True)
+            _teacher_live()
+        picture.image(join_qr_png(join), caption="Scan to join", width=260)
         _teacher_controls(here)
 
 
@@ -320,23 +325,24 @@ def _teacher_controls(here: Seat) -> None:
     now = _try(lambda store: store.state(here.code))
     if now is None:
         return
-    with st.container(horizontal=True, vertical_alignment="center", key="kv_class_controls"):
+    with st.container(horizontal=True, vertical_alignment="center", key="kv_class_controls", width="content"):
         st.toggle("Join screen", key=JOIN_SCREEN, help="The join code, link and QR code, large, for the projector")
-        st.toggle("Lock (no new students)", value=now.locked, key=f"kv_class_lock_{now.version}",
-                  on_change=_flag, args=("set_locked", not now.locked))
-        if now.ended:
-            st.button("Open the class again", on_click=_flag, args=("set_ended", False), key="kv_class_reopen",
-                      icon=":material/replay:")
-        else:
-            st.button("End the class", on_click=_flag, args=("set_ended", True), key="kv_class_end",
-                      icon=":material/stop_circle:")
-        st.download_button("Results (CSV)", data=lambda: _results(here.code, here.token),
-                           file_name=f"kvlab-class-{here.code}.csv", mime="text/csv", on_click="ignore",
-                           icon=":material/download:", key="kv_class_csv")
-    folded("Teacher's link (keep it off the projector)", "kv_class_secret",
-           lambda: (st.caption("Opens this class as its teacher on any device, also after a reload. "
-                               "Never share it with students."),
-                    st.code(_link({"class": here.code, "teach": here.token}), language=None, wrap_lines=True)))
+        with st.popover("Class", icon=":material/tune:", help="Lock, end, the results"):
+            st.toggle("Lock (no new students)", value=now.locked, key=f"kv_class_lock_{now.version}",
+                      on_change=_flag, args=("set_locked", not now.locked))
+            if now.ended:
+                st.button("Open the class again", on_click=_flag, args=("set_ended", False),
+                          key="kv_class_reopen", icon=":material/replay:")
+            else:
+                st.button("End the class", on_click=_flag, args=("set_ended", True), key="kv_class_end",
+                          icon=":material/stop_circle:")
+            st.download_button("Results (CSV)", data=lambda: _results(here.code, here.token),
+                               file_name=f"kvlab-class-{here.code}.csv", mime="text/csv", on_click="ignore",
+                               icon=":material/download:", key="kv_class_csv")
+        with st.popover("Teacher's link", icon=":material/key:", help="Keep it off the projector"):
+            st.caption("Opens this class as its teacher on any device, also after a reload. "
+                       "Never share it with students.")
+            st.code(_link({"class": here.code, "teach": here.token}), language=None, wrap_lines=True)
 
 
 def _student_line() -> None:
@@ -456,6 +462,13 @@ def revealed(index: int) -> None:
         RECENT.forget(here.code)
 
 
+def counting() -> bool:
+    """Whether this screen shows a class's live count of the votes (the teacher's): the tour puts it
+    beside the options, so question, options, count and Reveal share the projector's first screen."""
+    here = seat()
+    return here is not None and here.teacher
+
+
 def vote(index: int, prompt: str, options: list[str], choice: str | None) -> None:
     """Under an unrevealed question: the teacher sees the live count, a student sends their choice."""
     here = seat()
@@ -483,6 +496,7 @@ def _live_tally(index: int, options: tuple[str, ...]) -> None:
     tally = _try(lambda store: store.tally(here.code, index)) if here else None
     if tally is None or len(tally.counts) != len(options):
         return
-    st.caption(f"Votes so far: {tally.total} (the answer stays hidden until Reveal)")
-    for label, share in tally_lines(options, tally):
-        st.progress(share, text=md_escape(label))
+    # counts only (nothing marks the answer), close together: beside the options on a 720 px projector
+    with st.container(gap="xxsmall", key=f"kv_class_tally_{index}"):
+        for label, share in tally_lines(options, tally):
+            st.progress(share, text=md_escape(label))
