@@ -74,6 +74,7 @@ def ask(index: int, question: Question) -> bool:
         else:
             st.error(f"Not quite: you chose {md_escape(picked)}, it is **{md_escape(right)}**. "
                      f"{md_escape(question.explanation)}")
+        classroom.counted(index, question.options)  # in a class, the teacher's screen: the final count
     return True
 
 

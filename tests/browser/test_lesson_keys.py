@@ -193,6 +193,10 @@ def vote_screen_whole(screen, box, where: str) -> None:
     expect(bars).to_have_count(options.count())
     for i in range(bars.count()):
         inside(screen, f"{size}: count {i + 1}", bars.nth(i))
+    beside = bars.first.bounding_box()["x"]  # the options end before the counts begin (none cut or covered)
+    for i in range(options.count()):
+        edge = options.nth(i).bounding_box()
+        assert edge["x"] + edge["width"] <= beside, f"{size}: option {i + 1} at {edge} runs under the counts"
 
 
 def test_the_class_vote_fits_a_projector_with_its_live_count(new_app, tmp_path):
@@ -241,9 +245,11 @@ def test_the_class_vote_fits_a_projector_with_its_live_count(new_app, tmp_path):
             review_shot(teacher, f"class-vote-{size['width']}x{size['height']}")
         teacher.page.set_viewport_size(PROJECTOR)
         teacher.click_button("Reveal")
+        expect(teacher.main.locator(".st-key-tour_multiples .js-plotly-plot")).to_be_visible()
         assert 0 <= teacher.main.locator(".st-key-tour_multiples").bounding_box()["y"] < PROJECTOR["height"] - 100
         inside(teacher, "the marked option", box.get_by_role("radio").filter(has_text=RIGHT_MARK))
-        expect(box.get_by_test_id("stProgress")).to_have_count(0)  # the count stood for the vote, now over
+        for count in ("A. 5: 1 vote", "C. 12.5: 1 vote"):  # the class's final count stays, under the answer
+            expect(box.get_by_test_id("stProgress").filter(has_text=count)).to_have_count(1)
         review_shot(teacher, "class-vote-revealed-1280x720")
         expect(student.main.get_by_text(re.compile(r"^Right: 12\.5"))).to_be_visible()
         expect(other.main.get_by_text(re.compile(r"^Not quite: you chose 5"))).to_be_visible()

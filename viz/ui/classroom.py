@@ -490,8 +490,19 @@ def vote(index: int, prompt: str, options: list[str], choice: str | None) -> Non
         st.caption("Vote on your own device; the teacher reveals the answer on every screen.")
 
 
+def counted(index: int, options: list[str]) -> None:
+    """Beside a revealed question on the teacher's screen: the class's final count (the store takes
+    no vote after Reveal), for the class to talk about with the answer in view."""
+    if counting():
+        _tally(index, tuple(options))
+
+
 @st.fragment(run_every=TEACHER_POLL_S)
 def _live_tally(index: int, options: tuple[str, ...]) -> None:
+    _tally(index, options)
+
+
+def _tally(index: int, options: tuple[str, ...]) -> None:
     here = seat()
     tally = _try(lambda store: store.tally(here.code, index)) if here else None
     if tally is None or len(tally.counts) != len(options):
