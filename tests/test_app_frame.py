@@ -15,7 +15,7 @@ from viz.core.limits import MAX_PROMPT_CHARS
 from viz.core.engine.share import View, encode_view
 from viz.tools.loadtest import CLASS_LINK
 from viz.ui import state, widgets
-from viz.ui.sidebar import PRESET
+from viz.ui.sidebar import LINK_OPEN, PRESET
 
 from apptest_helpers import (by_label, choice_data, flip, pick, edit_table, errors, has_prompt_box, prompt_shown, scenario, send_prompt,
                              shown, widget, widget_key)
@@ -324,8 +324,25 @@ def test_a_link_at_the_root_switches_to_its_page_once(monkeypatch, params):
 
 
 def share_link(at) -> str:
-    """The link the sidebar's Copy link box (st.code, with its copy button) holds."""
+    """The link the sidebar's Copy link box (st.code, with its copy button) holds, its fold opened
+    (a rerun, as the visitor's click on it starts)."""
+    if not at.sidebar.code:
+        at.session_state[LINK_OPEN] = True
+        at.run()
     return at.sidebar.code[0].value
+
+
+@pytest.mark.parametrize("params", [{}, {"page": "decode", "step": "2"}], ids=["Home", "a Decode link"])
+def test_a_first_view_builds_no_copy_link_box_until_its_fold_opens(params):
+    """A new visitor's first view has the Copy link fold closed and no st.code in the sidebar (it
+    would bring Streamlit's syntax highlighter to the first view); opening the fold shows the link to
+    the view on screen."""
+    at = _open(params)
+    assert not at.exception and not at.sidebar.code
+    assert [e.label for e in at.sidebar.expander if e.label == "Copy link"] == ["Copy link"]
+    link = urlsplit(share_link(at))
+    assert link.path == "/" and dict(parse_qsl(link.query)).get("page") == params.get("page")
+    assert dict(parse_qsl(link.query)).get("step") == params.get("step")
 
 
 def test_the_load_tests_class_link_is_the_copy_link_of_a_fresh_decode():

@@ -88,10 +88,13 @@ def test_the_link_keeps_the_view_through_page_changes(app, new_app):
             nav_link(app, title).click()
         expect(app.page).to_have_url(re.compile(rf"{re.escape(path)}\?"))
         assert {key: app.query.get(key) for key in view} == view, title
+    # st.code, with Streamlit's copy button, built once its fold is opened (not on a first view);
+    # opened before presenter mode folds the sidebar away, it stays open
+    fold = app.expander("Copy link", app.sidebar, reruns=True)
     app.toggle("Presenter mode")
     link = app.page.url
     assert app.query.get("present") == "1"
-    code = app.sidebar.get_by_test_id("stCode")  # st.code, with Streamlit's copy button
+    code = fold.get_by_test_id("stCode")
     expect(code).to_contain_text("step=2")
     shared = code.locator("code").inner_text().strip()
     assert "present=1" in shared and shared.endswith(link.split("?", 1)[1])

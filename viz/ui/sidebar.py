@@ -225,7 +225,11 @@ PANELS = (("kv_panel_tokens", "Tokens and values", ":material/edit_note:", "toke
           ("kv_panel_files", "Save and open", ":material/save:", "upload", _save_and_share))
 
 
-LINK_SLOT = "kv_share_link_slot"  # (the box's container, the page's path), made by render() each run
+LINK_SLOT = "kv_share_link_slot"  # (the box's container, the page's path), made by render() while its fold is open
+# Whether the Copy link fold is open. The box is built only while it is: st.code brings Streamlit's
+# syntax highlighter (about 1.5 MB of script) to whichever view shows one first, a new visitor's
+# first view included; the address bar holds the same link all along.
+LINK_OPEN = "kv_link_open"
 
 
 def _draw_link(place, url_path: str) -> None:
@@ -255,7 +259,7 @@ def refresh_share_link() -> None:
     shows the view the fragment moved to. Streamlit lets a fragment fill a container made outside it
     when it fills it on every full run too, as here."""
     held = st.session_state.get(LINK_SLOT)
-    if held is None:  # the sidebar failed before making the box in this run
+    if held is None:  # the fold is closed, or the sidebar failed before making the box in this run
         return
     try:
         _draw_link(*held)
@@ -264,8 +268,9 @@ def refresh_share_link() -> None:
 
 
 def render(editors: bool = True, url_path: str = "") -> None:
-    """The whole sidebar, with a place for the Copy link box that :func:`share_link` (or the page's
-    fragment) fills once the page has run; ``url_path`` is the page's path.
+    """The whole sidebar, with a place for the Copy link box (in its fold, while open) that
+    :func:`share_link` (or the page's fragment) fills once the page has run; ``url_path`` is the
+    page's path.
 
     In presenter mode only the toggle, the preset, the badge and the link remain; on a page that
     does not read the scenario (``editors`` False) the preset picker and the editors are left out."""
@@ -277,7 +282,9 @@ def render(editors: bool = True, url_path: str = "") -> None:
         st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")
         for notice in state.notices():
             st.warning(f"Share link: {md_escape(notice)}", icon=":material/link_off:")
-        st.session_state[LINK_SLOT] = (st.container(key="kv_share_link"), url_path)
+        fold = st.expander("Copy link", icon=":material/link:", key=LINK_OPEN, on_change="rerun")
+        if fold.open:  # folded (as on a first view): no box, and nothing for share_link() to draw
+            st.session_state[LINK_SLOT] = (fold.container(key="kv_share_link"), url_path)
         if not editors:
             st.caption("This page does not use the scenario editors; they are on Prefill, Decode, Memory, "
                        "Serving and At scale.")
