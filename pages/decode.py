@@ -20,7 +20,7 @@ from viz.figures import toy
 from viz.figures.base import Stat
 from viz.ui import guard, state
 from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys
-from viz.ui.common import (division_notices, head_picker, lazy_tabs, lesson_header, lesson_screen, lesson_tables,
+from viz.ui.common import (division_notices, folded, head_picker, lazy_tabs, lesson_header, lesson_screen, lesson_tables,
                            md_escape, plot, whole_switch)
 from viz.ui.widgets import stats, table
 from viz.ui.runs import decode_traces, decode_traces_ahead
@@ -36,6 +36,7 @@ MODE_PICKER = "decode_mode_picker"
 WHOLE = "decode_whole"  # whether Whole is on (its switch: WHOLE + "_switch")
 CUMULATIVE = "decode_cumulative"
 TAB = "decode_tab"
+COMPARE_FOLD = "decode_compare_open"  # whether the head-by-head comparison table's fold is open
 STEP, BACK = "decode_step", "decode_back"  # the buttons' keys: the board draws the next step at their click
 TABS = ("Cache vs recompute", "Work", "Text and table", "Replay in the browser", "Figures as tables")
 SHORT = {"kv": "KV cache", "recompute": "recompute", "reencode": "re-encode"}
@@ -185,7 +186,10 @@ def compare(traces, check, step: int, compared: int) -> None:
         st.caption(f"Compared at step {compared}, the latest step the recomputed run reached.")
     stats([Stat("Largest |difference| in the context", f"{check.max_gap:.3g}"),
            Stat("Same next word?", check.same_token)], "KV cache against recomputation", key="decode_check_stats")
-    table(toy.comparison_table(check), toy.COMPARISON_LABEL, key="decode_compare")
+    # folded, built when opened: st.table brings about 1 MB of Arrow script to the view that shows one
+    # first, and this tab is open on a new visitor's first view
+    folded(toy.COMPARISON_LABEL, COMPARE_FOLD, icon=":material/table:",
+           body=lambda: table(toy.comparison_table(check), toy.COMPARISON_LABEL, key="decode_compare"))
     if check.differing:
         for head in check.differing:
             st.markdown(md_escape(head.text))

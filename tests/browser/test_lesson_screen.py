@@ -133,6 +133,7 @@ def test_prefill_is_one_screen_in_presenter_mode(app, case, width, height):
 def test_a_step_reruns_only_the_decode_view_and_keeps_the_link(app):
     """Step, the → key and the mode picker rerun the fragment; the address bar follows each of them."""
     app.open("/decode")
+    link = app.expander("Copy link", app.sidebar, reruns=True)  # opened first: the fragment's reruns refresh it
     app.click_button("Step")
     assert app.query.get("step") == "1"
     expect(app.main.get_by_test_id("stAlertContentWarning").filter(has_text="went stale")).to_have_count(1)
@@ -141,7 +142,7 @@ def test_a_step_reruns_only_the_decode_view_and_keeps_the_link(app):
         app.page.keyboard.press("ArrowRight")
     assert app.query.get("step") == "2"
     # the sidebar's Copy link box follows the fragment too (it is not rerun with it)
-    expect(app.sidebar.get_by_test_id("stCode")).to_contain_text("step=2")
+    expect(link.get_by_test_id("stCode")).to_contain_text("step=2")
     app.pick("Show the run", "recompute")
     assert app.query.get("mode") == "recompute"
     app.pick("Head", "first")
@@ -239,7 +240,9 @@ def test_the_cache_check_is_a_real_table(app):
     """Decode's cache check is an HTML table (st.table): named for screen readers, column headers,
     one row per head, the article's 6 against 7 for 'last'."""
     app.open("/decode", step=1)
-    table = app.main.get_by_test_id("stTable").locator("table").filter(has_text="k.pos == n")
+    expect(app.main.get_by_test_id("stTable")).to_have_count(0)  # folded on a first view: built when opened
+    fold = app.expander("Each head's context with the KV cache and recomputed", app.main, reruns=True)
+    table = fold.get_by_test_id("stTable").locator("table").filter(has_text="k.pos == n")
     expect(table).to_have_count(1)
     expect(table).to_have_attribute("aria-label", re.compile("KV cache and recomputed"))
     expect(table.locator("thead th")).to_have_text(["head", "rule", "cacheable", "KV cache", "recompute", "|difference|"])
