@@ -149,8 +149,10 @@ def test_presenter_mode_folds_editors_and_enlarges_type(app):
     app.open("/decode")
     root, text = app.page.locator("html"), app.main.locator("p")
     root_px, text_px = app.font_size_px(root), app.font_size_px(text)
-    # the scenario editors' panels; the Class mode panel stays in presenter mode (a teacher presents)
-    editors = app.sidebar.get_by_test_id("stExpander").filter(has_not_text="Class mode")
+    # the scenario editors' panels; the Class mode panel and the Copy link fold stay in presenter mode
+    # (a teacher presents and shares)
+    editors = app.sidebar.get_by_test_id("stExpander").filter(has_not_text="Class mode").filter(
+        has_not_text="Copy link")
     expect(editors.first).to_be_visible()
 
     app.toggle("Presenter mode")
