@@ -45,11 +45,12 @@ def test_the_keys_map_every_lesson_key_to_its_button():
     """The keys-only form is sent, for each lesson key, the selector of the button it presses: →,
     PageDown and Space press Step, ← and PageUp press Back; the help texts name exactly these keys."""
     data = board_ui.keys_data("decode_step", "decode_back")
-    assert data == [{"kind": "keys", "keys": {"ArrowRight": ".st-key-decode_step button",
+    assert data == [{"kind": "keys", "presenter": False, "keys": {"ArrowRight": ".st-key-decode_step button",
                                               "PageDown": ".st-key-decode_step button",
                                               " ": ".st-key-decode_step button",
                                               "ArrowLeft": ".st-key-decode_back button",
                                               "PageUp": ".st-key-decode_back button"}}]
+    assert board_ui.keys_data("decode_step", "decode_back", presenter=True)[0]["presenter"] is True
     names = {"ArrowRight": "→", "PageDown": "PageDown", " ": "Space", "ArrowLeft": "←", "PageUp": "PageUp"}
     assert board_ui.STEP_KEYS_HELP == ", ".join(names[k] for k in board_ui.STEP_KEYS)
     assert board_ui.BACK_KEYS_HELP == ", ".join(names[k] for k in board_ui.BACK_KEYS)

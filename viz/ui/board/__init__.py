@@ -58,15 +58,18 @@ def board(spec: dict, key: str, turns: list[dict] = ()) -> None:
                                     draw=st.session_state[DRAWS]), width="stretch", height="content")
 
 
-def keys_data(step: str, back: str) -> list[dict]:
+def keys_data(step: str, back: str, *, presenter: bool = False) -> list[dict]:
     """What the keys-only form is sent (README.md): for each lesson key, the selector of the button
-    it presses (``step`` and ``back`` are the buttons' widget keys)."""
-    return [{"kind": "keys", "keys": {**{k: button_selector(back) for k in BACK_KEYS},
-                                      **{k: button_selector(step) for k in STEP_KEYS}}}]
+    it presses (``step`` and ``back`` are the buttons' widget keys), and whether the page is in
+    presenter mode (there the keys step even from a focused slider)."""
+    return [{"kind": "keys", "presenter": presenter,
+             "keys": {**{k: button_selector(back) for k in BACK_KEYS},
+                      **{k: button_selector(step) for k in STEP_KEYS}}}]
 
 
 def lesson_keys(step: str, back: str) -> None:
     """Give the step control whose buttons have widget keys ``step`` and ``back`` the lesson's keys
     (→ PageDown Space, ← PageUp), whatever has focus; draws nothing. One script listens for the whole
     page: with several step controls, a key goes to the one clicked last (else the first shown)."""
-    _mount(key=f"{step}_keys", data=keys_data(step, back), width="content", height="content")
+    _mount(key=f"{step}_keys", data=keys_data(step, back, presenter=state.presenter()),
+           width="content", height="content")

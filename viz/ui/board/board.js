@@ -154,12 +154,19 @@ const typing = event => path(event).some(node => node && node.tagName && (node.i
   || (TEXT.has(node.tagName) && !(node.tagName === "INPUT" && NOT_TEXT.has(node.type)))));
 const inSidebar = event => path(event).some(
   node => node && node.getAttribute && node.getAttribute("data-testid") === "stSidebar");
+// focus on a control (a button, an input, a slider's thumb, a radio, a tab), not on the page itself
+const CONTROL_ROLES = new Set(["slider", "radio", "radiogroup", "option", "tab", "switch", "checkbox"]);
+const onControl = event => path(event).some(node => node && node.getAttribute
+  && (node.tagName === "INPUT" || node.tagName === "BUTTON" || CONTROL_ROLES.has(node.getAttribute("role"))));
+const onSlider = event => path(event).some(node => node && node.getAttribute
+  && (node.getAttribute("role") === "slider" || (node.tagName === "INPUT" && node.type === "range")));
+const ARROWS = new Set(["ArrowLeft", "ArrowRight"]);
 // a step control's button as drawn (Streamlit keeps a second, undrawn copy of a button with help)
 const find = selector => [...document.querySelectorAll(selector)].find(button => button.getClientRects().length > 0);
 
 function keyboard() {
   if (window.__kvlabKeys) return window.__kvlabKeys;
-  const keys = { maps: new Map(), last: null, swallowSpace: false };
+  const keys = { maps: new Map(), last: null, swallowSpace: false, presenter: false };
   const ordered = () => [...keys.maps.entries()]  // [element, map] in page order
     .filter(([element]) => element.isConnected)
     .sort(([a], [b]) => (a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1));
@@ -173,10 +180,16 @@ function keyboard() {
     const selector = target(event.key);
     if (!selector) return;
     if (!ALWAYS.has(event.key) && (typing(event) || inSidebar(event))) return;
+    // at a desk a focused slider keeps its arrows (keyboard users set it with them); a projector's
+    // keys always step
+    if (!keys.presenter && ARROWS.has(event.key) && onSlider(event)) return;
+    const button = find(selector);
+    // at the first or last step the key does what it would do anyway (the page scrolls), unless a
+    // control has focus, which it would move
+    if (button.disabled && !onControl(event)) return;
     event.preventDefault();
     event.stopPropagation();
     if (event.key === " ") keys.swallowSpace = true;  // a focused button acts on Space's keyup
-    const button = find(selector);
     if (!event.repeat && !button.disabled) button.click();
   }, true);
   window.addEventListener("keyup", event => {
@@ -196,8 +209,10 @@ function keyboard() {
   return keys;
 }
 
-function register(parentElement, map) {
-  const { maps } = keyboard();
+function register(parentElement, map, presenter) {
+  const keys = keyboard();
+  const { maps } = keys;
+  keys.presenter = Boolean(presenter);  // every render says whether the page is in presenter mode
   maps.set(parentElement, map);
   return () => { if (maps.get(parentElement) === map) maps.delete(parentElement); };
 }
@@ -206,7 +221,7 @@ export default function (component) {
   const { parentElement } = component;
   const data = Array.isArray(component.data) ? component.data[0] : null;  // README.md: the data contract
   if (!data) return;
-  if (data.kind === "keys") return register(parentElement, data.keys);  // keys only: nothing drawn
+  if (data.kind === "keys") return register(parentElement, data.keys, data.presenter);  // keys only: nothing drawn
   draw(parentElement, data);
   return listen(parentElement, data);
 }
