@@ -36,12 +36,13 @@ def ask(index: int, question: Question) -> bool:
     keys step the tour and never move the choice); the choice is kept while the tour steps, recorded
     at Reveal and counts for the score; once revealed the right option is marked ✓ and bold."""
     presenter = state.presenter()
+    lettered = presenter or classroom.seat() is not None  # the projector and every phone of a class
     chosen = state.tour_choices()
     revealed = index in chosen
     pending = st.session_state.setdefault(PENDING, {})
 
     def label(option: str) -> str:
-        text = md_escape(option_label(question, option, lettered=presenter, revealed=revealed))
+        text = md_escape(option_label(question, option, lettered=lettered, revealed=revealed))
         return f"**{text}**" if revealed and option == question.options[question.answer] else text
 
     with st.container(border=True, key=f"tour_question_{index}"):

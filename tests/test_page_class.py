@@ -125,6 +125,7 @@ def test_votes_count_live_and_reveal_reaches_every_screen():
         pupil.run()
         assert not any(b.key == "tour_reveal_button_0" for b in pupil.button)
         answers = widget(pupil, "tour_answer_0")  # a segmented control; a student's options read as they are
+        assert [o.content for o in answers.proto.options] == [r"A\. yes", r"B\. no"]  # lettered, as on the projector
         answers.set_value(answers.options[first]).run()
         answers = widget(pupil, "tour_answer_0")
         answers.set_value(answers.options[last]).run()
