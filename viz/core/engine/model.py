@@ -3,19 +3,8 @@
 The model and its decoders (items 1 to 3) are :mod:`viz.core.engine.toy_model`, whose names are
 imported here too; this module is the loop (item 4) and the run it records (:class:`Trace`).
 
-One attention layer with rule-based heads (docs/design.md gives the exact semantics):
+Items 1 to 3 (encode, prefill, decode) are described there, with the exact semantics in docs/design.md.
 
-1. **Encode** each token into a query, a key per head and a value. For a rule that only reads the
-   key, Q is a row of ones and K is a row of ±1 (+1 where the rule holds), so Q·K / √d_k is ±√d_k
-   literally. A rule that also reads the query is scored directly as ±√d_k from the rule.
-2. **Prefill**: all prompt positions in one batched pass over heads: raw scores, scaled scores,
-   causal mask, softmax weights, contexts. Every stage is kept for the UI.
-3. **Decode**: :meth:`Decoder.extend` appends m ≥ 1 tokens and computes their query rows; it is the
-   one decode step every decoder, cache, page and benchmark calls (``decode_step`` is extend with
-   one token; chunked prefill and speculative verification extend by several). Three decoders
-   differ only in what they redo: ``recompute`` (a full forward over the whole sequence, as naive
-   generation does), ``reencode`` (the seed's decode code: re-encode every key, query only the new
-   tokens) and ``kv`` (encode only the new keys and values, append them to a :class:`~.cache.Cache`).
 4. **Logits** = context of the last position @ W_vocab; :class:`Generation` is the one loop
    (prefill → logits → sample → append) that ``generate``, the paged and compressed caches and the
    serving scheduler all run.
