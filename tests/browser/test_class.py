@@ -98,7 +98,7 @@ def test_a_class_follows_explores_votes_and_shares(new_app, class_server):
         teacher.sidebar.get_by_role("link", name="Guided tour").click()
     with teacher.rerun():
         teacher.page.locator(".st-key-kv_tour_step_forward button").first.click()
-    for student, option in ((ana, "no"), (bo, "yes")):
+    for student, option in ((ana, "B. no"), (bo, "A. yes")):  # lettered, as the projector reads them
         expect(student.page).to_have_url(re.compile(r"/tour\?.*tour=2"))
         expect(student.main.get_by_role("button", name="Reveal")).to_have_count(0)  # only the teacher reveals
         with student.rerun():

@@ -225,7 +225,7 @@ def test_the_class_vote_fits_a_projector_with_its_live_count(new_app, tmp_path):
         bar = teacher.main.locator(".st-key-kv_class_bar")
         expect(bar).to_contain_text("2 students connected")
         assert bar.bounding_box()["height"] < 100, bar.bounding_box()  # one line, not the join screen
-        for pupil, option in ((student, "12.5"), (other, "5")):
+        for pupil, option in ((student, "C. 12.5"), (other, "A. 5")):  # lettered, as the projector reads them
             expect(pupil.page).to_have_url(re.compile(r"/tour\?.*tour=3"))  # the students follow the teacher
             pupil.settle()
             pupil.pick("Your answer", option)
@@ -233,7 +233,7 @@ def test_the_class_vote_fits_a_projector_with_its_live_count(new_app, tmp_path):
         mine = student.page.get_by_role("radiogroup", name="Your answer", exact=True)
         for name, element in (("the options", mine), ("the vote sent", student.main.get_by_text("Your vote is in"))):
             inside(student, f"the phone: {name}", element)
-        expect(mine.get_by_role("radio", name="12.5", exact=True)).to_have_attribute("aria-checked", "true")
+        expect(mine.get_by_role("radio", name="C. 12.5", exact=True)).to_have_attribute("aria-checked", "true")
         review_shot(student, "class-vote-phone-390x844")
         box = teacher.main.locator(".st-key-tour_question_1")
         for size in PROJECTORS:
