@@ -119,7 +119,7 @@ def decode_lesson() -> None:
         heads = scenario.head_names
         head, whole = choices(scenario, check, stale, shown_why)
     frame = decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step, head, whole=whole)
-    after, before = turns(traces, shown, following, step, compared, head, whole)
+    after, before = turns(traces, shown, shown_step, following, step, compared, head, whole)
     lesson_screen(frame, heads, head, newest_key=shown.mode == "kv",
                   turns=((after, STEP), (before, BACK)))
     repeating = repeat_note(shown, shown_step)  # under the screen: a side note, never pushing it down
@@ -155,12 +155,11 @@ def choices(scenario, check, stale, shown_why: bool) -> tuple[int, bool]:
     return head, whole
 
 
-def turns(traces, shown, following, step: int, compared: int, head: int, whole: bool):
+def turns(traces, shown, shown_step: int, following, step: int, compared: int, head: int, whole: bool):
     """The frames a Step or a Back click shows next, sent now so the board draws them at the click
     (the rerun the click starts then brings the same numbers with the narration); None where there
     is none to send."""
     kv, full = traces["kv"], traces["recompute"]
-    shown_step = len(shown.steps) - 1  # as in decode_lesson: as far as the work budget let the mode go
     after = None
     if following is not None and shown_step == step < MAX_DECODE_STEPS:
         ahead = following[shown.mode]

@@ -79,6 +79,12 @@ def ask(index: int, question: Question) -> bool:
     return True
 
 
+def material_share() -> float:
+    """The share of the main column a step's material takes: half in presenter mode, where the
+    question sits beside it (:func:`step`), else all of it."""
+    return 0.5 if state.presenter() else 1.0
+
+
 def step(intro: Callable[[], None], index: int, question: Question, answer: Callable[[float], None]) -> None:
     """A step with a question: its material (``intro``), the question, and once revealed ``answer``
     (drawn for a share of the main column). In presenter mode the question sits beside the material,
@@ -87,14 +93,14 @@ def step(intro: Callable[[], None], index: int, question: Question, answer: Call
     if not state.presenter():
         intro()
         if ask(index, question):
-            answer(1.0)
+            answer(material_share())
         return
     material, asked = st.columns(2, gap="medium")
     with asked:
         revealed = ask(index, question)
     with material:
         if revealed:
-            answer(0.5)
+            answer(material_share())
         intro()
 
 
@@ -206,7 +212,7 @@ def step_batching() -> None:
                     "token for each running request (decode), or nobody while memory is short. Time is counted in "
                     "**ticks**: one per token computed, plus a fixed cost per iteration. Two requests fit at once.")
         plot(serving.timeline_figure(static, title="Static batching: the third request waits for the whole batch"),
-             key="tour_static", share=0.5 if state.presenter() else 1.0)
+             key="tour_static", share=material_share())
 
     def answer(share: float) -> None:
         plot(serving.timeline_figure(continuous, title="Continuous batching: C takes B's slot when B is done"),

@@ -109,8 +109,7 @@ def _extend(scenario: Scenario, step: int, modes: tuple[str, ...], ahead: bool, 
         grown = tuple((mode, len(run.steps)) for mode, run in store.runs.items())
         if grown != store.counted:  # the walk visits every step: only when a run grew
             store.held, store.counted = tensor_bytes(store.runs), grown
-        held = store.held
-    server_budget.keep(store, held)
+    server_budget.keep(store, store.held)  # read after the lock: a drop in between has set it to 0
     return result
 
 
