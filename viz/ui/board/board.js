@@ -141,10 +141,11 @@ function listen(parentElement, data) {
 
 // The lesson's keys (README.md, "Keys"). ONE keydown listener for the page, on window in the capture
 // phase, so it runs before the focused widget: a lesson key presses its step control's button
-// (button.click(), not when disabled) and the event goes no further, so a focused choice never moves
-// and the page does not scroll. While the visitor types in a text field, arrows and Space are text
-// (only PageUp/PageDown step); in the sidebar (the scenario's editor) arrows and Space keep their own
-// meaning. A key held down steps once. Each mounted keys element registers its map here; a key goes
+// (button.click(), not when disabled) and the event goes no further, so a focused choice never moves.
+// While the visitor types in a text field, arrows and Space are text (only PageUp/PageDown step); in
+// the sidebar (the scenario's editor) arrows and Space keep their own meaning; at a desk a focused
+// slider keeps its arrows; at the first or last step, with no control focused, the key does what it
+// would anyway (the page scrolls). A key held down steps once. Each mounted keys element registers its map here; a key goes
 // to the step control clicked last, if it is still shown, else to the first shown on the page.
 const TEXT = new Set(["INPUT", "TEXTAREA", "SELECT"]);
 const NOT_TEXT = new Set(["checkbox", "radio", "button", "submit", "reset", "range", "color", "file", "image"]);
