@@ -19,6 +19,7 @@ from ..core.engine.presets import load_preset, matching_preset, preset_names
 from ..core.rules.language import RULE_LIBRARY
 from ..core.engine.scenario import MAX_D_K, MAX_PROMPT_CHARS, Scenario
 from . import state, tables
+from .board import BACK_KEYS_HELP, STEP_KEYS_HELP
 from .common import folded, md_escape
 
 PRESET = "kv_preset"  # the scenario pills' key (one key for good: a pick keeps the keyboard's focus in it)
@@ -276,7 +277,8 @@ def render(editors: bool = True, url_path: str = "") -> None:
     does not read the scenario (``editors`` False) the preset picker and the editors are left out."""
     with st.sidebar:
         st.toggle("Presenter mode", **state.bound(state.PRESENTER_TOGGLE, state.presenter(), state.set_presenter),
-                  help="Large type for a projector; the sidebar folds away (» at the top left opens it); ← and → step.")
+                  help="Large type for a projector; the sidebar folds away (» at the top left opens it); "
+                  f"{STEP_KEYS_HELP} step, {BACK_KEYS_HELP} step back.")
         if editors:
             _preset_picker()
         st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")
