@@ -4,6 +4,7 @@ screen showed, when, and which do not count because the student was exploring.""
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
@@ -58,7 +59,10 @@ def test_a_vote_sends_the_option_as_the_choice_shows_it(segmented):
         return 0.1
 
     student.send = send
-    asyncio.run(student.choose("tour_answer_0", 1))
+    # A thread of its own: in a serial run the browser tier's sync Playwright keeps an event loop
+    # running in this one, where asyncio.run refuses to start.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, student.choose("tour_answer_0", 1)).result()
     state, = sent
     assert state.id == "$$ID-f00-tour_answer_0"
     assert (list(state.string_array_value.data), state.string_value) == ((["7"], "") if segmented else ([], "7"))
