@@ -13,7 +13,7 @@ from viz.tools.real_bench import bench_real_model
 from viz.tools.real_bench import main as bench_main
 from viz.core.real.model import (LLAMA_DIR, LLAMA_NAME, SHIPPED_DIR, CachedDecoder, DecodeSession, RealModelError,
                                  UncachedDecoder, check_sampling, compare_cache, encode, generate, load_model,
-                                 measure_cache, snapshot)
+                                 measure_cache, piece, snapshot)
 from viz.core.real.rules_match import (RANDOM_HEADS, TOY_RULES, chance_levels, match_heads, overlap, random_heads,
                                        rule_patterns)
 from viz.tools.train import LLAMA, TrainConfig, train
@@ -493,3 +493,23 @@ def test_bench_quick_reports_positive_measurements():
     assert e["same_tokens"] is True
     assert set(result["goals"]) == {"ours_within_1.2x_of_generate", "cached_5x_uncached_at_256"}
 
+
+
+def test_the_narration_says_what_each_step_fed_and_what_the_cache_holds(real, prompt):
+    """Before a step it speaks of the prefill; after one, of the token picked and fed alone, the cache's
+    tokens and bytes and their growth (one token's K and V in every layer), and the likeliest next token."""
+    from viz.core.real.narration import narrate_session
+
+    session = DecodeSession(real, prompt)
+    s = real.shape
+    first = narrate_session(session)
+    prefill_bytes = session.history[0][1]
+    assert f"prompt's {len(prompt)} tokens" in first and f"each of the {s.layers} layers" in first
+    assert f"({prefill_bytes:,} bytes in all)" in first and "Most likely next: '" in first
+    top_id, top_p = session.prediction.top_k(1)[0]
+    assert first.endswith(f"'{piece(real, top_id)}' (p = {top_p:.2f}).")
+    session.step()
+    said = narrate_session(session)
+    grown = 2 * s.layers * s.kv_heads * s.head_dim * session.snapshot().element_size  # K and V, one token
+    assert said.startswith(f"Step 1: the model picked '{piece(real, session.generated[0])}' and fed only that")
+    assert f"covers {len(prompt) + 1} tokens in {prefill_bytes + grown:,} bytes (+{grown:,} since" in said
