@@ -88,8 +88,9 @@ def fail(err: Exception) -> None:
     st.stop()
 
 
-def workload_editor(section: str) -> Workload:
-    """A preset, editable as a table; a refused edit keeps the last workload that parsed."""
+def workload_editor(section: str, edits=None) -> Workload:
+    """A preset, editable as a table (folded under the preset, or in ``edits``); a refused edit keeps the
+    last workload that parsed."""
     names = list(WORKLOADS)
     preset = st.selectbox("Workload", names, index=names.index(SUGGESTED[section]), key=PRESET.format(section),
                           help="Requests with an arrival time, a prompt and how many new tokens they ask for.")
@@ -97,7 +98,7 @@ def workload_editor(section: str) -> Workload:
     frame = pd.DataFrame({"request": [r.name for r in base.requests], "arrives": [r.arrival for r in base.requests],
                           "prompt": [" ".join(r.tokens) for r in base.requests],
                           "new tokens": [r.max_new_tokens for r in base.requests]})
-    with st.expander(f"Edit the requests (at most {MAX_REQUESTS})", expanded=False):
+    with (edits or st).expander(f"Edit the requests (at most {MAX_REQUESTS})", expanded=False):
         edited = st.data_editor(frame, num_rows="dynamic", width="stretch", key=EDITOR.format(section, preset),
                                 column_config={"arrives": st.column_config.NumberColumn("arrives (tick)", step=1),
                                                "new tokens": st.column_config.NumberColumn(step=1)})
@@ -148,8 +149,9 @@ def step_through(run: ServingRun, name: str, wide: float = 1.0) -> None:
         st.session_state[key] = 1
     index = stepper(key, count, "Iteration", format_label=lambda i: f"{i} · ticks {run.iterations[i - 1].start}–"
                                                                      f"{run.iterations[i - 1].end}") - 1
-    plot(figs.timeline_figure(run, index), key=f"serving_timeline_{name}", terms=set(), share=wide)
     st.info(md_escape(narrate_iteration(run, index)), icon=":material/record_voice_over:")
+    plot(figs.timeline_figure(run, index, legend_beside=state.presenter()), key=f"serving_timeline_{name}",
+         terms=set(), share=wide)
     if run.config.policy == "static":
         plot(figs.reservation_figure(run, index), key=f"serving_memory_{name}", share=wide)
     else:
@@ -196,18 +198,21 @@ if serving_refusal(scenario) and section != "FlashAttention":
     st.stop()
 
 stage, wide = st, 1.0  # where the stepped lesson goes, and its share of the main column
+edits = None  # where the requests' editor folds: under the workload, or under the stepped lesson
 if section in SUGGESTED:
     if section == "Continuous batching" and state.presenter():  # the controls beside the stepped timeline
         side, stage, wide = beside_in_presenter_mode()
-        chosen, settings = side.container(), side.container()
+        chosen, aside, settings = side.container(), side.container(), side.container()
+    elif section == "Continuous batching":  # one row, so the narration and the figure under it fit a screen
+        chosen, aside, settings = st.columns(3, vertical_alignment="bottom")
+        stage, edits = st.container(), st.container()
     else:
         chosen, settings = st.columns(2)  # the workload beside the folded server settings
-    aside = settings.container()  # under the settings: the run to step through (Continuous batching)
     with settings.expander("Server settings: blocks, batch, preemption, clock", icon=":material/tune:"):
         config = server_settings()
         st.caption("Limits per click: " + ", ".join(f"{v:,} {k}" for k, v in LIMITS.items()) + ".")
     with chosen:
-        workload = workload_editor(section)
+        workload = workload_editor(section, edits)
 
 if section == "Continuous batching":
     lesson = stage.container()  # the stepped lesson first; the comparison and the reading below it

@@ -29,6 +29,10 @@ PHASE_LABELS = {"prefill": "prefill (prompt or recompute)", "decode": "decode on
 CACHED = SKY  # a block that only holds cached tokens (prefix caching), and the prompt tokens taken from one
 REQUEST_COLORS = (BLUE, VERMILLION, PURPLE, BLACK)  # block owners, cycling (each block also names its owner)
 BLOCKS_PER_ROW = 16
+# the timeline's plot height: per request, and per legend entry (on a phone each takes a line under the
+# plot; in presenter mode they stand in a column beside it, in larger type)
+TIMELINE_ROW_PX, LEGEND_LINE_PX = 21, 19
+PRESENTER_ROW_PX, PRESENTER_LEGEND_LINE_PX = 24, 26
 
 
 def _color(i: int) -> str:
@@ -43,8 +47,11 @@ def _plain(title: str, height: int, top: int = 50, **extra) -> dict:
 
 
 # -- continuous batching ------------------------------------------------------------------------
-def timeline_figure(run: ServingRun, current: int | None = None, title: str | None = None) -> go.Figure:
-    """One row per request, one bar per iteration coloured by what it did, a dot per token produced."""
+def timeline_figure(run: ServingRun, current: int | None = None, title: str | None = None, *,
+                    legend_beside: bool = False) -> go.Figure:
+    """One row per request, one bar per iteration coloured by what it did, a dot per token produced.
+    ``legend_beside`` (presenter mode): the legend in a column right of the plot instead of rows under
+    it, so a projector's first screen holds the narration above the whole figure."""
     names = [safe(r.name) for r in run.workload.requests]
     data = []
     for phase, color in PHASE_COLORS.items():
@@ -76,11 +83,21 @@ def timeline_figure(run: ServingRun, current: int | None = None, title: str | No
         it = run.iterations[current]
         shapes.append(outline("focus", it.start, it.end, 0, 1, ref=("x", "paper")))
         data.append(legend_marker("focus", "this iteration"))
-    layout = _plain(title or f"{run.config.policy.capitalize()} batching, iteration by iteration (time in ticks)",
-                    170 + 34 * len(names), barmode="overlay", shapes=shapes,
+    if legend_beside:
+        plot_px = max(PRESENTER_ROW_PX * len(names), PRESENTER_LEGEND_LINE_PX * len(data))
+    else:
+        plot_px = TIMELINE_ROW_PX * len(names) + LEGEND_LINE_PX * len(data)
+    # short enough for a phone's width on one line (Plotly titles do not wrap)
+    layout = _plain(title or f"{run.config.policy.capitalize()} batching by iteration (time in ticks)",
+                    72 + plot_px, top=42, barmode="overlay", shapes=shapes,
                     xaxis=dict(rangemode="tozero"),
                     yaxis=dict(type="category", categoryorder="array", categoryarray=names[::-1],
                                title=dict(text="request")))
+    if legend_beside:
+        layout["legend"] = dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top",
+                                maxheight=PRESENTER_LEGEND_LINE_PX * (len(data) + 1))  # px: never a scroll bar
+    else:  # at the figure's foot, under the axis's numbers however short the plot is
+        layout["legend"] = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left")
     return figure(data, layout)
 
 

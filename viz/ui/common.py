@@ -194,15 +194,17 @@ def stepper(key: str, count: int, label: str, *, first: int = 1,
     def moved(value: int) -> None:
         st.session_state[key] = value
 
-    back, middle, forward = st.columns([1, 10, 1], vertical_alignment="bottom")
-    with back:  # above the button (it draws nothing): the row stays aligned at the bottom
-        lesson_keys(f"{key}_forward", f"{key}_back")
-    back.button("", icon=":material/arrow_back:", key=f"{key}_back", on_click=move, args=(-1,),
-                disabled=current <= first, help=f"Back ({BACK_KEYS_HELP})")
-    forward.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
-                   disabled=current >= count, help=f"Forward ({STEP_KEYS_HELP})")
-    middle.select_slider(md_escape(label), range(min(first, count), count + 1), format_func=lambda v: md_escape(format_label(v)),
-                         disabled=count <= first, help=help, **state.bound(f"{key}_range", current, moved))
+    # one row on every screen (columns would stack into three rows on a phone): ←, the slider, →
+    with st.container(horizontal=True, vertical_alignment="bottom", key=f"{key}_row"):
+        with st.container(width="content", gap=None):  # the keys (nothing drawn) take no gap of the row
+            lesson_keys(f"{key}_forward", f"{key}_back")
+            st.button("", icon=":material/arrow_back:", key=f"{key}_back", on_click=move, args=(-1,),
+                      disabled=current <= first, help=f"Back ({BACK_KEYS_HELP})")
+        st.select_slider(md_escape(label), range(min(first, count), count + 1), width="stretch",
+                         format_func=lambda v: md_escape(format_label(v)), disabled=count <= first, help=help,
+                         **state.bound(f"{key}_range", current, moved))
+        st.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
+                  disabled=current >= count, help=f"Forward ({STEP_KEYS_HELP})")
     return st.session_state[key]
 
 
