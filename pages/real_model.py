@@ -8,10 +8,12 @@ from viz.core.real.model import (LLAMA_DIR, MAX_PROMPT_CHARS, SHIPPED_DIR, Decod
                                  check_sampling, compare_cache, encode, load_model, measure_cache, piece,
                                  training_report)
 from viz.core.real.folder import folders_allowed
+from viz.core.real.narration import narrate_session
 from viz.core.real.rules_match import TOY_RULES, match_heads
 from viz.core.rules.language import RuleError
 from viz.core.engine.scenario import STRATEGIES, Head, Sampling
 from viz.ui import state
+from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys
 from viz.ui.common import LESSON_SHARE, SIDE_SHARE, for_developers, md_escape, page_lead, plot
 from viz.ui.widgets import stats
 
@@ -34,6 +36,7 @@ REAL_TOP_P = "real_top_p"
 REAL_SEED = "real_seed"
 REAL_CACHE_LAYER = "real_cache_layer"
 REAL_COMPARE_STEPS = "real_compare_steps"
+REAL_NEXT, REAL_BACK = "real_next_token", "real_back_token"  # the decode step's buttons: the lesson's keys press them
 REAL_RULE = "real_custom_rule"
 REAL_MATCH_HEAD = "real_match_head"
 REAL_ADDED = "real_added"  # the message to show after a rule was added to the toy
@@ -140,18 +143,21 @@ with decode_tab:
     settings = check_sampling(Sampling(strategy, temperature, int(sample_top_k), top_p, int(seed)))
     steps = 0
     with st.container(horizontal=True):  # wraps instead of cutting labels short
-        if st.button("Back", icon=":material/undo:", disabled=not session.generated,
-                     help="Undo the last token: every layer's cache drops its last key and value."):
+        if st.button("Back", icon=":material/undo:", disabled=not session.generated, key=REAL_BACK,
+                     help=f"Undo the last token: every layer's cache drops its last key and value ({BACK_KEYS_HELP})."):
             session.back()
-        if st.button("Next token", icon=":material/skip_next:", disabled=session.room < 1):
+        if st.button("Next token", icon=":material/skip_next:", disabled=session.room < 1, key=REAL_NEXT,
+                     type="primary", help=f"Pick one token and feed only it ({STEP_KEYS_HELP})"):
             steps = 1
         if st.button("10 tokens", icon=":material/fast_forward:", disabled=session.room < 1):
             steps = min(10, session.room)
         if st.button("Reset to the prompt", icon=":material/restart_alt:"):
             session = DecodeSession(real, prompt, int(seed))
             st.session_state[REAL_SESSION] = session
+        lesson_keys(REAL_NEXT, REAL_BACK)  # → PageDown Space: Next token; ← PageUp: Back (draws nothing)
     for _ in range(steps):
         session.step(settings)
+    st.info(md_escape(narrate_session(session)), icon=":material/record_voice_over:")
     st.code(session.transcript, language=None, wrap_lines=True)
     snap = session.snapshot()
     stats([Stat("Tokens generated", len(session.generated)), Stat("Tokens in the cache", snap.seq_len),

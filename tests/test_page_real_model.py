@@ -231,3 +231,22 @@ def test_rules_tab_compares_heads_with_chance(page):
     assert scores["data"][0]["y"][-1] == "chance (random heads, 95th percentile)"
     table = next(df.value for df in page.dataframe if "beats chance" in df.value.columns)
     assert set(table["beats chance"]) <= {"yes", "no"} and (table["chance"] > 0).all()
+
+
+def test_the_decode_step_is_narrated_and_has_the_lesson_keys(page):
+    """Like Decode's Step: the narration above the transcript says what the step picked and what the cache
+    now covers; Next token and Back carry the lesson's keys (the keys-only board presses them) and say so."""
+    from apptest_helpers import sent_data
+
+    said = [i.value.replace("\\", "") for i in page.info if "After the prefill" in i.value]
+    assert len(said) == 1 and "filled the cache of each of the 4 layers" in said[0]
+    prompt_len = int(stat_value(page, "Tokens in the cache"))
+    _button(page, "Next token").click().run()
+    said = [text for text in (i.value.replace("\\", "") for i in page.info)
+            if text.startswith("Step 1: the model picked")]
+    assert len(said) == 1 and f"now covers {prompt_len + 1} tokens" in said[0]
+    buttons = {b.key: b for b in page.button}
+    assert "PageDown" in buttons["real_next_token"].help and "PageUp" in buttons["real_back_token"].help
+    keys = [sent_data(el) for el in page.get("bidi_component") if sent_data(el).get("kind") == "keys"]
+    assert [k["keys"]["PageDown"] for k in keys] == [".st-key-real_next_token button"]
+    assert [k["keys"]["ArrowLeft"] for k in keys] == [".st-key-real_back_token button"]

@@ -29,6 +29,11 @@ def test_real_model_page_end_to_end(app):
     expect(app.stat("Tokens in the cache")).to_have_text(str(cached + 1))
     expect(app.stat("Formula")).to_have_text(app.stat("Cache bytes (measured)").inner_text())
     app.screenshot("real-model-decode")
+    for key, generated in (("PageDown", "2"), ("ArrowLeft", "1")):  # the lesson's keys, as on Decode
+        with app.rerun():
+            app.page.keyboard.press(key)
+        expect(app.stat("Tokens generated")).to_have_text(generated)
+    expect(app.main.get_by_test_id("stAlertContentInfo").filter(has_text="Step 1: the model picked")).to_be_visible()
 
     open_tab(app, "K/V heads")
     expect(app.stat("Cache per token (measured)")).to_have_text("4,096 B")
