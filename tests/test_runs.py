@@ -76,6 +76,36 @@ def test_two_sessions_at_the_same_scenario_and_step_share_one_run(monkeypatch):
     assert not any(a is b for m in MODES for a, b in zip(first[m].steps, other[m].steps))
 
 
+def test_sessions_arriving_at_a_new_scenario_together_build_its_model_once(monkeypatch):
+    """A class following its teacher to a new scenario: the sessions asking at once wait for the one
+    building the model and share its entry; the build lock is gone afterwards. A failed build
+    leaves nothing behind, and the next session tries again."""
+    import threading
+    import time
+
+    built, real = [], runs.ToyModel
+
+    def slow(scenario):
+        built.append(scenario)
+        time.sleep(0.2)  # a large model takes a while: the others arrive meanwhile
+        return real(scenario)
+
+    monkeypatch.setattr(runs, "ToyModel", slow)
+    shared, seed = runs._Shared(4), load_preset("seed")
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(shared.entry(seed))) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(built) == 1 and len(got) == 6 and all(entry is got[0] for entry in got)
+    assert shared.building == {} and list(shared.entries) == [seed]
+    monkeypatch.setattr(runs, "ToyModel", lambda scenario: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        shared.entry(seed.cache_safe())
+    assert shared.building == {} and list(shared.entries) == [seed]
+
+
 def test_a_trace_stays_at_its_step_while_another_session_extends_the_shared_run():
     """Session A draws step 1; session B steps the same run to 6: A's trace (its steps, its KV cache)
     is still step 1's, and B's differs."""

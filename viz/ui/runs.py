@@ -55,20 +55,37 @@ class _Shared:
         self.size = size
         self.lock = threading.Lock()
         self.entries: collections.OrderedDict[Scenario, _Runs] = collections.OrderedDict()
+        self.building: dict[Scenario, threading.Lock] = {}  # a scenario whose model one session is building
 
-    def entry(self, scenario: Scenario) -> _Runs:
+    def _kept(self, scenario: Scenario) -> _Runs | None:
         with self.lock:
             store = self.entries.get(scenario)
             if store is not None:
                 self.entries.move_to_end(scenario)
-                return store
-        made = _Runs(scenario, ToyModel(scenario))  # outside the lock: a large model takes a while
-        with self.lock:
-            store = self.entries.setdefault(scenario, made)
-            self.entries.move_to_end(scenario)
-            while len(self.entries) > self.size:
-                self.entries.popitem(last=False)
             return store
+
+    def entry(self, scenario: Scenario) -> _Runs:
+        store = self._kept(scenario)
+        if store is not None:
+            return store
+        with self.lock:
+            building = self.building.setdefault(scenario, threading.Lock())
+        # one session builds a new scenario's model (outside the main lock: a large model takes a
+        # while); sessions arriving meanwhile, say a class following its teacher to it, wait and share it
+        with building:
+            store = self._kept(scenario)
+            if store is not None:
+                return store
+            try:
+                made = _Runs(scenario, ToyModel(scenario))
+            finally:
+                with self.lock:
+                    self.building.pop(scenario, None)
+            with self.lock:
+                self.entries[scenario] = made
+                while len(self.entries) > self.size:
+                    self.entries.popitem(last=False)
+            return made
 
     def clear(self) -> None:
         with self.lock:
