@@ -122,11 +122,11 @@ def decode_lesson() -> None:
     after, before = turns(traces, shown, shown_step, following, step, compared, head, whole)
     lesson_screen(frame, heads, head, newest_key=shown.mode == "kv",
                   turns=((after, STEP), (before, BACK)))
-    repeating = repeat_note(shown, shown_step)  # under the screen: a side note, never pushing it down
+    if stale is not None and stale.head == head:  # the stale-cache lesson: both runs side by side, right
+        plot(stale_figure(stale), key="decode_stale")  # under the screen (whole in 1920 × 1080 presenter)
+    repeating = repeat_note(shown, shown_step)  # a side note, under the lesson: never pushing it down
     if repeating:
         st.caption(md_escape(repeating))
-    if stale is not None and stale.head == head:  # the stale-cache lesson: both runs side by side
-        plot(stale_figure(stale), key="decode_stale")
 
     lazy_tabs(TABS, TAB, (lambda: compare(traces, check, step, compared), lambda: work(traces, step, compared),
                           lambda: text_and_table(shown, shown_step), lambda: replay(scenario, shown.mode, head),

@@ -26,10 +26,10 @@ def stale_figure(lesson: StaleLesson) -> go.Figure:
                       for m, w, k in zip(row, weights, lesson.keys)]
                      for i, (row, weights) in enumerate(zip(matches, z.tolist()))], dtype=object)
     stale = [(0, c) for c, k in enumerate(lesson.keys) if k.stale]
-    title = (f"Head '{safe(lesson.name)}' at step {lesson.step}, cached against recomputed: context "
+    title = (f"Head '{safe(lesson.name)}' at step {lesson.step}, the newest query cached against recomputed: context "
              f"{short(lesson.cached_context)} vs {short(lesson.recomputed_context)}")
     fig = heatmap(z, x, list(ROWS), title, highlight_cells=stale, cells_mean="stale", annotate=True, height=230,
-                  axes=("key (columns)", "the newest query (rows: two runs)"),
+                  axes=("key (columns)", "run (rows)"),  # short: two rows are too low for more
                   hover="%{y}<br>key %{x}<br>weight %{z:.4g}")
     fig.data[0].text = text
     marks = pattern_marks("stale", [x[c] for _, c in stale], [ROWS[0]] * len(stale), size=26)
