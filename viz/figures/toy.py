@@ -111,6 +111,7 @@ def small_multiples(trace: Trace, position: int | None = None, window: Window | 
     keys_at = torch.tensor(window.keys if window else range(n_all), dtype=torch.long)
     tokens = labels(pre.tokens)
     row_names, key_names = [tokens[i] for i in rows_at.tolist()], [tokens[j] for j in keys_at.tolist()]
+    positions = [str(j + 1) for j in keys_at.tolist()]  # 1-based, as the labels count
     visible = pre.attention.visible[rows_at][:, keys_at]
     heads = trace.scenario.head_names
     n = len(key_names)
@@ -130,17 +131,19 @@ def small_multiples(trace: Trace, position: int | None = None, window: Window | 
         suffix = xref[1:]
         # keys under the bottom row of panels, queries left of the first column (when they fit)
         bottom = i + cols >= len(heads)
-        layout[f"xaxis{suffix}"].update(type="category", showticklabels=bottom and n <= 12, tickangle=-45,
+        # a narrow panel's keys by position, level (the rows name their tokens; the hover names both)
+        layout[f"xaxis{suffix}"].update(type="category", showticklabels=bottom and n <= 12, tickangle=0,
+                                        tickvals=key_names, ticktext=positions,
                                         title=dict(text="key" if bottom else ""))
         layout[f"yaxis{suffix}"].update(type="category", autorange="reversed",
                                         showticklabels=i % cols == 0 and n <= 12,
                                         title=dict(text="query" if i % cols == 0 else ""))
     marks = [legend_marker("focus")] if focus is not None else []
     fig = frame("Attention weights of every head (rows: queries, columns: keys)",
-                max(260, 230 * rows) + (60 if n <= 12 else 0) + (30 if marks else 0), shapes=shapes,
+                max(260, 230 * rows) + (40 if n <= 12 else 0) + (30 if marks else 0), shapes=shapes,
                 showlegend=bool(marks), legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),
                 **layout)
-    fig["margin"]["b"] = (70 if n <= 12 else 10) + (30 if marks else 0)
+    fig["margin"]["b"] = (50 if n <= 12 else 10) + (30 if marks else 0)
     return figure(data + marks, fig)
 
 
@@ -186,7 +189,7 @@ def prediction_figure(trace: Trace, step: int = 0) -> go.Figure:
     layout["yaxis"].update(range=[low * 1.15, high * 1.18])
     layout["yaxis2"].update(range=[0, 1.15])
     for suffix in ("", "2"):
-        layout[f"xaxis{suffix}"].update(type="category", tickangle=-30 if len(words) > 2 else 0)
+        layout[f"xaxis{suffix}"].update(type="category", tickangle=-30 if len(words) > 3 else 0)  # level while they fit
     for trace_ in data:
         trace_.showlegend = False
     marks = [legend_marker(name, label, filled=True) for name, label in dict.fromkeys(looks)]
