@@ -26,13 +26,18 @@ NAMES = {"recompute": "no cache (recompute)", "kv": "KV cache", "cat": "torch.ca
          "batched": "batched (one pass)", "one by one": "one token at a time"}
 
 
+LEGEND_PX = 40  # the legend's row, below the x axis's ticks and title (a presenter's 16-px type)
+
+
 def _layout(fig: go.Figure, title: str, sizes: list[int]) -> go.Figure:
     """Log-log panels, ticks at the measured sizes, seconds on the right panel."""
     fig.update_xaxes(type="log", title_text="sequence length n", tickvals=sizes,
                      ticktext=[f"{n:,}" for n in sizes])
     fig.update_yaxes(type="log", dtick=1, tickformat="~s")  # powers of ten: 10k, 1M; 100µs, 1ms
     fig.update_yaxes(ticksuffix="s", row=1, col=2)
-    fig.update_layout(**titled(title, 400, 70), legend=dict(orientation="h", y=-0.22),
+    layout = titled(title, 400 + LEGEND_PX, 70)
+    layout["margin"]["b"] = LEGEND_PX + 55  # the legend at the bottom, under the ticks and the axis title
+    fig.update_layout(**layout, legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),
                       plot_bgcolor="white")
     fig.update_xaxes(gridcolor="#e6e6e6")
     fig.update_yaxes(gridcolor="#e6e6e6")
