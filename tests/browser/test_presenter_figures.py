@@ -1,0 +1,107 @@
+"""Tier 3 (browser): figures a teacher projects, measured in presenter mode at 1280 × 720 and
+1920 × 1080 (issue 32's review): Decode's stale-cache side by side whole in the first screen at
+1920 × 1080, Real model's one-head figure with large cell text that still fits 1280 × 720, the
+tour's revealed figures with x tick labels that do not collide, and Cost's legend clear of its
+axis titles.
+"""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from viz import load_preset
+from viz.core.engine.share import View, encode_view
+
+from .test_lesson_screen import assert_inside
+
+PROJECTOR = {"width": 1280, "height": 720}
+PROJECTOR_HD = {"width": 1920, "height": 1080}
+DESK = {"width": 1440, "height": 900}
+
+# The boxes (x, y, width, height) of a figure's SVG texts found by a selector (Plotly's classes).
+TEXT_BOXES_JS = """(figure, selector) => [...figure.querySelectorAll(selector)]
+    .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
+    .map(t => { const r = t.getBoundingClientRect(); return [t.textContent, r.x, r.y, r.width, r.height]; })"""
+CELL_TEXT_PX_JS = """figure => [...figure.querySelectorAll('.heatmap-label text')]
+    .map(t => parseFloat(getComputedStyle(t).fontSize))"""
+
+
+def overlap(a, b) -> bool:
+    """Whether two boxes (label, x, y, width, height) share any area (touching edges do not count)."""
+    return (a[1] < b[1] + b[3] - 0.5 and b[1] < a[1] + a[3] - 0.5
+            and a[2] < b[2] + b[4] - 0.5 and b[2] < a[2] + a[4] - 0.5)
+
+
+def collisions(boxes: list) -> list:
+    return [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1:] if overlap(a, b)]
+
+
+@pytest.mark.parametrize("size", [PROJECTOR, PROJECTOR_HD])
+def test_decode_stale_side_by_side_is_whole_at_1920(app, size):
+    """After one step with head 'last' shown, the cache-against-recompute figure lies whole in the
+    first screen at 1920 × 1080 (at 1280 × 720 the lesson screen's cache board marks the stale key)."""
+    app.page.set_viewport_size(size)
+    app.open("/decode", **encode_view(View(load_preset("seed"), step=1, presenter=True, head=1)))
+    stale = app.main.locator(".st-key-decode_stale")
+    expect(stale.locator(".js-plotly-plot")).to_have_count(1)
+    expect(app.main.locator(".st-key-lesson_cache .cell", has_text="stale")).to_have_count(1)
+    if size == PROJECTOR_HD:
+        assert_inside(app, "stale-cache side by side", stale)
+        assert_inside(app, "KV cache", app.main.locator(".st-key-lesson_cache"))
+    app.assert_no_exception()
+    app.screenshot(f"presenter-decode-stale-{size['width']}x{size['height']}")
+
+
+@pytest.mark.parametrize("size, present, least", [(PROJECTOR, True, 16), (PROJECTOR_HD, True, 16),
+                                                  (DESK, False, 12)])
+def test_real_models_head_figure_has_large_cell_text_and_fits(app, size, present, least):
+    """The one-head attention figure's cell numbers are at least 16 px in presenter mode (12 px at a
+    desk), and the figure lies whole in the first screen."""
+    app.page.set_viewport_size(size)
+    app.open("/real_model", **({"present": 1} if present else {}))
+    detail = app.main.locator(".st-key-real_detail")
+    expect(detail.locator(".heatmap-label text").first).to_be_visible()
+    sizes = detail.evaluate(CELL_TEXT_PX_JS)
+    assert sizes and min(sizes) >= least, (min(sizes), least)
+    assert_inside(app, "one-head attention", detail)
+    app.assert_no_exception()
+    app.screenshot(f"presenter-real-detail-{size['width']}x{size['height']}")
+
+
+@pytest.mark.parametrize("size", [PROJECTOR, PROJECTOR_HD])
+@pytest.mark.parametrize("tour, question", [(3, 1), (5, 3)])
+def test_the_tours_revealed_figure_has_ticks_that_do_not_collide(app, size, tour, question):
+    """After Reveal, the answer's figure (every head's weights; the logits and probabilities) has
+    level x tick labels, none overlapping another."""
+    app.page.set_viewport_size(size)
+    app.open("/tour", present=1, tour=tour)
+    app.click_button("Reveal", app.main.locator(f".st-key-tour_question_{question}"))
+    figure = app.main.locator(".js-plotly-plot").first
+    expect(figure).to_be_visible()
+    ticks = figure.evaluate(TEXT_BOXES_JS, ".xaxislayer-above text")
+    assert len(ticks) >= 3, ticks
+    assert not collisions(ticks), collisions(ticks)
+    assert all(box[4] < 30 for box in ticks), ticks  # one level line each, not turned on end
+    app.assert_no_exception()
+    app.screenshot(f"presenter-tour-{tour}-revealed-{size['width']}x{size['height']}")
+
+
+@pytest.mark.parametrize("size", [PROJECTOR, PROJECTOR_HD])
+def test_costs_legend_clears_the_axis_titles(app, size):
+    """Cost's decode figure: its legend overlaps neither x axis title nor any tick label, and it
+    lies inside the figure."""
+    app.page.set_viewport_size(size)
+    app.open("/cost", present=1)
+    chart = app.main.locator(".st-key-cost_decode")
+    expect(chart.locator(".legend")).to_have_count(1)
+    legend = chart.locator(".legend").bounding_box()
+    box = chart.bounding_box()
+    assert legend["y"] >= box["y"] and legend["y"] + legend["height"] <= box["y"] + box["height"] + 0.5
+    legend_box = ("legend", legend["x"], legend["y"], legend["width"], legend["height"])
+    below = chart.evaluate(TEXT_BOXES_JS, ".g-xtitle text, .g-x2title text, .xaxislayer-above text")
+    assert len(below) >= 4, below
+    assert not [b[0] for b in below if overlap(legend_box, b)], below
+    assert_inside(app, "decode figure", chart)
+    app.assert_no_exception()
+    app.screenshot(f"presenter-cost-{size['width']}x{size['height']}")
