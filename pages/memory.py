@@ -15,6 +15,7 @@ from viz.core.engine.budget import grant_compare, grant_paged
 from viz.core.engine.scenario import MAX_DECODE_STEPS, ScenarioError
 from viz.core.engine.presets import varied_opening
 from viz.core.lessons.papers import Lesson, eviction_lesson, paged_lesson
+from viz.core.lessons.pool import pool_narration, sequences_key
 from viz.ui import state
 from viz.ui.common import beside_in_presenter_mode, lazy_tabs, md_escape, page_lead, plot, stepper, terms_caption
 from viz.ui.board import board
@@ -94,13 +95,15 @@ def paged() -> None:
                            icon=":material/error:")
             requests.append(default)
     with lesson:
-        pooled(paged_scenario, requests, steps, block_size, reserve, share, wide)
+        pooled(paged_scenario, requests, steps, block_size, reserve, share, wide,
+               notes=controls if state.presenter() else None)
 
 
 def pooled(paged_scenario, requests, steps: int, block_size: int, reserve: int, share: bool,
-           wide: float = 1.0) -> None:
+           wide: float = 1.0, notes=None) -> None:
     """The paged pool stepped through its scheduler iterations, then what it saved (``wide``: the
-    share of the main column it is drawn in)."""
+    share of the main column it is drawn in; ``notes``: where the narration goes when not above the
+    pool, as beside it in presenter mode)."""
     grant = grant_paged(paged_scenario, [len(r.tokens) for r in requests], steps, block_size, reserve)
     if grant.note:
         st.warning(grant.note, icon=":material/hourglass_top:")
@@ -114,12 +117,15 @@ def pooled(paged_scenario, requests, steps: int, block_size: int, reserve: int, 
     snapshot_index = stepper(SNAPSHOT, len(run.snapshots) - 1, "Scheduler iteration", first=0,
                              format_label=lambda i: run.snapshots[i].label)
     snapshot = run.snapshots[snapshot_index]
+    (notes or st).info(md_escape(pool_narration(run, snapshot_index)), icon=":material/record_voice_over:")
     pool = figures.pool_board(run, snapshot, names)
-    if pool is None:  # blocks wider than cell text: Plotly, which zooms and pans
-        plot(figures.pool_figure(run, snapshot, names), key="memory_pool", terms=set(), share=wide)
+    drawn = pool or figures.pool_figure(run, snapshot, names)  # blocks wider than cell text: Plotly, which zooms
+    if pool is None:
+        plot(drawn, key="memory_pool", share=wide)
     else:
         board(pool, key="memory_pool")
-        terms_caption(pool)
+    st.caption(md_escape(sequences_key(run)))  # who the legend's sequences are
+    terms_caption(drawn)
     st.caption(md_escape(run.system.sentence))
     st.markdown("A contiguous cache reserves room for the longest answer a request might give. "
                 "PagedAttention (vLLM) instead hands out fixed-size **blocks** as tokens arrive; each "

@@ -271,7 +271,7 @@ def _pool(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]):
     title = (f"Physical blocks after {snapshot.label}: {len(used)} in use, {snapshot.copies} copied on write"
              + (f"; {hidden} more below, not drawn" if hidden else ""))
     seen = {color for _, cells in rows for color, _, _ in cells}  # a legend entry for each colour drawn
-    legend = [(name, palette[3 + i]) for i, name in enumerate(names) if 3 + i in seen]
+    legend = [(f"sequence {name}", palette[3 + i]) for i, name in enumerate(names) if 3 + i in seen]
     legend += [(label, palette[i]) for i, label in ((2, SHARED.label), (1, "empty slot in a used block"),
                                                     (0, MEANINGS["free"].label)) if i in seen]
     return palette, rows, title, legend
