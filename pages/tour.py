@@ -13,7 +13,7 @@ from viz.figures import serving, toy
 from viz.core.serving.scheduler import serve
 from viz.core.lessons.tour import (TOUR_SERVER, Question, option_label, tour_score, question_even, question_join,
                                    question_keys, question_mask, question_no_match, question_prefix, question_stale,
-                                   question_winner, tour_footer, tour_workload)
+                                   question_winner, revealed_options, tour_footer, tour_workload)
 from viz.ui import article, classroom, state
 from viz.ui.common import md_escape, plot, stepper
 from viz.ui.widgets import table
@@ -34,7 +34,8 @@ def ask(index: int, question: Question) -> bool:
     Returns whether this question is revealed: a step draws whatever gives the answer away (its
     figures, its numbers) only then. The options sit side by side (a segmented control: the lesson's
     keys step the tour and never move the choice); the choice is kept while the tour steps, recorded
-    at Reveal and counts for the score; once revealed the right option is marked ✓ and bold."""
+    at Reveal and counts for the score; once revealed the options are text in full contrast (a disabled
+    control is grey), the right one marked ✓ and bold, the pick named."""
     presenter = state.presenter()
     lettered = presenter or classroom.seat() is not None  # the projector and every phone of a class
     chosen = state.tour_choices()
@@ -42,8 +43,7 @@ def ask(index: int, question: Question) -> bool:
     pending = st.session_state.setdefault(PENDING, {})
 
     def label(option: str) -> str:
-        text = md_escape(option_label(question, option, lettered=lettered, revealed=revealed))
-        return f"**{text}**" if revealed and option == question.options[question.answer] else text
+        return md_escape(option_label(question, option, lettered=lettered, revealed=False))
 
     with st.container(border=True, key=f"tour_question_{index}"):
         prompt = md_escape(question.prompt)
@@ -51,12 +51,16 @@ def ask(index: int, question: Question) -> bool:
         # a class's live count (the teacher's screen) goes beside the options and Reveal, not under them
         pick, count = st.columns([3, 2]) if not revealed and classroom.counting() else (nullcontext(), nullcontext())
         with pick:
-            choice = st.segmented_control(
-                "The class's answer (optional)" if presenter else "Your answer", question.options,
-                format_func=label, disabled=revealed,  # options are engine numbers and the seed's words
-                label_visibility="visible" if presenter else "collapsed",
-                **state.bound(f"tour_answer_{index}", chosen[index] if revealed else pending.get(index),
-                              lambda picked: pending.__setitem__(index, picked)))
+            if revealed:  # options are engine numbers and the seed's words
+                st.markdown(" · ".join(f"**{md_escape(text)}**" if right else md_escape(text) for text, right in
+                                       revealed_options(question, chosen[index], lettered=lettered,
+                                                        class_pick=presenter)))
+            else:
+                choice = st.segmented_control(
+                    "The class's answer (optional)" if presenter else "Your answer", question.options,
+                    format_func=label, label_visibility="visible" if presenter else "collapsed",
+                    **state.bound(f"tour_answer_{index}", pending.get(index),
+                                  lambda picked: pending.__setitem__(index, picked)))
             if not revealed and classroom.may_reveal() and st.button(
                     "Reveal", key=f"tour_reveal_button_{index}", icon=":material/visibility:",
                     type="primary" if presenter else "secondary"):

@@ -137,6 +137,7 @@ def test_votes_count_live_and_reveal_reaches_every_screen():
     press(at, "tour_reveal_button_0")
     ana.run()
     assert any(t.startswith("Right: **no**") for t in texts(ana))
+    assert r"A\. yes · **B\. no ✓ right \(your pick\)**" in texts(ana)  # text in full contrast, not a grey control
     csv = classroom._store().results_csv(seat.code, seat.token).splitlines()
     assert csv[2].startswith("1,") and ",no,2,yes," in csv[2]
 

@@ -36,8 +36,10 @@ def _answers(at) -> list:
     return [g for g in at.button_group if (g.key or "").startswith("tour_answer")]
 
 
-def _disabled(at, index: int) -> bool:
-    return widget(at, f"tour_answer_{index}").proto.disabled
+def _options_line(at) -> list[str]:
+    """A revealed question's options as the visitor reads them (text, not a grey disabled control):
+    each option's Markdown, bold where it is the right one."""
+    return next(shown(m.value) for m in at.markdown if RIGHT_MARK in m.value).split(" · ")
 
 
 def test_every_step_renders(tour):
@@ -71,7 +73,8 @@ def test_reveal_checks_the_answer_against_the_engine(tour):
     pick(tour, "tour_answer_1", "12.5")
     next(b for b in tour.button if b.label == "Reveal").click().run()
     assert "Right" in tour.success[0].value
-    assert _disabled(tour, 1) and tour.session_state[state.TOUR_CHOICES] == {1: "12.5"}
+    assert not _answers(tour) and tour.session_state[state.TOUR_CHOICES] == {1: "12.5"}  # no control once revealed
+    assert f"**12.5 {RIGHT_MARK} (your pick)**" in _options_line(tour)
     _forward(tour)  # when nothing matches
     wrong = next(o for o in question_no_match_options() if o != "10")
     pick(tour, "tour_answer_2", wrong)
@@ -209,11 +212,11 @@ def test_nothing_gives_an_answer_away_before_reveal(tour, presenter):
         next(b for b in tour.button if b.key == f"tour_reveal_button_{index}").click().run()
         assert not tour.exception
         assert any(_answer_pattern(answer).search(t) for t in _texts_outside_questions(tour, questions)), index
-        # once revealed the right option, and only it, is marked in words and bold
-        marked = [shown(o).strip("*") for o in widget(tour, f"tour_answer_{index}").options]
+        # once revealed the options are text: the right option, and only it, is marked in words and bold
+        options = _options_line(tour)
+        marked = [o.strip("*") for o in options]
         assert [o for o in marked if RIGHT_MARK in o] == [f"{letters[question.answer]}{answer} {RIGHT_MARK}"]
-        assert [o.startswith("**") for o in widget(tour, f"tour_answer_{index}").options] == \
-            [i == question.answer for i in range(len(question.options))]
+        assert [o.startswith("**") for o in options] == [i == question.answer for i in range(len(question.options))]
 
 
 def question_no_match_options() -> list[str]:

@@ -44,3 +44,15 @@ def test_the_footer_counts_the_main_steps_and_not_the_epilogue():
     assert tour.tour_footer(3, 10).startswith("Step 4 of 8 ·")
     assert tour.tour_footer(8, 10).startswith("Optional epilogue ·")
     assert not any(ch.isdigit() for ch in tour.tour_footer(9, 10))
+
+
+def test_revealed_options_mark_the_right_one_and_name_the_pick():
+    """Once revealed every option reads as text: the right one with ✓ right, the pick named (the class's
+    on the projector), nothing else marked."""
+    question = tour.question_even(generate(SEED, 1))  # 5, 9, 12.5 (right), 20
+    assert tour.revealed_options(question, "9", lettered=True, class_pick=False) == [
+        ("A. 5", False), ("B. 9 (your pick)", False), (f"C. 12.5 {tour.RIGHT_MARK}", True), ("D. 20", False)]
+    assert tour.revealed_options(question, "12.5", lettered=False, class_pick=True)[2] == \
+        (f"12.5 {tour.RIGHT_MARK} (the class's pick)", True)
+    assert [text for text, _ in tour.revealed_options(question, None, lettered=False, class_pick=False)] == \
+        ["5", "9", f"12.5 {tour.RIGHT_MARK}", "20"]

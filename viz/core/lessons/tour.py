@@ -36,6 +36,17 @@ def option_label(question: Question, option: str, *, lettered: bool, revealed: b
     return f"{text} {RIGHT_MARK}" if revealed and index == question.answer else text
 
 
+def revealed_options(question: Question, picked: str | None, *, lettered: bool,
+                     class_pick: bool) -> list[tuple[str, bool]]:
+    """Once revealed, every option as text, with whether it is the right one: the right one carries
+    :data:`RIGHT_MARK` and the pick says so ("B. 9 (your pick)"; on the projector, the class's pick),
+    so both read in full contrast where a disabled control would be grey."""
+    mark = "the class's pick" if class_pick else "your pick"
+    return [(option_label(question, option, lettered=lettered, revealed=True)
+             + (f" ({mark})" if option == picked else ""), i == question.answer)
+            for i, option in enumerate(question.options)]
+
+
 def _choices(correct: float, wrong: list[float]) -> tuple[list[str], int]:
     """Distinct options in ascending order, and where the correct one landed."""
     texts = {fmt(correct)}
