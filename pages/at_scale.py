@@ -3,23 +3,20 @@ on GPUs, and what limits a decode step; the toy's cache beside it."""
 
 import streamlit as st
 
-from viz import generate
 from viz.core.scale.cache_layout import layout_dtype, library_layout
 from viz.core.scale.count import read_model
 from viz.core.scale.gpus import DEFAULT_GPU, GPU_BY_NAME
 from viz.core.scale.memory import (DEFAULT_RESERVE_GIB, DEFAULT_UTILIZATION, DTYPE_BITS, KIB, MAX_BATCH, MAX_GPUS,
-                             MAX_TOKENS, WEIGHT_BITS, MemoryConfigError, beyond_context, by_dtype, cache_memory, curve_span,
-                             fits_by_gpu, format_bytes, gpu_fit, kv_split, latent_note, memory_curve, parallel_note,
-                             per_token_ratio, toy_cache_memory)
+                                   MAX_TOKENS, WEIGHT_BITS, cache_memory, format_bytes, latent_note)
 from viz.core.scale.model_config import (ATTENTION_LABELS, DEFAULT_MODEL, MAX_CONFIG_BYTES, ConfigError, preset,
-                                   preset_names, preset_text)
-from viz.core.scale.roofline import (MAX_SWEEP, batch_sweep, cache_overtakes, context_overtakes, decode_step,
-                               prefill_step)
+                                         preset_names, preset_text)
+from viz.core.scale.view import ScaleInputs, scale_view
 from viz.figures import memory as figures
 from viz.figures import roofline as roof
 from viz.figures.base import Stat
 from viz.ui import state
 from viz.ui.common import beside_in_presenter_mode, md_escape, page_lead, plot
+from viz.ui.runs import decode_traces
 from viz.ui.widgets import stats
 from viz.ui.tables import header_widths
 
@@ -105,12 +102,18 @@ weights_dtype = row[2].selectbox("Weights dtype", list(WEIGHT_BITS), key=WEIGHTS
                                  help="Starts at what a server loads: the format the config's quantization_config "
                                       "names (DeepSeek-V3 fp8; gpt-oss MXFP4, 4.25 bits, for its experts only), else "
                                       "16 bits: vLLM's --dtype auto serves a float32 checkpoint in 16 bits too.")
-memory = cache_memory(config, tokens, dtype, batch)
-try:
-    kv_split(config, gpus)
-except MemoryConfigError as err:
-    side.error(f"{err} — counting one GPU.", icon=":material/error:")
-    gpus = 1
+# the inputs the tabs hold, as this run starts (a widget's value is in the session before it is drawn):
+# every number is worked out here, so each tab is laid out in its own place, in any order
+usable = st.session_state.get(USABLE, DEFAULT_UTILIZATION)
+reserve = st.session_state.get(RESERVE, DEFAULT_RESERVE_GIB)
+others = [n for n in preset_names() if n != config.name]
+st.session_state[COMPARE] = [n for n in st.session_state.get(COMPARE, []) if n in others]  # not the model shown
+toy_traces, toy_grants = decode_traces(state.scenario(), state.step(), ("kv",))  # as Decode shows it, within the budget
+view = scale_view(ScaleInputs(config, tokens, dtype, batch, gpu, gpus, weights_dtype, usable, reserve,
+                              tuple(st.session_state[COMPARE])), toy_traces["kv"].cache)
+memory, fit, gpus = view.memory, view.fit, view.gpus
+if view.gpus_refused:
+    side.error(md_escape(view.gpus_refused), icon=":material/error:")
 
 cache_tab, library_tab, gpu_tab, roof_tab = body.tabs(
     ["Cache memory", "transformers' own count", "On GPUs", "What limits a decode step"], key=TAB, on_change="rerun")
@@ -124,14 +127,13 @@ with gpu_tab:
         "outside is left to other processes, not to activations. Memory is what the driver reports, less than "
         "the size on the box.")
     cols = st.columns(2)
-    usable = cols[0].slider("gpu_memory_utilization", 0.5, 1.0, DEFAULT_UTILIZATION, 0.01, key=USABLE,
+    cols[0].slider("gpu_memory_utilization", 0.5, 1.0, DEFAULT_UTILIZATION, 0.01, key=USABLE,
                             help=f"vLLM's CacheConfig.gpu_memory_utilization (vllm/config/cache.py): "
                                  f"{DEFAULT_UTILIZATION} by default, 0.9 in earlier releases.")
-    reserve = cols[1].number_input("Activation peak + CUDA graphs per GPU (GiB)", 0.0, 1024.0, DEFAULT_RESERVE_GIB,
+    cols[1].number_input("Activation peak + CUDA graphs per GPU (GiB)", 0.0, 1024.0, DEFAULT_RESERVE_GIB,
                                    0.25, key=RESERVE,
                                    help="An assumption: vLLM's start-up log prints both figures for your model "
                                         "and settings (max_num_batched_tokens, CUDA graph sizes).")
-    fit = gpu_fit(memory, gpu, gpus, weights_dtype, usable, reserve)
     each = " per GPU" if gpus > 1 else ""
     stats([Stat("Weights" + each, format_bytes(fit.weights_bytes),
                 help=f"{config.params:,} parameters in {weights_dtype}" + (f", split {gpus} ways." if gpus > 1 else ".")),
@@ -149,15 +151,15 @@ with gpu_tab:
     elif fit.sequences < batch:
         st.warning(f"A batch of {batch:,} does not fit: at most {fit.sequences:,} sequences of {tokens:,} tokens.",
                    icon=":material/warning:")
-    if gpus > 1:
-        note = parallel_note(config, fit)
+    if view.parallel is not None:
+        note = view.parallel
         st.info(f"Under tensor parallelism {note.split}. {fit.sequences:,} sequences fit"
                 + (f", not the {fit.pooled_sequences:,} that adding up the {gpus} GPUs' budgets as one pool "
                    "would suggest." if fit.pooled_sequences != fit.sequences else ".") + (f" {note.remedy}" if note.remedy else ""),
                 icon=":material/info:")
     plot(figures.gpu_split_figure(fit, batch), key="scale_split", share=wide)
     st.markdown(f"**Every GPU** ({gpus} × each, weights in {weights_dtype})")
-    gpu_table = figures.gpu_table(fits_by_gpu(memory, gpus, weights_dtype, usable, reserve))
+    gpu_table = figures.gpu_table(list(view.fits))
     st.dataframe(gpu_table, hide_index=True, width="stretch",  # every header in full
                  column_config={c: st.column_config.Column(width=w) for c, w in header_widths(gpu_table).items()})
     st.caption(f"{gpu.name}: {gpu.memory_mib:,} MiB, {gpu.bandwidth / 1e12:g} TB/s, {gpu.fp16 / 1e12:g} TFLOP/s dense "
@@ -182,27 +184,24 @@ with cache_tab:
                 help="Per sequence, if every query head kept its own K and V and no layer had a window.")],
           "Cache memory", key="scale_cache_stats")
     st.markdown(md_escape(figures.formula_text(memory)))
-    if beyond_context(memory):
+    if view.beyond_context:
         st.warning(f"{tokens:,} tokens is longer than the {config.max_context:,} tokens {md_escape(config.name)} "
                    "was released for; the bytes are still what its cache would take.", icon=":material/warning:")
-    others = [n for n in preset_names() if n != config.name]
-    compare = st.multiselect("Compare with", others, default=[], key=COMPARE, max_selections=5)
-    span = curve_span(memory)
-    curves = [(config.name, memory_curve(config, span, dtype, batch))]
-    curves += [(n, memory_curve(preset(n), span, dtype, batch)) for n in compare]
+    st.multiselect("Compare with", others, key=COMPARE, max_selections=5)
     with lesson:
         st.markdown(f"**{md_escape(config.name)}** · {figures.config_summary(memory)}")
-        plot(figures.memory_curve_figure(curves, tokens, fit.capacity_bytes if fit.weights_fit else None,
-                                         config.max_context, curves[0][1].state_bytes), key="scale_curve",
+        plot(figures.memory_curve_figure(list(view.curves), tokens, view.capacity_bytes,
+                                         config.max_context, view.curves[0][1].state_bytes), key="scale_curve",
              terms=set(), share=wide)
         st.caption(f"{ATTENTION_LABELS[config.attention]}. Source: {md_escape(config.source or 'your config.json')}"
                    + (f". {latent_note(config)}" if latent_note(config) else ""))
     st.markdown("**Every cache dtype**")
-    st.dataframe(figures.dtype_table(by_dtype(memory)), hide_index=True, width="stretch")
+    st.dataframe(figures.dtype_table(list(view.dtypes)), hide_index=True, width="stretch")
     st.subheader("The toy, measured by the engine")
-    trace = generate(state.scenario(), max(1, state.step()), "kv")
-    toy = toy_cache_memory(trace.cache)
-    st.markdown(md_escape(figures.toy_sentence(toy, memory, per_token_ratio(memory, toy))))
+    toy = view.toy
+    if toy_grants["kv"].note:
+        st.warning(md_escape(toy_grants["kv"].note), icon=":material/hourglass_top:")
+    st.markdown(md_escape(figures.toy_sentence(toy, memory, view.toy_ratio)))
     st.dataframe(figures.toy_table(toy, memory), hide_index=True, width="stretch")
     st.caption(f"The toy has one layer, a key of d_k = {toy.d_k} numbers per head and one value per token shared "
                f"by its {toy.heads} heads, in float32; its buffers reserve {format_bytes(toy.allocated_nbytes)} "
@@ -260,31 +259,26 @@ with roof_tab:
                 "docs/scale.md lists them all).")
     prefill_tokens = int(st.number_input("Prompt length for prefill (tokens)", 1, MAX_TOKENS,
                                          value=min(tokens, config.max_context), key=PREFILL))
-    step = decode_step(config, gpu, batch, tokens, weights_dtype, dtype, gpus)
-    prefill = prefill_step(config, gpu, prefill_tokens, weights_dtype, dtype, gpus)
-    sweep = batch_sweep(config, gpu, tokens, weights_dtype, dtype, gpus,
-                        limit=min(MAX_SWEEP, max(1024, batch, fit.sequences)))
-    overtakes = cache_overtakes(config, tokens, weights_dtype, dtype)
+    step, prefill, sweep, overtakes = view.decode, view.prefill(prefill_tokens), view.sweep, view.cache_overtakes
     stats([Stat("Bytes read per step", format_bytes(step.bytes),
                 help=f"weights {format_bytes(step.weight_bytes)} + KV cache {format_bytes(step.cache_bytes)}"),
            Stat("FLOPs per step", roof.format_flops(step.flops)),
            Stat("FLOPs per byte", f"{step.intensity:,.1f}", delta=f"ridge point {step.ridge:,.0f}", good=None),
            Stat("Time per token", roof.format_seconds(step.seconds), delta=f"{step.bound}-bound", good=None)],
           "One decode step", key="scale_roof_stats")
-    for line in roof.decode_reading(step, prefill, overtakes, context_overtakes(config, 1, weights_dtype, dtype),
-                                    sweep[-1], fit.sequences if fit.weights_fit else None):
+    for line in roof.decode_reading(step, prefill, overtakes, view.context_overtakes, sweep[-1], view.sequences):
         st.markdown(line)
     points = [(f"decode, batch {batch:,}", step)]
-    if batch != 1:
-        points.append(("decode, batch 1", decode_step(config, gpu, 1, tokens, weights_dtype, dtype, gpus)))
+    if view.decode_one is not None:
+        points.append(("decode, batch 1", view.decode_one))
     points.append((f"prefill, {prefill_tokens:,} tokens", prefill))
     plot(roof.roofline_figure(points), key="scale_roofline", share=wide)
     st.dataframe(roof.steps_table(points), width="stretch")
     left, right = st.columns(2)
     with left:
-        plot(roof.bytes_figure(sweep, overtakes), key="scale_bytes")
+        plot(roof.bytes_figure(list(sweep), overtakes), key="scale_bytes")
     with right:
-        plot(roof.throughput_figure(sweep, fit.sequences if fit.weights_fit else None), key="scale_throughput")
+        plot(roof.throughput_figure(list(sweep), view.sequences), key="scale_throughput")
     st.caption("Lower bounds at peak bandwidth and FLOP/s: real kernels reach about 70-90% and 60-80% of them, "
                "small steps also pay kernel launches, and tensor parallelism adds two all-reduces per layer (after "
                "attention and after the MLP, as Megatron-LM splits them), not counted. Mixture-of-experts models read only the experts their tokens are routed to (uniform "

@@ -310,3 +310,18 @@ def test_a_model_without_attention_draws_every_tab(at):
     assert stat_value(at, "Per sequence") == stat_value(at, "Fixed state") == format_bytes(state)
     text = " ".join(m.value for m in at.markdown).replace("\\", "")
     assert "no layer keeps K/V" in text and "none ·" in text
+
+
+def test_the_first_tab_uses_an_input_a_later_tab_holds(at):
+    """The cache curve (first tab) marks the cache the GPUs hold, which the GPU tab's utilization slider
+    (drawn after it) sets: one view worked out before the tabs, so they are laid out in their order."""
+    def held(at) -> str:  # the curve's note of the cache the GPUs hold (far above a 4,096-token curve)
+        curve = figure(at, "Cache memory grows")
+        return " ".join(a["text"] for a in curve["layout"]["annotations"] if "the GPUs can hold" in a["text"])
+
+    before = held(at)
+    at.slider(key="scale_usable").set_value(0.5)
+    rerun(at)
+    fit = gpu_fit(cache_memory(preset("Llama-2-7B"), 4096), GPU_BY_NAME["H100 SXM"], 1, "fp16/bf16", 0.5)
+    assert f"hold, {format_bytes(fit.capacity_bytes)}," in held(at) and held(at) != before
+    assert [t.label for t in at.tabs][:3] == ["Cache memory", "transformers' own count", "On GPUs"]

@@ -104,3 +104,34 @@ def test_the_real_cache_per_token_and_the_room_after_a_prompt():
     assert (snap.bytes_per_token, snap.mha_bytes_per_token) == (128.0, 256.0)
     shape = ModelShape(layers=2, heads=4, kv_heads=2, head_dim=8, vocab=100, max_positions=512, parameters=1)
     assert shape.room(12) == 500 and shape.room(512) == 0
+
+
+def test_the_at_scale_view_holds_every_tabs_numbers_at_once():
+    """scale_view works out what the four tabs show before any is drawn: the fit on the GPUs (the cache
+    curve marks it, the roofline's sweep runs to it), every GPU's fit, the curves, the toy's cache and
+    the roofline's steps; a GPU count the model's heads cannot be split over is refused as one GPU."""
+    from viz.core.scale.gpus import GPU_BY_NAME
+    from viz.core.scale.memory import MemoryConfigError, cache_memory, gpu_fit, kv_split, toy_cache_memory
+    from viz.core.scale.model_config import preset
+    from viz.core.scale.roofline import MAX_SWEEP, batch_sweep, decode_step, prefill_step
+    from viz.core.scale.view import ScaleInputs, scale_view
+
+    llama, h100 = preset("Llama-2-7B"), GPU_BY_NAME["H100 SXM"]
+    toy = generate(load_preset("seed"), 1, "kv").cache
+    view = scale_view(ScaleInputs(llama, 4096, "fp16/bf16", 8, h100, 3, "fp16/bf16", 0.5, 3.0, ("OPT-13B",)), toy)
+    with pytest.raises(MemoryConfigError):
+        kv_split(llama, 3)
+    assert view.gpus == 1 and "counting one GPU" in view.gpus_refused and view.parallel is None
+    fit = gpu_fit(cache_memory(llama, 4096, "fp16/bf16", 8), h100, 1, "fp16/bf16", 0.5, 3.0)
+    assert view.fit == fit and view.sequences == fit.sequences and view.capacity_bytes == fit.capacity_bytes
+    assert view.fits[[f.gpu.name for f in view.fits].index(h100.name)] == fit
+    assert [name for name, _ in view.curves] == ["Llama-2-7B", "OPT-13B"]
+    assert view.memory.bytes_per_token == 2 * 32 * 4096 * 2  # K and V, 32 layers of 4,096 numbers in 2 bytes
+    assert view.toy == toy_cache_memory(toy) and view.toy.nbytes == 4 * (4 * 64 + 1) * 4  # 4 entries of 1,028 B
+    assert view.decode == decode_step(llama, h100, 8, 4096, "fp16/bf16", "fp16/bf16", 1)
+    assert view.decode_one == decode_step(llama, h100, 1, 4096, "fp16/bf16", "fp16/bf16", 1)
+    assert view.prefill(512) == prefill_step(llama, h100, 512, "fp16/bf16", "fp16/bf16", 1)
+    limit = min(MAX_SWEEP, max(1024, 8, fit.sequences))  # the sweep runs at least to what fits
+    assert view.sweep == tuple(batch_sweep(llama, h100, 4096, "fp16/bf16", "fp16/bf16", 1, limit=limit))
+    two = scale_view(ScaleInputs(llama, 4096, "fp16/bf16", 1, h100, 2, "fp16/bf16", 0.9, 1.0), toy)
+    assert two.gpus == 2 and two.gpus_refused == "" and two.parallel is not None and two.decode_one is None

@@ -85,6 +85,14 @@ class CacheAt:
         return self.cache.element_size
 
     @property
+    def num_heads(self) -> int:
+        return self.cache.num_heads
+
+    @property
+    def d_k(self) -> int:
+        return self.cache.d_k
+
+    @property
     def nbytes(self) -> int:
         return self.length * self._slot
 
