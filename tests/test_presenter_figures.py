@@ -53,3 +53,13 @@ def test_the_stale_figures_axis_titles_fit_its_two_rows():
     fig = stale_figure(stale_lesson(kv, full, check_cache(kv, full, 1)))
     assert len(fig.layout.yaxis.title.text) <= 12
     assert "newest query" in fig.layout.meta["title"]
+
+
+def test_costs_panel_titles_are_short_and_the_axes_say_the_rest():
+    """Each panel's title fits half a phone's figure (about 22 characters on cpu); the y axes say per
+    what the work and the time are counted."""
+    for name, fig, _ in _cost():
+        titles = [note.text for note in fig.layout.annotations]
+        assert len(titles) == 2 and all(len(t) <= 22 for t in titles), titles
+        assert fig.layout.yaxis.title.text.startswith("multiply-adds per "), name
+        assert fig.layout.yaxis2.title.text.startswith("time per "), name

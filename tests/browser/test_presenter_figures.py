@@ -105,3 +105,14 @@ def test_costs_legend_clears_the_axis_titles(app, size):
     assert_inside(app, "decode figure", chart)
     app.assert_no_exception()
     app.screenshot(f"presenter-cost-{size['width']}x{size['height']}")
+
+
+def test_costs_panel_titles_stand_apart_on_a_phone(app):
+    """On a 390 × 844 phone the two panels' titles of Cost's decode figure do not run into each other."""
+    app.page.set_viewport_size({"width": 390, "height": 844})
+    app.open("/cost")
+    chart = app.main.locator(".st-key-cost_decode")
+    expect(chart.locator(".js-plotly-plot")).to_have_count(1)
+    titles = chart.evaluate(TEXT_BOXES_JS, ".annotation-text")
+    assert len(titles) == 2 and not collisions(titles), titles
+    app.assert_no_exception()

@@ -26,6 +26,9 @@ NAMES = {"recompute": "no cache (recompute)", "kv": "KV cache", "cat": "torch.ca
          "batched": "batched (one pass)", "one by one": "one token at a time"}
 
 
+# the panels' titles, short enough to stand side by side on a phone (the axes say the rest; the page
+# names the device right above the figure)
+PANELS = ("Theory: work", "Practice: time")
 LEGEND_PX = 40  # the legend's row, below the x axis's ticks and title (a presenter's 16-px type)
 
 
@@ -75,8 +78,7 @@ def _series(measurement: CostMeasurement, mode: str) -> list[DecodePoint]:
 
 def decode_figure(measurement: CostMeasurement) -> go.Figure:
     """Left: multiply-adds per decode step (engine counts). Right: measured time per token."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
-        "Theory: multiply-adds per new token", f"Practice: time per new token on {measurement.device}"))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.16, subplot_titles=PANELS)
     for mode in DECODE_MODES:
         points = _series(measurement, mode)
         if not points:
@@ -86,8 +88,8 @@ def decode_figure(measurement: CostMeasurement) -> go.Figure:
             fig.add_trace(_work_trace(mode, n, [p.work.multiply_adds for p in points], legend=False),
                           row=1, col=1)
         fig.add_trace(_time_trace(mode, n, [p.per_token for p in points], legend=True), row=1, col=2)
-    fig.update_yaxes(title_text="multiply-adds", row=1, col=1)
-    fig.update_yaxes(title_text="time (median)", row=1, col=2)
+    fig.update_yaxes(title_text="multiply-adds per token", row=1, col=1)
+    fig.update_yaxes(title_text="time per token (median)", row=1, col=2)
     sizes = sorted({p.n for p in measurement.decode})
     return _layout(fig, "Decode: O(n²) work without a cache, O(n) with one", sizes)
 
@@ -96,17 +98,15 @@ def prefill_figure(measurement: CostMeasurement) -> go.Figure:
     """Left: multiply-adds to read a prompt both ways. Right: measured time for the whole prompt."""
     points = sorted(measurement.prefill, key=lambda p: p.n)
     n = [p.n for p in points]
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
-        "Theory: multiply-adds for the whole prompt",
-        f"Practice: time for the whole prompt on {measurement.device}"))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.16, subplot_titles=PANELS)
     fig.add_trace(_work_trace("batched", n, [p.batched_work.multiply_adds for p in points], False),
                   row=1, col=1)
     fig.add_trace(_work_trace("one by one", n, [p.one_by_one_work.multiply_adds for p in points], False),
                   row=1, col=1)
     fig.add_trace(_time_trace("batched", n, [p.batched for p in points], True), row=1, col=2)
     fig.add_trace(_time_trace("one by one", n, [p.one_by_one for p in points], True), row=1, col=2)
-    fig.update_yaxes(title_text="multiply-adds", row=1, col=1)
-    fig.update_yaxes(title_text="time (median)", row=1, col=2)
+    fig.update_yaxes(title_text="multiply-adds per prompt", row=1, col=1)
+    fig.update_yaxes(title_text="time per prompt (median)", row=1, col=2)
     return _layout(fig, "Prefill: the same contexts, in one pass or one token at a time", n)
 
 
