@@ -130,7 +130,8 @@ QUESTION_STEPS = [(2, 0, ".st-key-tour_mask"), (3, 1, ".st-key-tour_multiples"),
 @pytest.mark.parametrize(("step", "index", "answer"), QUESTION_STEPS, ids=[f"step{s[0]}" for s in QUESTION_STEPS])
 def test_the_vote_screen_fits_a_projector(app, step, index, answer):
     """Presenter mode at 1280 × 720: the question, every option and Reveal are in the first screen;
-    after Reveal the top of the answer's figure is too, and the right option reads "✓ right", bold."""
+    after Reveal the top of the answer's figure is too, and the right option reads "✓ right", bold (in
+    the options' line of text that replaces the control)."""
     app.page.set_viewport_size(PROJECTOR)
     app.open("/tour", tour=step, present=1)
     box = app.main.locator(f".st-key-tour_question_{index}")
@@ -148,10 +149,10 @@ def test_the_vote_screen_fits_a_projector(app, step, index, answer):
     expect(top).to_be_visible()
     figure = top.bounding_box()
     assert 0 <= figure["y"] < PROJECTOR["height"] - 100, f"the answer starts at y = {figure['y']}"
-    marked = box.get_by_role("radio").filter(has_text=RIGHT_MARK)
+    marked = box.locator("strong", has_text=RIGHT_MARK)
     expect(marked).to_have_count(1)
     inside(app, "the marked option", marked)
-    assert float(marked.locator("strong, b").first.evaluate("e => getComputedStyle(e).fontWeight")) >= 600
+    assert float(marked.evaluate("e => getComputedStyle(e).fontWeight")) >= 600
     app.assert_no_exception()
     if step == 3:
         app.page.screenshot(path=str(REVIEW / "tour-revealed-1280x720.png"))
@@ -247,7 +248,7 @@ def test_the_class_vote_fits_a_projector_with_its_live_count(new_app, tmp_path):
         teacher.click_button("Reveal")
         expect(teacher.main.locator(".st-key-tour_multiples .js-plotly-plot")).to_be_visible()
         assert 0 <= teacher.main.locator(".st-key-tour_multiples").bounding_box()["y"] < PROJECTOR["height"] - 100
-        inside(teacher, "the marked option", box.get_by_role("radio").filter(has_text=RIGHT_MARK))
+        inside(teacher, "the marked option", box.locator("strong", has_text=RIGHT_MARK))
         for count in ("A. 5: 1 vote", "C. 12.5: 1 vote"):  # the class's final count stays, under the answer
             expect(box.get_by_test_id("stProgress").filter(has_text=count)).to_have_count(1)
         review_shot(teacher, "class-vote-revealed-1280x720")

@@ -1,0 +1,118 @@
+"""Tier 3 (browser): the issue 32 review's layout defects stay fixed. Serving's narration sits above its
+timeline, as Decode's does, with the timeline still whole in the first screen; Memory narrates its pool
+(above it at a desk, beside it in presenter mode); on a 390 × 844 phone nothing scrolls sideways, a
+stepper keeps ←, its slider and → on one row and Serving's timeline title is not cut; a revealed tour
+question shows its options as text in full contrast, not as a grey disabled control."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from viz.core.lessons.tour import RIGHT_MARK
+
+DESK = {"width": 1440, "height": 900}
+PROJECTOR = {"width": 1280, "height": 720}
+PHONE = {"width": 390, "height": 844}
+SCREENS = {"desk": (DESK, {}), "projector": (PROJECTOR, {"present": 1})}
+
+# the contrast ratio (WCAG) of an element's text colour on white, the page's background
+CONTRAST_JS = """e => {
+    const [r, g, b] = getComputedStyle(e).color.match(/[\\d.]+/g).map(Number).map(v => v / 255)
+        .map(v => v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    return 1.05 / (0.2126 * r + 0.7152 * g + 0.0722 * b + 0.05); }"""
+
+
+def narration(app):
+    """The page's narration: the info box with the speaking icon."""
+    return app.main.get_by_test_id("stAlert").filter(
+        has=app.page.get_by_test_id("stAlertDynamicIcon").filter(has_text="record_voice_over")).first
+
+
+def whole_on_screen(app, box: dict, name: str) -> None:
+    view = app.page.viewport_size
+    assert box["y"] >= 0 and box["y"] + box["height"] <= view["height"] + 0.5, \
+        f"{name} at {box} is not whole inside {view['width']}×{view['height']}"
+
+
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_servings_narration_sits_above_its_whole_timeline(app, screen):
+    """At 1440 × 900 and in presenter mode at 1280 × 720, Serving's narration ends above the stepped
+    timeline, and both lie whole in the first screen."""
+    size, params = SCREENS[screen]
+    app.page.set_viewport_size(size)
+    app.open("/serving", **params)
+    said = narration(app).bounding_box()
+    timeline = app.main.locator(".st-key-serving_timeline_continuous").bounding_box()
+    assert said["y"] + said["height"] <= timeline["y"], (said, timeline)
+    whole_on_screen(app, said, "the narration")
+    whole_on_screen(app, timeline, "the timeline")
+    app.assert_no_exception()
+
+
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_memory_narrates_its_pool_above_it_or_beside_it(app, screen):
+    """Memory narrates the iteration its pool shows: above the pool at a desk, in the controls' column
+    beside it in presenter mode; the narration and the pool are whole in the first screen."""
+    size, params = SCREENS[screen]
+    app.page.set_viewport_size(size)
+    app.open("/memory", **params)
+    expect(narration(app)).to_contain_text("Decode")
+    said = narration(app).bounding_box()
+    pool = app.main.locator(".st-key-memory_pool").bounding_box()
+    if params:
+        assert said["x"] + said["width"] <= pool["x"], (said, pool)
+    else:
+        assert said["y"] + said["height"] <= pool["y"], (said, pool)
+    whole_on_screen(app, said, "the narration")
+    whole_on_screen(app, pool, "the pool")
+    expect(app.main.get_by_text("sequence A", exact=True)).to_be_visible()  # the legend says what A is
+    app.assert_no_exception()
+
+
+@pytest.mark.parametrize("page", ["serving", "memory", "tour"])
+def test_on_a_phone_nothing_scrolls_sideways_and_the_stepper_is_one_row(app, page):
+    """At 390 × 844 the page is no wider than the screen, and the stepper's ←, slider and → share one
+    row inside it (each button level with the slider, not stacked above or below it)."""
+    app.page.set_viewport_size(PHONE)
+    app.open(f"/{page}", **({"tour": 3} if page == "tour" else {}))
+    assert app.page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    row = app.main.locator("[class*='st-key-'][class*='_row']").filter(has=app.page.get_by_role("slider")).first
+    parts = [row.locator("[class*='_back'] button >> visible=true").first, row.get_by_test_id("stSlider"),
+             row.locator("[class*='_forward'] button >> visible=true").first]
+    boxes = [part.bounding_box() for part in parts]
+    back, slider, forward = boxes
+    for button in (back, forward):  # beside the slider (its label above, its track level with them)
+        assert slider["y"] <= button["y"] and button["y"] + button["height"] <= slider["y"] + slider["height"] + 0.5, boxes
+    assert boxes[0]["x"] >= 0 and boxes[2]["x"] + boxes[2]["width"] <= PHONE["width"], boxes
+    assert boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"], boxes
+    app.assert_no_exception()
+
+
+def test_on_a_phone_servings_timeline_title_is_whole(app):
+    """At 390 × 844 the timeline's title ends inside its figure (Plotly titles do not wrap)."""
+    app.page.set_viewport_size(PHONE)
+    app.open("/serving")
+    figure = app.main.locator(".st-key-serving_timeline_continuous")
+    title = figure.locator(".gtitle")
+    expect(title).to_contain_text("batching")
+    box, inner = figure.bounding_box(), title.bounding_box()
+    assert inner["x"] + inner["width"] <= box["x"] + box["width"], (inner, box)
+    app.assert_no_exception()
+
+
+def test_a_revealed_question_shows_its_options_as_readable_text(app):
+    """On a phone, after Reveal, the options are a line of text in the page's text colour (at least
+    7 : 1 on white), the right one bold with ✓ right, the pick named; no disabled control is left."""
+    app.page.set_viewport_size(PHONE)
+    app.open("/tour", tour=3)
+    app.pick("Your answer", "9")
+    app.click_button("Reveal")
+    box = app.main.locator(".st-key-tour_question_1")
+    line = box.locator("p", has_text=RIGHT_MARK)
+    expect(line).to_contain_text("9 (your pick)")
+    expect(box.get_by_role("radio")).to_have_count(0)
+    for element in (line, line.locator("strong", has_text=RIGHT_MARK)):
+        assert element.evaluate(CONTRAST_JS) >= 7
+    assert app.page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    app.assert_no_exception()
