@@ -225,7 +225,7 @@ def test_titles_fit_the_width_they_are_drawn_at_and_grow_the_figure_above_the_pl
 def test_a_presenter_title_wraps_sooner_and_pushes_the_plot_down_by_its_lines():
     """A title that fits one desktop line takes more in presenter type at the same width, and the top
     margin grows by the presenter line height for each."""
-    fig = go.Figure(FIGURES["timeline"][0])
+    fig = go.Figure(FIGURES["rounds"][0])  # a title of one desktop line at 700 px
     fit(fig, 700)
     desk_lines, desk_top = fig.layout.title.text.count("<br>") + 1, fig.layout.margin.t
     fit(fig, 700, presenter=True)
