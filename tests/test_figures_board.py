@@ -249,3 +249,15 @@ def test_pool_board_carries_tokens_verbatim_and_the_plotly_pool_escapes_them():
     assert fig.data[0].text[0][0] == "&lt;b&gt;x&lt;/b&gt;"
     assert [[c["text"] for c in row["cells"]] for row in spec["groups"][0]["rows"]] == [
         [t.replace("&lt;", "<").replace("&gt;", ">") for t in row] for row in fig.data[0].text]
+
+
+def test_a_stale_cell_in_a_full_window_says_stale_alone():
+    """Past six keys a cell is too narrow on a projector for "+1 stale": it says "stale" (the sign in its
+    tip); up to six it says both."""
+    from dataclasses import replace
+
+    long = replace(load_preset("seed"), tokens=load_preset("seed").tokens * 4, values=load_preset("seed").values * 4)
+    spec = board.cache_board(_frame(long, 2), long.head_names)
+    assert len(spec["columns"]) > board.WORDY_STALE_KEYS
+    said = [c["text"] for row in spec["groups"][0]["rows"] for c in row["cells"] if "stale:" in c["tip"]]
+    assert said and set(said) == {"stale"}

@@ -92,3 +92,23 @@ def test_step_zero_on_decode_has_no_stale_talk(decode):
     rerun(decode)
     assert not decode.warning and not [b for b in decode.button if b.label.startswith("Show head")]
     assert any("no cached key can be stale yet" in i.value for i in decode.info)
+
+
+def test_a_long_sequences_cells_say_match_by_a_mark_and_the_title_reads_it():
+    """Past 12 keys a cell is too narrow for 'match · 0.25': it says ✓ or ✗ over the weight, the title says
+    what the marks mean, and the stale cells still say 'stale'."""
+    from dataclasses import replace
+
+    from viz.figures.stale import WORDY_KEYS
+
+    long = replace(SEED, tokens=SEED.tokens * 4, values=SEED.values * 4)  # 16 prompt tokens
+    kv, full = generate(long, 3, "kv"), generate(long, 3, "recompute")
+    lesson = stale_lesson(kv, full, check_cache(kv, full, 2))
+    assert lesson is not None and len(lesson.keys) > WORDY_KEYS
+    fig = stale_figure(lesson)
+    cells = [t.split("<br>")[0] for row in fig.data[0].text for t in row]
+    assert set(cells) <= {"✓", "✗"} and "✓ the rule matched the key" in fig.layout.title.text.replace("<br>", " ")
+    assert all("stale" in fig.data[0].text[0][c] for c in lesson.stale)
+    seed_kv, seed_full = runs(2)
+    seed_lesson = stale_lesson(seed_kv, seed_full, check_cache(seed_kv, seed_full, 2))
+    assert "match · " in stale_figure(seed_lesson).data[0].text[0][0]  # four keys: the words

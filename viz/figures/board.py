@@ -38,6 +38,7 @@ from .base import MASKED, MEANINGS, hatch, legend_item, short
 from .lesson import CELL_TEXT_COLUMNS, CELL_TEXT_ROWS, CONTEXTS_TITLE, attention_title, cache_title
 
 BLACK, WHITE = "#000000", "#ffffff"
+WORDY_STALE_KEYS = 6  # up to this many keys a stale cell says "+1 stale"; beyond, "stale"
 
 
 def fits(frame_: LessonFrame) -> bool:
@@ -142,8 +143,9 @@ def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
             tip = f"head {name}\n{'cached key' if view.cached else 'key'} of {label}: {_sign(s)}"
             cell = _cell("RdBu", (s + 1) / 2, _sign(s), tip)
             if (h, view.keys[c]) in stale:
-                # the cached sign and the word where a cell holds both (a lesson window), else the word
-                said = f"{_sign(s)} stale" if len(columns) <= 9 else "stale"
+                # the cached sign and the word where a cell holds both (up to six keys: a third of a
+                # 1280-px projector gives each about 50 px), else the word (the sign is in the tip)
+                said = f"{_sign(s)} stale" if len(columns) <= WORDY_STALE_KEYS else "stale"
                 cell.update(bg=hatch("stale", cell["bg"]), text=said,
                             tip=tip + "\nstale: encoding it again gives the opposite")
             cells.append(cell)
