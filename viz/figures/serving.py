@@ -183,7 +183,7 @@ def metrics_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
     # two lines each: side by side on a phone, one line each would run into the other
     annotations = [dict(text=text, x=x, y=1.02, xref="paper", yref="paper", showarrow=False, yanchor="bottom")
                    for text, x in (("time to first<br>token (TTFT)", 0.235), ("time per output<br>token (TPOT)", 0.765))]
-    return figure(data, _plain("Per request: waiting for the first token, then the pace of the rest", 396, top=66,
+    return figure(data, _plain("Per request: waiting for the first token,<br>then the pace of the rest", 396, top=66,
                                barmode="group", annotations=annotations, **layout_axes))
 
 
@@ -196,7 +196,7 @@ def utilisation_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
             y = [getattr(it, f"{what}_slots") / run.config.slots for it in run.iterations for _ in (0, 1)]
             data.append(go.Scatter(x=x, y=y, mode="lines", name=f"{safe(label)}: {what}",
                                    line=dict(color=series(k)[0], dash=dash)))
-    return figure(data, _plain("Pool use over time (ticks): slots set aside and slots holding a token", 320,
+    return figure(data, _plain("Pool use over time (ticks):<br>slots set aside and slots holding a token", 320,
                                yaxis=dict(title="share of the pool", tickformat=".0%", range=[0, 1.05])))
 
 
@@ -255,7 +255,7 @@ def token_times_figure(runs: Sequence[tuple[str, ServingRun]], highlight: int) -
         annotations.append(dict(text=safe(label), x=0, y=top - 0.02, xref="paper", yref="paper", showarrow=False,
                                 xanchor="left", yanchor="bottom", font=dict(size=13)))
     data.append(legend_marker("focus", "selected request", filled=True))
-    return figure(data, _plain("Every dot is a token ready; long gaps are requests stalled behind a prefill",
+    return figure(data, _plain("Every dot is a token ready; long gaps are<br>requests stalled behind a prefill",
                                140 + 180 * len(runs), annotations=annotations, **layout))
 
 
@@ -268,7 +268,7 @@ def prefix_figure(off: ServingRun, on: ServingRun) -> go.Figure:
             go.Bar(x=names, y=computed, name="computed, with prefix caching", marker_color=BLUE, offsetgroup="on"),
             go.Bar(x=names, y=[o.prefix_hits for o in on.outcomes], base=computed, name="taken from cached blocks",
                    marker_color=CACHED, offsetgroup="on")]
-    return figure(data, _plain("Prompt tokens per request: keys and values computed, or reused", 320,
+    return figure(data, _plain("Prompt tokens per request:<br>keys and values computed, or reused", 320,
                                barmode="group", yaxis=dict(title="prompt tokens")))
 
 
@@ -305,7 +305,7 @@ def rounds_figure(run, current: int | None = None) -> go.Figure:
     shapes = [outline("focus", -0.5, width - 0.5, current - 0.5, current + 0.5)] if current is not None else []
     if current is not None:
         data.append(legend_marker("focus", "this round"))
-    layout = _plain("Each round: the guesses, which the target kept, and the word it adds",
+    layout = _plain("Each round: the guesses, which the target kept,<br>and the word it adds",
                     190 + 30 * max(1, len(rounds)), top=90, shapes=shapes,
                     xaxis=dict(side="top", type="category", title=dict(text="word (columns)")),
                     yaxis=dict(autorange="reversed", type="category", title=dict(text="round (rows)")))
@@ -321,7 +321,7 @@ def cache_length_figure(run) -> go.Figure:
         ys += [rnd.cache_before, rnd.cache_verified, rnd.cache_after]
     data = [go.Scatter(x=xs, y=ys, mode="lines+markers", line=dict(color=BLUE, shape="linear"),
                        name="entries", hovertemplate="%{y} entries<extra></extra>")]
-    return figure(data, _plain("Cache length: the verification pass appends every guess; rejected ones are cut",
+    return figure(data, _plain("Cache length: the verification pass appends<br>every guess; rejected ones are cut",
                                280, xaxis=dict(title="round"), yaxis=dict(title="entries in the cache"),
                                showlegend=False))
 
@@ -434,5 +434,5 @@ def traffic_figure(points: Sequence[TrafficPoint], block_q: int, block_k: int,
                                line=dict(color=series(2)[0], dash=series(2)[1]),
                                customdata=[format_bytes(p.flash) for p in large],
                                hovertemplate="n = %{x}: %{customdata}<extra></extra>"))
-    return figure(data, _plain("Bytes between slow and fast memory per prefill pass, against tokens", 360,
+    return figure(data, _plain("Bytes between slow and fast memory per prefill<br>pass, against tokens", 360,
                                xaxis=dict(type="log"), yaxis=dict(title="bytes", type="log")))
