@@ -8,11 +8,13 @@ checked in class is always the one kvlab computes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..engine.model import Trace
-from ..engine.explain import fmt
+from ..engine.model import MODES, Trace, generate
+from ..engine.explain import CacheCheck, RowExplanation, check_cache, explain_position, fmt
+from ..engine.presets import load_preset
 from ..engine.scenario import Scenario
+from ..serving.scheduler import serve
 from ..serving.workload import ServingConfig, ServingRun, Workload, make_request
 
 
@@ -178,3 +180,140 @@ def tour_score(questions: list[Question], choices: dict[int, str | None]) -> Sco
     right = sum(1 for i, q in enumerate(questions) if choices.get(i) == q.options[q.answer])
     unanswered = sum(1 for i in range(len(questions)) if i in choices and choices[i] is None)
     return Score(right, len(questions), unanswered, sum(1 for i in range(len(questions)) if i not in choices))
+
+
+# -- the tour's words: every sentence the page shows around its figures, tables and questions -------
+TOUR_TITLE = "Guided tour"
+PRESENTER_LEAD = "Guided tour · read the question aloud, let the class vote by letter, then press Reveal."
+STEP_TITLES = (
+    "The prompt, its values and four heads",
+    "Prefill and the causal mask",
+    "Scores, weights and contexts",
+    "When nothing matches",
+    "From the context to the next word",
+    "Decode without a cache",
+    "Decode with the KV cache",
+    "The cache bug in the article",
+    "Epilogue: many caches, one pool of blocks",
+    "Epilogue: who computes in each iteration",
+)
+PROMPT_VALUES = ("The prompt is split into tokens, and each token gets one number, its **value**: the "
+                 "information it carries. 'Today' and 'weather' carry more than 'is' and 'so'.")
+PROMPT_HEADS = ("Four attention heads each follow one rule. Real heads learn their patterns; these are "
+                "written by hand so every number can be checked.")
+HEAD_RULES_IN_WORDS = ["tokens at even positions", "the last token", "the first token", "every token"]
+MASK_INTRO = ("Prefill handles every position of the prompt **in one pass**. To keep a token from "
+              "looking ahead, a causal mask hides some positions before the softmax.")
+CONTEXTS_INTRO = ("Each head scores every visible key: +√d_k = +8 where its rule holds, −8 where it does "
+                  "not. Softmax turns the scores into weights, and the context is the weighted sum of values.")
+LAST_POSITION = "At the last position, every head:"
+NOTHING_INTRO = "What does a head do when its rule matches **no** visible key?"
+LOGITS_INTRO = ("The context of the last position, one number per head, is multiplied by W_vocab: one "
+                "column per word, one row per head. The result is a logit per word.")
+NO_CACHE_INTRO = ("The model appends the word it predicted and predicts again. Without a cache, **every** "
+                  "key and value is computed again for the longer sequence, though only one token is new.")
+CACHE_INTRO = ("With a **KV cache**, prefill stores every key and value once. Each decode step computes "
+               "only the new token's key and value, appends them, and lets the new query read the rest.")
+CACHE_NOTE = ("Over 8 steps without a cache the keys encoded add up with n² (recomputing everything), "
+              "with the cache they add up with n.")
+BUG_INTRO = ("The article prints the same decode context with and without the cache, and they "
+             "differ in one head. kvlab computes both:")
+BUG_FIX = ("The cache-safe form of the rule reads the **query's** position instead of n: "
+           "`k.pos == q.pos`, 'attend to self'. The *cache-safe* preset uses it; there the cache "
+           "and recomputation agree at every step.")
+EPILOGUE_NOTE = "Optional epilogue, in two steps: what a server does with many caches at once."
+POOL_INTRO = ("One sequence keeps one growing cache. A server keeps **many** at once, cut into fixed-size "
+              "**blocks** of one pool. Here three requests send the seed's prompt, made cache-safe, and "
+              "**prefix caching** lets a request take the full blocks an earlier one already computed.")
+BATCHING_INTRO = ("At every **iteration** the server decides who computes: new prompts (prefill), one more "
+                  "token for each running request (decode), or nobody while memory is short. Time is counted in "
+                  "**ticks**: one per token computed, plus a fixed cost per iteration. Two requests fit at once.")
+STATIC_TITLE = "Static batching: the third request waits for the whole batch"
+CONTINUOUS_TITLE = "Continuous batching: C takes B's slot when B is done"
+SERVERS_NOTE = ("The same ideas run real servers (vLLM, TGI, TensorRT-LLM): paged blocks, continuous "
+                "batching, chunked prefill, prefix caching, speculative decoding and FlashAttention. The "
+                "Serving page runs each of them on your scenario.")
+SCORE_LATER = "Your score appears here once the last question is revealed."
+
+
+def tour_intro(article_link: str) -> str:
+    """The tour's opening paragraph, the article named by ``article_link`` (Markdown)."""
+    return (f"The worked example of the article {article_link}, step by step. Commit to an answer before "
+            "you reveal it; your score is on the last step. The tour always uses the seed scenario; the other "
+            "pages use yours.")
+
+
+def ask_line(prompt: str, *, presenter: bool) -> str:
+    """The question's line: a vote on the projector, a prediction on one screen (``prompt`` escaped)."""
+    return f"#### Vote first: {prompt}" if presenter else f"**Predict first:** {prompt}"
+
+
+def verdict(right: str, picked: str | None, explanation: str) -> tuple[str, str]:
+    """How a revealed answer reads, and its kind ("info" without a vote, "success", "error"); the
+    arguments are Markdown, escaped by the caller."""
+    if picked is None:
+        return "info", f"Answer: **{right}**. {explanation}"
+    if picked == right:
+        return "success", f"Right: **{right}**. {explanation}"
+    return "error", f"Not quite: you chose {picked}, it is **{right}**. {explanation}"
+
+
+def score_line(tally: Score) -> str:
+    """The tally under the last step (Markdown)."""
+    return (f"**Your score: {tally.right} of {tally.total}** right"
+            + (f" ({tally.unanswered} revealed without a vote, {tally.unrevealed} not revealed yet)."
+               if tally.unanswered or tally.unrevealed else "."))
+
+
+# -- the tour's view: every run, question and answer worked out before a step is drawn ------------
+TOUR_PRESET = "seed"  # the tour always walks the seed scenario
+
+
+@dataclass(frozen=True)
+class TourView:
+    """Everything the guided tour shows, on the seed scenario: its runs, the server's two runs of the
+    epilogue and every question, answered from them."""
+
+    scenario: Scenario
+    prefill: Trace  # the prompt prefilled, one prediction
+    runs: dict[str, Trace]  # nine predictions in each decoding mode
+    cache_run: Trace  # two predictions with the KV cache (the cache figure)
+    last_head: int  # the head whose rule cannot be cached (the article's bug)
+    last_position: tuple[RowExplanation, ...]  # every head's choice at the prompt's last position
+    cache_check: CacheCheck  # the cache against recomputing, first decode step
+    keys_answer: str  # the first decode step's keys, without and with the cache
+    continuous: ServingRun  # the epilogue's requests, continuous batching
+    static: ServingRun  # the same requests, static batching
+    shared_iteration: int  # the first iteration where two requests share a block
+    questions: tuple[Question, ...]  # every question, in order (index = its number in the tour)
+
+    @property
+    def kv(self) -> Trace:
+        return self.runs["kv"]
+
+    @property
+    def full(self) -> Trace:
+        return self.runs["recompute"]
+
+
+def tour_view() -> TourView:
+    """The tour's runs and questions on the seed scenario (a few hundred milliseconds, CPU)."""
+    seed = load_preset(TOUR_PRESET)
+    prefill = generate(seed, 1)
+    runs = {mode: generate(seed, 9, mode) for mode in MODES}
+    kv, full = runs["kv"], runs["recompute"]
+    last_head = next(h for h, ok in enumerate(kv.cacheable) if not ok)
+    served, workload = seed.cache_safe(), tour_workload(seed.cache_safe())
+    continuous = serve(served, workload, TOUR_SERVER)
+    static = serve(served, workload, replace(TOUR_SERVER, policy="static"))
+    keys = (" ".join(f"{w}" for w in full.tokens[:5]),
+            f"{full.steps[1].counts.keys_encoded} keys encoded without a cache, "
+            f"{kv.steps[1].counts.keys_encoded} with it")
+    return TourView(
+        scenario=seed, prefill=prefill, runs=runs, cache_run=generate(seed, 2, "kv"), last_head=last_head,
+        last_position=tuple(explain_position(prefill, len(prefill.prefill.tokens) - 1)),
+        cache_check=check_cache(kv, full, 1), keys_answer=" → ".join(keys), continuous=continuous, static=static,
+        shared_iteration=next(it.index for it in continuous.iterations if any(len(b.owners) > 1 for b in it.blocks)),
+        questions=(question_mask(prefill), question_even(prefill), question_no_match(prefill),
+                   question_winner(prefill), question_keys(full, kv), question_stale(full, kv, last_head),
+                   question_prefix(continuous, 2), question_join(continuous, static, 2)))

@@ -1,0 +1,42 @@
+"""Tier 1: the guided tour's view (viz.core.lessons.tour.tour_view) holds every run, question and
+answer the page shows, checked against values worked out by hand on the seed scenario."""
+
+from __future__ import annotations
+
+from viz.core.lessons import tour
+
+
+def test_the_tour_view_answers_every_question_from_the_seed():
+    """Seed: Today 10, weather 20, is 1, so 5; heads even, last (k.pos == n), first, all; 4 heads.
+
+    - prefill at 'so': even averages weather and so, (20 + 5) / 2 = 12.5; all averages the four,
+      (10 + 20 + 1 + 5) / 4 = 9;
+    - first decode step without a cache: 5 tokens × 4 heads = 20 keys, with it 1 × 4 = 4;
+    - 'last' reads n, so it is the head that cannot be cached (index 1);
+    - the epilogue: C sends the 4-token prompt; blocks of 2 and the last token always computed, so 2 hits
+      and 4 − 2 = 2 tokens computed."""
+    view = tour.tour_view()
+    assert tuple(view.scenario.tokens) == ("Today", "weather", "is", "so")
+    assert [float(v) for v in view.scenario.values] == [10.0, 20.0, 1.0, 5.0]
+    assert [row.text.split(" → ")[-1] for row in view.last_position] == ["12.5", "5", "10", "9"]
+    assert view.keys_answer == "Today weather is so nice → 20 keys encoded without a cache, 4 with it"
+    assert view.last_head == 1 and view.kv is view.runs["kv"] and view.full is view.runs["recompute"]
+    assert len(view.questions) == 8
+    answers = [q.options[q.answer] for q in view.questions]
+    assert answers == ["no", "12.5", "10", "nice", "4", "7", "2", "18"]
+    assert view.continuous.outcomes[2].prefix_hits == 2
+    assert (view.continuous.outcomes[2].ttft, view.static.outcomes[2].ttft) == (18, 56)
+    assert view.shared_iteration == 2
+
+
+def test_the_tour_words_build_the_verdict_and_the_score():
+    """No vote: 'Answer:' (info); the right pick: 'Right:' (success); another: 'Not quite:' (error);
+    5 of 8 right with 1 revealed without a vote and 2 not revealed says both counts."""
+    assert tour.verdict("12.5", None, "Why.") == ("info", "Answer: **12.5**. Why.")
+    assert tour.verdict("12.5", "12.5", "Why.") == ("success", "Right: **12.5**. Why.")
+    assert tour.verdict("12.5", "9", "Why.") == ("error", "Not quite: you chose 9, it is **12.5**. Why.")
+    assert tour.score_line(tour.Score(5, 8, 1, 2)) == (
+        "**Your score: 5 of 8** right (1 revealed without a vote, 2 not revealed yet).")
+    assert tour.score_line(tour.Score(8, 8, 0, 0)) == "**Your score: 8 of 8** right."
+    assert len(tour.STEP_TITLES) == 10 and tour.tour_footer(9, len(tour.STEP_TITLES)).startswith("Optional")
+    assert tour.ask_line("Q?", presenter=True) == "#### Vote first: Q?"
