@@ -3,17 +3,17 @@
 One lesson screen on top (the step controls, the stale-cache warning when there is one, the
 narration, the attention heatmap on its newest rows, the KV cache and the next word); the rest in
 tabs below. Everything a Step changes runs in one fragment, so a click reruns the decode view, not
-the sidebar and the frame.
+the sidebar and the frame. Every number and sentence the view shows comes from one core call
+(viz.core.lessons.decode.decode_view), its fixed prose from viz.core.lessons.words_decode.
 """
 
 import streamlit as st
 
-from viz.core.engine.division import divisions_by_zero
-from viz.core.engine.model import MODE_LABELS, MODES
-from viz.core.engine.explain import check_cache, narrate_step
-from viz.core.lessons.lesson import decode_frame, replay as replay_of, transcript
-from viz.core.lessons.stale import cache_note, repeat_note, stale_lesson
+from viz.core.engine.model import MODES
 from viz.core.engine.scenario import MAX_DECODE_STEPS
+from viz.core.lessons import words_decode as words
+from viz.core.lessons.decode import DecodeView, decode_modes, decode_view
+from viz.core.lessons.lesson import replay as replay_of
 from viz.figures import lesson as lesson_figures
 from viz.figures.stale import stale_figure
 from viz.figures import toy
@@ -39,7 +39,6 @@ TAB = "decode_tab"
 COMPARE_FOLD = "decode_compare_open"  # whether the head-by-head comparison table's fold is open
 STEP, BACK = "decode_step", "decode_back"  # the buttons' keys: the board draws the next step at their click
 TABS = ("Cache vs recompute", "Work", "Text and table", "Replay in the browser", "Figures as tables")
-SHORT = {"kv": "KV cache", "recompute": "recompute", "reencode": "re-encode"}
 FIX = "Fix: n → q.pos"
 
 
@@ -69,14 +68,14 @@ def controls(step: int) -> None:
                   disabled=step >= MAX_DECODE_STEPS, help=f"Generate one more token ({STEP_KEYS_HELP})", key=STEP)
         run_n = st.session_state.setdefault(RUN_SIZE, 8)
         st.segmented_control("Tokens to run", RUN_SIZES, required=True, label_visibility="collapsed",
-                             help="Tokens the Run button generates", **state.bound(RUN_N, run_n, set_run_size))
+                             help=words.RUN_SIZE_HELP, **state.bound(RUN_N, run_n, set_run_size))
         st.button(f"Run {run_n}", icon=":material/fast_forward:", on_click=go_to, args=(state.step_after(run_n),),
-                  disabled=step >= MAX_DECODE_STEPS, help=f"Generate {run_n} more tokens")
+                  disabled=step >= MAX_DECODE_STEPS, help=words.run_help(run_n))
         horizon = st.session_state[HORIZON]
         if horizon > 0:
             st.slider("Timeline (tokens generated)", 0, horizon, format=f"%d of {horizon}",
                       label_visibility="collapsed", width=240,
-                      help="Scrub back and forth over the tokens generated so far",
+                      help=words.TIMELINE_HELP,
                       **state.bound(TIMELINE, step, state.set_step))
         lesson_keys(STEP, BACK)  # → PageDown Space press Step, ← PageUp Back, whatever has focus (draws nothing)
 
@@ -88,158 +87,111 @@ def decode_lesson() -> None:
     step = state.step()
     st.session_state[HORIZON] = max(st.session_state.get(HORIZON, 0), step)
     tab = st.session_state.get(TAB) or TABS[0]
-    # compute only what is shown: the picked mode, the two the cache check compares, and the
-    # third mode only for the work chart
-    wanted = {state.mode(), "kv", "recompute"} | ({"reencode"} if tab == "Work" else set())
-    traces, grants, following = decode_traces_ahead(scenario, step, tuple(m for m in MODES if m in wanted))
-    kv, full = traces["kv"], traces["recompute"]
-    shown = traces[state.mode()]
-    shown_step = len(shown.steps) - 1  # the step asked for, or as far as the work budget let this mode go
-    compared = min(len(kv.steps), len(full.steps)) - 1  # the latest step both runs reached
-    check = check_cache(kv, full, compared)
-    stale = stale_lesson(kv, full, check)
+    head, whole = state.head(), st.session_state.get(WHOLE, False)  # what the choices below show
+    traces, grants, following = decode_traces_ahead(scenario, step, decode_modes(state.mode(), tab == "Work"))
+    view = decode_view(traces, grants, following, step, state.mode(), head, whole)
 
     # the controls, the narration and the choices close together, so the lesson screen below fits
     # 1280 × 720 in presenter mode
     with st.container(gap="xsmall"):
         controls(step)
-        for note in dict.fromkeys(g.note for g in grants.values() if g.note):
+        for note in view.budget_notes:
             st.warning(note, icon=":material/hourglass_top:")
-        narration = md_escape(narrate_step(shown, shown_step))
-        shown_why = stale is not None and stale.head == state.head()  # the head concerned is shown: say why
-        if check.differing:  # the key moment of the page: beside the narration, right under Step
+        narration = md_escape(view.narration)
+        if view.warnings:  # the key moment of the page: beside the narration, right under Step
             said, warned = st.columns(2, gap="xsmall")
             said.info(narration, icon=":material/record_voice_over:")
-            warned.warning(" ".join(md_escape(stale.why if shown_why and h.head == stale.name else h.summary)
-                                    for h in check.differing), icon=":material/warning:")
+            warned.warning(" ".join(md_escape(w) for w in view.warnings), icon=":material/warning:")
         else:
             st.info(narration, icon=":material/record_voice_over:")
-        division_notices(divisions_by_zero(shown, shown_step))
+        division_notices(list(view.divisions))
+        choices(scenario, view)
+    lesson_screen(view.frame, list(view.heads), head, newest_key=view.shown.mode == "kv",
+                  turns=((view.after, STEP), (view.before, BACK)))
+    if view.stale_shown:  # the stale-cache lesson: both runs side by side, right under the screen
+        plot(stale_figure(view.stale), key="decode_stale")  # (whole in 1920 × 1080 presenter)
+    if view.repeat:  # a side note, under the lesson: never pushing it down
+        st.caption(md_escape(view.repeat))
 
-        heads = scenario.head_names
-        head, whole = choices(scenario, check, stale, shown_why)
-    frame = decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step, head, whole=whole)
-    after, before = turns(traces, shown, shown_step, following, step, compared, head, whole)
-    lesson_screen(frame, heads, head, newest_key=shown.mode == "kv",
-                  turns=((after, STEP), (before, BACK)))
-    if stale is not None and stale.head == head:  # the stale-cache lesson: both runs side by side, right
-        plot(stale_figure(stale), key="decode_stale")  # under the screen (whole in 1920 × 1080 presenter)
-    repeating = repeat_note(shown, shown_step)  # a side note, under the lesson: never pushing it down
-    if repeating:
-        st.caption(md_escape(repeating))
-
-    lazy_tabs(TABS, TAB, (lambda: compare(traces, check, step, compared), lambda: work(traces, step, compared),
-                          lambda: text_and_table(shown, shown_step), lambda: replay(scenario, shown.mode, head),
-                          lambda: lesson_tables(frame, heads)))
+    lazy_tabs(TABS, TAB, (lambda: compare(view), lambda: work(view),
+                          lambda: text_and_table(view), lambda: replay(view, scenario, head),
+                          lambda: lesson_tables(view.frame, list(view.heads))))
 
 
-def choices(scenario, check, stale, shown_why: bool) -> tuple[int, bool]:
+def choices(scenario, view: DecodeView) -> None:
     """The choices of what is shown (head, Whole, run), and the stale-cache warning's buttons at the
     row's end (not a row of their own: the lesson screen below fits 1280 × 720)."""
     with st.container(horizontal=True, vertical_alignment="center", gap="xsmall"):
-        head = head_picker(HEAD)
-        whole = whole_switch(WHOLE, "Show every row and key, not only the newest ones")
-        st.segmented_control("Show the run", MODES, format_func=SHORT.get, required=True,
-                             label_visibility="collapsed",
-                             help="\n".join(f"{SHORT[m]}: {MODE_LABELS[m]}" for m in MODES),
+        head_picker(HEAD)
+        whole_switch(WHOLE, words.WHOLE_HELP)
+        st.segmented_control("Show the run", MODES, format_func=words.MODE_SHORT.get, required=True,
+                             label_visibility="collapsed", help=words.MODE_HELP,
                              **state.bound(MODE_PICKER, state.mode(), state.set_mode))
-        if check.differing:
-            if st.button(FIX, icon=":material/build:",
-                         help="Make every head cache-safe: each rule's n becomes q.pos"):
+        if view.warnings:
+            if st.button(FIX, icon=":material/build:", help=words.FIX_HELP):
                 state.set_scenario(scenario.cache_safe())
                 st.rerun(scope="app")  # the sidebar's editors show the rules, so the whole app reruns
-            if not shown_why:
-                st.button(md_escape(stale.button), icon=":material/visibility:", on_click=state.set_head,
-                          args=(stale.head,),
-                          help="Show that head's attention and cache below, with the recomputed run beside it")
-    return head, whole
+            if not view.stale_shown:
+                st.button(md_escape(view.stale.button), icon=":material/visibility:", on_click=state.set_head,
+                          args=(view.stale.head,), help=words.SHOW_HEAD_HELP)
 
 
-def turns(traces, shown, shown_step: int, following, step: int, compared: int, head: int, whole: bool):
-    """The frames a Step or a Back click shows next, sent now so the board draws them at the click
-    (the rerun the click starts then brings the same numbers with the narration); None where there
-    is none to send."""
-    kv, full = traces["kv"], traces["recompute"]
-    after = None
-    if following is not None and shown_step == step < MAX_DECODE_STEPS:
-        ahead = following[shown.mode]
-        after = decode_frame(ahead, following["kv"], following["recompute"] if shown.mode == "kv" else None,
-                             step + 1, head, whole=whole)
-    # the step before only when the recomputed run reached this step: then both the early frame and
-    # the one the server shows after Back compare the cache at that step
-    before = (decode_frame(shown, kv, full if shown.mode == "kv" else None, shown_step - 1, head, whole=whole)
-              if 0 < shown_step == step and (shown.mode != "kv" or compared >= step) else None)
-    return after, before
-
-
-def compare(traces, check, step: int, compared: int) -> None:
-    kv = traces["kv"]
-    cache = kv.cache
-    stats([Stat("Entries", len(cache), delta=1 if len(kv.steps) > 1 else None),
-           Stat("Bytes held (K + V)", cache.nbytes), Stat("Bytes reserved", cache.allocated_nbytes),
-           Stat("Times it grew", cache.growth_events, help="The buffers double when full, so growing is rare.")],
+def compare(view: DecodeView) -> None:
+    cache = view.cache
+    stats([Stat("Entries", cache.entries, delta=cache.entries_delta),
+           Stat("Bytes held (K + V)", cache.nbytes), Stat("Bytes reserved", cache.reserved),
+           Stat("Times it grew", cache.grew, help=words.GROWTH_HELP)],
           "The KV cache", key="decode_cache_stats")
-    st.caption(f"Per entry: {len(kv.scenario.heads)} heads × d_k = {kv.scenario.d_k} key numbers plus 1 value, "
-               f"{cache.element_size} bytes each.")
-    if compared < step:
-        st.caption(f"Compared at step {compared}, the latest step the recomputed run reached.")
-    stats([Stat("Largest |difference| in the context", f"{check.max_gap:.3g}"),
-           Stat("Same next word?", check.same_token)], "KV cache against recomputation", key="decode_check_stats")
+    st.caption(cache.per_entry)
+    if view.compared_note:
+        st.caption(view.compared_note)
+    stats([Stat("Largest |difference| in the context", view.gap),
+           Stat("Same next word?", view.check.same_token)], "KV cache against recomputation",
+          key="decode_check_stats")
     # folded, built when opened: st.table brings about 1 MB of Arrow script to the view that shows one
     # first, and this tab is open on a new visitor's first view
     folded(toy.COMPARISON_LABEL, COMPARE_FOLD, icon=":material/table:",
-           body=lambda: table(toy.comparison_table(check), toy.COMPARISON_LABEL, key="decode_compare"))
-    if check.differing:
-        for head in check.differing:
-            st.markdown(md_escape(head.text))
-    elif not all(kv.cacheable):
-        st.info(md_escape(cache_note(check, kv.cacheable)), icon=":material/info:")
-    else:
-        st.success("Every head is cacheable, so the KV cache gives exactly what recomputation gives, "
-                   "with far less work.", icon=":material/check_circle:")
+           body=lambda: table(toy.comparison_table(view.check), toy.COMPARISON_LABEL, key="decode_compare"))
+    for text in view.head_texts:
+        st.markdown(md_escape(text))
+    if view.cache_info:
+        st.info(md_escape(view.cache_info), icon=":material/info:")
+    if view.agreed:
+        st.success(view.agreed, icon=":material/check_circle:")
 
 
-def work(traces, step: int, compared: int) -> None:
-    kv = traces["kv"]
+def work(view: DecodeView) -> None:
     # kept while another tab is open (the tabs build only the open one)
     cumulative = st.toggle("Sum over the steps so far", key=CUMULATIVE, persist_state="page")
-    if step == 0:
-        st.caption("Step forward to see decode work; prefill did "
-                   f"{kv.prefill.attention.counts.scores:,} scores for all {len(kv.scenario.tokens)} prompt tokens.")
+    if not view.work_plotted:
+        st.caption(view.work_caption)
         return
-    plot(toy.work_figure(traces, cumulative), key="work", table=True)
-    last = {m: t.steps[min(compared, len(t.steps) - 1)].counts for m, t in traces.items()}
-    st.caption(f"At length {kv.steps[compared].seq_len}: keys encoded {last['recompute'].keys_encoded:,} without a "
-               f"cache vs {last['kv'].keys_encoded:,} with it (n per token, so n² in total, against 1 per "
-               f"token, n in total); query-key scores {last['recompute'].scores:,} for a full recompute vs "
-               f"{last['kv'].scores:,}; multiply-adds {last['recompute'].multiply_adds:,} vs "
-               f"{last['kv'].multiply_adds:,}.")
+    plot(toy.work_figure(dict(view.traces), cumulative), key="work", table=True)
+    st.caption(view.work_caption)
 
 
-def replay(scenario, mode: str, head: int) -> None:
+def replay(view: DecodeView, scenario, head: int) -> None:
     """Every step reached so far, sent once: the slider replays them without asking the server."""
     horizon = st.session_state[HORIZON]
     if horizon == 0:
-        st.caption("Step forward first: the replay holds every step computed so far.")
+        st.caption(words.REPLAY_FIRST)
         return
+    mode = view.shown.mode
     run = decode_traces(scenario, horizon, (mode,))[0][mode]  # already computed: nothing new is run
     replayed = replay_of(run, head)
-    st.caption(f"Steps {replayed.first}–{replayed.last} of the {toy.MODE_NAMES[mode]} run, head "
-               f"'{md_escape(scenario.head_names[head])}': drag the slider; the browser redraws each step "
-               "from numbers it already has.")
-    plot(lesson_figures.replay_figure(list(replayed.frames), scenario.head_names[head]), key="replay")
+    st.caption(words.replay_caption(replayed.first, replayed.last, toy.MODE_NAMES[mode],
+                                    md_escape(view.heads[head])))
+    plot(lesson_figures.replay_figure(list(replayed.frames), view.heads[head]), key="replay")
 
 
-def text_and_table(shown, shown_step: int) -> None:
-    text = transcript(shown, shown_step)  # the last word is only chosen
-    st.markdown(f"{md_escape(' '.join(text.prompt))} "
-                + " ".join(f"**:blue-background[{md_escape(t)}]**" for t in text.generated)
-                + f" → next: **:orange-background[{md_escape(text.next_token)}]**")
-    st.dataframe(toy.generated_table(shown), hide_index=True, width="stretch", height=300,
+def text_and_table(view: DecodeView) -> None:
+    text = view.transcript  # the last word is only chosen
+    st.markdown(words.transcript_line(md_escape(" ".join(text.prompt)), [md_escape(t) for t in text.generated],
+                                      md_escape(text.next_token)))
+    st.dataframe(toy.generated_table(view.shown), hide_index=True, width="stretch", height=300,
                  column_config={"p": st.column_config.ProgressColumn("p", min_value=0.0, max_value=1.0,
                                                                      format="%.3f", width="medium")})
 
 
-lesson_header("Decode", "One new token at a time: its query attends to every key so far. With a KV cache "
-                        "only the new token's key and value are computed; without one, everything is redone.")
+lesson_header(words.TITLE, words.LEAD)
 decode_lesson()

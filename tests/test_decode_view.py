@@ -1,0 +1,90 @@
+"""Tier 1: the Decode page's view (viz.core.lessons.decode) holds every number and sentence the page
+shows, checked on the article's seed scenario against values worked out by hand.
+
+The seed: prompt 'Today weather is so' (4 tokens), 4 heads ('even', 'last', 'first', 'all'), d_k = 64,
+3 words in the vocabulary, greedy. One cache entry holds 4 × 64 key numbers and 1 value of 4 bytes:
+257 × 4 = 1,028 bytes; the buffers start with room for 16 entries (16 × 1,028 = 16,448 bytes).
+"""
+
+from __future__ import annotations
+
+from viz import generate, load_preset
+from viz.core.engine.budget import Grant
+from viz.core.engine.model import WorkCounts
+from viz.core.lessons.decode import decode_modes, decode_view
+
+SEED = load_preset("seed")
+
+
+def runs(predictions: int, modes=("recompute", "kv")) -> dict:
+    """Each mode's run with ``predictions`` predictions: steps 0 … predictions − 1."""
+    return {m: generate(SEED, predictions, m) for m in modes}
+
+
+def test_right_after_prefill_the_view_counts_the_prompts_cache_and_says_nothing_can_be_stale():
+    """4 entries × 1,028 = 4,112 bytes, no delta yet; prefill scored 4 heads × 4 × 4 = 64 pairs; the 'last'
+    head reads n but no key can be stale yet, so no warning, no turn back, and nothing sent ahead without
+    the following step."""
+    view = decode_view(runs(1), {}, None, 0, "kv", 0)
+    cache = view.cache
+    assert (cache.entries, cache.entries_delta, cache.nbytes, cache.reserved, cache.grew) == (4, None, 4112, 16448, 0)
+    assert cache.per_entry == "Per entry: 4 heads × d_k = 64 key numbers plus 1 value, 4 bytes each."
+    assert not view.work_plotted
+    assert view.work_caption == "Step forward to see decode work; prefill did 64 scores for all 4 prompt tokens."
+    assert view.cache_info.startswith("A head reads n, but right after prefill") and view.agreed == ""
+    assert (view.warnings, view.head_texts, view.stale, view.after, view.before) == ((), (), None, None, None)
+    assert view.narration.startswith("Prefill read all 4 prompt tokens in one pass")
+    assert view.frame.caption == "After prefill · next word 'nice' (p = 0.75)"
+
+
+def test_after_one_step_the_view_holds_the_stale_head_its_sentences_and_both_turns():
+    """Step 1, head 'last' (1) shown: 5 entries (+1), 5 × 1,028 = 5,140 bytes; the cached key of 'so' went
+    stale, so 'last' gets 6 with the cache and 7 recomputed: a gap of 1, said beside the narration. The
+    Work tab at length 5: keys 4 heads × 5 = 20 against 4 × 1 = 4, scores 4 × 5² = 100 against 4 × 5 = 20,
+    multiply-adds 100 × 64 + 100 + 4 × 3 = 6,512 against 20 × 64 + 20 + 12 = 1,312."""
+    view = decode_view(runs(2), {}, runs(3), 1, "kv", 1)
+    assert (view.shown_step, view.compared, view.compared_note) == (1, 1, "")
+    assert (view.cache.entries, view.cache.entries_delta, view.cache.nbytes) == (5, 1, 5140)
+    assert view.gap == "1" and view.stale.name == "last" and view.stale.stale == (3,) and view.stale_shown
+    assert view.warnings == (view.stale.why,) and "(6 with the cache against 7 recomputed)" in view.stale.why
+    assert len(view.head_texts) == 1 and view.head_texts[0].startswith("Head 'last' (k.pos == n) reads n")
+    assert (view.cache_info, view.agreed) == ("", "")
+    assert view.narration.startswith("Step 1: 'nice' joins at position 5")
+    assert view.work_plotted and view.work_caption == (
+        "At length 5: keys encoded 20 without a cache vs 4 with it (n per token, so n² in total, against 1 per "
+        "token, n in total); query-key scores 100 for a full recompute vs 20; multiply-adds 6,512 vs 1,312.")
+    assert view.repeat.startswith("Why 'nice' again?")
+    assert (view.frame.step, view.after.step, view.before.step) == (1, 2, 0)
+    assert view.after.caption == "Step 2 · newest query 'nice' (position 6) · next word 'nice' (p = 0.72)"
+    assert view.transcript.generated == ("nice",) and view.heads == ("even", "last", "first", "all")
+
+
+def test_another_head_shown_gets_the_short_warning_and_a_cache_safe_scenario_agrees():
+    """Head 'even' shown at step 1: the warning is the stale head's summary, not why (the button shows it);
+    the cache-safe scenario's heads all agree, so the tab says so and nothing warns."""
+    view = decode_view(runs(2), {}, None, 1, "kv", 0)
+    assert not view.stale_shown and view.warnings == (view.check.differing[0].summary,)
+    assert view.warnings[0] == ("Head 'last' gets 6 with the KV cache but 7 when every key is encoded again, "
+                                "because the cached key of 'so' (position 4) went stale.")
+    safe = SEED.cache_safe()
+    agreed = decode_view({m: generate(safe, 2, m) for m in ("recompute", "kv")}, {}, None, 1, "kv", 1)
+    assert agreed.agreed.startswith("Every head is cacheable") and agreed.gap == "0"
+    assert (agreed.warnings, agreed.cache_info, agreed.stale) == ((), "", None)
+
+
+def test_a_run_cut_by_the_budget_is_said_once_and_compared_where_both_runs_reached():
+    """Step 3 asked for; the recomputed run was let reach step 2 only: the view compares at step 2, says so,
+    sends no frame back (the cache at step 2 is not what Back shows) and says the cut once."""
+    traces = {"kv": generate(SEED, 4, "kv"), "recompute": generate(SEED, 3, "recompute")}
+    cut = Grant("recompute", 4, 3, WorkCounts())
+    view = decode_view(traces, {"recompute": cut, "kv": Grant("kv", 4, 4, WorkCounts())}, None, 3, "kv", 1)
+    assert (view.shown_step, view.compared) == (3, 2)
+    assert view.compared_note == "Compared at step 2, the latest step the recomputed run reached."
+    assert view.budget_notes == (cut.note,) and "stops at step 2 of the 3 asked for" in cut.note
+    assert view.before is None and view.after is None
+    assert view.work_caption.startswith("At length 6:")  # the length both runs reached: 4 + 2
+
+
+def test_the_runs_asked_for_are_the_shown_one_the_compared_two_and_re_encode_for_the_work_tab():
+    assert decode_modes("kv", False) == ("recompute", "kv")
+    assert decode_modes("reencode", False) == decode_modes("kv", True) == ("recompute", "reencode", "kv")
