@@ -9,6 +9,7 @@ the page asks for it only while its tab is open.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..engine.cache import KVCache
@@ -16,10 +17,12 @@ from ..engine.model import CacheAt
 from .gpus import Gpu
 from .memory import (CacheMemory, GpuFit, MemoryConfigError, MemoryCurve, ParallelNote, ToyCacheMemory,
                      beyond_context, by_dtype, cache_memory, curve_span, fits_by_gpu, gpu_fit, kv_split,
-                     memory_curve, parallel_note, per_token_ratio, toy_cache_memory)
-from .model_config import ModelConfig, preset
+                     latent_note, memory_curve, parallel_note, per_token_ratio, toy_cache_memory)
+from .model_config import ATTENTION_LABELS, ModelConfig, preset
 from .roofline import (MAX_SWEEP, StepCost, batch_sweep, cache_overtakes, context_overtakes, decode_step,
                        prefill_step)
+from . import words
+from .words import StatText
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,14 @@ class ScaleView:
     sweep: tuple[StepCost, ...]  # decode steps over batch sizes, up to what fits or more
     cache_overtakes: int | None  # the batch from which the cache outweighs the weights read per step
     context_overtakes: int | None  # the context from which one sequence's cache does
+    # the sentences built from these numbers (viz.core.scale.words)
+    fit_stats: tuple[StatText, ...]  # what fits on the GPUs
+    fit_alert: tuple[str, str] | None  # ("error" or "warning", why) when the weights or the batch do not fit
+    parallel_text: str  # how tensor parallelism splits the cache ("" on one GPU)
+    every_gpu: str  # the heading of every GPU's table
+    cache_stats: tuple[StatText, ...]  # the cache per token, sequence, batch
+    toy_caption: str  # what the toy's cache is made of
+    checks: tuple[str, ...]  # the formula against published figures, one line each
 
     @property
     def capacity_bytes(self) -> int | None:
@@ -69,6 +80,30 @@ class ScaleView:
         """One prefill of ``tokens`` prompt tokens on the same GPUs (its own input, in its own tab)."""
         c = self.inputs
         return prefill_step(c.config, c.gpu, tokens, c.weights_dtype, c.dtype, self.gpus)
+
+    def points(self, prefill_tokens: int) -> tuple[tuple[str, StepCost], ...]:
+        """The roofline's points: decode at the visitor's batch (and at batch 1), prefill of ``prefill_tokens``."""
+        one = ((words.step_point(1), self.decode_one),) if self.decode_one is not None else ()
+        return ((words.step_point(self.inputs.batch), self.decode), *one,
+                (words.prefill_point(prefill_tokens), self.prefill(prefill_tokens)))
+
+    def roof_stats(self, flops: Callable[[float], str], seconds: Callable[[float], str]) -> tuple[StatText, ...]:
+        """One decode step's stats (``flops`` and ``seconds`` format those numbers, as the figures do)."""
+        return words.roof_stats(self.decode, flops, seconds)
+
+    # sentences that quote a config's name or a source: ``esc`` is the page's escaping function
+    def beyond_context_text(self, esc: Callable[[str], str]) -> str:
+        return words.beyond_context(self.inputs.tokens, self.inputs.config, esc)
+
+    def source_caption(self, esc: Callable[[str], str]) -> str:
+        config = self.inputs.config
+        return words.source_caption(ATTENTION_LABELS[config.attention], config, latent_note(config), esc)
+
+    def gpu_caption(self, esc: Callable[[str], str]) -> str:
+        return words.gpu_caption(self.inputs.gpu, esc)
+
+    def roof_intro(self, esc: Callable[[str], str]) -> str:
+        return words.roof_intro(self.inputs.gpu, esc)
 
     @property
     def sequences(self) -> int | None:
@@ -86,16 +121,17 @@ def scale_view(inputs: ScaleInputs, toy_cache: KVCache | CacheAt) -> ScaleView:
     try:
         kv_split(c.config, gpus)
     except MemoryConfigError as err:
-        gpus, refused = 1, f"{err} — counting one GPU."
+        gpus, refused = 1, words.gpus_refused(str(err))
     fit = gpu_fit(memory, c.gpu, gpus, c.weights_dtype, c.utilization, c.reserve_gib)
     span = curve_span(memory)
     curves = ((c.config.name, memory_curve(c.config, span, c.dtype, c.batch)),
               *((name, memory_curve(preset(name), span, c.dtype, c.batch)) for name in c.compare))
     toy = toy_cache_memory(toy_cache)
+    parallel = parallel_note(c.config, fit) if gpus > 1 else None
     return ScaleView(
         inputs=c, memory=memory, gpus=gpus, gpus_refused=refused, beyond_context=beyond_context(memory), fit=fit,
         fits=tuple(fits_by_gpu(memory, gpus, c.weights_dtype, c.utilization, c.reserve_gib)),
-        parallel=parallel_note(c.config, fit) if gpus > 1 else None, curves=curves,
+        parallel=parallel, curves=curves,
         dtypes=tuple(by_dtype(memory)), toy=toy, toy_ratio=per_token_ratio(memory, toy),
         decode=decode_step(c.config, c.gpu, c.batch, c.tokens, c.weights_dtype, c.dtype, gpus),
         decode_one=(decode_step(c.config, c.gpu, 1, c.tokens, c.weights_dtype, c.dtype, gpus)
@@ -103,4 +139,9 @@ def scale_view(inputs: ScaleInputs, toy_cache: KVCache | CacheAt) -> ScaleView:
         sweep=tuple(batch_sweep(c.config, c.gpu, c.tokens, c.weights_dtype, c.dtype, gpus,
                                 limit=min(MAX_SWEEP, max(1024, c.batch, fit.sequences)))),
         cache_overtakes=cache_overtakes(c.config, c.tokens, c.weights_dtype, c.dtype),
-        context_overtakes=context_overtakes(c.config, 1, c.weights_dtype, c.dtype))
+        context_overtakes=context_overtakes(c.config, 1, c.weights_dtype, c.dtype),
+        fit_stats=words.fit_stats(c.config, fit, gpus, c.weights_dtype, c.tokens),
+        fit_alert=words.fit_alert(fit, gpus, c.batch, c.tokens),
+        parallel_text=words.parallel_sentence(parallel, fit, gpus) if parallel is not None else "",
+        every_gpu=words.every_gpu(gpus, c.weights_dtype), cache_stats=words.cache_stats(memory, c.config, c.tokens, c.batch),
+        toy_caption=words.toy_caption(toy.d_k, toy.heads, toy.allocated_nbytes), checks=words.published_checks())

@@ -1,0 +1,72 @@
+"""Tier 1: Home, Prefill, Cost and At scale each get every number and sentence they show from one core
+view (their prose from one words module per lesson), checked here against values worked out by hand."""
+
+from __future__ import annotations
+
+from viz import generate, load_preset
+
+
+def marked(text: str) -> str:
+    """A stand-in for the page's escaping function: visitor text comes back in ‹…›, so a test sees it passed."""
+    return f"‹{text}›"
+
+
+def test_the_home_view_holds_its_text_and_the_article_link():
+    """Home's title, introduction (with the article's link in it), three cards and closing line."""
+    from viz.core.lessons.home import home_view
+
+    view = home_view("[the article](https://example.org)")
+    assert view.title == "kvlab: from prompt to prediction"
+    assert "It follows the worked example of the article [the article](https://example.org): the same" in view.intro
+    assert view.intro.count("\n\n") == 1  # two paragraphs, one element
+    assert [card.splitlines()[0] for card in (view.tour, view.present, view.explore)] == [
+        "### Take the tour", "### Present in class", "### Explore"]
+    assert view.pages.startswith("The pages, in lesson order: the guided tour;")
+
+
+def test_the_at_scale_view_holds_its_sentences_and_stats():
+    """Llama-2-7B, fp16, 4,096 tokens, a batch of 100 on one H100: 32 layers × K and V × 4,096 numbers × 2 B =
+    512 KiB a token, × 4,096 = 2 GiB a sequence, 200 GiB a batch; 29 sequences fit (the page test's figure),
+    so the batch is refused with a warning; the roofline's points are decode at 100 and 1, then prefill."""
+    from viz.core.scale.gpus import GPU_BY_NAME
+    from viz.core.scale.model_config import preset
+    from viz.core.scale.view import ScaleInputs, scale_view
+
+    llama, h100 = preset("Llama-2-7B"), GPU_BY_NAME["H100 SXM"]
+    toy = generate(load_preset("seed"), 1, "kv").cache
+    view = scale_view(ScaleInputs(llama, 4096, "fp16/bf16", 100, h100, 1, "fp16/bf16", 0.92, 1.0), toy)
+    cache = {s.label: (s.value, s.help) for s in view.cache_stats}
+    assert cache["Per token"][0] == "512 KiB" and cache["Per sequence"] == ("2 GiB", "4,096 tokens of context.")
+    assert cache["Per batch"] == ("200 GiB", "100 sequences.") and "Fixed state" not in cache
+    fit = {s.label: s.value for s in view.fit_stats}
+    assert fit["Sequences that fit"] == 29 and list(fit)[0] == "Weights"  # one GPU: not "per GPU"
+    assert view.fit_alert == ("warning", "A batch of 100 does not fit: at most 29 sequences of 4,096 tokens.")
+    assert view.parallel_text == "" and view.every_gpu == "**Every GPU** (1 × each, weights in fp16/bf16)"
+    assert view.checks[0] == ("- Llama-2-7B, fp16, 4,096 tokens: **2 GiB** (2,147,483,648 bytes) — published: "
+                              "2 GiB per sequence (the articles' 'several gigabytes')")
+    assert [label for label, _ in view.points(2048)] == ["decode, batch 100", "decode, batch 1", "prefill, 2,048 tokens"]
+    assert view.points(2048)[0][1] == view.decode and view.points(2048)[2][1] == view.prefill(2048)
+    roof = {s.label: s for s in view.roof_stats(lambda f: "F", lambda s: "S")}
+    assert roof["FLOPs per step"].value == "F" and roof["Time per token"].value == "S"
+    assert roof["Time per token"].delta == f"{view.decode.bound}-bound" and roof["Time per token"].good is None
+    assert view.beyond_context_text(marked).startswith("4,096 tokens is longer than the 4,096 tokens ‹Llama-2-7B›")
+    assert "Sources: ‹" in view.gpu_caption(marked) and "per GPU: ‹" in view.roof_intro(marked)
+    assert "Source: ‹" in view.source_caption(marked)
+
+
+def test_the_at_scale_view_says_when_the_weights_do_not_fit_and_how_two_gpus_split_the_cache():
+    """fp32 weights of Llama-2-7B (6.7 B parameters × 4 B = 27 GB) with a 70 GiB reserve leave nothing on an
+    H100: an error; two GPUs split the cache by its KV heads and say how many sequences fit."""
+    from viz.core.scale.gpus import GPU_BY_NAME
+    from viz.core.scale.model_config import preset
+    from viz.core.scale.view import ScaleInputs, scale_view
+
+    llama, h100 = preset("Llama-2-7B"), GPU_BY_NAME["H100 SXM"]
+    toy = generate(load_preset("seed"), 1, "kv").cache
+    full = scale_view(ScaleInputs(llama, 4096, "fp16/bf16", 1, h100, 1, "fp32", 0.92, 70.0), toy)
+    assert full.fit_alert is not None and full.fit_alert[0] == "error"
+    assert full.fit_alert[1].startswith("The weights (") and "add GPUs or store the weights in fewer bits." in full.fit_alert[1]
+    two = scale_view(ScaleInputs(llama, 4096, "fp16/bf16", 1, h100, 2, "fp16/bf16", 0.92, 1.0), toy)
+    assert two.parallel_text.startswith("Under tensor parallelism ")
+    assert f"{two.fit.sequences:,} sequences fit" in two.parallel_text
+    assert [s.label for s in two.fit_stats][:2] == ["Weights per GPU", "Cache budget per GPU"]

@@ -1,0 +1,225 @@
+"""The At scale page's words: its fixed prose, and the sentences built from the view's numbers.
+
+Data and small functions over typed values (no torch work). A sentence that quotes something a visitor
+may have typed (a config's name or source) takes the page's escaping function as ``esc``; every other
+sentence is the app's own Markdown, shown as it stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .cache_layout import LibraryLayout
+from .gpus import Gpu
+from .memory import DEFAULT_UTILIZATION, KIB, CacheMemory, GpuFit, ParallelNote, cache_memory, format_bytes
+from .model_config import ModelConfig, preset
+from .roofline import StepCost
+
+
+@dataclass(frozen=True)
+class StatText:
+    """One labelled figure of a stats row as the page shows it: its label, value, note and help."""
+
+    label: str
+    value: object
+    help: str = ""
+    delta: str | None = None
+    good: str | None = "up"  # which direction of the delta is good news (None: the delta is only a note)
+
+
+# the config.json editor (own config)
+OWN_CONFIG = ("Paste or upload a Hugging Face config.json (at most 64 KiB). transformers reads it with its own "
+              "configuration class and builds the model on the meta device (shapes only, nothing "
+              "downloaded, no code from the file run).")
+MODEL_HELP = "Published config.json files shipped with kvlab, or your own."
+DTYPE_HELP = ("Bytes per cached number: 4, 2, 1, 1, ½, ¼. Quantised caches also store scales, "
+              "not counted here (the Memory page counts them for the toy).")
+GPUS_HELP = "One copy of the model split over this many GPUs, as vLLM's --tensor-parallel-size does."
+WEIGHTS_HELP = ("Starts at what a server loads: the format the config's quantization_config "
+                "names (DeepSeek-V3 fp8; gpt-oss MXFP4, 4.25 bits, for its experts only), else "
+                "16 bits: vLLM's --dtype auto serves a float32 checkpoint in 16 bits too.")
+
+
+def config_refused(message: str) -> str:
+    """Why a config.json was refused, and what the page shows instead (plain text)."""
+    return f"{message} — showing the last configuration that worked."
+
+
+def gpus_refused(message: str) -> str:
+    """Why the visitor's GPU count was not used (plain text)."""
+    return f"{message} — counting one GPU."
+
+
+# the On GPUs tab
+GPU_SHARE = (
+    f"A serving engine takes a fixed share of each GPU: vLLM's `gpu_memory_utilization`, "
+    f"{DEFAULT_UTILIZATION} by default in current releases (0.9 before). Inside that share it keeps the "
+    "weights, the activation peak it measures with one profiling forward pass, and its CUDA graphs; the KV "
+    "cache gets the rest: **utilization × memory − weights − activation peak − CUDA graphs**. The share "
+    "outside is left to other processes, not to activations. Memory is what the driver reports, less than "
+    "the size on the box.")
+UTILIZATION_HELP = (f"vLLM's CacheConfig.gpu_memory_utilization (vllm/config/cache.py): "
+                    f"{DEFAULT_UTILIZATION} by default, 0.9 in earlier releases.")
+RESERVE_HELP = ("An assumption: vLLM's start-up log prints both figures for your model "
+                "and settings (max_num_batched_tokens, CUDA graph sizes).")
+FIT_STATS = "What fits on this GPU"
+
+
+def fit_stats(config: ModelConfig, fit: GpuFit, gpus: int, weights_dtype: str, tokens: int) -> tuple[StatText, ...]:
+    """What fits on the GPUs: the weights, the cache budget, the sequences and tokens of cache."""
+    each = " per GPU" if gpus > 1 else ""
+    return (StatText("Weights" + each, format_bytes(fit.weights_bytes),
+                     f"{config.params:,} parameters in {weights_dtype}" + (f", split {gpus} ways." if gpus > 1 else ".")),
+            StatText("Cache budget" + each, format_bytes(fit.cache_budget_bytes),
+                     "utilization × memory − weights − activation peak − CUDA graphs."),
+            StatText("Sequences that fit", fit.sequences, f"At {tokens:,} tokens each."),
+            StatText("Tokens of cache", fit.tokens,
+                     f"Tokens of {tokens:,}-token sequences whose cache fits: budget / one sequence's bytes × "
+                     f"{tokens:,} (a sliding layer stops growing at its window, a fixed state never grows)."))
+
+
+def fit_alert(fit: GpuFit, gpus: int, batch: int, tokens: int) -> tuple[str, str] | None:
+    """("error" or "warning", the sentence) when the weights or the batch do not fit; None when both do."""
+    if not fit.weights_fit:
+        each = " per GPU" if gpus > 1 else ""
+        return ("error", f"The weights{each} ({format_bytes(fit.weights_bytes)}) and the reserve do not fit in the "
+                         f"{format_bytes(fit.requested_bytes)} the engine may use: add GPUs or store the weights in "
+                         "fewer bits.")
+    if fit.sequences < batch:
+        return "warning", f"A batch of {batch:,} does not fit: at most {fit.sequences:,} sequences of {tokens:,} tokens."
+    return None
+
+
+def parallel_sentence(note: ParallelNote, fit: GpuFit, gpus: int) -> str:
+    """How tensor parallelism splits the cache, and what fits because of it."""
+    return (f"Under tensor parallelism {note.split}. {fit.sequences:,} sequences fit"
+            + (f", not the {fit.pooled_sequences:,} that adding up the {gpus} GPUs' budgets as one pool "
+               "would suggest." if fit.pooled_sequences != fit.sequences else ".")
+            + (f" {note.remedy}" if note.remedy else ""))
+
+
+def every_gpu(gpus: int, weights_dtype: str) -> str:
+    return f"**Every GPU** ({gpus} × each, weights in {weights_dtype})"
+
+
+def gpu_caption(gpu: Gpu, esc: Callable[[str], str]) -> str:
+    return (f"{gpu.name}: {gpu.memory_mib:,} MiB, {gpu.bandwidth / 1e12:g} TB/s, {gpu.fp16 / 1e12:g} TFLOP/s dense "
+            f"fp16/bf16. Sources: {esc(gpu.source)}. Memory is nvidia-smi's total (rocm-smi for the "
+            "MI300X); docs/scale.md lists every card's sources.")
+
+
+# the Cache memory tab
+CACHE_STATS = "Cache memory"
+EVERY_DTYPE = "**Every cache dtype**"
+TOY_HEADING = "The toy, measured by the engine"
+CHECKS = "Check against the published figures"
+KIB_NOTE = f"1 KiB = {KIB} bytes; the vLLM paper's 800 KB is 800 KiB = 819,200 bytes."
+
+
+def cache_stats(memory: CacheMemory, config: ModelConfig, tokens: int, batch: int) -> tuple[StatText, ...]:
+    """The cache per token, per sequence, its fixed state (if any), per batch, and with plain MHA."""
+    state_help = (f": K/V {format_bytes(memory.bytes_per_sequence)} + fixed state "
+                  f"{format_bytes(memory.state_bytes_per_sequence)}" if memory.state_bytes_per_sequence else "")
+    state = (StatText("Fixed state", format_bytes(memory.state_bytes_per_sequence),
+                      f"Per sequence, in the {config.state_layers} linear-attention or state-space layers, as "
+                      "transformers allocates it; the same at 10 tokens as at a million (vLLM too keeps one "
+                      "per request). The K/V grows with every token; this does not."),)
+    return (StatText("Per token", format_bytes(memory.bytes_per_token),
+                     "One more token of context, while every layer still grows."),
+            StatText("Per sequence", format_bytes(memory.sequence_bytes), f"{tokens:,} tokens of context{state_help}."),
+            *(state if memory.state_bytes_per_sequence else ()),
+            StatText("Per batch", format_bytes(memory.batch_bytes), f"{batch:,} sequence{'s' if batch != 1 else ''}."),
+            StatText("With plain MHA", format_bytes(memory.mha_bytes_per_sequence),
+                     "Per sequence, if every query head kept its own K and V and no layer had a window."))
+
+
+def beyond_context(tokens: int, config: ModelConfig, esc: Callable[[str], str]) -> str:
+    return (f"{tokens:,} tokens is longer than the {config.max_context:,} tokens {esc(config.name)} "
+            "was released for; the bytes are still what its cache would take.")
+
+
+def source_caption(attention_label: str, config: ModelConfig, latent: str, esc: Callable[[str], str]) -> str:
+    return (f"{attention_label}. Source: {esc(config.source or 'your config.json')}"
+            + (f". {latent}" if latent else ""))
+
+
+def toy_caption(d_k: int, heads: int, allocated_nbytes: int) -> str:
+    return (f"The toy has one layer, a key of d_k = {d_k} numbers per head and one value per token shared "
+            f"by its {heads} heads, in float32; its buffers reserve {format_bytes(allocated_nbytes)} "
+            "(they grow by doubling).")
+
+
+def published_checks() -> tuple[str, ...]:
+    """The formula against three published figures, one Markdown line each."""
+    checks = [("Llama-2-7B, fp16, 4,096 tokens", cache_memory(preset("Llama-2-7B"), 4096).bytes_per_sequence,
+               "2 GiB per sequence (the articles' 'several gigabytes')"),
+              ("Llama-3-8B, bf16, 8,192 tokens", cache_memory(preset("Llama-3-8B"), 8192).bytes_per_sequence,
+               "1 GiB per sequence"),
+              ("OPT-13B, fp16, per token", cache_memory(preset("OPT-13B"), 1).bytes_per_token,
+               "800 KB per token (vLLM paper)")]
+    return tuple(f"- {label}: **{format_bytes(value)}** ({value:,} bytes) — published: {published}"
+                 for label, value, published in checks)
+
+
+# transformers' own count (worked out only while its tab is open)
+LIBRARY = ("The formula, checked by the library itself: kvlab builds the model from its config.json on "
+           "PyTorch's meta device (shapes, no memory), gives it `DynamicCache(config=...)`, which chooses "
+           "a full or a sliding-window layer per layer as `generate()` does, and runs the prompt and one "
+           "decode step. Then it reads what the cache's tensors hold.")
+LIBRARY_SHORT = "Choose a context of at least 2 tokens (a prompt and one decode step)."
+LIBRARY_STATS = "The formula against transformers' own count"
+LIBRARY_BLOCKS = ("One sequence. Serving engines allocate differently: vLLM hands out blocks of 16 tokens, "
+                  "so a sequence's last block is partly empty.")
+
+
+def library_stats(layout: LibraryLayout) -> tuple[StatText, ...]:
+    """The formula's bytes against what transformers' cache holds after prefill and after one decode step."""
+    return (StatText("The formula", format_bytes(layout.formula_bytes), f"{layout.formula_bytes:,} bytes of K/V"),
+            StatText("transformers: storage", format_bytes(layout.storage_bytes),
+                     f"{layout.storage_bytes:,} bytes: what the K and V tensors' storage holds after the "
+                     "decode step" + (", with the fixed states" if layout.state_bytes else "")),
+            StatText("transformers: right after prefill", format_bytes(layout.prefill_bytes),
+                     f"{layout.prefill_bytes:,} bytes: the storage before the decode step, the peak a "
+                     "sliding layer reaches while it still holds the whole prompt"),
+            StatText("transformers: tensor shapes", format_bytes(layout.held_bytes),
+                     f"{layout.held_bytes:,} bytes: numel × element size"))
+
+
+def library_dtype(dtype: str) -> str:
+    """Why transformers' count is in 16 bits for a narrower cache dtype."""
+    return (f"A DynamicCache holds what the model computes; {dtype} caches need optional "
+            "quantisation backends, so this count is in fp16/bf16, the formula's too.")
+
+
+# What limits a decode step
+ROOF_STATS = "One decode step"
+ROOF_CAVEATS = ("Lower bounds at peak bandwidth and FLOP/s: real kernels reach about 70-90% and 60-80% of them, "
+                "small steps also pay kernel launches, and tensor parallelism adds two all-reduces per layer (after "
+                "attention and after the MLP, as Megatron-LM splits them), not counted. Mixture-of-experts models "
+                "read only the experts their tokens are routed to (uniform routing assumed).")
+
+
+def roof_intro(gpu: Gpu, esc: Callable[[str], str]) -> str:
+    return ("Each decode step reads **all the weights** once and **every sequence's KV cache** once, and "
+            "does about two FLOPs per weight per sequence. Whether the bytes or the arithmetic take longer "
+            f"decides what limits it (vendor peak figures, dense, per GPU: {esc(gpu.source)}; "
+            "docs/scale.md lists them all).")
+
+
+def roof_stats(step: StepCost, flops: Callable[[float], str], seconds: Callable[[float], str]) -> tuple[StatText, ...]:
+    """One decode step: bytes read, FLOPs, FLOPs per byte against the ridge point, time per token
+    (``flops`` and ``seconds`` format those numbers, as the figures do)."""
+    return (StatText("Bytes read per step", format_bytes(step.bytes),
+                     f"weights {format_bytes(step.weight_bytes)} + KV cache {format_bytes(step.cache_bytes)}"),
+            StatText("FLOPs per step", flops(step.flops)),
+            StatText("FLOPs per byte", f"{step.intensity:,.1f}", delta=f"ridge point {step.ridge:,.0f}", good=None),
+            StatText("Time per token", seconds(step.seconds), delta=f"{step.bound}-bound", good=None))
+
+
+def step_point(batch: int) -> str:
+    return f"decode, batch {batch:,}"
+
+
+def prefill_point(tokens: int) -> str:
+    return f"prefill, {tokens:,} tokens"
