@@ -4,14 +4,12 @@ import streamlit as st
 
 from viz.figures import real as figs
 from viz.figures.base import Stat
+from viz.core.real import words
 from viz.core.real.model import (LLAMA_DIR, MAX_PROMPT_CHARS, SHIPPED_DIR, DecodeSession, RealModelError,
-                                 check_sampling, compare_cache, encode, load_model, measure_cache, piece,
-                                 training_report)
+                                 check_sampling, compare_cache, encode, load_model)
 from viz.core.real.folder import folders_allowed
-from viz.core.real.narration import narrate_session
-from viz.core.real.rules_match import TOY_RULES, match_heads
-from viz.core.rules.language import RuleError
-from viz.core.engine.scenario import STRATEGIES, Head, Sampling
+from viz.core.real.view import real_view
+from viz.core.engine.scenario import STRATEGIES, Sampling
 from viz.ui import state
 from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys
 from viz.ui.common import LESSON_SHARE, SIDE_SHARE, for_developers, md_escape, page_lead, plot
@@ -51,12 +49,27 @@ def shared_model(path: str):
     return load_model(path or None)
 
 
+def _step(session: DecodeSession, tokens: int, settings: Sampling) -> None:
+    """The decode step's buttons (callbacks: the session moves before the page is laid out)."""
+    for _ in range(min(tokens, session.room)):
+        session.step(settings)
+
+
+def _back(session: DecodeSession) -> None:
+    if session.generated:
+        session.back()
+
+
+def _reset(real, prompt, seed: int) -> None:
+    st.session_state[REAL_SESSION] = DecodeSession(real, prompt, seed)
+
+
 page_lead("real_model")
 terms: set[str] = set()  # the glossary terms defined under a figure so far (each once)
 lesson = st.container()  # the tabs with the lesson figure first; the model and the prompt below them
 
 choice = st.segmented_control("Model", list(SHIPPED), default=list(SHIPPED)[0], key=REAL_CHOICE, required=True,
-                              help="Both read the same tokens (one shared tokenizer), at the same width and depth.")
+                              help=words.MODEL_HELP)
 shipped = str(SHIPPED[choice])
 developers = for_developers()  # how the models were trained; another model from a folder
 if not folders_allowed():  # the default: visitors never name folders on the server's disk
@@ -64,28 +77,16 @@ if not folders_allowed():  # the default: visitors never name folders on the ser
 else:  # turned on by whoever runs kvlab (KVLAB_MODEL_FOLDERS=1): folded away, a student starts with the shipped models
     with developers:
         path = st.text_input("Model directory", key=REAL_PATH, placeholder="empty: the shipped model chosen above",
-                             help="Any local Hugging Face causal-LM folder (config.json, *.safetensors, tokenizer "
-                                  "files). Nothing is downloaded.").strip()
+                             help=words.FOLDER_HELP).strip()
 try:
     real = shared_model(path or shipped)
     st.session_state[REAL_GOOD_PATH] = path
 except RealModelError as err:
     st.error(md_escape(str(err)), icon=":material/error:")
     real = shared_model(st.session_state.get(REAL_GOOD_PATH, "") or shipped)
-    st.caption(f"Still showing {md_escape(real.name)}.")
+    st.caption(words.still_model(md_escape(real.name)))
 
-s = real.shape
-report = training_report(real)
-facts = (f"**{md_escape(real.name)}** · {md_escape(type(real.model).__name__)} · {s.parameters:,} parameters · "
-         f"{s.layers} layers × {s.heads} heads ({s.kv_heads} key/value heads) · head_dim {s.head_dim} · "
-         f"vocabulary {s.vocab:,} · context {s.max_positions} tokens · on {md_escape(str(real.device))}")
-st.markdown(facts)
-if report:
-    developers.caption(f"Trained by {md_escape(report['command'])} on {md_escape(report['data']['source'])} "
-               f"({report['data']['train_tokens']:,} tokens); final loss {report['final_train_loss']:.2f} "
-               f"(training) / {report['final_val_loss']:.2f} (held-out documents), with "
-               f"{report['cpu_seconds'] / 60:.0f} CPU-minutes.")
-
+about = st.container()  # the model's facts, once the view has them
 text = st.text_area("Prompt", value=DEFAULT_PROMPT, key=REAL_PROMPT, max_chars=MAX_PROMPT_CHARS, height=80)
 try:
     prompt = encode(real, text)
@@ -93,15 +94,21 @@ try:
 except RealModelError as err:
     st.error(md_escape(str(err)), icon=":material/error:")
     prompt = encode(real, st.session_state.get(REAL_GOOD_PROMPT, DEFAULT_PROMPT))
-    st.caption("Still showing the last prompt that worked.")
+    st.caption(words.STILL_PROMPT)
 
 run_key = (str(real.path), prompt.ids)
 session = st.session_state.get(REAL_SESSION)
 if session is None or (str(session.real.path), session.prompt.ids) != run_key:
     session = DecodeSession(real, prompt, st.session_state.get(REAL_SEED, 0))
     st.session_state[REAL_SESSION] = session
-pre = session.prefill
-pieces = list(prompt.pieces)
+# every number and sentence of the tabs, worked out once (the decode buttons moved the session already;
+# the rules tab's own rule is in the session before its field is drawn)
+view = real_view(session, st.session_state.get(REAL_RULE, "").strip(),
+                 tuple((name, shared_model(str(folder))) for name, folder in SHIPPED.items()) if real.shipped else ())
+s, pre = view.shape, view.prefill
+about.markdown(words.facts(s, real.name, view.model_class, view.device, md_escape))
+if view.report:
+    developers.caption(words.training(view.report, md_escape))
 
 prefill_tab, decode_tab, heads_tab, compare_tab, rules_tab = lesson.tabs(
     ["Prefill", "Decode with the KV cache", "K/V heads", "Cache vs no cache", "Heads that look like rules"])
@@ -112,12 +119,10 @@ with prefill_tab:
     side, picture = st.columns([SIDE_SHARE, LESSON_SHARE])  # the two pickers beside the figure they drive
     layer = side.selectbox("Layer", layer_choices, key=REAL_LAYER, format_func=lambda i: f"layer {i}")
     head = side.selectbox("Head", list(range(s.heads)), key=REAL_HEAD, format_func=lambda i: f"head {i}")
-    side.markdown(f"The prompt is **{len(prompt)} tokens**: subword pieces from a byte-level BPE "
-                  "tokenizer (␣ marks a space, ↵ a new line). One pass over all of them fills the cache "
-                  "and gives every head's attention. The model and the prompt are under the tabs.")
+    side.markdown(view.prompt_note)
     with picture:  # one head whole first (the lesson figure), every head below it
-        plot(figs.attention_detail(pre.attentions, pieces, layer, head, height=figs.DETAIL_PX), key="real_detail",
-             terms=terms, share=LESSON_SHARE)
+        plot(figs.attention_detail(pre.attentions, list(prompt.pieces), layer, head, height=figs.DETAIL_PX),
+             key="real_detail", terms=terms, share=LESSON_SHARE)
     with st.expander("The prompt's tokens, one by one", icon=":material/table:"):
         st.dataframe(figs.pieces_table(prompt), width="stretch")
     if s.layers > 6:
@@ -125,13 +130,10 @@ with prefill_tab:
                                key=REAL_LAYERS, format_func=lambda i: f"layer {i}") or layer_choices[:1]
     plot(figs.attention_grid(pre.attentions, shown, (layer, head)), key="real_grid", terms=terms)
     k = st.slider("Top-k next tokens", 3, 25, 10, key=REAL_TOP_K)
-    top = pre.prediction.top_k(k)
-    plot(figs.top_k_figure([(piece(real, i), p) for i, p in top], pieces[-1]), key="real_topk")
+    plot(figs.top_k_figure(view.prefill_top(k), prompt.pieces[-1]), key="real_topk")
 
 with decode_tab:
-    st.markdown("Each step feeds **only the new token**; the model appends its key and value to every "
-                "layer's cache (a transformers `DynamicCache`, built from the model's config as `generate()` "
-                "builds it) and attends over everything cached.")
+    st.markdown(words.DECODE_INTRO)
     a, b, c, d, e = st.columns(5)
     strategy = a.selectbox("Strategy", STRATEGIES, key=REAL_STRATEGY)
     temperature = b.slider("Temperature", 0.1, 2.0, 1.0, 0.1, key=REAL_TEMPERATURE,
@@ -139,81 +141,55 @@ with decode_tab:
     sample_top_k = c.number_input("Top-k (0 = all)", 0, s.vocab, 50, key=REAL_SAMPLE_TOP_K,
                                   disabled=strategy == "greedy")
     top_p = d.slider("Top-p", 0.05, 1.0, 0.95, 0.05, key=REAL_TOP_P, disabled=strategy == "greedy")
-    seed = e.number_input("Seed", 0, 2**31 - 1, 0, key=REAL_SEED, help="Used from the next reset.")
+    seed = e.number_input("Seed", 0, 2**31 - 1, 0, key=REAL_SEED, help=words.SEED_HELP)
     settings = check_sampling(Sampling(strategy, temperature, int(sample_top_k), top_p, int(seed)))
-    steps = 0
     with st.container(horizontal=True):  # wraps instead of cutting labels short
-        if st.button("Back", icon=":material/undo:", disabled=not session.generated, key=REAL_BACK,
-                     help=f"Undo the last token: every layer's cache drops its last key and value ({BACK_KEYS_HELP})."):
-            session.back()
-        if st.button("Next token", icon=":material/skip_next:", disabled=session.room < 1, key=REAL_NEXT,
-                     type="primary", help=f"Pick one token and feed only it ({STEP_KEYS_HELP})"):
-            steps = 1
-        if st.button("10 tokens", icon=":material/fast_forward:", disabled=session.room < 1):
-            steps = min(10, session.room)
-        if st.button("Reset to the prompt", icon=":material/restart_alt:"):
-            session = DecodeSession(real, prompt, int(seed))
-            st.session_state[REAL_SESSION] = session
+        st.button("Back", icon=":material/undo:", disabled=not view.generated, key=REAL_BACK,
+                  help=words.back_help(BACK_KEYS_HELP), on_click=_back, args=(session,))
+        st.button("Next token", icon=":material/skip_next:", disabled=not view.can_step, key=REAL_NEXT,
+                  type="primary", help=words.next_help(STEP_KEYS_HELP), on_click=_step, args=(session, 1, settings))
+        st.button("10 tokens", icon=":material/fast_forward:", disabled=not view.can_step, on_click=_step,
+                  args=(session, 10, settings))
+        st.button("Reset to the prompt", icon=":material/restart_alt:", on_click=_reset, args=(real, prompt, int(seed)))
         lesson_keys(REAL_NEXT, REAL_BACK)  # → PageDown Space: Next token; ← PageUp: Back (draws nothing)
-    for _ in range(steps):
-        session.step(settings)
-    st.info(md_escape(narrate_session(session)), icon=":material/record_voice_over:")
-    st.code(session.transcript, language=None, wrap_lines=True)
-    snap = session.snapshot()
-    stats([Stat("Tokens generated", len(session.generated)), Stat("Tokens in the cache", snap.seq_len),
+    st.info(md_escape(view.narration), icon=":material/record_voice_over:")
+    st.code(view.transcript, language=None, wrap_lines=True)
+    snap = view.snapshot
+    stats([Stat("Tokens generated", view.generated), Stat("Tokens in the cache", snap.seq_len),
            Stat("Cache bytes (measured)", snap.total_bytes),
-           Stat("Formula", snap.formula_bytes, delta="equal" if snap.matches_formula else "different", good=None)],
+           Stat("Formula", snap.formula_bytes, delta=view.formula_delta, good=None)],
           "The real cache after this step", key="real_cache_stats")
-    st.caption(f"{snap.formula} = {snap.formula_bytes:,} bytes. Measured: the storage behind every layer's K and "
-               f"V tensors, read from the cache itself{' — the same' if snap.matches_formula else ''}. "
-               + ("" if snap.matches_formula else
-                  f"Their shapes say {snap.held_bytes:,} bytes: a sliding-window layer keeps a view of its last "
-                  "tokens over the tensor its last step made, which right after a long prompt still holds the "
-                  "whole prompt. ")
-               )
+    st.caption(view.cache_note)
     with for_developers():
-        st.caption("The allocator reserves more than this: each step makes new K and V tensors one token longer "
-                   "and frees the old ones, and PyTorch's CUDA allocator rounds blocks up and keeps freed ones.")
+        st.caption(words.ALLOCATOR_NOTE)
     left, right = st.columns([2, 3])
     with left:
         st.dataframe(figs.cache_table(snap), hide_index=True, width="stretch")
-        plot(figs.cache_growth_figure(session.history), key="real_growth")
+        plot(figs.cache_growth_figure(list(view.history)), key="real_growth")
     with right:
         cache_layer = st.selectbox("Layer to picture", layer_choices, key=REAL_CACHE_LAYER,
                                    format_func=lambda i: f"layer {i}")
-        plot(figs.key_norms_figure(snap, cache_layer, session.pieces), key="real_norms")
-    nxt = session.prediction.top_k(10)
-    plot(figs.top_k_figure([(piece(real, i), p) for i, p in nxt], session.pieces[-1],
-                           chosen=0 if strategy == "greedy" else None), key="real_next")
+        plot(figs.key_norms_figure(snap, cache_layer, list(view.pieces)), key="real_norms")
+    plot(figs.top_k_figure(list(view.next_tokens), view.pieces[-1], chosen=0 if strategy == "greedy" else None),
+         key="real_next")
 
 with heads_tab:
-    st.markdown(f"Each of the {s.heads} query heads scores its own queries, but the keys and values it reads "
-                f"come from a **K/V head** it may share: the cache stores only the {s.kv_heads} K/V heads. "
-                "Grouped-query attention (GQA) shares each K/V head among a group of query heads, so the cache "
-                "shrinks by the group size while every query head still has its own attention.")
+    st.markdown(view.gqa_intro)
     plot(figs.gqa_figure(s.heads, s.kv_heads), key="real_gqa")
-    now = session.snapshot()
-    stats([Stat("Cache per token (measured)", f"{now.bytes_per_token:,.0f} B",
-                help="The storage of every layer's K and V tensors, divided by the tokens in the cache."),
-           Stat("With a K/V head per query head", f"{now.mha_bytes_per_token:,.0f} B",
-                help="The formula with as many K/V heads as query heads."),
-           Stat("Smaller by", f"{s.group}×", help="Query heads per K/V head.")],
+    stats([Stat("Cache per token (measured)", view.per_token, help=words.PER_TOKEN_HELP),
+           Stat("With a K/V head per query head", view.mha_per_token, help=words.MHA_HELP),
+           Stat("Smaller by", view.smaller_by, help=words.GROUP_HELP)],
           "Cache per token with grouped K/V heads", key="real_gqa_stats")
-    if real.shipped:
-        measured = [(name, shared_model(str(folder))) for name, folder in SHIPPED.items()]
-        st.markdown("**Both shipped models, measured on this prompt** (same tokenizer, same width and depth)")
-        st.dataframe(figs.shipped_cache_table([(name, other, measure_cache(other, prompt.ids))
-                                               for name, other in measured]), hide_index=True, width="stretch")
+    if view.shipped:
+        st.markdown(words.SHIPPED_TITLE)
+        st.dataframe(figs.shipped_cache_table(list(view.shipped)), hide_index=True, width="stretch")
 
 with compare_tab:
-    st.markdown("The same generation twice, in lockstep: **with the cache** (feed one token) and "
-                "**without** (feed the whole sequence every step). The logits must agree to rounding "
-                "error and the tokens must be the same; only the time differs.")
-    room = s.room(len(prompt))
-    if room < 2:
-        st.info("The prompt fills the model's context; shorten it to compare.")
+    st.markdown(words.COMPARE_INTRO)
+    if not view.compare_max:
+        st.info(words.CONTEXT_FULL)
     else:
-        n_steps = st.slider("Tokens to generate", 2, min(128, room), min(48, room), key=REAL_COMPARE_STEPS)
+        n_steps = st.slider("Tokens to generate", 2, view.compare_max, view.compare_default, key=REAL_COMPARE_STEPS)
         compare_key = (run_key, n_steps, settings)
         if st.button("Run both ways", icon=":material/compare_arrows:", type="primary"):
             with st.spinner("Generating with and without the cache…"):
@@ -221,82 +197,54 @@ with compare_tab:
                 st.session_state[REAL_COMPARE] = (compare_key, result)
         stored = st.session_state.get(REAL_COMPARE)
         if stored is None or stored[0] != compare_key:
-            st.caption("Press the button to measure on this machine.")
+            st.caption(words.PRESS_TO_MEASURE)
         else:
             result = stored[1]
-            stats([Stat("max |logit difference|", f"{result.overall_max_abs_diff:.1e}"),
+            stats([Stat("max |logit difference|", words.logit_difference(result)),
                    Stat("Same tokens", result.same_tokens),
-                   Stat("With cache", f"{result.cached_tokens_per_s:,.0f} tok/s"),
-                   Stat("Without", f"{result.uncached_tokens_per_s:,.0f} tok/s", good=None,
-                        delta=f"cache is {result.speedup:.1f}× faster")],
+                   Stat("With cache", words.tokens_per_s(result.cached_tokens_per_s)),
+                   Stat("Without", words.tokens_per_s(result.uncached_tokens_per_s), good=None,
+                        delta=words.faster(result))],
                   "With the cache against without", key="real_compare_stats")
             if not result.same_tokens:
-                st.warning("The two runs chose different tokens: two logits were within rounding error of "
-                           "each other. Logits are compared up to the first difference.")
+                st.warning(words.TOKENS_DIFFER)
             plot(figs.speed_figure(result), key="real_speed")
             plot(figs.diff_figure(result), key="real_diff")
-            st.caption("Each point is one decode step, the median of 3 timings. Without a cache the step "
-                       "re-runs the whole sequence, so it slows as the sequence grows; with the cache it only "
-                       "adds one token. On a model this small, fixed per-step overhead hides part of the gap.")
+            st.caption(words.TIMING_NOTE)
 
 with rules_tab:
-    st.markdown("Each real head's prefill attention is compared, row by row, with the attention the toy "
-                "engine computes for a rule over the same tokens. A row scores the overlap of the two "
-                "distributions (1 = identical); a head's score is the mean over rows 2…n. The toy's "
-                "rules are sharp; a small, briefly trained model like the shipped one mostly spreads its "
-                "attention, so 'everything' is often its closest rule and scores well below 1 are "
-                "common. A larger local model (For developers, under the tabs) compares better.")
-    rules = TOY_RULES
-    custom = st.text_input("Also try your own rule (optional)", key=REAL_RULE,
-                           placeholder="e.g. q.pos - k.pos < 3", max_chars=200).strip()
-    if len(prompt) < 2:
-        st.info("Matching needs a prompt of at least 2 tokens.")
+    st.markdown(words.RULES_INTRO)
+    st.text_input("Also try your own rule (optional)", key=REAL_RULE, placeholder="e.g. q.pos - k.pos < 3",
+                  max_chars=200)  # the view has read it already
+    if view.matches is None:
+        st.info(words.SHORT_PROMPT)
     else:
-        matches = None
-        if custom:
-            try:
-                matches = match_heads(pre.attentions, pieces, rules + (Head("your rule", custom),))
-            except RuleError as err:
-                st.error(f"Your rule: {md_escape(str(err))}", icon=":material/error:")
-        matches = matches or match_heads(pre.attentions, pieces, rules)
-        above = matches.above_chance()
-        if above:
-            st.markdown(f"**{len(above)} of {len(matches.heads)} heads beat chance** on the rule they look most "
-                        "like: their score is above what 95% of random heads (softmax of random scores over the "
-                        "same tokens) reach on that rule, the last row of the scores below.")
+        if view.rule_error:
+            st.error(words.rule_refused(md_escape(view.rule_error)), icon=":material/error:")
+        if view.beats_chance:
+            st.markdown(view.chance_line)
         else:
-            st.info(f"No head beats chance: on the rule it looks most like, every one of the {len(matches.heads)} "
-                    "heads scores no higher than random heads (softmax of random scores over the same tokens) do "
-                    "on that rule. Matching 'everything' then only says the head spreads its attention.",
-                    icon=":material/info:")
-        labels = [m.label for m in matches.heads]
-        best = matches.best_head()
-        if st.session_state.get(REAL_MATCH_HEAD) not in labels:
-            st.session_state[REAL_MATCH_HEAD] = best.label
-        chosen = st.selectbox("Real head", labels, key=REAL_MATCH_HEAD,
-                              format_func=lambda label: f"{label} · looks like "
-                              f"'{matches.rules[matches.heads[labels.index(label)].best].name}' "
-                              f"({matches.heads[labels.index(label)].score:.2f})")
-        match = matches.heads[labels.index(chosen)]
-        rule = matches.rules[match.best]
+            st.info(view.chance_line, icon=":material/info:")
+        options = view.head_options()
+        if st.session_state.get(REAL_MATCH_HEAD) not in options:
+            st.session_state[REAL_MATCH_HEAD] = view.matches.best_head().label
+        chosen = st.selectbox("Real head", list(options), key=REAL_MATCH_HEAD, format_func=options.get)
+        match, rule = view.head_match(chosen)
         left, right = st.columns(2)
         with left:
-            plot(figs.head_vs_rule_figure(pre.attentions, matches, match.layer, match.head, pieces),
+            plot(figs.head_vs_rule_figure(pre.attentions, view.matches, match.layer, match.head, list(prompt.pieces)),
                  key="real_vs_rule")
-            if st.button(f"Add '{md_escape(rule.name)}' ({md_escape(rule.rule)}) to the toy scenario",
-                         icon=":material/add:",
+            if st.button(words.add_label(md_escape(rule.name), md_escape(rule.rule)), icon=":material/add:",
                          type="primary"):
-                st.session_state[REAL_ADDED] = (f"Added a head '{rule.name}' with the rule {rule.rule} "
-                                                f"(like {match.label}) to the toy scenario.")
+                st.session_state[REAL_ADDED] = words.added(rule.name, rule.rule, match)
                 state.add_head(rule.name, rule.rule)
                 st.session_state.pop(REAL_ADDED, None)
-                st.error(md_escape(state.error("heads") or "The head could not be added."),
-                         icon=":material/error:")
+                st.error(md_escape(state.error("heads") or words.NOT_ADDED), icon=":material/error:")
             added = st.session_state.pop(REAL_ADDED, None)
             if added:
                 st.success(md_escape(added), icon=":material/check:")
                 st.page_link("pages/prefill.py", label="See it in the toy's Prefill page",
                              icon=":material/arrow_forward:")
         with right:
-            plot(figs.scores_figure(matches, chosen), key="real_scores")
-        st.dataframe(figs.matches_table(matches), hide_index=True, width="stretch")
+            plot(figs.scores_figure(view.matches, chosen), key="real_scores")
+        st.dataframe(figs.matches_table(view.matches), hide_index=True, width="stretch")

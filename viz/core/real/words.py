@@ -1,0 +1,178 @@
+"""What the Real model page says: its fixed prose, and the sentences built from the model's numbers.
+
+One place for the page's words (the decode step's narration is :mod:`viz.core.real.narration`). A
+sentence that mixes Markdown with text from the model's folder or the visitor (a model's name, a rule)
+takes the page's ``escape`` function (``viz.ui.common.md_escape``); the others are plain text or
+Markdown written here.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .loading import ModelShape
+from .model import CacheComparison, CacheSnapshot
+from .rules_match import HeadMatch
+
+Escape = Callable[[str], str]
+
+# -- the model and the prompt ------------------------------------------------------------------
+MODEL_HELP = "Both read the same tokens (one shared tokenizer), at the same width and depth."
+FOLDER_HELP = ("Any local Hugging Face causal-LM folder (config.json, *.safetensors, tokenizer "
+               "files). Nothing is downloaded.")
+STILL_PROMPT = "Still showing the last prompt that worked."
+
+
+def still_model(name: str) -> str:
+    """Under a folder that did not load (``name`` escaped by the caller)."""
+    return f"Still showing {name}."
+
+
+def facts(shape: ModelShape, name: str, model_class: str, device: str, escape: Escape) -> str:
+    """The model's line above the tabs (Markdown)."""
+    s = shape
+    return (f"**{escape(name)}** · {escape(model_class)} · {s.parameters:,} parameters · "
+            f"{s.layers} layers × {s.heads} heads ({s.kv_heads} key/value heads) · head_dim {s.head_dim} · "
+            f"vocabulary {s.vocab:,} · context {s.max_positions} tokens · on {escape(device)}")
+
+
+def training(report: dict | None, escape: Escape) -> str:
+    """How the model was trained, from its training.json ("" without one)."""
+    if not report:
+        return ""
+    return (f"Trained by {escape(report['command'])} on {escape(report['data']['source'])} "
+            f"({report['data']['train_tokens']:,} tokens); final loss {report['final_train_loss']:.2f} "
+            f"(training) / {report['final_val_loss']:.2f} (held-out documents), with "
+            f"{report['cpu_seconds'] / 60:.0f} CPU-minutes.")
+
+
+# -- prefill -----------------------------------------------------------------------------------
+def prompt_note(tokens: int) -> str:
+    """Beside the prefill figure: what the prompt became (Markdown)."""
+    return (f"The prompt is **{tokens} tokens**: subword pieces from a byte-level BPE "
+            "tokenizer (␣ marks a space, ↵ a new line). One pass over all of them fills the cache "
+            "and gives every head's attention. The model and the prompt are under the tabs.")
+
+
+# -- decode with the KV cache ------------------------------------------------------------------
+DECODE_INTRO = ("Each step feeds **only the new token**; the model appends its key and value to every "
+                "layer's cache (a transformers `DynamicCache`, built from the model's config as `generate()` "
+                "builds it) and attends over everything cached.")
+SEED_HELP = "Used from the next reset."
+ALLOCATOR_NOTE = ("The allocator reserves more than this: each step makes new K and V tensors one token longer "
+                  "and frees the old ones, and PyTorch's CUDA allocator rounds blocks up and keeps freed ones.")
+
+
+def back_help(keys: str) -> str:
+    return f"Undo the last token: every layer's cache drops its last key and value ({keys})."
+
+
+def next_help(keys: str) -> str:
+    return f"Pick one token and feed only it ({keys})"
+
+
+def formula_delta(snap: CacheSnapshot) -> str:
+    """The formula's stat beside the measured bytes: the two agree or not."""
+    return "equal" if snap.matches_formula else "different"
+
+
+def cache_note(snap: CacheSnapshot) -> str:
+    """Under the cache's stats: the formula, and what was measured and how."""
+    return (f"{snap.formula} = {snap.formula_bytes:,} bytes. Measured: the storage behind every layer's K and "
+            f"V tensors, read from the cache itself{' — the same' if snap.matches_formula else ''}. "
+            + ("" if snap.matches_formula else
+               f"Their shapes say {snap.held_bytes:,} bytes: a sliding-window layer keeps a view of its last "
+               "tokens over the tensor its last step made, which right after a long prompt still holds the "
+               "whole prompt. "))
+
+
+# -- K/V heads ---------------------------------------------------------------------------------
+PER_TOKEN_HELP = "The storage of every layer's K and V tensors, divided by the tokens in the cache."
+MHA_HELP = "The formula with as many K/V heads as query heads."
+GROUP_HELP = "Query heads per K/V head."
+SHIPPED_TITLE = "**Both shipped models, measured on this prompt** (same tokenizer, same width and depth)"
+
+
+def gqa_intro(shape: ModelShape) -> str:
+    """What grouped-query attention does to this model's cache (Markdown)."""
+    return (f"Each of the {shape.heads} query heads scores its own queries, but the keys and values it reads "
+            f"come from a **K/V head** it may share: the cache stores only the {shape.kv_heads} K/V heads. "
+            "Grouped-query attention (GQA) shares each K/V head among a group of query heads, so the cache "
+            "shrinks by the group size while every query head still has its own attention.")
+
+
+def per_token(nbytes: float) -> str:
+    return f"{nbytes:,.0f} B"
+
+
+def smaller_by(shape: ModelShape) -> str:
+    return f"{shape.group}×"
+
+
+# -- cache vs no cache -------------------------------------------------------------------------
+COMPARE_INTRO = ("The same generation twice, in lockstep: **with the cache** (feed one token) and "
+                 "**without** (feed the whole sequence every step). The logits must agree to rounding "
+                 "error and the tokens must be the same; only the time differs.")
+CONTEXT_FULL = "The prompt fills the model's context; shorten it to compare."
+PRESS_TO_MEASURE = "Press the button to measure on this machine."
+TOKENS_DIFFER = ("The two runs chose different tokens: two logits were within rounding error of "
+                 "each other. Logits are compared up to the first difference.")
+TIMING_NOTE = ("Each point is one decode step, the median of 3 timings. Without a cache the step "
+               "re-runs the whole sequence, so it slows as the sequence grows; with the cache it only "
+               "adds one token. On a model this small, fixed per-step overhead hides part of the gap.")
+
+
+def logit_difference(result: CacheComparison) -> str:
+    return f"{result.overall_max_abs_diff:.1e}"
+
+
+def tokens_per_s(rate: float) -> str:
+    return f"{rate:,.0f} tok/s"
+
+
+def faster(result: CacheComparison) -> str:
+    return f"cache is {result.speedup:.1f}× faster"
+
+
+# -- heads that look like rules ----------------------------------------------------------------
+RULES_INTRO = ("Each real head's prefill attention is compared, row by row, with the attention the toy "
+               "engine computes for a rule over the same tokens. A row scores the overlap of the two "
+               "distributions (1 = identical); a head's score is the mean over rows 2…n. The toy's "
+               "rules are sharp; a small, briefly trained model like the shipped one mostly spreads its "
+               "attention, so 'everything' is often its closest rule and scores well below 1 are "
+               "common. A larger local model (For developers, under the tabs) compares better.")
+SHORT_PROMPT = "Matching needs a prompt of at least 2 tokens."
+NOT_ADDED = "The head could not be added."
+
+
+def rule_refused(message: str) -> str:
+    """A rule of the visitor's that did not compile (``message`` escaped by the caller)."""
+    return f"Your rule: {message}"
+
+
+def above_chance(above: int, heads: int) -> str:
+    """How many heads beat chance (Markdown; at least one)."""
+    return (f"**{above} of {heads} heads beat chance** on the rule they look most "
+            "like: their score is above what 95% of random heads (softmax of random scores over the "
+            "same tokens) reach on that rule, the last row of the scores below.")
+
+
+def none_above(heads: int) -> str:
+    return (f"No head beats chance: on the rule it looks most like, every one of the {heads} "
+            "heads scores no higher than random heads (softmax of random scores over the same tokens) do "
+            "on that rule. Matching 'everything' then only says the head spreads its attention.")
+
+
+def head_option(match: HeadMatch, rule: str) -> str:
+    """A real head in the picker: its label, the rule it looks most like and its score."""
+    return f"{match.label} · looks like '{rule}' ({match.score:.2f})"
+
+
+def add_label(name: str, rule: str) -> str:
+    """The button that adds the rule to the toy (``name`` and ``rule`` escaped by the caller)."""
+    return f"Add '{name}' ({rule}) to the toy scenario"
+
+
+def added(name: str, rule: str, match: HeadMatch) -> str:
+    """What was added to the toy (plain text)."""
+    return f"Added a head '{name}' with the rule {rule} (like {match.label}) to the toy scenario."
