@@ -120,6 +120,20 @@ def test_decode_steps_grow_the_real_cache(page):
     assert stat_value(page, "Tokens generated") == "0"
 
 
+def test_a_step_shows_in_every_tab_and_the_buttons_at_once(page):
+    """The buttons move the session before the view is worked out: after Next token the K/V heads tab's
+    cache per token reads the same cache as the decode tab, Back is enabled in that run, and after Back to
+    the prompt it is disabled in that run (not one click later)."""
+    assert _button(page, "Back").disabled
+    _button(page, "Next token").click().run()
+    assert not page.exception and not _button(page, "Back").disabled
+    tokens = int(stat_value(page, "Tokens in the cache"))
+    nbytes = int(stat_value(page, "Cache bytes (measured)").replace(",", ""))
+    assert stat_value(page, "Cache per token (measured)") == f"{nbytes / tokens:,.0f} B"
+    _button(page, "Back").click().run()
+    assert stat_value(page, "Tokens generated") == "0" and _button(page, "Back").disabled
+
+
 def test_sampling_settings_drive_the_steps(page):
     """With sampling chosen the step still appends one token, drawn with the seeded generator."""
     by_label(page.selectbox, "Strategy").set_value("sample").run()
