@@ -106,7 +106,7 @@ def decode_lesson() -> None:
             st.info(narration, icon=":material/record_voice_over:")
         division_notices(list(view.divisions))
         choices(scenario, view)
-    lesson_screen(view.frame, list(view.heads), head, newest_key=view.shown.mode == "kv",
+    lesson_screen(view.frame, list(view.heads), head, newest_key=view.newest_key,
                   turns=((view.after, STEP), (view.before, BACK)))
     if view.stale_shown:  # the stale-cache lesson: both runs side by side, right under the screen
         plot(stale_figure(view.stale), key="decode_stale")  # (whole in 1920 × 1080 presenter)

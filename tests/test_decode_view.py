@@ -34,7 +34,7 @@ def test_right_after_prefill_the_view_counts_the_prompts_cache_and_says_nothing_
     assert view.cache_info.startswith("A head reads n, but right after prefill") and view.agreed == ""
     assert (view.warnings, view.head_texts, view.stale, view.after, view.before) == ((), (), None, None, None)
     assert view.narration.startswith("Prefill read all 4 prompt tokens in one pass")
-    assert view.frame.caption == "After prefill · next word 'nice' (p = 0.75)"
+    assert view.frame.caption == "After prefill · next word 'nice' (p = 0.75)" and view.newest_key
 
 
 def test_after_one_step_the_view_holds_the_stale_head_its_sentences_and_both_turns():
@@ -82,6 +82,8 @@ def test_a_run_cut_by_the_budget_is_said_once_and_compared_where_both_runs_reach
     assert view.compared_note == "Compared at step 2, the latest step the recomputed run reached."
     assert view.budget_notes == (cut.note,) and "stops at step 2 of the 3 asked for" in cut.note
     assert view.before is None and view.after is None
+    recomputed = decode_view(traces, {}, None, 2, "recompute", 1)
+    assert not recomputed.newest_key and not recomputed.frame.cache.cached and recomputed.before.step == 1
     assert view.work_caption.startswith("At length 6:")  # the length both runs reached: 4 + 2
 
 

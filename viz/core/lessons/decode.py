@@ -75,6 +75,11 @@ class DecodeView:
     work_caption: str  # the Work tab's sentence (the prefill's scores at step 0)
     transcript: Transcript  # the text so far, and the word the step chooses
 
+    @property
+    def newest_key(self) -> bool:
+        """Whether the lesson screen outlines the key each step writes (the KV cache's run only)."""
+        return self.shown.mode == "kv"
+
 
 def decode_view(traces: Mapping[str, Trace], grants: Mapping[str, Grant], following: Mapping[str, Trace] | None,
                 step: int, mode: str, head: int, whole: bool = False) -> DecodeView:
