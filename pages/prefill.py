@@ -7,10 +7,9 @@ stage, head and table in tabs below. The stepper and everything it drives run in
 
 import streamlit as st
 
-from viz.core.engine.division import divisions_by_zero
-from viz.core.engine.explain import explain_position, fmt, no_match_rows
-from viz.core.lessons.lesson import make_window, prefill_frame
 from viz.core.engine.presets import matching_preset
+from viz.core.lessons import words_prefill as words
+from viz.core.lessons.prefill import PrefillView, prefill_view
 from viz.figures import toy
 from viz.figures.base import figure_table
 from viz.figures.board import attention_board, contexts_board, fits
@@ -36,79 +35,63 @@ def prefill_lesson() -> None:
     scenario = state.scenario()
     traces, _ = decode_traces(scenario, 0, ("kv",))  # the session's kv run: prefill and its prediction
     trace = traces["kv"]
-    pre = trace.prefill
-    n = len(pre.tokens)
+    tokens = trace.prefill.tokens
     heads = scenario.head_names
     st.session_state.setdefault(POSITION, state.position())  # a share link's position, on the first run
-    position = stepper(POSITION, n, "Query position", format_label=lambda i: f"{i} · {pre.tokens[i - 1]}")
+    position = stepper(POSITION, len(tokens), "Query position", format_label=words.position_labels(tokens).__getitem__)
     state.set_position(position)
-    rows = explain_position(trace, position - 1)
-    head = state.head()
-    st.info(f"**{md_escape(pre.tokens[position - 1])}** (position {position}) sees "
-            f"{md_escape(', '.join(pre.tokens[:position]))}. " + md_escape(rows[head].text),
-            icon=":material/record_voice_over:")
-    division_notices(divisions_by_zero(trace))
+    # the head and Whole as their controls below hold them (a control's value is in the session before it is drawn)
+    view = prefill_view(trace, position, state.head(), st.session_state.get(WHOLE, False), md_escape)
+    st.info(view.narration, icon=":material/record_voice_over:")
+    division_notices(list(view.divisions))
     with st.container(horizontal=True, vertical_alignment="center"):
-        head = head_picker(HEAD)
-        whole = whole_switch(WHOLE, "Show every row and key, not only those around the position")
-    frame = prefill_frame(trace, position, head, whole=whole)
-    # the positions either side, computed by the same prefill: the board draws them at the click
-    turns = tuple((prefill_frame(trace, p, head, whole=whole) if 1 <= p <= n else None, f"{POSITION}_{way}")
-                  for p, way in ((position + 1, "forward"), (position - 1, "back")))
-    lesson_screen(frame, heads, head, turns=turns)
+        head_picker(HEAD)
+        whole_switch(WHOLE, words.WHOLE_HELP)
+    # the positions either side: the board draws them at the click
+    turns = ((view.ahead, f"{POSITION}_forward"), (view.behind, f"{POSITION}_back"))
+    lesson_screen(view.frame, heads, view.head, turns=turns)
 
-    lazy_tabs(TABS, TAB, (lambda: every_head(trace, position, whole, rows, frame, head),
-                          lambda: stages(trace, head, position),
-                          lambda: tokens_and_mask(trace), lambda: to_word(trace), lambda: lesson_tables(frame, heads)))
+    lazy_tabs(TABS, TAB, (lambda: every_head(view), lambda: stages(view), lambda: tokens_and_mask(trace),
+                          lambda: to_word(view), lambda: lesson_tables(view.frame, heads)))
 
 
-def every_head(trace, position: int, whole: bool, rows, frame, head: int) -> None:
-    """What each head does at the position (``rows``: explain_position there), and every head's
-    weights; ``frame`` is the lesson screen's, for head ``head`` (every head's window is the same)."""
-    pre = trace.prefill
+def every_head(view: PrefillView) -> None:
+    """What each head does at the position, and every head's weights (every head's window is the same)."""
+    trace = view.trace
     # one element for the sentence and its list: each element is more work for the browser
-    st.markdown(f"**{md_escape(pre.tokens[position - 1])}** (position {position}) sees "
-                f"{md_escape(', '.join(pre.tokens[: position]))}:\n\n"
-                + "\n".join(f"- {md_escape(row.text)}" for row in rows))
-    n = len(pre.tokens)
+    st.markdown(view.every_head)
     heads = trace.scenario.head_names
-    window = make_window(n, n, position - 1, centre=True, whole=whole)
-    multiples = lambda: toy.small_multiples(trace, position - 1, window)  # noqa: E731
-    contexts = contexts_board(trace, position - 1, whole)
-    if contexts is None or not fits(frame):  # Whole too large for cell text: Plotly, which zooms and pans
+    multiples = lambda: toy.small_multiples(trace, view.index, view.window)  # noqa: E731
+    contexts = contexts_board(trace, view.index, view.whole)
+    if contexts is None or not fits(view.frame):  # Whole too large for cell text: Plotly, which zooms and pans
         plot(multiples(), key="multiples", table=True)
-        plot(toy.contexts_figure(trace, position - 1), key="contexts", table=True)
+        plot(toy.contexts_figure(trace, view.index), key="contexts", table=True)
         return
-    frames = [frame if h == head else prefill_frame(trace, position, h, whole=whole) for h in range(len(heads))]
+    frames = view.frames()
     for column, h in grid(len(heads), EVERY_HEAD_COLUMNS):
         with column:
             board(attention_board(frames[h], heads[h]), key=f"every_head_{h}")
     board(contexts, key="every_head_contexts")
 
     def as_tables() -> None:
-        for fig in (multiples(), toy.contexts_figure(trace, position - 1)):
+        for fig in (multiples(), toy.contexts_figure(trace, view.index)):
             st.dataframe(figure_table(fig), hide_index=True, width="stretch", height=240)
 
     folded("As tables", "every_head_tables", as_tables)
 
 
-def stages(trace, head: int, position: int) -> None:
-    pre = trace.prefill
-    rule = trace.scenario.heads[head].rule
-    st.markdown(f"Head **{md_escape(trace.scenario.head_names[head])}**, rule {md_escape(rule)} · "
-                + ("keys can be cached" if trace.cacheable[head] else "**reads n: its keys change as the sequence "
-                                                                       "grows, so they cannot be cached**"))
-    if pre.q[head].abs().sum() > 0:
-        plot(toy.qk_figure(trace, head), key="qk", table=True)
+def stages(view: PrefillView) -> None:
+    trace, head = view.trace, view.head
+    st.markdown(view.head_rule)
+    if view.qk_by_rule:
+        st.info(words.QK_BY_RULE, icon=":material/compare_arrows:")
     else:
-        st.info("This rule compares the query with the key (it reads q), so there is no single K row per "
-                "key: each score is +√d_k where the rule holds for that (query, key) pair and −√d_k "
-                "where it does not.", icon=":material/compare_arrows:")
+        plot(toy.qk_figure(trace, head), key="qk", table=True)
     stages_ = list(toy.STAGES)
     for pair in (stages_[:2], stages_[2:]):  # row by row, so a phone stacks them in pipeline order
         for col, stage in zip(st.columns(2), pair):
             with col:
-                plot(toy.stage_figure(trace, head, stage, position - 1), key=f"stage_{stage}", table=True)
+                plot(toy.stage_figure(trace, head, stage, view.index), key=f"stage_{stage}", table=True)
 
 
 def tokens_and_mask(trace) -> None:
@@ -119,54 +102,28 @@ def tokens_and_mask(trace) -> None:
         plot(toy.causal_mask_figure(trace), key="mask", table=True)
 
 
-def to_word(trace) -> None:
-    pre = trace.prefill
-    scenario = trace.scenario
-    step = trace.steps[0]
-    s = scenario.sampling
-    st.markdown(f"The context of the last position, {md_escape(pre.tokens[-1])}, is "
-                f"[{', '.join(fmt(float(c)) for c in step.context)}]; multiplied by W_vocab it gives one "
-                "logit per word.")
+def to_word(view: PrefillView) -> None:
+    trace = view.trace
+    st.markdown(view.last_context)
     table(toy.vocab_table(trace), toy.VOCAB_LABEL, key="prefill_vocab")
     plot(toy.prediction_figure(trace), key="prediction", table=True)
-    settings_text = (f"{s.strategy}, temperature {fmt(s.temperature)}, "
-                     f"top-k {s.top_k or 'off'}, top-p {fmt(s.top_p) if s.top_p < 1 else 'off'}"
-                     + (f", seed {s.seed}" if s.strategy == "sample" else ""))
-    st.markdown(f"Sampling: {settings_text} → **{md_escape(step.token)}** "
-                f"(p = {float(step.probs[step.sample.index]):.3f}). The Decode page appends it and goes on.")
-    no_match(trace)
+    st.markdown(view.sampled)
+    if view.no_match:  # rows where nothing matches: softmax still attends, evenly
+        with st.container(border=True):
+            st.markdown(words.NO_MATCH_HEADING)
+            for line in view.no_match:
+                st.markdown(line)
+            if view.no_match_more:
+                st.caption(view.no_match_more)
+            st.markdown(view.no_match_why)
 
 
-def no_match(trace) -> None:
-    """Rows where nothing matches: softmax still attends, evenly; said with this scenario's numbers."""
-    cases = no_match_rows(trace)
-    if not cases:
-        return
-    with st.container(border=True):
-        st.markdown("#### When nothing matches, softmax still attends to something")
-        for row in cases[:8]:
-            share = ("its only visible key gets all the weight" if row.visible == 1
-                     else f"the {row.visible} visible keys get {fmt(row.weight_each)} each")
-            st.markdown(f"- head **{md_escape(row.head)}** at **{md_escape(row.query)}**: no visible key "
-                        f"matches, every score is −√d_k, so {share} → context {fmt(row.context)}")
-        if len(cases) > 8:
-            st.caption(f"… and {len(cases) - 8} more rows like these.")
-        first = cases[0]
-        st.markdown(
-            "Softmax turns scores into weights that always add up to 1, so a row cannot give weight to "
-            f"*nothing*. Prose may say 'none' for such a row (head {md_escape(first.head)} at "
-            f"'{md_escape(first.query)}'), but the computation spreads the weight evenly and gives "
-            f"{fmt(first.context)}. Real models learn to park unwanted attention on a harmless token "
-            "instead (an *attention sink*).")
-
-
-lesson_header("Prefill", "The whole prompt goes through attention in one batched pass: every query row at "
-                         "once, with the causal mask hiding the future.")
+lesson_header(words.TITLE, words.CAPTION)
 if not state.presenter():
     opened = state.scenario()
     if matching_preset(opened):
-        st.markdown(f"**{md_escape(opened.title)}** · {md_escape(opened.description)}")
+        st.markdown(words.opened(opened.title, opened.description, md_escape))
     else:
-        st.caption("A custom scenario: edited in the sidebar, opened from a file or a link.")
-    st.caption(f"{len(opened.tokens)} tokens · d_k = {opened.d_k} · scores are ±√d_k = ±{fmt(opened.d_k ** 0.5)}")
+        st.caption(words.CUSTOM)
+    st.caption(words.shape(len(opened.tokens), opened.d_k))
 prefill_lesson()

@@ -70,3 +70,44 @@ def test_the_at_scale_view_says_when_the_weights_do_not_fit_and_how_two_gpus_spl
     assert two.parallel_text.startswith("Under tensor parallelism ")
     assert f"{two.fit.sequences:,} sequences fit" in two.parallel_text
     assert [s.label for s in two.fit_stats][:2] == ["Weights per GPU", "Cache budget per GPU"]
+
+
+def test_the_prefill_view_holds_the_narration_the_frames_and_every_tabs_sentences():
+    """The seed (Today 10, weather 20, is 1, so 5; heads even, last, first, all) at position 2, head even:
+    weather sees Today and weather, even matches key 2 → 20; the last position's contexts are even
+    (20 + 5) / 2 = 12.5, last 5, first 10, all (10 + 20 + 1 + 5) / 4 = 9; greedy picks 'nice' at 0.750."""
+    from viz.core.lessons.lesson import prefill_frame
+    from viz.core.lessons.prefill import prefill_view
+
+    trace = generate(load_preset("seed"), 1, "kv")
+    view = prefill_view(trace, 2, 0, False, marked)
+    assert view.narration == "**‹weather›** (position 2) sees ‹Today, weather›. ‹even: weather (value 20) → 20›"
+    assert view.every_head.startswith("**‹weather›** (position 2) sees ‹Today, weather›:\n\n- ‹even: weather")
+    assert view.every_head.count("\n- ") == 4  # one line per head
+    assert view.head_rule == "Head **‹even›**, rule ‹k.pos % 2 == 0› · keys can be cached" and not view.qk_by_rule
+    assert view.last_context == ("The context of the last position, ‹so›, is [12.5, 5, 10, 9]; multiplied by W_vocab "
+                                 "it gives one logit per word.")
+    assert view.sampled == ("Sampling: greedy, temperature 1, top-k off, top-p off → **‹nice›** (p = 0.750). "
+                            "The Decode page appends it and goes on.")
+    assert view.index == 1 and view.frame.caption == prefill_frame(trace, 2, 0).caption  # frames hold tensors
+    assert view.ahead.caption.startswith("Query 'is' (position 3)") and view.behind.caption.startswith("Query 'Today'")
+    assert [f.window for f in view.frames()] == [view.frame.window] * 4
+    # nothing matches for even at Today, and for last before the end: 1 key gets 1, 2 keys 0.5, 3 keys 0.3333
+    assert len(view.no_match) == 4 and view.no_match_more == ""
+    assert view.no_match[2].endswith("so the 2 visible keys get 0.5 each → context 15")
+    assert "(head ‹even› at '‹Today›'), but the computation spreads the weight evenly and gives 10." in view.no_match_why
+    assert prefill_view(trace, 1, 0, False, marked).behind is None and prefill_view(trace, 4, 0, False, marked).ahead is None
+
+
+def test_prefill_words_count_the_rows_not_listed_and_name_a_rule_that_reads_q():
+    """Ten rows where nothing matches list eight and say two more; a rule reading q has no Q and K rows."""
+    from viz.core.engine.explain import no_match_rows
+    from viz.core.lessons import words_prefill as words
+    from viz.core.lessons.prefill import prefill_view
+
+    rows = no_match_rows(generate(load_preset("seed"), 1, "kv"))
+    lines, more, _ = words.no_match((rows * 3)[:10], marked)
+    assert len(lines) == 8 and more == "… and 2 more rows like these."
+    self_rule = prefill_view(generate(load_preset("cache-safe"), 1, "kv"), 2, 1, False, marked)
+    assert self_rule.qk_by_rule and self_rule.head_rule.startswith("Head **‹self›**, rule ‹k.pos == q.pos›")
+    assert words.position_labels(("a", "b")) == {1: "1 · a", 2: "2 · b"}
