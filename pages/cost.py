@@ -3,6 +3,8 @@
 import streamlit as st
 
 from viz.core.engine import cost as sweep
+from viz.core.lessons import words_cost as words
+from viz.core.lessons.cost import cost_view
 from viz.core.text import first_line
 from viz.figures import cost
 from viz.ui import state
@@ -43,16 +45,9 @@ with st.container(border=True):
                                           key=DEVICE)
         else:
             device = devices[0]
-            st.markdown(f"Device: **{device}** (the only one on this machine)")
-    measure = right.button("Measure again" if device in results else "Measure", type="primary",
+            st.markdown(words.only_device(device))
+    measure = right.button(words.measure_label(device in results), type="primary",
                            icon=":material/speed:", width="stretch", key="cost_measure")
-# what Measure times: folded under the lesson
-how = (f"Times one decode step at n = {live.decode_sizes[0]} … {live.decode_sizes[-1]} keys "
-       f"(recompute up to {live.recompute_max}) and a whole prompt of {live.prefill_sizes[0]} … "
-       f"{live.prefill_sizes[-1]} tokens, with the {len(model.heads)} heads of the "
-       f"'{md_escape(model.title)}' preset (d_k = {model.d_k}). Sizes stop growing once the next "
-       f"one would pass {live.budget_s:g} s in all, so one click never ties up the server; the "
-       "results stay for this session.")
 lesson = st.container()  # the decode figure, right under the Measure row; the notes below it
 
 if measure:
@@ -65,42 +60,34 @@ if measure:
     except sweep.MeasurementBusy as err:
         st.session_state[FAILURE] = str(err)
     except (RuntimeError, ValueError) as err:
-        st.session_state[FAILURE] = f"The measurement failed: {first_line(err)}"
+        st.session_state[FAILURE] = words.failed(first_line(err))
     bar.empty()
 if st.session_state.get(FAILURE):
     st.warning(st.session_state[FAILURE], icon=":material/hourglass_top:")
 
-measurement = results.get(device)
+measurement, quick = results.get(device), None
 if measurement is None:  # on arrival: a quick sweep, so the page never opens empty
     try:
-        measurement = quick_measurement(device, sweep.QUICK)
-        st.info(f"A quick first measurement (decode up to n = {sweep.QUICK.decode_sizes[-1]}, about "
-                f"{sweep.QUICK.budget_s:g} s). Press **Measure** for the full sweep.", icon=":material/speed:")
+        measurement, quick = quick_measurement(device, sweep.QUICK), sweep.QUICK
     except (sweep.MeasurementBusy, RuntimeError, ValueError):
-        st.info("Press **Measure** to time decoding on this machine. Until then, the plain version: "
-                "without a cache every new token redoes the whole n × n attention, O(n²) work per token; "
-                "with a cache it computes one new key and reads the n cached ones, O(n).",
-                icon=":material/speed:")
-summary = sweep.summarize_cost(measurement) if measurement else None
-if measurement is None:
-    pass
-elif summary is None:
-    st.warning("The measurement was cut short before it timed both decode modes at one size; "
-               "press Measure again.")
-else:
-    left_out = ", ".join(measurement.left_out)
+        pass
+view = cost_view(measurement, quick, live, model, md_escape)
+summary = view.summary
+if view.notice:
+    st.info(view.notice, icon=":material/speed:")
+if view.cut_short:
+    st.warning(words.CUT_SHORT)
+elif summary is not None:
     with lesson:
         plot(cost.decode_figure(measurement), key="cost_decode", terms=terms)  # its title names it
-    st.caption(f"Measured on {measurement.device} ({measurement.threads} CPU thread"
-               f"{'s' if measurement.threads > 1 else ''}) in {measurement.seconds:.1f} s."
-               + (f" Left out to stay within {measurement.budget_s:g} s: {left_out}." if left_out else ""))
+    st.caption(view.measured)
     for paragraph in cost.decode_reading(summary, device):
         st.markdown(paragraph)
     with st.expander("Every decode measurement"):
         table = cost.decode_table(measurement)
         st.dataframe(table, hide_index=True, width="stretch", column_config=counts(table))
 
-    st.subheader("Prefill: one pass, or one token at a time")
+    st.subheader(words.PREFILL_HEADING)
     if measurement.prefill:
         plot(cost.prefill_figure(measurement), key="cost_prefill", terms=terms)
         for paragraph in cost.prefill_reading(summary):
@@ -109,14 +96,9 @@ else:
             table = cost.prefill_table(measurement)
             st.dataframe(table, hide_index=True, width="stretch", column_config=counts(table))
     else:
-        st.caption("The time budget ran out before prefill; press Measure again.")
+        st.caption(words.NO_PREFILL)
 
-st.expander("What Measure times", icon=":material/info:").caption(how)
+st.expander(words.HOW_HEADING, icon=":material/info:").caption(view.how)
 developers = for_developers()
-developers.markdown("**The full benchmark.** The command line runs larger sizes (decode up to "
-                    "n = 16,384), compares the cache with Hugging Face transformers' `DynamicCache` and "
-                    "`StaticCache`, measures this machine's memory bandwidth to show how close cached decode "
-                    "comes to the fastest possible, and times a page rerun of this app. It prints tables and "
-                    "writes JSON:")
-developers.code("python -m viz bench --out results.json      # a few minutes\n"
-                "python -m viz bench --quick                 # a few seconds", language="bash")
+developers.markdown(words.BENCHMARK)
+developers.code(words.BENCH_COMMANDS, language="bash")

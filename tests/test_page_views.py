@@ -111,3 +111,35 @@ def test_prefill_words_count_the_rows_not_listed_and_name_a_rule_that_reads_q():
     self_rule = prefill_view(generate(load_preset("cache-safe"), 1, "kv"), 2, 1, False, marked)
     assert self_rule.qk_by_rule and self_rule.head_rule.startswith("Head **‹self›**, rule ‹k.pos == q.pos›")
     assert words.position_labels(("a", "b")) == {1: "1 · a", 2: "2 · b"}
+
+
+def test_the_cost_view_says_what_was_measured_and_what_measure_times():
+    """A made-up sweep on cpu, 2 threads, 1.5 s, prefill left out: measured at n = 10 and 40 both ways, so a
+    summary (40 recompute steps of 0.03 s against kv's 0.001 s: 30×); the arrival's quick sweep says so."""
+    from viz.core.engine.cost import Bandwidth, CostMeasurement, DecodePoint, LiveConfig, bench_scenario
+    from viz.core.engine.model import WorkCounts
+    from viz.core.lessons.cost import cost_view
+    from viz.core.lessons import words_cost as words
+    from viz.core.timing import Timing, TimingPlan
+
+    def point(n: int, mode: str, seconds: float) -> DecodePoint:
+        return DecodePoint(n, mode, Timing(seconds, seconds, seconds, 3), WorkCounts(multiply_adds=n * 65), n * 1040)
+
+    decode = tuple(point(n, mode, s) for n in (10, 40) for mode, s in (("recompute", 0.00075 * n), ("kv", 0.001)))
+    measurement = CostMeasurement("cpu", 2, decode, (), Bandwidth(10**9, Timing(0.1, 0.1, 0.1, 3)), 3.0, 1.5,
+                                  ("prefill",))
+    sweep = LiveConfig(decode_sizes=(16, 32, 64), recompute_max=32, prefill_sizes=(8, 16),
+                       plan=TimingPlan(warmup=1, min_repeats=2, max_repeats=2, target_s=0.0),
+                       copy_bytes=2**20, budget_s=2.5, decode_share=0.6)
+    model = bench_scenario()
+    view = cost_view(measurement, sweep, sweep, model, marked)
+    assert view.summary is not None and view.summary.speedup_large == 30.0 and not view.cut_short
+    assert view.measured == "Measured on cpu (2 CPU threads) in 1.5 s. Left out to stay within 3 s: prefill."
+    assert view.notice == "A quick first measurement (decode up to n = 64, about 2.5 s). Press **Measure** for the full sweep."
+    assert view.how.startswith("Times one decode step at n = 16 … 64 keys (recompute up to 32) and a whole prompt "
+                               f"of 8 … 16 tokens, with the {len(model.heads)} heads of the '‹{model.title}›' preset")
+    assert cost_view(measurement, None, sweep, model, marked).notice == ""  # measured by Measure: no note
+    assert cost_view(None, None, sweep, model, marked).notice == words.PLAIN
+    cut = cost_view(CostMeasurement("cpu", 1, decode[1:2], (), measurement.bandwidth, 3.0, 0.5, ()), None, sweep,
+                    model, marked)
+    assert cut.cut_short and cut.summary is None and cut.measured == ""  # kv alone at n = 10: nothing to compare
