@@ -148,7 +148,7 @@ with cache_tab:
         st.warning(view.beyond_context_text(md_escape), icon=":material/warning:")
     st.multiselect("Compare with", others, key=COMPARE, max_selections=5)
     with lesson:
-        st.markdown(f"**{md_escape(config.name)}** · {figures.config_summary(memory)}")
+        st.markdown(view.model_line(figures.config_summary(memory), md_escape))
         plot(figures.memory_curve_figure(list(view.curves), tokens, view.capacity_bytes,
                                          config.max_context, view.curves[0][1].state_bytes), key="scale_curve",
              terms=set(), share=wide)

@@ -51,7 +51,7 @@ def test_the_at_scale_view_holds_its_sentences_and_stats():
     assert roof["Time per token"].delta == f"{view.decode.bound}-bound" and roof["Time per token"].good is None
     assert view.beyond_context_text(marked).startswith("4,096 tokens is longer than the 4,096 tokens ‹Llama-2-7B›")
     assert "Sources: ‹" in view.gpu_caption(marked) and "per GPU: ‹" in view.roof_intro(marked)
-    assert "Source: ‹" in view.source_caption(marked)
+    assert "Source: ‹" in view.source_caption(marked) and view.model_line("32 layers", marked) == "**‹Llama-2-7B›** · 32 layers"
 
 
 def test_the_at_scale_view_says_when_the_weights_do_not_fit_and_how_two_gpus_split_the_cache():

@@ -95,6 +95,9 @@ class ScaleView:
     def beyond_context_text(self, esc: Callable[[str], str]) -> str:
         return words.beyond_context(self.inputs.tokens, self.inputs.config, esc)
 
+    def model_line(self, summary: str, esc: Callable[[str], str]) -> str:
+        return words.model_line(self.inputs.config, summary, esc)
+
     def source_caption(self, esc: Callable[[str], str]) -> str:
         config = self.inputs.config
         return words.source_caption(ATTENTION_LABELS[config.attention], config, latent_note(config), esc)

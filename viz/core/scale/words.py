@@ -134,6 +134,11 @@ def cache_stats(memory: CacheMemory, config: ModelConfig, tokens: int, batch: in
                      "Per sequence, if every query head kept its own K and V and no layer had a window."))
 
 
+def model_line(config: ModelConfig, summary: str, esc: Callable[[str], str]) -> str:
+    """The model's name over its curve, with its shape in brief (``summary``, as the figures write it)."""
+    return f"**{esc(config.name)}** · {summary}"
+
+
 def beyond_context(tokens: int, config: ModelConfig, esc: Callable[[str], str]) -> str:
     return (f"{tokens:,} tokens is longer than the {config.max_context:,} tokens {esc(config.name)} "
             "was released for; the bytes are still what its cache would take.")
