@@ -5,8 +5,8 @@ import streamlit as st
 from viz.figures import real as figs
 from viz.figures.base import Stat
 from viz.core.real import words
-from viz.core.real.model import (LLAMA_DIR, MAX_PROMPT_CHARS, SHIPPED_DIR, DecodeSession, RealModelError,
-                                 check_sampling, compare_cache, encode, load_model)
+from viz.core.real.model import (LLAMA_DIR, MAX_PROMPT_CHARS, SHIPPED_DIR, DecodeSession, Prompt, RealModel,
+                                 RealModelError, check_sampling, compare_cache, encode, load_model)
 from viz.core.real.folder import folders_allowed
 from viz.core.real.view import real_view
 from viz.core.engine.scenario import STRATEGIES, Sampling
@@ -60,7 +60,7 @@ def _back(session: DecodeSession) -> None:
         session.back()
 
 
-def _reset(real, prompt, seed: int) -> None:
+def _reset(real: RealModel, prompt: Prompt, seed: int) -> None:
     st.session_state[REAL_SESSION] = DecodeSession(real, prompt, seed)
 
 

@@ -27,6 +27,7 @@ def test_the_tour_view_answers_every_question_from_the_seed():
     assert view.continuous.outcomes[2].prefix_hits == 2
     assert (view.continuous.outcomes[2].ttft, view.static.outcomes[2].ttft) == (18, 56)
     assert view.shared_iteration == 2
+    assert tour.tour_view() is view  # worked out once: every visitor's tour reads the same seed
 
 
 def test_the_tour_words_build_the_verdict_and_the_score():
