@@ -15,11 +15,13 @@ from viz.core.real.model import SHIPPED_MODELS, RealModelError, encode, load_mod
 from viz.core.real.speculative import REAL_DRAFTS, speculate_real
 from viz.core.serving.scheduler import same_as_alone, serve
 from viz.core.engine.scenario import Sampling
-from viz.core.serving.explain import (FLASH_TRAFFIC_NOTE, compare_policies, compare_prefix, narrate_chunking,
-                                      narrate_iteration, narrate_round, narrate_visit)
+from viz.core.serving import words as say
+from viz.core.serving.explain import FLASH_TRAFFIC_NOTE
+from viz.core.serving.view import (Stepped, batching_view, chunking_view, flash_view, prefix_view,
+                                   speculation_view)
 from viz.core.serving.speculative import DRAFTS, MAX_K, MAX_SPEC_TOKENS, DraftSpec, speculate
 from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BATCH, MAX_BLOCKS, MAX_OVERHEAD,
-                               MAX_REQUESTS, PREEMPTION_NOTE, PREEMPTIONS, WORKLOADS, ServingConfig, ServingError,
+                               MAX_REQUESTS, PREEMPTIONS, WORKLOADS, ServingConfig, ServingError,
                                ServingRun, Workload, check_workload, make_request, serving_refusal, workload_preset)
 from viz.figures import serving as figs
 from viz.figures.base import Stat
@@ -93,12 +95,12 @@ def workload_editor(section: str, edits=None) -> Workload:
     last workload that parsed."""
     names = list(WORKLOADS)
     preset = st.selectbox("Workload", names, index=names.index(SUGGESTED[section]), key=PRESET.format(section),
-                          help="Requests with an arrival time, a prompt and how many new tokens they ask for.")
+                          help=say.WORKLOAD_HELP)
     base = workload_preset(scenario, preset)
     frame = pd.DataFrame({"request": [r.name for r in base.requests], "arrives": [r.arrival for r in base.requests],
                           "prompt": [" ".join(r.tokens) for r in base.requests],
                           "new tokens": [r.max_new_tokens for r in base.requests]})
-    with (edits or st).expander(f"Edit the requests (at most {MAX_REQUESTS})", expanded=False):
+    with (edits or st).expander(say.edit_requests(MAX_REQUESTS), expanded=False):
         edited = st.data_editor(frame, num_rows="dynamic", width="stretch", key=EDITOR.format(section, preset),
                                 column_config={"arrives": st.column_config.NumberColumn("arrives (tick)", step=1),
                                                "new tokens": st.column_config.NumberColumn(step=1)})
@@ -110,7 +112,7 @@ def workload_editor(section: str, edits=None) -> Workload:
         st.session_state[GOOD_WORKLOAD.format(section)] = (scenario, workload)
         return workload
     except ServingError as err:
-        st.error(md_escape(str(err)) + " — showing the last workload that worked.", icon=":material/error:")
+        st.error(say.refused_edit(str(err), md_escape), icon=":material/error:")
         good = st.session_state.get(GOOD_WORKLOAD.format(section))
         return good[1] if good and good[0] == scenario else base
 
@@ -130,39 +132,30 @@ def server_settings() -> ServingConfig:
         size = st.select_slider("Block size (tokens)", BLOCK_SIZES, 4, key=BLOCK_SIZE, width=180)
         batch = st.slider("Sequences at once", 1, MAX_BATCH, 4, key=BATCH, width=180)
         preemption = st.segmented_control("When blocks run out", PREEMPTIONS, default=PREEMPTIONS[0],
-                                          key=PREEMPTION, required=True,
-                                          help="recompute: drop the blocks, compute the tokens again later; "
-                                               "swap: copy them out to slower memory and back.")
+                                          key=PREEMPTION, required=True, help=say.PREEMPTION_HELP)
         overhead = st.slider("Fixed ticks per iteration", 0, MAX_OVERHEAD, 8, key=OVERHEAD, width=200,
-                             help="The clock: one tick per token an iteration computes, plus this much per "
-                                  "iteration (a GPU reads every weight once per iteration).")
+                             help=say.OVERHEAD_HELP)
     return ServingConfig(num_blocks=blocks, block_size=size, max_batch=batch, preemption=preemption,
                          overhead=overhead)
 
 
-def step_through(run: ServingRun, name: str, wide: float = 1.0) -> None:
-    """Stepper, narration, timeline, memory and the table of one iteration of ``run`` (``wide``: the
+def step_through(view: Stepped, wide: float = 1.0) -> None:
+    """Stepper, narration, timeline, memory and the table of one iteration of a run (``wide``: the
     share of the main column it is drawn in)."""
+    run, name = view.run, view.name
     key, count = STEP.format(name), len(run.iterations)
     if st.session_state.get(STEP_COUNT.format(name)) != (count, run.config):
         st.session_state[STEP_COUNT.format(name)] = (count, run.config)
         st.session_state[key] = 1
-    index = stepper(key, count, "Iteration", format_label=lambda i: f"{i} · ticks {run.iterations[i - 1].start}–"
-                                                                     f"{run.iterations[i - 1].end}") - 1
-    st.info(md_escape(narrate_iteration(run, index)), icon=":material/record_voice_over:")
+    index = stepper(key, count, "Iteration", format_label=lambda i: view.labels[i - 1]) - 1
+    st.info(md_escape(view.narration(index)), icon=":material/record_voice_over:")
     plot(figs.timeline_figure(run, index, legend_beside=state.presenter()), key=f"serving_timeline_{name}",
          terms=set(), share=wide)
-    if run.config.policy == "static":
+    if view.reserved:
         plot(figs.reservation_figure(run, index), key=f"serving_memory_{name}", share=wide)
     else:
         plot(figs.pool_figure(run, index), key=f"serving_memory_{name}", share=wide)
     st.dataframe(figs.iteration_table(run, index), hide_index=True, width="stretch")
-
-
-def same_as_target(run) -> str:
-    if not run.greedy:
-        return "sampled: the target's distribution, not its exact words"
-    return "identical to the target alone" if run.same_words else "NOT the target's words"
 
 
 def check_identical(runs: list[ServingRun]) -> None:
@@ -170,18 +163,16 @@ def check_identical(runs: list[ServingRun]) -> None:
     same = [remember(f"same_{i}", (r.scenario, r.workload, r.config), lambda r=r: same_as_alone(r))
             for i, r in enumerate(runs)]
     if all(all(s) for s in same):
-        st.success("Every request's words, contexts and logits are identical, bit for bit, to decoding it alone "
-                   f"({', '.join(r.config.policy + ' batching' for r in runs[:2])}).",
-                   icon=":material/check_circle:")
+        st.success(say.identical(r.config.policy for r in runs[:2]), icon=":material/check_circle:")
     else:
-        st.error("Some request differs from decoding it alone; the tables say which.", icon=":material/error:")
+        st.error(say.DIFFERS, icon=":material/error:")
 
 
 def cache_safe_footnote(refusal: str) -> None:
     """Why the page serves the cache-safe form of some heads, and the switch back: a footnote under
     the lesson (the switch's value is read at the top of the next run)."""
     st.info(md_escape(refusal), icon=":material/info:")
-    st.toggle("Use the cache-safe form of those heads on this page", value=True, key=CACHE_SAFE)
+    st.toggle(say.CACHE_SAFE, value=True, key=CACHE_SAFE)
 
 
 page_lead("serving")
@@ -192,8 +183,7 @@ if refusal and st.session_state.get(CACHE_SAFE, True):
     scenario = scenario.cache_safe()
 section = st.segmented_control("Show", SECTIONS, default=SECTIONS[0], key=SECTION, required=True)
 if serving_refusal(scenario) and section != "FlashAttention":
-    st.warning("This part needs keys that do not depend on n: turn the cache-safe form back on.",
-               icon=":material/warning:")
+    st.warning(say.NEEDS_CACHE_SAFE, icon=":material/warning:")
     cache_safe_footnote(refusal)
     st.stop()
 
@@ -208,54 +198,43 @@ if section in SUGGESTED:
         stage, edits = st.container(), st.container()
     else:
         chosen, settings = st.columns(2)  # the workload beside the folded server settings
-    with settings.expander("Server settings: blocks, batch, preemption, clock", icon=":material/tune:"):
+    with settings.expander(say.SETTINGS, icon=":material/tune:"):
         config = server_settings()
-        st.caption("Limits per click: " + ", ".join(f"{v:,} {k}" for k, v in LIMITS.items()) + ".")
+        st.caption(say.limits(LIMITS))
     with chosen:
         workload = workload_editor(section, edits)
 
 if section == "Continuous batching":
     lesson = stage.container()  # the stepped lesson first; the comparison and the reading below it
-    st.markdown("A static batch starts together and ends with its longest answer. **Continuous batching** "
-                "(iteration-level scheduling, as in Orca and vLLM) decides at every iteration who computes: a "
-                "request joins as soon as a slot and the blocks for its prompt are free, and leaves the moment "
-                "it is done. When the pool runs out, the request admitted last is preempted.")
+    st.markdown(say.BATCHING)
     try:
         continuous = remember("continuous", (scenario, workload, config), lambda: serve(scenario, workload, config))
         static = remember("static", (scenario, workload, config),
                           lambda: serve(scenario, workload, replace(config, policy="static")))
     except ServingError as err:
         fail(err)
-    comparison = compare_policies(continuous, static)
-    stats([Stat("Finished after", continuous.makespan, delta=comparison.makespan_delta, good="down",
-                help=f"Ticks to finish every request. Static batching: {static.makespan}."),
-           Stat("Throughput", f"{continuous.throughput:.3g}", delta=f"{comparison.throughput_delta:+.3g}",
-                help=f"Tokens per 100 ticks. Static batching: {static.throughput:.3g}."),
-           Stat("Mean TTFT", f"{continuous.mean('ttft'):.3g}",
-                delta=f"{comparison.ttft_delta:+.3g}", good="down",
-                help=f"Time to first token, in ticks. Static batching: {static.mean('ttft'):.3g}."),
-           Stat("Padding rows", continuous.padding, delta=comparison.padding_delta, good="down",
-                help=f"Rows computed for nothing. Static batching: {static.padding}."),
-           Stat("Preemptions", continuous.preemptions,
-                help=f"{continuous.recomputed} tokens to recompute, {format_bytes(continuous.swap_bytes)} swapped.")],
+    view = batching_view(continuous, static, format_bytes)
+    comparison, finished, throughput, ttft, padding, preempted = view.comparison, *view.helps
+    stats([Stat("Finished after", continuous.makespan, delta=comparison.makespan_delta, good="down", help=finished),
+           Stat("Throughput", view.throughput, delta=view.throughput_delta, help=throughput),
+           Stat("Mean TTFT", view.ttft, delta=view.ttft_delta, good="down", help=ttft),
+           Stat("Padding rows", continuous.padding, delta=comparison.padding_delta, good="down", help=padding),
+           Stat("Preemptions", continuous.preemptions, help=preempted)],
           "Continuous batching against static batching", key="serving_batching_stats")
-    st.caption(md_escape(comparison.text))
-    st.caption(md_escape(PREEMPTION_NOTE))
+    st.caption(md_escape(view.text))
+    st.caption(md_escape(view.preemption_note))
     with lesson:
         policy = aside.segmented_control("Step through", ["continuous", "static"], default="continuous", key=POLICY,
                                       required=True)
-        step_through(continuous if policy == "continuous" else static, policy, wide)
-    plot(figs.timeline_figure(static if policy == "continuous" else continuous),
-         key="serving_other_timeline")
+        step_through(view.shown(policy), wide)
+    plot(figs.timeline_figure(view.other(policy).run), key="serving_other_timeline")
     plot(figs.metrics_figure([("continuous", continuous), ("static", static)]), key="serving_metrics")
     plot(figs.utilisation_figure([("continuous", continuous), ("static", static)]), key="serving_use")
     st.dataframe(figs.requests_table(continuous), hide_index=True, width="stretch")
     check_identical([continuous, static])
 
 elif section == "Chunked prefill":
-    st.markdown("Without chunking, a new prompt is computed whole in an iteration of its own, and every running "
-                "request waits for it. **Chunked prefill** computes at most a chunk of prompt tokens per "
-                "iteration, beside every running request's next token.")
+    st.markdown(say.CHUNKING)
     chunk = st.select_slider("Chunk (prompt tokens per iteration)", CHUNK_SIZES, 8, key=CHUNK)
     try:
         whole = remember("whole", (scenario, workload, config), lambda: serve(scenario, workload, config))
@@ -264,45 +243,36 @@ elif section == "Chunked prefill":
                            lambda: serve(scenario, workload, chunked_config))
     except ServingError as err:
         fail(err)
-    longest = max(range(len(workload.requests)), key=lambda i: len(workload.requests[i].tokens))
-    st.info(md_escape(narrate_chunking(whole, chunked, longest)), icon=":material/record_voice_over:")
-    plot(figs.token_times_figure([("whole prompts", whole), (f"chunks of {chunk}", chunked)], longest),
-         key="serving_token_times")
-    st.subheader(f"Chunks of {chunk}, iteration by iteration")
-    step_through(chunked, "chunked")
+    view = chunking_view(whole, chunked)
+    st.info(md_escape(view.narration), icon=":material/record_voice_over:")
+    plot(figs.token_times_figure(list(zip(view.series, (whole, chunked))), view.longest), key="serving_token_times")
+    st.subheader(view.heading)
+    step_through(view.chunked)
     check_identical([chunked])
     why(chunking_lesson(chunk))
 
 elif section == "Prefix caching":
-    st.markdown("Automatic prefix caching (vLLM) names every **full** block by its tokens and all tokens before "
-                "it. A later prompt that starts with the same full blocks takes them instead of computing their "
-                "keys and values again. Only full blocks are shared: a partly filled block is still being "
-                "written by its owner, and its name is not final until it is full. The last prompt token is "
-                "always computed, because its query gives the first prediction.")
+    st.markdown(say.PREFIX)
     try:
         off = remember("prefix_off", (scenario, workload, config), lambda: serve(scenario, workload, config))
         on_config = replace(config, prefix_caching=True)
         on = remember("prefix_on", (scenario, workload, on_config), lambda: serve(scenario, workload, on_config))
     except ServingError as err:
         fail(err)
-    saving = compare_prefix(off, on, len(scenario.heads))
-    st.info(md_escape(saving.text), icon=":material/record_voice_over:")
-    st.caption(md_escape(on.sharing.sentence))
-    stats([Stat("Prompt tokens reused", saving.hits),
-           Stat("Keys not recomputed", saving.keys_saved),
-           Stat("Mean TTFT", f"{saving.ttft[0]:.3g}", delta=f"{saving.ttft_delta:+.3g}",
-                good="down")],
+    view = prefix_view(off, on, len(scenario.heads))
+    st.info(md_escape(view.text), icon=":material/record_voice_over:")
+    st.caption(md_escape(view.system))
+    stats([Stat("Prompt tokens reused", view.saving.hits),
+           Stat("Keys not recomputed", view.saving.keys_saved),
+           Stat("Mean TTFT", view.ttft, delta=view.ttft_delta, good="down")],
           "Prefix caching against none", key="serving_prefix_stats")
     plot(figs.prefix_figure(off, on), key="serving_prefix")
     st.subheader("With prefix caching, iteration by iteration")
-    step_through(on, "prefix")
+    step_through(view.on)
     check_identical([on])
 
 elif section == "Speculative decoding":
-    st.markdown("A cheap **draft** guesses the next k words; the target checks all of them in **one** pass "
-                "over the last word and the guesses. Greedy keeps a guess while it is the target's own choice; "
-                "sampling keeps it with probability min(1, p/q) and draws a replacement from max(0, p − q), "
-                "which leaves the target's distribution exactly as it was. Rejected guesses are cut from the cache.")
+    st.markdown(say.SPECULATION)
     model = st.segmented_control("Model", ["toy", "real model"], default="toy", key=MODEL, required=True)
     cols = st.columns([1, 1, 1.3, 1])
     k = cols[0].slider("Guesses per round (k)", 1, MAX_K, 4, key=K)
@@ -319,16 +289,14 @@ elif section == "Speculative decoding":
             run = remember("spec", (scenario, words, k, draft), lambda: speculate(scenario, words, k, draft))
         except ServingError as err:
             fail(err)
-        st.markdown(f"**Output** ({same_as_target(run)}): {md_escape(' '.join(run.words))}")
-        if len(set(run.words)) == 1:
-            st.caption("Every word is the same, so any draft guesses right. Pick a scenario whose output varies "
-                       "(your soup, previous-token, content) or sampling in the sidebar to see guesses rejected.")
+        view = speculation_view(run, md_escape)
+        st.markdown(view.output)
+        if view.same_word:
+            st.caption(say.SAME_WORD)
     else:
         kind = cols[2].segmented_control("Draft", REAL_DRAFTS, default=REAL_DRAFTS[0], key=REAL_DRAFT,
                                          required=True, format_func=lambda d: "the Llama" if d == "another model" else d,
-                                         help="prompt lookup: tokens that followed an earlier match; early exit: "
-                                              "the GPT-2's own first 2 layers; the Llama: kvlab's other model, "
-                                              "which shares the GPT-2's tokenizer.")
+                                         help=say.REAL_DRAFT_HELP)
         temperature = cols[3].slider("Temperature (0: greedy)", 0.0, 1.5, 0.0, 0.1, key=REAL_TEMPERATURE)
         real = shipped_model("gpt2")
         text = st.text_input("Prompt", REAL_PROMPT_TEXT, key=REAL_PROMPT, max_chars=400)
@@ -340,39 +308,28 @@ elif section == "Speculative decoding":
                            lambda: speculate_real(real, ids, words, k, kind, settings=settings, draft_model=helper))
         except RealModelError as err:
             fail(err)
-        st.markdown(f"**{md_escape(real.name)}, draft: {md_escape(run.draft)}** ({same_as_target(run)}): "
-                    f"{md_escape(''.join(run.prompt))} → **{md_escape(''.join(run.words))}**")
-    stats([Stat("Guesses kept", f"{run.acceptance:.0%}", help=f"{run.accepted} of {run.drafted}."),
-           Stat("Target passes", run.target_passes, delta=run.extra_passes, good="down",
-                help=f"Plain decoding: {run.plain_passes}, one per word."),
-           Stat("Measured time", f"{run.seconds * 1e3:.1f} ms",
-                delta=f"{run.extra_seconds * 1e3:+.1f} ms", good="down",
-                help=f"Plain decoding: {run.plain_seconds * 1e3:.1f} ms (one measurement on this busy machine)."),
-           Stat("Largest logit difference", f"{run.max_logit_diff:.2g}",
-                help="Against plain decoding: the verification pass sums each row together with the "
-                     "guesses' masked keys, which rounds the last bits differently.")],
+        view = speculation_view(run, md_escape, model=real.name)
+        st.markdown(view.output)
+    stats([Stat("Guesses kept", view.acceptance, help=view.acceptance_help),
+           Stat("Target passes", run.target_passes, delta=run.extra_passes, good="down", help=view.plain_passes),
+           Stat("Measured time", view.time, delta=view.time_delta, good="down", help=view.time_help),
+           Stat("Largest logit difference", view.logit_diff, help=say.LOGIT_HELP)],
           "Speculative decoding against plain decoding", key="serving_spec_stats")
     if run.rounds:
         index = stepper("serving_round", len(run.rounds), "Round") - 1
-        st.info(md_escape(narrate_round(run.rounds[index], run.greedy)), icon=":material/record_voice_over:")
+        st.info(md_escape(view.narration(index)), icon=":material/record_voice_over:")
         plot(figs.rounds_figure(run, index), key="serving_rounds")
         plot(figs.cache_length_figure(run), key="serving_cache_length")
     st.dataframe(figs.spec_table(run), hide_index=True, width="stretch")
     card = gpu_named(DEFAULT_GPU)
     why(speculation_lesson(run, k, MAX_K, gpu=card.name, ridge=card.ridge("bf16")))
-    st.caption("Speculation saves target passes. It saves time where a target pass costs far more than a draft "
-               "pass, as on a GPU where each pass reads every weight; on this CPU the toy's passes all cost about "
-               "the same fixed overhead, so a model draft saves little, and prompt lookup, which costs nothing, "
-               "saves the most.")
+    st.caption(say.SPEC_TIME)
 
 else:
-    st.markdown("The naive pass writes the whole n × n score matrix to slow memory and reads it back, twice. "
-                "**FlashAttention** computes the same attention tile by tile in fast memory: a running maximum "
-                "m, a running sum l and a running output o per query row, rescaled by exp(m_old − m_new) "
-                "whenever a tile raises the maximum (the online softmax). Nothing n × n is ever stored.")
+    st.markdown(say.FLASH)
     cols = st.columns(4)
     n = cols[0].slider("Tokens (the prompt repeated)", 1, MAX_FLASH_TOKENS, 32, key=FLASH_TOKENS,
-                       help="The tile walk needs more than a few tokens to show anything.")
+                       help=say.FLASH_TOKENS_HELP)
     bq = cols[1].select_slider("Query tile (rows)", TILE_SIZES, 8, key=TILE_Q)
     bk = cols[2].select_slider("Key tile (columns)", TILE_SIZES, 8, key=TILE_K)
     names = scenario.head_names
@@ -384,17 +341,13 @@ else:
     except ValueError as err:
         fail(err)
     index = stepper("serving_tile", len(run.visits), "Tile") - 1
-    st.info(md_escape(narrate_visit(run, index, head)), icon=":material/record_voice_over:")
+    view = flash_view(run, format_bytes)
+    st.info(md_escape(view.narration(index, head)), icon=":material/record_voice_over:")
     plot(figs.flash_tiles_figure(run, index, head, names[head]), key="serving_tiles")
     st.dataframe(figs.running_table(run, index, head), hide_index=True, width="stretch")
-    saved = run.bytes_saved
-    stats([Stat("Bytes moved, tiled", format_bytes(run.flash.total),
-                delta=f"{'-' if saved > 0 else '+'}{format_bytes(abs(saved))} vs naive", good="down",
-                help=f"The naive pass moves {format_bytes(run.naive.total)}."),
-           Stat("Fast memory needed", format_bytes(run.flash_fast_bytes),
-                help=f"The naive pass needs each head's n × n scores at once: {format_bytes(run.naive_fast_bytes)}."),
-           Stat("Largest |tiled − naive|", f"{run.max_abs_diff:.2g}",
-                help=f"Within the bound {run.tolerance:.2g}: the same sums in another order, one rescale per tile.")],
+    stats([Stat("Bytes moved, tiled", view.moved, delta=view.moved_delta, good="down", help=view.moved_help),
+           Stat("Fast memory needed", view.fast, help=view.fast_help),
+           Stat("Largest |tiled − naive|", view.diff, help=view.diff_help)],
           "FlashAttention against the naive pass", key="serving_flash_stats")
     st.dataframe(figs.traffic_table(run), hide_index=True, width="stretch")
     shape = (len(scenario.heads), scenario.d_k)

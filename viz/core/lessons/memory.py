@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 
 from ..engine.budget import grant_compare, grant_paged
 from ..engine.scenario import Scenario
-from ..serving.compress import CacheComparison, CacheSpec, compare_with_full
-from ..serving.paged import PagedRun, decode_together, same_outputs
+from ..serving import compress, paged  # called through their modules: the budget tests wrap their functions
+from ..serving.compress import CacheComparison, CacheSpec
+from ..serving.paged import PagedRun, same_outputs
 from ..serving.sequence import Request
 from . import words_memory as words
 from .papers import Lesson, eviction_lesson, paged_lesson
@@ -49,11 +50,12 @@ def paged_view(scenario: Scenario, requests: list[Request], steps: int, block_si
     run without sharing that checks the outputs when sharing was on and there is room for it."""
     grant = grant_paged(scenario, [len(r.tokens) for r in requests], steps, block_size, reserve)
     requests, reserve = [replace(r, max_new_tokens=grant.granted) for r in requests], grant.reserve
-    run = decode_together(scenario, requests, block_size, share_prefix=share, max_new_tokens=reserve)
+    run = paged.decode_together(scenario, requests, block_size, share_prefix=share, max_new_tokens=reserve)
     waste = run.waste
     check = ""
     if run.sharing and grant.compare:
-        unshared = decode_together(scenario, requests, block_size, share_prefix=False, max_new_tokens=reserve)
+        unshared = paged.decode_together(scenario, requests, block_size, share_prefix=False,
+                                         max_new_tokens=reserve)
         check = words.sharing_check(same_outputs(run, unshared), unshared.waste.paged_slots, waste.paged_slots)
     return PagedView(
         run=run, names=tuple(s.name for s in run.sequences), reserve=reserve, grant_note=grant.note,
@@ -92,7 +94,7 @@ def compress_view(scenario: Scenario, steps: int, spec: CacheSpec, quantise: boo
     """``spec``'s smaller cache against the full one over ``steps`` predictions (cut to what one click
     may compute); raises ValueError for a spec or a length the comparison refuses."""
     grant = grant_compare(scenario, steps)
-    comparison = compare_with_full(scenario, grant.granted, spec)
+    comparison = compress.compare_with_full(scenario, grant.granted, spec)
     last, n, tokens = comparison.steps[-1], len(scenario.tokens), comparison.tokens
     return CompressView(
         comparison=comparison, grant_note=grant.note, held=size(last.nbytes_compressed),

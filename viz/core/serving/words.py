@@ -1,0 +1,125 @@
+"""The Serving page's words: its fixed prose, and the short sentences built from a run's numbers.
+
+The long narrations (one per iteration, round and tile, and the comparisons) are in
+:mod:`viz.core.serving.explain`; this module holds the rest. Small functions over typed values (no
+torch work). Parts a visitor may have typed go through the page's escaping function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+Escape = Callable[[str], str]
+
+# the page's controls
+WORKLOAD_HELP = "Requests with an arrival time, a prompt and how many new tokens they ask for."
+PREEMPTION_HELP = ("recompute: drop the blocks, compute the tokens again later; swap: copy them out to slower "
+                   "memory and back.")
+OVERHEAD_HELP = ("The clock: one tick per token an iteration computes, plus this much per iteration (a GPU "
+                 "reads every weight once per iteration).")
+SETTINGS = "Server settings: blocks, batch, preemption, clock"
+CACHE_SAFE = "Use the cache-safe form of those heads on this page"
+NEEDS_CACHE_SAFE = "This part needs keys that do not depend on n: turn the cache-safe form back on."
+DIFFERS = "Some request differs from decoding it alone; the tables say which."
+
+# the sections' introductions
+BATCHING = ("A static batch starts together and ends with its longest answer. **Continuous batching** "
+            "(iteration-level scheduling, as in Orca and vLLM) decides at every iteration who computes: a "
+            "request joins as soon as a slot and the blocks for its prompt are free, and leaves the moment "
+            "it is done. When the pool runs out, the request admitted last is preempted.")
+CHUNKING = ("Without chunking, a new prompt is computed whole in an iteration of its own, and every running "
+            "request waits for it. **Chunked prefill** computes at most a chunk of prompt tokens per "
+            "iteration, beside every running request's next token.")
+PREFIX = ("Automatic prefix caching (vLLM) names every **full** block by its tokens and all tokens before "
+          "it. A later prompt that starts with the same full blocks takes them instead of computing their "
+          "keys and values again. Only full blocks are shared: a partly filled block is still being "
+          "written by its owner, and its name is not final until it is full. The last prompt token is "
+          "always computed, because its query gives the first prediction.")
+SPECULATION = ("A cheap **draft** guesses the next k words; the target checks all of them in **one** pass "
+               "over the last word and the guesses. Greedy keeps a guess while it is the target's own choice; "
+               "sampling keeps it with probability min(1, p/q) and draws a replacement from max(0, p − q), "
+               "which leaves the target's distribution exactly as it was. Rejected guesses are cut from the cache.")
+FLASH = ("The naive pass writes the whole n × n score matrix to slow memory and reads it back, twice. "
+         "**FlashAttention** computes the same attention tile by tile in fast memory: a running maximum "
+         "m, a running sum l and a running output o per query row, rescaled by exp(m_old − m_new) "
+         "whenever a tile raises the maximum (the online softmax). Nothing n × n is ever stored.")
+
+# speculative decoding
+SAME_WORD = ("Every word is the same, so any draft guesses right. Pick a scenario whose output varies "
+             "(your soup, previous-token, content) or sampling in the sidebar to see guesses rejected.")
+REAL_DRAFT_HELP = ("prompt lookup: tokens that followed an earlier match; early exit: the GPT-2's own first 2 "
+                   "layers; the Llama: kvlab's other model, which shares the GPT-2's tokenizer.")
+LOGIT_HELP = ("Against plain decoding: the verification pass sums each row together with the guesses' masked "
+              "keys, which rounds the last bits differently.")
+SPEC_TIME = ("Speculation saves target passes. It saves time where a target pass costs far more than a draft "
+             "pass, as on a GPU where each pass reads every weight; on this CPU the toy's passes all cost about "
+             "the same fixed overhead, so a model draft saves little, and prompt lookup, which costs nothing, "
+             "saves the most.")
+FLASH_TOKENS_HELP = "The tile walk needs more than a few tokens to show anything."
+
+
+def limits(items: Mapping[str, int]) -> str:
+    """What one click may ask for, as a caption."""
+    return "Limits per click: " + ", ".join(f"{v:,} {k}" for k, v in items.items()) + "."
+
+
+def refused_edit(message: str, esc: Escape) -> str:
+    """A refused edit of the requests, and what is shown instead."""
+    return f"{esc(message)} — showing the last workload that worked."
+
+
+def edit_requests(most: int) -> str:
+    return f"Edit the requests (at most {most})"
+
+
+def iteration_label(i: int, start: int, end: int) -> str:
+    """The stepper's name for iteration ``i`` (1-based): '3 · ticks 12–17'."""
+    return f"{i} · ticks {start}–{end}"
+
+
+def identical(policies: Iterable[str]) -> str:
+    """Every request of the runs named, against decoding it alone."""
+    return ("Every request's words, contexts and logits are identical, bit for bit, to decoding it alone "
+            f"({', '.join(p + ' batching' for p in policies)}).")
+
+
+def static_help(what: str, value: object) -> str:
+    """A batching stat's help: what it counts, and static batching's value."""
+    return f"{what} Static batching: {value}."
+
+
+def chunks(size: int) -> str:
+    return f"chunks of {size}"
+
+
+def chunks_heading(size: int) -> str:
+    return f"Chunks of {size}, iteration by iteration"
+
+
+def same_as_target(greedy: bool, same_words: bool) -> str:
+    """How speculative decoding's words compare with the target's alone."""
+    if not greedy:
+        return "sampled: the target's distribution, not its exact words"
+    return "identical to the target alone" if same_words else "NOT the target's words"
+
+
+def toy_output(same: str, words: Iterable[str], esc: Escape) -> str:
+    return f"**Output** ({same}): {esc(' '.join(words))}"
+
+
+def real_output(model: str, draft: str, same: str, prompt: Iterable[str], words: Iterable[str], esc: Escape) -> str:
+    return (f"**{esc(model)}, draft: {esc(draft)}** ({same}): "
+            f"{esc(''.join(prompt))} → **{esc(''.join(words))}**")
+
+
+def milliseconds(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms"
+
+
+def signed_milliseconds(seconds: float) -> str:
+    return f"{seconds * 1e3:+.1f} ms"
+
+
+def bytes_delta(saved: int, size: Callable[[float], str]) -> str:
+    """The bytes the tiles saved against the naive pass ('-1.2 KiB vs naive'), or cost more ('+…')."""
+    return f"{'-' if saved > 0 else '+'}{size(abs(saved))} vs naive"
