@@ -92,9 +92,9 @@ def test_a_share_link_that_fails_falls_back_to_the_seed(fails_on):
 
 def test_a_failing_fragment_keeps_the_rest_of_the_page(app, monkeypatch):
     """Prefill's lesson (a fragment) fails on its own: a message in its place, the rest of the page drawn."""
-    import viz.core.engine.explain as explain
+    import viz.core.lessons.prefill as prefill  # the page's view explains the position
 
-    monkeypatch.setattr(explain, "explain_position", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(prefill, "explain_position", lambda *a, **k: 1 / 0)
     app.run()
     assert not app.exception
     assert guard.FAILED in errors(app)
