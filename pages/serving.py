@@ -61,7 +61,6 @@ FLASH_HEAD = "serving_flash_head"
 SECTIONS = ("Continuous batching", "Chunked prefill", "Prefix caching", "Speculative decoding", "FlashAttention")
 SUGGESTED = {"Continuous batching": "a burst", "Chunked prefill": "one long prompt among short ones",
              "Prefix caching": "a shared system prompt"}
-REAL_PROMPT_TEXT = 'The "return" statement leaves the current function call with the expression list'
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=2)
@@ -299,7 +298,7 @@ elif section == "Speculative decoding":
                                          help=say.REAL_DRAFT_HELP)
         temperature = cols[3].slider("Temperature (0: greedy)", 0.0, 1.5, 0.0, 0.1, key=REAL_TEMPERATURE)
         real = shipped_model("gpt2")
-        text = st.text_input("Prompt", REAL_PROMPT_TEXT, key=REAL_PROMPT, max_chars=400)
+        text = st.text_input("Prompt", say.DEFAULT_REAL_PROMPT, key=REAL_PROMPT, max_chars=400)
         settings = Sampling(strategy="sample" if temperature else "greedy", temperature=temperature or 1.0)
         try:
             ids = encode(real, text).ids

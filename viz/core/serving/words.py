@@ -45,6 +45,8 @@ FLASH = ("The naive pass writes the whole n × n score matrix to slow memory and
          "whenever a tile raises the maximum (the online softmax). Nothing n × n is ever stored.")
 
 # speculative decoding
+# the real model's prompt at first
+DEFAULT_REAL_PROMPT = 'The "return" statement leaves the current function call with the expression list'
 SAME_WORD = ("Every word is the same, so any draft guesses right. Pick a scenario whose output varies "
              "(your soup, previous-token, content) or sampling in the sidebar to see guesses rejected.")
 REAL_DRAFT_HELP = ("prompt lookup: tokens that followed an earlier match; early exit: the GPT-2's own first 2 "
