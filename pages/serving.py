@@ -16,7 +16,6 @@ from viz.core.real.speculative import REAL_DRAFTS, speculate_real
 from viz.core.serving.scheduler import same_as_alone, serve
 from viz.core.engine.scenario import Sampling
 from viz.core.serving import words as say
-from viz.core.serving.explain import FLASH_TRAFFIC_NOTE
 from viz.core.serving.view import (Stepped, batching_view, chunking_view, flash_view, prefix_view,
                                    speculation_view)
 from viz.core.serving.speculative import DRAFTS, MAX_K, MAX_SPEC_TOKENS, DraftSpec, speculate
@@ -353,7 +352,7 @@ else:
     points = remember("sweep", (shape, bq, bk), lambda: traffic_sweep(scenario, bq, bk))
     large = remember("sweep_large", shape, lambda: traffic_sweep(scenario, TILE_SIZES[-1], TILE_SIZES[-1]))
     plot(figs.traffic_figure(points, bq, bk, large, TILE_SIZES[-1]), key="serving_traffic")
-    st.caption(FLASH_TRAFFIC_NOTE)
+    st.caption(view.traffic_note)
 
 if opening.note:  # why the page opens on another scenario: under the lesson, not above it
     st.caption(md_escape(opening.note))

@@ -10,7 +10,7 @@ from viz import load_preset
 from viz.core.serving.scheduler import serve
 from viz.core.scale.memory import format_bytes
 from viz.core.serving import words
-from viz.core.serving.explain import narrate_chunking
+from viz.core.serving.explain import FLASH_TRAFFIC_NOTE, narrate_chunking
 from viz.core.serving.view import batching_view, chunking_view, flash_view, speculation_view
 from viz.core.serving.workload import PREEMPTION_NOTE, ServingConfig, workload_preset
 from viz.ui.common import md_escape
@@ -88,6 +88,7 @@ def test_the_flash_view_says_which_way_the_bytes_went():
     assert (view.diff, view.diff_help) == ("2.5e-07", "Within the bound 1e-05: the same sums in another order, "
                                                       "one rescale per tile.")
     assert words.bytes_delta(-1024, format_bytes) == "+1 KiB vs naive"
+    assert view.traffic_note == FLASH_TRAFFIC_NOTE
 
 
 def test_the_limits_and_the_identical_check_read_as_before():

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import words
-from .explain import Comparison, PrefixComparison, compare_policies, compare_prefix, narrate_chunking, \
-    narrate_iteration, narrate_round, narrate_visit
+from .explain import FLASH_TRAFFIC_NOTE, Comparison, PrefixComparison, compare_policies, compare_prefix, \
+    narrate_chunking, narrate_iteration, narrate_round, narrate_visit
 from .flash import FlashRun
 from .workload import PREEMPTION_NOTE, ServingRun
 
@@ -167,6 +167,7 @@ class FlashView:
     fast_help: str
     diff: str  # the largest |tiled − naive|
     diff_help: str
+    traffic_note: str  # what the traffic sweep teaches
 
     def narration(self, index: int, head: int) -> str:
         """What tile visit ``index`` (0-based) did for ``head``."""
@@ -179,4 +180,5 @@ def flash_view(run: FlashRun, size: Size) -> FlashView:
         moved_help=f"The naive pass moves {size(run.naive.total)}.", fast=size(run.flash_fast_bytes),
         fast_help=f"The naive pass needs each head's n × n scores at once: {size(run.naive_fast_bytes)}.",
         diff=f"{run.max_abs_diff:.2g}",
-        diff_help=f"Within the bound {run.tolerance:.2g}: the same sums in another order, one rescale per tile.")
+        diff_help=f"Within the bound {run.tolerance:.2g}: the same sums in another order, one rescale per tile.",
+        traffic_note=FLASH_TRAFFIC_NOTE)
