@@ -218,7 +218,7 @@ if section == "Continuous batching":
            Stat("Mean TTFT", view.ttft, delta=view.ttft_delta, good="down", help=ttft),
            Stat("Padding rows", continuous.padding, delta=comparison.padding_delta, good="down", help=padding),
            Stat("Preemptions", continuous.preemptions, help=preempted)],
-          "Continuous batching against static batching", key="serving_batching_stats")
+          say.BATCHING_STATS, key="serving_batching_stats")
     st.caption(md_escape(view.text))
     st.caption(md_escape(view.preemption_note))
     with lesson:
@@ -263,9 +263,9 @@ elif section == "Prefix caching":
     stats([Stat("Prompt tokens reused", view.saving.hits),
            Stat("Keys not recomputed", view.saving.keys_saved),
            Stat("Mean TTFT", view.ttft, delta=view.ttft_delta, good="down")],
-          "Prefix caching against none", key="serving_prefix_stats")
+          say.PREFIX_STATS, key="serving_prefix_stats")
     plot(figs.prefix_figure(off, on), key="serving_prefix")
-    st.subheader("With prefix caching, iteration by iteration")
+    st.subheader(say.PREFIX_HEADING)
     step_through(view.on)
     check_identical([on])
 
@@ -312,7 +312,7 @@ elif section == "Speculative decoding":
            Stat("Target passes", run.target_passes, delta=run.extra_passes, good="down", help=view.plain_passes),
            Stat("Measured time", view.time, delta=view.time_delta, good="down", help=view.time_help),
            Stat("Largest logit difference", view.logit_diff, help=say.LOGIT_HELP)],
-          "Speculative decoding against plain decoding", key="serving_spec_stats")
+          say.SPEC_STATS, key="serving_spec_stats")
     if run.rounds:
         index = stepper("serving_round", len(run.rounds), "Round") - 1
         st.info(md_escape(view.narration(index)), icon=":material/record_voice_over:")
@@ -346,7 +346,7 @@ else:
     stats([Stat("Bytes moved, tiled", view.moved, delta=view.moved_delta, good="down", help=view.moved_help),
            Stat("Fast memory needed", view.fast, help=view.fast_help),
            Stat("Largest |tiled − naive|", view.diff, help=view.diff_help)],
-          "FlashAttention against the naive pass", key="serving_flash_stats")
+          say.FLASH_STATS, key="serving_flash_stats")
     st.dataframe(figs.traffic_table(run), hide_index=True, width="stretch")
     shape = (len(scenario.heads), scenario.d_k)
     points = remember("sweep", (shape, bq, bk), lambda: traffic_sweep(scenario, bq, bk))

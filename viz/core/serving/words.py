@@ -44,6 +44,13 @@ FLASH = ("The naive pass writes the whole n × n score matrix to slow memory and
          "m, a running sum l and a running output o per query row, rescaled by exp(m_old − m_new) "
          "whenever a tile raises the maximum (the online softmax). Nothing n × n is ever stored.")
 
+# the stats rows' titles and the stepped runs' headings
+BATCHING_STATS = "Continuous batching against static batching"
+PREFIX_STATS = "Prefix caching against none"
+PREFIX_HEADING = "With prefix caching, iteration by iteration"
+SPEC_STATS = "Speculative decoding against plain decoding"
+FLASH_STATS = "FlashAttention against the naive pass"
+
 # speculative decoding
 # the real model's prompt at first
 DEFAULT_REAL_PROMPT = 'The "return" statement leaves the current function call with the expression list'
