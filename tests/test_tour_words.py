@@ -41,7 +41,7 @@ def test_the_keys_question_names_the_heads():
 
 def test_the_footer_counts_the_main_steps_and_not_the_epilogue():
     """Ten steps, the last two an epilogue: 'Step 4 of 8', then no number at all."""
-    assert tour.tour_footer(3, 10).startswith("Step 4 of 8 ·")
+    assert tour.tour_footer(3, 10).startswith("Step 4 of 8 (then an optional epilogue) ·")
     assert tour.tour_footer(8, 10).startswith("Optional epilogue ·")
     assert not any(ch.isdigit() for ch in tour.tour_footer(9, 10))
 

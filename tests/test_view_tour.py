@@ -41,3 +41,12 @@ def test_the_tour_words_build_the_verdict_and_the_score():
     assert tour.score_line(tour.Score(8, 8, 0, 0)) == "**Your score: 8 of 8** right."
     assert len(tour.STEP_TITLES) == 10 and tour.tour_footer(9, len(tour.STEP_TITLES)).startswith("Optional")
     assert tour.ask_line("Q?", presenter=True) == "#### Vote first: Q?"
+
+
+def test_the_footer_says_an_epilogue_follows_and_names_every_key():
+    """Step 3 of the 8 main steps says an epilogue follows (the slider runs on into it); every footer
+    names every lesson key (a clicker's PageDown and Space too)."""
+    steps = len(tour.STEP_TITLES)
+    assert tour.tour_footer(2, steps) == ("Step 3 of 8 (then an optional epilogue) · → (or PageDown, Space) "
+                                          "goes on, ← (or PageUp) goes back.")
+    assert tour.tour_footer(9, steps) == "Optional epilogue · → (or PageDown, Space) goes on, ← (or PageUp) goes back."

@@ -164,8 +164,8 @@ def tour_footer(index: int, steps: int) -> str:
     """The line under step ``index`` (0-based) of ``steps``: the step's number among the main ones,
     none in the epilogue (a number there could read as an answer to its question)."""
     main = steps - EPILOGUE
-    where = "Optional epilogue" if index >= main else f"Step {index + 1} of {main}"
-    return f"{where} · ← and → move through the tour."
+    where = "Optional epilogue" if index >= main else f"Step {index + 1} of {main} (then an optional epilogue)"
+    return f"{where} · → (or PageDown, Space) goes on, ← (or PageUp) goes back."
 
 
 @dataclass(frozen=True)
