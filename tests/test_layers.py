@@ -97,6 +97,29 @@ def test_pages_do_no_arithmetic_over_results():
     assert not found, f"arithmetic in pages (compute it in the core): {found}"
 
 
+def core_views(source: str) -> set[str]:
+    """The core views a page script calls: functions named ``*_view`` imported from ``viz.core``."""
+    tree = ast.parse(source)
+    imported = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and (node.module or "").startswith("viz.core") for alias in node.names if alias.name.endswith("_view")}
+    return {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name) and node.func.id in imported}
+
+
+def test_the_view_check_finds_only_core_views_that_are_called():
+    source = ("from viz.core.lessons.decode import decode_view\nfrom viz.ui.other import page_view\n"
+              "from viz.core.scale.view import scale_view\nv = decode_view(1)\npage_view()\n")
+    assert core_views(source) == {"decode_view"}
+
+
+def test_every_page_lays_out_a_view_born_in_the_core():
+    """Each page calls its core view (one function returning one typed object of every number and sentence
+    it shows; one per tab or section where only the open one is computed): docs/design.md, "A view per page"."""
+    pages = sorted((ROOT / "pages").glob("*.py"))
+    missing = [path.name for path in pages if not core_views(path.read_text(encoding="utf-8"))]
+    assert pages and not missing, f"pages that call no core view: {missing}"
+
+
 # -- session keys: each spelled out once -----------------------------------------------------------
 KEY = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9{}]+)+")  # a session-state key or its format: serving_step_{}
 KEEPERS = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "viz" / "ui").glob("*.py"))]
