@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import pytest
 
 from figure_gallery import QK, gallery
-from viz.figures.base import (DESKTOP_PX, INK, PHONE_PX, PRESENTER_EXTRA_PX, PRESENTER_FONTS, PRESENTER_PX, fit,
+from viz.figures.base import (DESKTOP_PX, INK, PHONE_PX, PRESENTER_EXTRA_PX, PRESENTER_FONTS, PRESENTER_PX, fit, frame,
                               font_sizes, title_chars)
 from viz.figures.meanings import GREEN, MEANINGS, ORANGE, SERIES, VERMILLION, hatch
 
@@ -225,7 +225,8 @@ def test_titles_fit_the_width_they_are_drawn_at_and_grow_the_figure_above_the_pl
 def test_a_presenter_title_wraps_sooner_and_pushes_the_plot_down_by_its_lines():
     """A title that fits one desktop line takes more in presenter type at the same width, and the top
     margin grows by the presenter line height for each."""
-    fig = go.Figure(FIGURES["rounds"][0])  # a title of one desktop line at 700 px
+    # a title of its own (a page's titles change): one desktop line at 700 px, not one presenter line
+    fig = go.Figure(layout=frame("Each round: the guesses, which the target kept, and the word it adds", 250, top=90))
     fit(fig, 700)
     desk_lines, desk_top = fig.layout.title.text.count("<br>") + 1, fig.layout.margin.t
     fit(fig, 700, presenter=True)
