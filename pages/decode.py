@@ -163,10 +163,8 @@ def compare(view: DecodeView) -> None:
 def work(view: DecodeView) -> None:
     # kept while another tab is open (the tabs build only the open one)
     cumulative = st.toggle("Sum over the steps so far", key=CUMULATIVE, persist_state="page")
-    if not view.work_plotted:
-        st.caption(view.work_caption)
-        return
-    plot(toy.work_figure(dict(view.traces), cumulative), key="work", table=True)
+    if view.work_plotted:
+        plot(toy.work_figure(dict(view.traces), cumulative), key="work", table=True)
     st.caption(view.work_caption)
 
 

@@ -498,7 +498,7 @@ def test_bench_quick_reports_positive_measurements():
 def test_the_narration_says_what_each_step_fed_and_what_the_cache_holds(real, prompt):
     """Before a step it speaks of the prefill; after one, of the token picked and fed alone, the cache's
     tokens and bytes and their growth (one token's K and V in every layer), and the likeliest next token."""
-    from viz.core.real.narration import narrate_session
+    from viz.core.real.words import narrate_session
 
     session = DecodeSession(real, prompt)
     s = real.shape

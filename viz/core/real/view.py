@@ -16,7 +16,6 @@ from ..rules.language import RuleError
 from . import words
 from .loading import ModelShape, Prompt, RealModel, piece, training_report
 from .model import CacheSnapshot, DecodeSession, PrefillResult, measure_cache
-from .narration import narrate_session
 from .rules_match import TOY_RULES, HeadMatch, RuleMatches, match_heads
 
 COMPARE_MAX, COMPARE_DEFAULT = 128, 48  # tokens generated both ways: at most, and to start with
@@ -100,7 +99,7 @@ def real_view(session: DecodeSession, rule: str = "",
     return RealView(
         real=real, shape=s, model_class=type(real.model).__name__, device=str(real.device),
         report=training_report(real), prompt=prompt, prefill=session.prefill, prompt_note=words.prompt_note(len(prompt)),
-        generated=len(session.generated), can_step=session.room >= 1, narration=narrate_session(session),
+        generated=len(session.generated), can_step=session.room >= 1, narration=words.narrate_session(session),
         transcript=session.transcript, pieces=tuple(session.pieces), history=tuple(session.history),
         next_tokens=tuple((piece(real, i), p) for i, p in session.prediction.top_k(NEXT_SHOWN)),
         snapshot=snap, cache_note=words.cache_note(snap), formula_delta=words.formula_delta(snap),

@@ -1,6 +1,6 @@
 """What the Real model page says: its fixed prose, and the sentences built from the model's numbers.
 
-One place for the page's words (the decode step's narration is :mod:`viz.core.real.narration`). A
+One place for the page's words, the decode step's narration included. A
 sentence that mixes Markdown with text from the model's folder or the visitor (a model's name, a rule)
 takes the page's ``escape`` function (``viz.ui.common.md_escape``); the others are plain text or
 Markdown written here.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .loading import ModelShape
-from .model import CacheComparison, CacheSnapshot
+from .loading import ModelShape, piece
+from .model import CacheComparison, CacheSnapshot, DecodeSession
 from .rules_match import HeadMatch
 
 Escape = Callable[[str], str]
@@ -176,3 +176,28 @@ def add_label(name: str, rule: str) -> str:
 def added(name: str, rule: str, match: HeadMatch) -> str:
     """What was added to the toy (plain text)."""
     return f"Added a head '{name}' with the rule {rule} (like {match.label}) to the toy scenario."
+
+
+# -- the decode step's narration (above the transcript, as Decode narrates the toy's steps) -------------
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def narrate_session(session: DecodeSession) -> str:
+    """The step the session is at: what the last step fed in, what the cache holds now and what it
+    grew by, and the most likely next token. Plain text (pieces are shown with ␣ and ↵)."""
+    real = session.real
+    layers = real.shape.layers
+    tokens, nbytes, _ = session.history[-1]
+    top_id, top_p = session.prediction.top_k(1)[0]
+    next_word = f"Most likely next: '{piece(real, top_id)}' (p = {top_p:.2f})."
+    if not session.generated:
+        return (f"After the prefill: one pass over the prompt's {_plural(tokens, 'token')} filled the cache of "
+                f"each of the {layers} layers ({nbytes:,} bytes in all). A step feeds only the newest token. "
+                + next_word)
+    step = len(session.generated)
+    before_bytes = session.history[-2][1]
+    picked = piece(real, session.generated[-1])
+    return (f"Step {step}: the model picked '{picked}' and fed only that one token; each of its {layers} layers "
+            f"appended its key and value to the cache, which now covers {_plural(tokens, 'token')} in "
+            f"{nbytes:,} bytes ({nbytes - before_bytes:+,} since the step before). " + next_word)
