@@ -112,7 +112,7 @@ def measure_prefill(model: ToyModel, n: int, plan: TimingPlan, device: torch.dev
     def one_by_one() -> tuple[torch.Tensor, WorkCounts]:
         decoder = make_decoder("kv", model)
         first = decoder.prefill(tokens[:1], values[:1]).attention
-        contexts, work = [first.contexts[:, 0]], first.counts
+        contexts, work = [first.contexts[:, 0].cpu()], first.counts  # each step's rows are CPU copies
         for token, value in zip(tokens[1:], values[1:]):
             attention = decoder.decode_step(token, value).attention
             contexts.append(attention.contexts[:, 0])  # (heads,)
@@ -121,7 +121,7 @@ def measure_prefill(model: ToyModel, n: int, plan: TimingPlan, device: torch.dev
 
     batched_time, (batched_ctx, batched_work) = time_calls(batched, plan, device, deadline)
     loop_time, (loop_ctx, loop_work) = time_calls(one_by_one, plan, device, deadline)
-    diff = float((batched_ctx - loop_ctx).abs().max())
+    diff = float((batched_ctx.cpu() - loop_ctx).abs().max())
     return PrefillPoint(n, batched_time, loop_time, batched_work, loop_work, diff)
 
 

@@ -238,8 +238,9 @@ class ToyModel(nn.Module):
         return Attention(raw, visible, matches, weights, contexts, counts, scale, undefined)
 
     def logits(self, context: torch.Tensor) -> torch.Tensor:
-        """context (heads,) @ W_vocab (heads, vocab) -> (vocab,)."""
-        return context.to(self.dtype) @ self.w_vocab
+        """context (heads,) @ W_vocab (heads, vocab) -> (vocab,), on the model's device (a context
+        may come from a CPU copy of a pass's rows: :meth:`Attention.rows`)."""
+        return context.to(self.device, self.dtype) @ self.w_vocab
 
     def forward(self, tokens: list[str], values: list[float]) -> PrefillResult:
         """A full causal pass over a sequence: the prefill, and what `recompute` does every step."""

@@ -341,10 +341,12 @@ class _Compiler:
 
         def evaluate(q, k, n, intern):
             a = fn(q, k, n, intern)
+            device = a.value.device  # the list lives where the tensors it is compared with live (a GPU)
             if text:
-                pool, value = torch.tensor([intern(item) for item in items], dtype=torch.int64), a.value
+                pool = torch.tensor([intern(item) for item in items], dtype=torch.int64, device=device)
+                value = a.value
             else:  # numbers and true/false compare as float64, exact for every allowed literal
-                pool, value = torch.tensor(items, dtype=torch.float64), a.value.to(torch.float64)
+                pool, value = torch.tensor(items, dtype=torch.float64, device=device), a.value.to(torch.float64)
             found = torch.isin(value, pool)
             return _Result(torch.logical_not(found) if negate else found, a.undefined)
 
