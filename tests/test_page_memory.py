@@ -10,6 +10,7 @@ from apptest_helpers import (board, boards, by_label, cells, errors, figure, mov
                              rerun, shown, stat_labels, stat_value)
 
 from viz import load_preset
+from viz.core.device import pick_device
 from viz.core.serving.compress import CacheSpec, EvictionPolicy, compare_with_full
 from viz.core.limits import MAX_TOKENS
 from viz.core.scale.memory import format_bytes
@@ -163,7 +164,10 @@ def test_quantise_controls(at):
     at.segmented_control(key="memory_method").set_value("Quantise")
     rerun(at)
     assert stat_value(at, "First changed word") == "none"
-    assert stat_value(at, "Largest context error") == "0"
+    int8 = compare_with_full(load_preset("seed"), 6, CacheSpec(bits="int8"))  # on the device the app picks
+    assert stat_value(at, "Largest context error") == f"{int8.max_context_error:.3g}"
+    if pick_device().type == "cpu":  # exact there; a GPU's division may differ in the last bit (about 1e-6)
+        assert int8.max_context_error == 0
     at.segmented_control(key="memory_bits").set_value("int4")
     at.segmented_control(key="memory_scales").set_value("KIVI")
     rerun(at)
@@ -172,7 +176,9 @@ def test_quantise_controls(at):
     rerun(at)
     expected = compare_with_full(load_preset("seed"), 6, CacheSpec(bits="int4", scales="KIVI", group=8, residual=2))
     assert stat_value(at, "Bytes held") == format_bytes(expected.steps[-1].nbytes_compressed)
-    assert stat_value(at, "Largest context error") == "0"
+    assert stat_value(at, "Largest context error") == f"{expected.max_context_error:.3g}"
+    if pick_device().type == "cpu":
+        assert expected.max_context_error == 0
     assert any("KIVI" in c.value and "scales" in c.value for c in at.caption)
 
 
