@@ -5,6 +5,7 @@ a legend for every mark, matrices that say which axis is the query and which the
 
 from __future__ import annotations
 
+import html
 import itertools
 import re
 
@@ -15,14 +16,14 @@ import pytest
 from figure_gallery import QK, gallery
 from viz.figures.base import (DESKTOP_PX, INK, PHONE_PX, PRESENTER_EXTRA_PX, PRESENTER_FONTS, PRESENTER_PX, fit, frame,
                               font_sizes, title_chars)
-from viz.figures.meanings import GREEN, MEANINGS, ORANGE, SERIES, VERMILLION, hatch
+from viz.figures.meanings import GREEN, MEANINGS, ORANGE, OWNERS, SERIES, VERMILLION, hatch
 
 NAMES = [name for name, _, _ in gallery()]
 FIGURES = {name: (fig, matrix) for name, fig, matrix in gallery()}
 PLOTLY = [name for name in NAMES if isinstance(FIGURES[name][0], go.Figure)]
 BOARDS = [name for name in NAMES if isinstance(FIGURES[name][0], dict)]
 NEUTRAL = {INK, "#ffffff", "white", "#000000"}
-ALLOWED = {c.lower() for c in [m.color for m in MEANINGS.values()] + list(SERIES) + list(NEUTRAL)}
+ALLOWED = {c.lower() for c in [m.color for m in MEANINGS.values()] + list(SERIES) + list(OWNERS) + list(NEUTRAL)}
 HEX = re.compile(r"#[0-9a-fA-F]{6}")
 
 # Machado, Oliveira and Fernandes (2009): full protanopia, deuteranopia and tritanopia on linear RGB
@@ -57,6 +58,32 @@ def test_no_two_meanings_share_a_colour_and_each_pair_stays_apart_for_colour_bli
     for (a, ma), (b, mb) in itertools.combinations(MEANINGS.items(), 2):
         for vision, matrix in CVD.items():
             assert _distance(ma.color, mb.color, matrix) >= 10, (a, b, vision)
+
+
+def test_owners_of_blocks_never_wear_a_meanings_colour_and_stay_apart_from_every_meaning():
+    """Who holds a pool's blocks (a request, a sequence) has its own colours: none is a meaning's, each
+    stays at least 10 ΔE from every meaning's colour and from every other owner's, with typical
+    vision and each simulated deficiency."""
+    meanings = {name: m.color for name, m in MEANINGS.items()} | {"ink": INK}
+    assert not {c.lower() for c in OWNERS} & {c.lower() for c in meanings.values()}
+    for who, colour in enumerate(OWNERS):
+        for (name, other), (vision, matrix) in itertools.product(meanings.items(), CVD.items()):
+            assert _distance(colour, other, matrix) >= 10, (who, name, vision)
+    for (a, b), (vision, matrix) in itertools.product(itertools.combinations(OWNERS, 2), CVD.items()):
+        assert _distance(a, b, matrix) >= 10, (a, b, vision)
+
+
+@pytest.mark.parametrize("name", ["serving pool", "pool"])
+def test_every_pool_draws_its_owners_in_owner_colours_never_a_meanings(name):
+    """Serving's and Memory's pools: each request's or sequence's legend entry (and so its blocks) is an
+    owner colour, so R1 is never the decode blue, R3 never the stale pink, B never a series vermillion."""
+    owners = {c.lower() for c in OWNERS}
+    meant = {label for m in MEANINGS.values() for label in m.labels} | {"cached, no holder"}
+    entries = [(colour, words) for (colour, _, _), words in _legend(FIGURES[name][0])
+               if html.unescape(words) not in meant]
+    assert len(entries) >= 2 and all(colour in owners for colour, _ in entries), entries
+    meaning_colours = {m.color.lower() for m in MEANINGS.values()}
+    assert not {colour for colour, _ in entries} & meaning_colours
 
 
 def test_problems_carry_a_pattern_and_orange_never_stands_beside_vermillion():

@@ -10,8 +10,11 @@ visitor with a colour-vision deficiency and for the back row of a lecture hall:
 * orange and vermillion, hard to tell apart from afar and for red-green deficiencies, never mean
   two things: orange is the focus, vermillion no meaning at all (it only tells series apart).
 
-Series (the things a line or bar chart compares: decode modes, models, runs, requests) take the
+Series (the things a line or bar chart compares: decode modes, models, runs) take the
 :data:`SERIES` colours in order, each with its own dash, so two lines differ by more than hue.
+Who holds a block of a pool (a request on Serving, a sequence on Memory) is no meaning and no series:
+owners take the :data:`OWNERS` colours, which no meaning uses and which stay apart from every meaning's
+colour with a colour-vision deficiency, and every block also writes its owner's name.
 A colour marks one meaning per figure (a test holds every figure to it); the series colours repeat
 across charts, identified by each chart's legend. Figures draw a meaning only through the helpers at
 the end (an outline, a Plotly or board legend entry, a pattern over heatmap cells), which refuse
@@ -41,6 +44,11 @@ MASKED = "#d9d9d9"
 RESERVED = "#bdbdbd"
 LEFT_OUT = "#707070"
 INK = "#262730"  # text, and marks that must read on any cell colour
+# owners of pool blocks (Paul Tol's indigo and olive, ColorBrewer's brown and tan): none is a meaning's
+INDIGO = "#332288"
+BROWN = "#8C510A"
+OLIVE = "#999933"
+TAN = "#C7A96B"
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,16 @@ MEANINGS: dict[str, Meaning] = {
 # lines and bars that compare things: a colour and a dash each, in this order (no orange: the focus)
 SERIES = (BLUE, VERMILLION, GREEN, PURPLE, SKY, BLACK)
 SERIES_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+
+
+# who holds a pool's blocks (requests, sequences), cycling: never a meaning's colour (a test holds it)
+OWNERS = (INDIGO, BROWN, OLIVE, TAN)
+
+
+def owner(i: int) -> str:
+    """The colour of the i-th owner of a pool's blocks (a request, a sequence), cycling: told apart
+    from the meanings by colour and from each other by colour and the name written in each block."""
+    return OWNERS[i % len(OWNERS)]
 
 
 def meaning(name: str) -> Meaning:

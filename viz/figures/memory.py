@@ -22,9 +22,9 @@ from .base import (BLUE, FREE, GREEN, INK, LEFT_OUT, MEANINGS, SERIES, SKY, lege
                    titled)
 from .board import colored_cell
 from .lesson import CELL_TEXT_COLUMNS
+from .meanings import owner
 
 GREY = LEFT_OUT  # a baseline series (the full cache), and what lies outside the engine
-SEQUENCE_COLORS = list(SERIES)  # one per sequence (cycling); the shared and empty looks are meanings
 SHARED, EMPTY = MEANINGS["shared"], MEANINGS["reserved"]
 MAX_BLOCK_ROWS = 48  # physical blocks drawn; a long prompt's pool is summarised in the title
 MAX_TEXT_COLUMNS = 40  # label heatmap cells only while they are wide enough to read
@@ -256,7 +256,7 @@ def _pool(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]):
     used = [b for b, count in enumerate(snapshot.refcounts) if count]
     shown = list(range(min(MAX_BLOCK_ROWS, (max(used) + 1) if used else 0)))
     hidden = len(snapshot.refcounts) - len(shown)
-    palette = [FREE, EMPTY.color, SHARED.color] + [series(i)[0] for i in range(len(names))]
+    palette = [FREE, EMPTY.color, SHARED.color] + [owner(i) for i in range(len(names))]
     rows = []
     for block in shown:
         owners = snapshot.owners[block]

@@ -17,8 +17,9 @@ from ..core.serving.flash import FlashRun, TrafficPoint
 from ..core.scale.memory import format_bytes
 from ..core.serving.speculative import SpecRun
 from ..core.serving.workload import ServingRun
-from .base import (BLACK, BLUE, FREE, INK, MASKED, MEANINGS, PURPLE, SKY, VERMILLION, figure, frame, legend_marker,
+from .base import (BLUE, FREE, INK, MASKED, MEANINGS, PURPLE, SKY, figure, frame, legend_marker,
                    outline, pattern_marks, rect, safe, series)
+from .meanings import owner
 from .memory import GREY
 
 # what a request does in an iteration: one colour each (no orange: it marks this iteration)
@@ -27,16 +28,11 @@ PHASE_COLORS = {"prefill": SKY, "decode": BLUE, "waiting": MASKED, "swapped": PU
 PHASE_LABELS = {"prefill": "prefill (prompt or recompute)", "decode": "decode one token",
                 "waiting": "waiting (arrived, not computing)", "swapped": "swapped out", "idle": "idle slot (static)"}
 CACHED = SKY  # a block that only holds cached tokens (prefix caching), and the prompt tokens taken from one
-REQUEST_COLORS = (BLUE, VERMILLION, PURPLE, BLACK)  # block owners, cycling (each block also names its owner)
 BLOCKS_PER_ROW = 16
 # the timeline's plot height: per request, and per legend entry (on a phone each takes a line under the
 # plot; in presenter mode they stand in a column beside it, in larger type)
 TIMELINE_ROW_PX, LEGEND_LINE_PX = 21, 19
 PRESENTER_ROW_PX, PRESENTER_LEGEND_LINE_PX = 24, 26
-
-
-def _color(i: int) -> str:
-    return REQUEST_COLORS[i % len(REQUEST_COLORS)]
 
 
 def _plain(title: str, height: int, top: int = 50, **extra) -> dict:
@@ -113,7 +109,7 @@ def pool_figure(run: ServingRun, index: int) -> go.Figure:
     z = np.full((rows, BLOCKS_PER_ROW), np.nan)
     text = np.full((rows, BLOCKS_PER_ROW), "", dtype=object)
     hover = np.full((rows, BLOCKS_PER_ROW), "", dtype=object)
-    palette = [FREE, CACHED, MEANINGS["shared"].color] + [_color(i) for i in range(len(names))]
+    palette = [FREE, CACHED, MEANINGS["shared"].color] + [owner(i) for i in range(len(names))]
     for b, block in enumerate(it.blocks):
         r, c = divmod(b, BLOCKS_PER_ROW)
         if len(block.owners) > 1:
@@ -135,7 +131,7 @@ def pool_figure(run: ServingRun, index: int) -> go.Figure:
                        zmax=k - 0.5, showscale=False, xgap=3, ygap=3)]
     held = {o for block in it.blocks for o in block.owners}
     data += [go.Scatter(x=[None], y=[None], mode="markers", name=safe(names[i]), hoverinfo="skip",
-                        marker=dict(color=_color(i), size=12, symbol="square")) for i in sorted(held)]
+                        marker=dict(color=owner(i), size=12, symbol="square")) for i in sorted(held)]
     for label, color in ((MEANINGS["shared"].label, MEANINGS["shared"].color), ("cached, no holder", CACHED),
                          (MEANINGS["free"].label, FREE)):
         data.append(go.Scatter(x=[None], y=[None], mode="markers", name=label, hoverinfo="skip",
