@@ -143,12 +143,12 @@ with gpu_tab:
 with cache_tab:
     lesson = st.container()  # the curve first; what it is drawn from below it
     stats(as_stats(view.cache_stats), words.CACHE_STATS, key="scale_cache_stats")
-    st.markdown(md_escape(figures.formula_text(memory)))
+    st.markdown(md_escape(view.formula))
     if view.beyond_context:
         st.warning(view.beyond_context_text(md_escape), icon=":material/warning:")
     st.multiselect("Compare with", others, key=COMPARE, max_selections=5)
     with lesson:
-        st.markdown(view.model_line(figures.config_summary(memory), md_escape))
+        st.markdown(view.model_line(md_escape))
         plot(figures.memory_curve_figure(list(view.curves), tokens, view.capacity_bytes,
                                          config.max_context, view.curves[0][1].state_bytes), key="scale_curve",
              terms=set(), share=wide)
@@ -159,7 +159,7 @@ with cache_tab:
     toy = view.toy
     if toy_grants["kv"].note:
         st.warning(md_escape(toy_grants["kv"].note), icon=":material/hourglass_top:")
-    st.markdown(md_escape(figures.toy_sentence(toy, memory, view.toy_ratio)))
+    st.markdown(md_escape(view.toy_sentence))
     st.dataframe(figures.toy_table(toy, memory), hide_index=True, width="stretch")
     st.caption(view.toy_caption)
     with st.expander(words.CHECKS):
@@ -183,7 +183,7 @@ with library_tab:
             stats(as_stats(words.library_stats(layout)), words.LIBRARY_STATS, key="scale_library_stats")
             if layout_dtype(dtype) != dtype:
                 st.caption(words.library_dtype(dtype))
-            for line in figures.layout_sentences(layout, config.name):
+            for line in words.layout_sentences(layout):
                 st.markdown(line)
             st.dataframe(figures.layout_table(layout), hide_index=True, width="stretch")
             st.caption(words.LIBRARY_BLOCKS)
@@ -193,9 +193,8 @@ with roof_tab:
     prefill_tokens = int(st.number_input("Prompt length for prefill (tokens)", 1, MAX_TOKENS,
                                          value=min(tokens, config.max_context), key=PREFILL))
     sweep, overtakes, points = view.sweep, view.cache_overtakes, view.points(prefill_tokens)
-    stats(as_stats(view.roof_stats(roof.format_flops, roof.format_seconds)), words.ROOF_STATS, key="scale_roof_stats")
-    for line in roof.decode_reading(view.decode, view.prefill(prefill_tokens), overtakes, view.context_overtakes,
-                                    sweep[-1], view.sequences):
+    stats(as_stats(view.roof_stats), words.ROOF_STATS, key="scale_roof_stats")
+    for line in view.roof_reading(prefill_tokens):
         st.markdown(line)
     plot(roof.roofline_figure(points), key="scale_roofline", share=wide)
     st.dataframe(roof.steps_table(points), width="stretch")

@@ -71,7 +71,7 @@ if measurement is None:  # on arrival: a quick sweep, so the page never opens em
         measurement, quick = quick_measurement(device, sweep.QUICK), sweep.QUICK
     except (sweep.MeasurementBusy, RuntimeError, ValueError):
         pass
-view = cost_view(measurement, quick, live, model, md_escape)
+view = cost_view(measurement, quick, live, model, md_escape, device_type=device)
 summary = view.summary
 if view.notice:
     st.info(view.notice, icon=":material/speed:")
@@ -81,7 +81,7 @@ elif summary is not None:
     with lesson:
         plot(cost.decode_figure(measurement), key="cost_decode", terms=terms)  # its title names it
     st.caption(view.measured)
-    for paragraph in cost.decode_reading(summary, device):
+    for paragraph in view.decode_reading:
         st.markdown(paragraph)
     with st.expander("Every decode measurement"):
         table = cost.decode_table(measurement)
@@ -90,7 +90,7 @@ elif summary is not None:
     st.subheader(words.PREFILL_HEADING)
     if measurement.prefill:
         plot(cost.prefill_figure(measurement), key="cost_prefill", terms=terms)
-        for paragraph in cost.prefill_reading(summary):
+        for paragraph in view.prefill_reading:
             st.markdown(paragraph)
         with st.expander("Every prefill measurement"):
             table = cost.prefill_table(measurement)

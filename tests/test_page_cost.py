@@ -186,19 +186,3 @@ def test_prefill_figure_has_both_ways_in_both_panels():
     assert [(t.name, t.xaxis, list(t.y)) for t in fig.data][:2] == [
         (cost.NAMES["batched"], "x", [512]), (cost.NAMES["one by one"], "x", [300])]
     assert list(fig.data[3].y) == pytest.approx([0.01])
-
-
-def test_reading_follows_the_data():
-    """The words change with the numbers: a cache that loses at small n, a cat cache that keeps up."""
-    text = "\n".join(cost.decode_reading(summarize_cost(_measurement((0.5, 30), 3, 10)), "cpu"))
-    assert "At n = 40, one decode step took 30× as long without the cache" in text
-    assert "**Where it does not.** At n = 10 the cached step was slower." in text
-    assert "it took 3× as long as the preallocated cache" in text
-    assert "kernel launch" not in text
-    text = "\n".join(cost.decode_reading(summarize_cost(_measurement((1.5, 30), 1.0, 10)), "cuda"))
-    assert "only 1.5× as fast" in text and "kernel launch" in text
-    assert "that did not cost more (1× the time" in text
-    assert "as long as one batched pass at n = 8" in "\n".join(
-        cost.prefill_reading(summarize_cost(_measurement((2, 30), 3, 10))))
-    assert "the loop was faster at n = 8 (2×)" in "\n".join(
-        cost.prefill_reading(summarize_cost(_measurement((2, 30), 3, 0.5))))

@@ -46,12 +46,21 @@ def test_the_at_scale_view_holds_its_sentences_and_stats():
                               "2 GiB per sequence (the articles' 'several gigabytes')")
     assert [label for label, _ in view.points(2048)] == ["decode, batch 100", "decode, batch 1", "prefill, 2,048 tokens"]
     assert view.points(2048)[0][1] == view.decode and view.points(2048)[2][1] == view.prefill(2048)
-    roof = {s.label: s for s in view.roof_stats(lambda f: "F", lambda s: "S")}
-    assert roof["FLOPs per step"].value == "F" and roof["Time per token"].value == "S"
+    roof = {s.label: s for s in view.roof_stats}
+    assert roof["FLOPs per step"].value == "1.54 TFLOP" and roof["Time per token"].value == "68 ms"
     assert roof["Time per token"].delta == f"{view.decode.bound}-bound" and roof["Time per token"].good is None
     assert view.beyond_context_text(marked).startswith("4,096 tokens is longer than the 4,096 tokens ‹Llama-2-7B›")
     assert "Sources: ‹" in view.gpu_caption(marked) and "per GPU: ‹" in view.roof_intro(marked)
-    assert "Source: ‹" in view.source_caption(marked) and view.model_line("32 layers", marked) == "**‹Llama-2-7B›** · 32 layers"
+    assert view.model_summary == "MHA · 32 layers · 32 query heads · 32 K/V heads × 128 dims · 6.74 B parameters"
+    assert "Source: ‹" in view.source_caption(marked) and view.model_line(marked) == f"**‹Llama-2-7B›** · {view.model_summary}"
+    assert view.formula == "bytes = 2 · 32 layers · 32 K/V heads · 128 dims · 4,096 tokens · 100 sequences · 2 bytes"
+    assert view.toy_sentence.endswith("One token of Llama-2-7B takes 512 KiB: 128 times as much.")
+    reading = view.roof_reading(2048)  # the decode step at 100, a 2,048-token prefill, what fits first
+    assert reading[0].startswith("**Decode reads everything once per step.** A step over a batch of 100 reads 12.3 GiB "
+                                 "of weights and 200 GiB of KV cache")
+    assert reading[1].startswith("**Prefill reuses every weight for every prompt token.** Reading a 2,048-token prompt")
+    assert "outweighs the weights from a batch of 7" in reading[2]
+    assert reading[-1].startswith("**Memory comes first.**") and "only 29 sequences of 4,096 tokens fit" in reading[-1]
 
 
 def test_the_at_scale_view_says_when_the_weights_do_not_fit_and_how_two_gpus_split_the_cache():
@@ -132,14 +141,20 @@ def test_the_cost_view_says_what_was_measured_and_what_measure_times():
                        plan=TimingPlan(warmup=1, min_repeats=2, max_repeats=2, target_s=0.0),
                        copy_bytes=2**20, budget_s=2.5, decode_share=0.6)
     model = bench_scenario()
-    view = cost_view(measurement, sweep, sweep, model, marked)
+    view = cost_view(measurement, sweep, sweep, model, marked, device_type="cpu")
     assert view.summary is not None and view.summary.speedup_large == 30.0 and not view.cut_short
     assert view.measured == "Measured on cpu (2 CPU threads) in 1.5 s. Left out to stay within 3 s: prefill."
     assert view.notice == "A quick first measurement (decode up to n = 64, about 2.5 s). Press **Measure** for the full sweep."
     assert view.how.startswith("Times one decode step at n = 16 … 64 keys (recompute up to 32) and a whole prompt "
                                f"of 8 … 16 tokens, with the {len(model.heads)} heads of the '‹{model.title}›' preset")
-    assert cost_view(measurement, None, sweep, model, marked).notice == ""  # measured by Measure: no note
-    assert cost_view(None, None, sweep, model, marked).notice == words.PLAIN
+    assert view.decode_reading[0].startswith("**Where the cache wins.** At n = 40, one decode step took 30× as long")
+    assert "kernel launch" not in " ".join(view.decode_reading) and view.prefill_reading == ()  # no prefill measured
+    on_gpu = cost_view(measurement, sweep, sweep, model, marked, device_type="cuda")
+    assert "kernel launch" in on_gpu.decode_reading[1]  # a GPU's fixed price: launches
+    assert cost_view(measurement, None, sweep, model, marked, device_type="cpu").notice == ""  # measured by Measure: no note
+    nothing = cost_view(None, None, sweep, model, marked, device_type="cpu")
+    assert nothing.notice == words.PLAIN and nothing.decode_reading == nothing.prefill_reading == ()
     cut = cost_view(CostMeasurement("cpu", 1, decode[1:2], (), measurement.bandwidth, 3.0, 0.5, ()), None, sweep,
-                    model, marked)
+                    model, marked, device_type="cpu")
     assert cut.cut_short and cut.summary is None and cut.measured == ""  # kv alone at n = 10: nothing to compare
+    assert cut.decode_reading == cut.prefill_reading == ()

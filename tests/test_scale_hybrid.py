@@ -16,7 +16,7 @@ from viz.core.scale.gpus import GPU_BY_NAME
 from viz.core.scale.memory import MIB, cache_memory, gpu_fit, memory_curve
 from viz.core.scale.model_config import ConfigError
 from viz.core.scale.roofline import cache_overtakes, decode_step, prefill_step, weight_bytes
-from viz.figures.memory import config_summary, formula_text, layout_sentences
+from viz.core.scale.words import config_summary, formula_text, layout_sentences
 
 H100 = GPU_BY_NAME["H100 SXM"]
 
@@ -88,7 +88,7 @@ def test_state_is_what_transformers_allocates(qwen3_next):
     assert layout.state_bytes == cache_memory(small, 50).state_bytes_per_sequence == 6 * QWEN3_NEXT_STATE // 36
     assert layout.storage_bytes == layout.formula_bytes + layout.state_bytes and layout.unexplained_bytes == 0
     # the state is no sliding window: shapes and storage agree, and the words say state, not window (wrong 4)
-    words = " ".join(layout_sentences(layout, "Qwen3-Next"))
+    words = " ".join(layout_sentences(layout))
     assert layout.view_bytes == 0 and "sliding" not in words and "not explained" not in words
     assert "fixed-size state of 6 'linear_attention' layers" in words
 

@@ -1,9 +1,10 @@
 """Figures for the Cost page: theory (the engine's work counts) next to practice (measured time).
 
-Pure functions from a :class:`viz.core.engine.cost.CostMeasurement` to plotly figures, pandas tables and the
-plain-language reading of the plots. Both axes are logarithmic, so O(n) shows as a line of slope 1
-and O(n²) as a line of slope 2. Nothing here measures or computes a ratio of its own: the numbers
-come from :func:`viz.core.engine.cost.live_cost` and :func:`viz.core.engine.cost.summarize_cost`.
+Pure functions from a :class:`viz.core.engine.cost.CostMeasurement` to plotly figures and pandas tables
+(the plots' plain-language readings are the Cost page's words, :mod:`viz.core.lessons.words_cost`).
+Both axes are logarithmic, so O(n) shows as a line of slope 1 and O(n²) as a line of slope 2. Nothing
+here measures or computes a ratio of its own: the numbers come from
+:func:`viz.core.engine.cost.live_cost` and :func:`viz.core.engine.cost.summarize_cost`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..core.engine.cost import DECODE_MODES, CostMeasurement, CostSummary, DecodePoint
+from ..core.engine.cost import DECODE_MODES, CostMeasurement, DecodePoint
 from ..core.timing import Timing, format_seconds
 from .base import series, titled
 from .toy import MODE_COLORS, MODE_DASHES
@@ -135,113 +136,3 @@ def prefill_table(measurement: CostMeasurement) -> pd.DataFrame:
         "multiply-adds one by one": [p.one_by_one_work.multiply_adds for p in rows],
         "largest |difference|": [p.max_abs_diff for p in rows],
     })
-
-
-def _times(ratio: float) -> str:
-    return f"{ratio:,.0f}×" if ratio >= 100 else f"{ratio:.2g}×"
-
-
-def decode_reading(summary: CostSummary, device_type: str) -> list[str]:
-    """The decode plot in plain words, one paragraph per point, with this measurement's numbers.
-
-    Each claim follows the data: where the measurement contradicts the usual story (a cache that
-    does not win at tiny n, a torch.cat cache that keeps up), the text says so.
-    """
-    s = summary
-    lines = [
-        f"**Where the cache wins.** At n = {s.large_n}, one decode step took "
-        f"{_times(s.speedup_large)} as long without the cache as with it. The engine's counters "
-        f"say recomputing does {_times(s.work_ratio_large)} the multiply-adds there: it runs the "
-        "whole n × n attention again for one new row, while the cache encodes one key and reads "
-        "the others. The gap widens with n, because one side grows like n² and the other like n.",
-    ]
-    lines.append(_small_steps(s, device_type))
-    if s.kv_size_growth > 1:
-        lines.append(
-            f"**The cached step grows slowly.** From the smallest n to n = {s.kv_n} the sequence grew "
-            f"{s.kv_size_growth:,.0f}× and the cached step's time {s.kv_time_growth:.2g}×: its cost is "
-            "the fixed price plus a part that grows with n, reading every cached key once.")
-    lines.append(_memory_bound(s))
-    if s.cat_over_kv is not None:
-        lines.append(_growing(s))
-    return lines
-
-
-def _small_steps(s: CostSummary, device_type: str) -> str:
-    """Where the cache wins less, or not at all: the fixed price of a step."""
-    if s.small_n == s.large_n:
-        small = "**Where it wins less.** "
-    elif s.speedup_small < 1:
-        small = f"**Where it does not.** At n = {s.small_n} the cached step was slower. "
-    else:
-        small = (f"**Where it wins less.** At n = {s.small_n} the cache was only {_times(s.speedup_small)} "
-                 "as fast. ")
-    small += ("Every step pays a fixed price, with or without a cache: Python, building small "
-              "tensors, starting dozens of tensor operations. With little data that price is most of "
-              "the step, so skipping work saves little.")
-    if device_type == "cuda":
-        small += (" On a GPU each operation is a kernel launch costing microseconds however small "
-                  "it is, so short steps are launch-bound and the GPU sits mostly idle.")
-    return small
-
-
-def _memory_bound(s: CostSummary) -> str:
-    """Why decode ends up waiting for memory, with this measurement's bytes and copy speed."""
-    verdict = ("so at this size the fixed price still outweighs reading the cache"
-               if s.kv_time > 3 * s.floor_s else "so reading the cache is most of the step")
-    bandwidth = s.bandwidth_bytes_per_s / 1e9
-    floor, step = format_seconds(s.floor_s), format_seconds(s.kv_time)
-    return (
-        "**Why decode ends up memory-bound.** A cached step does one multiply-add per number it "
-        f"reads from the cache ({s.bytes_per_multiply_add:.1f} bytes per multiply-add): far too "
-        "little arithmetic to keep a processor busy while the bytes arrive, so once the cache is "
-        f"large the step waits for memory. At n = {s.kv_n} the cache holds {s.kv_cache_bytes:,} "
-        f"bytes; at the measured copy speed of {bandwidth:.1f} GB/s reading them would take {floor}, "
-        f"and the step took {step}, {verdict}. The toy has no weights to speak of; a real model's "
-        "decode step also reads every one of its weights, once per step, to make one token per "
-        "sequence. At batch 1 the weights are most of the bytes (a 7-billion-parameter model reads "
-        "about 13 GB of fp16 weights each step, far more than its cache at a few thousand tokens); "
-        "the cache dominates only when batch × context grows large. Batching shares one read of "
-        "the weights among all the sequences, which is why it raises throughput; shrinking the "
-        "cache (fewer K/V heads, 8-bit numbers) matters once the cache is the larger part. The At "
-        "scale page weighs both for real models, against a GPU's bandwidth and compute.")
-
-
-def _growing(s: CostSummary) -> str:
-    """The torch.cat cache against the preallocated one."""
-    if s.cat_over_kv >= 1.2:
-        outcome = (f"at n = {s.kv_n} it took {_times(s.cat_over_kv)} as long as the preallocated "
-                   "cache, which writes one row in place")
-    else:
-        outcome = (f"at n = {s.kv_n} that did not cost more ({_times(s.cat_over_kv)} the time of "
-                   "the preallocated cache): copying a cache this small is cheap next to the "
-                   "fixed price of a step. The full benchmark shows the gap at n = 16,384")
-    return ("**Growing the cache.** The torch.cat cache does the same arithmetic but copies the whole "
-            f"cache into a new tensor on every step; {outcome}.")
-
-
-def prefill_reading(summary: CostSummary) -> list[str]:
-    """The prefill plot in plain words (nothing if the sweep measured no prefill)."""
-    if summary.prefill_large is None:
-        return []
-    (n_small, r_small), (n_large, r_large) = summary.prefill_small, summary.prefill_large
-    lines = ["Both ways give the same contexts (the table's last column). The batched pass scores "
-             "every (query, key) pair, the masked half too, so it does about twice the multiply-adds "
-             "of the loop, which only scores the keys each query can see."]
-    if r_large >= 1:
-        also = f" ({_times(r_small)} at n = {n_small})" if n_small != n_large else ""
-        lines.append(
-            f"Still, one token at a time took {_times(r_large)} as long as one batched pass at "
-            f"n = {n_large}{also}. In the toy that is the fixed price of a step (Python, small "
-            "tensor operations) paid n times. In a real model the reason is reuse: a batched "
-            "prefill multiplies each weight it reads by all n prompt tokens at once, so it is "
-            "limited by arithmetic (compute-bound), while decoding reads every weight again for "
-            "one token per sequence, so it waits for memory (memory-bound). That is why a model "
-            "reads your prompt quickly and then writes its answer slowly.")
-    else:
-        lines.append(
-            f"Here the loop was faster at n = {n_large} ({_times(1 / r_large)}): the batched pass "
-            "builds several n × n tensors, and moving them through memory cost more than the loop's "
-            "per-step price. Real models avoid that with fused attention kernels (FlashAttention) "
-            "that never write the n × n scores out.")
-    return lines

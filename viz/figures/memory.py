@@ -15,7 +15,6 @@ import torch
 
 from ..core.serving.compress import CacheComparison, StepComparison
 from ..core.scale.cache_layout import LibraryLayout
-from ..core.scale.model_config import SLIDING_KINDS
 from ..core.scale.memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurve, ToyCacheMemory, format_bytes
 from ..core.serving.paged import PagedRun, PoolSnapshot, WasteReport
 from .base import (BLUE, FREE, GREEN, INK, LEFT_OUT, MEANINGS, SERIES, SKY, legend_marker, safe, series,
@@ -111,48 +110,6 @@ def gpu_split_figure(fit: GpuFit, batch: int) -> go.Figure:
     return _layout(fig, f"Where the {format_bytes(fit.gpu_bytes)} of a {safe(fit.gpu.name)} go{each}", 220)
 
 
-def config_summary(memory: CacheMemory) -> str:
-    """The model's attention shape in one line (markdown-safe: no user text)."""
-    c = memory.config
-    shape = ("no K/V" if c.attention == "none" else
-             f"latent {c.latent_dim} + RoPE {c.rope_dim} per token and layer" if c.attention == "MLA"
-             else f"{c.kv_heads} K/V heads × {c.head_dim} dims")
-    sliding = c.sliding_layers - c.chunked_layers
-    window = f" · window {c.window:,} on {sliding} of {c.layers} layers" if sliding else ""
-    chunked = f" · chunks of {c.window:,} on {c.chunked_layers} of {c.layers} layers" if c.chunked_layers else ""
-    attention = (f" · attention in {c.attention_layers} of them, a fixed state in {c.state_layers}"
-                 if c.state_layers else "")
-    shared = f" · {c.cacheless_layers} layers keep no cache of their own" if c.cacheless_layers else ""
-    experts = f" · {c.experts} experts, {c.experts_per_token} per token" if c.experts else ""
-    heads = f" · {c.query_heads} query heads" if c.query_heads else ""
-    return (f"{c.attention} · {c.layers} layers{attention}{heads} · {shape}{window}{chunked}{shared}"
-            f"{experts} · {c.params / 1e9:,.2f} B parameters")
-
-
-def formula_text(memory: CacheMemory) -> str:
-    """The calculator's formula with this model's numbers filled in."""
-    c, size = memory.config, f"{DTYPE_BITS[memory.dtype] / 8:g} bytes"
-    run = f"{memory.tokens:,} tokens · {memory.batch:,} sequence{'s' if memory.batch != 1 else ''} · {size}"
-    caching = c.attention_layers  # only layers that keep K/V: not shared, state-only or MLP-only ones
-    if c.attention == "none":
-        text = "no layer keeps K/V: bytes = 0 for any number of tokens"
-    elif c.attention == "MLA":
-        text = f"bytes = ({c.latent_dim} + {c.rope_dim}) · {caching} layers · {run} (one latent, no factor 2)"
-    else:
-        text = f"bytes = 2 · {caching} layers · {c.kv_heads} K/V heads · {c.head_dim} dims · {run}"
-    sliding = c.sliding_layers - c.chunked_layers
-    if sliding:
-        text += f"; the {sliding} sliding layers hold at most {c.window:,} tokens"
-    if c.chunked_layers:
-        text += (f"; the {c.chunked_layers} chunked layers attend within chunks of {c.window:,} tokens and are "
-                 "counted as transformers keeps them, the last {:,} (vLLM frees the blocks before the chunk's "
-                 "start, so it holds fewer)".format(c.window))
-    if memory.state_bytes_per_sequence:
-        text += (f"; plus a fixed state of {format_bytes(memory.state_bytes_per_sequence)} per sequence in the "
-                 f"{c.state_layers} linear-attention or state-space layers, the same at any length")
-    return text
-
-
 def dtype_table(rows: Sequence[CacheMemory]) -> pd.DataFrame:
     """Per token, per sequence and per batch for each cache dtype."""
     return pd.DataFrame({
@@ -194,43 +151,6 @@ def layout_table(layout: LibraryLayout) -> pd.DataFrame:
         "storage per layer": [format_bytes(same[4]) for _, _, same in rows],
         "formula per layer": [format_bytes(same[5]) for _, _, same in rows],
     })
-
-
-def layout_sentences(layout: LibraryLayout, config_name: str) -> list[str]:
-    """The comparison in words (markdown-safe apart from the model name, which the page escapes)."""
-    classes = ", ".join(f"{count} × {name}" for name, count in layout.classes.items())
-    verdict = ("equal to the formula, byte for byte" if layout.matches_formula else
-               f"{format_bytes(abs(layout.storage_bytes - layout.formula_bytes))} "
-               f"{'more' if layout.storage_bytes > layout.formula_bytes else 'less'} than the formula")
-    lines = [f"`DynamicCache(config=...)` built {classes}. After {layout.tokens - 1:,} tokens of prefill and one "
-             f"decode step its tensors' storage holds {format_bytes(layout.storage_bytes)} "
-             f"({layout.storage_bytes:,} bytes) in {layout.dtype}: {verdict}."]
-    if layout.view_bytes and any(layer.kind in SLIDING_KINDS for layer in layout.layers):
-        lines.append(f"The tensors' shapes show {format_bytes(layout.view_bytes)} less "
-                     f"({format_bytes(layout.held_bytes)}): a sliding-window layer keeps a view of its last "
-                     "window − 1 tokens, since the next token completes the window, over the window-long "
-                     "tensor its last `torch.cat` made. The storage is what stays allocated.")
-    elif layout.view_bytes:
-        lines.append(f"The tensors' shapes show {format_bytes(layout.view_bytes)} less "
-                     f"({format_bytes(layout.held_bytes)}) than their storage: views over larger tensors.")
-    if layout.prefill_bytes:
-        lines.append(f"Right after the prefill of {layout.tokens - 1:,} tokens, before the decode step, the storage "
-                     f"held {format_bytes(layout.prefill_bytes)} ({layout.prefill_bytes:,} bytes)"
-                     + (": a sliding layer keeps the whole prompt until the next token cuts it to its window. "
-                        "Memory runs out at that peak, not at the smaller figure after the step."
-                        if layout.prefill_bytes > layout.storage_bytes else "."))
-    for difference in layout.differences:
-        lines.append(f"{format_bytes(abs(difference.bytes))} of the difference: {difference.reason}.")
-    if layout.unexplained_bytes:
-        lines.append(f"{format_bytes(abs(layout.unexplained_bytes))} of the difference is not explained by "
-                     "anything kvlab models: the formula does not describe this architecture fully.")
-    return lines
-
-
-def toy_sentence(toy: ToyCacheMemory, memory: CacheMemory, ratio: float) -> str:
-    """One line putting the toy's whole cache next to one token of the real model."""
-    return (f"The toy's whole cache, {toy.tokens} tokens, takes {format_bytes(toy.nbytes)}. One token of "
-            f"{memory.config.name} takes {format_bytes(memory.bytes_per_token)}: {ratio:,.0f} times as much.")
 
 
 def toy_table(toy: ToyCacheMemory, memory: CacheMemory) -> pd.DataFrame:

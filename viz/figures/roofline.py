@@ -1,7 +1,8 @@
 """Figures for "what limits a decode step": the roofline, bytes per step, throughput against batch.
 
-Pure functions from :class:`viz.core.scale.roofline.StepCost` results to plotly figures, pandas tables and
-sentences; no arithmetic beyond unit conversion. Model names come from a visitor's config.json, so
+Pure functions from :class:`viz.core.scale.roofline.StepCost` results to plotly figures and pandas tables
+(the roofline's reading in words is the page's, :func:`viz.core.scale.words.roof_reading`); no arithmetic
+beyond unit conversion. Model names come from a visitor's config.json, so
 every label goes through :func:`~viz.figures.toy.safe`.
 """
 
@@ -13,27 +14,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..core.scale.memory import GIB, format_bytes
-from ..core.scale.roofline import StepCost
+from ..core.scale.roofline import StepCost, format_flops, format_seconds
 from .memory import GREEN, GREY, _layout
 from .toy import BLUE, GOLD, RED, safe
 
 TFLOP = 1e12
 ORANGE = "#e67e22"
-
-
-def format_seconds(seconds: float) -> str:
-    """'12.3 ms', '45.6 µs', '1.23 s'."""
-    for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= size:
-            return f"{seconds / size:.3g} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
-
-
-def format_flops(flops: float) -> str:
-    for unit, size in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
-        if flops >= size:
-            return f"{flops / size:.3g} {unit}"
-    return f"{flops:.3g} FLOP"
 
 
 def roofline_figure(points: Sequence[tuple[str, StepCost]]) -> go.Figure:
@@ -129,47 +115,3 @@ def steps_table(steps: Sequence[tuple[str, StepCost]]) -> pd.DataFrame:
     }, index=["weights read", "KV cache read (decode) / written (prefill)", "FLOPs", "FLOPs per byte",
               "ridge point (FLOPs per byte)", "time if only bytes counted", "time if only FLOPs counted", "bound",
               "time per token", "tokens per second"])
-
-
-def decode_reading(step: StepCost, prefill: StepCost, overtakes: int | None, context_overtakes: int | None,
-                   saturates: StepCost, fits: int | None = None) -> list[str]:
-    """The roofline in plain words, with this configuration's numbers; ``context_overtakes`` is for one
-    sequence, ``fits`` the sequences whose cache fits in memory (None: the weights do not fit)."""
-    per_token = format_seconds(step.seconds)
-    lines = [
-        f"**Decode reads everything once per step.** A step over a batch of {step.batch:,} reads "
-        f"{format_bytes(step.weight_bytes)} of weights and {format_bytes(step.cache_bytes)} of KV cache"
-        f"{' per GPU' if step.gpus > 1 else ''} to make {step.batch:,} token{'s' if step.batch > 1 else ''}, "
-        f"and does {format_flops(step.flops)}: {step.intensity:,.1f} FLOPs per byte, against a ridge point of "
-        f"{step.ridge:,.0f}. Reading takes at least {format_seconds(step.memory_seconds)}, the arithmetic "
-        f"{format_seconds(step.compute_seconds)}: the step is **{step.bound}-bound**, at best {per_token} per token "
-        f"for each sequence.",
-        f"**Prefill reuses every weight for every prompt token.** Reading a {prefill.context:,}-token prompt in one "
-        f"pass does {prefill.intensity:,.0f} FLOPs per byte, so it is **{prefill.bound}-bound**: about "
-        f"{format_seconds(prefill.seconds)} for the prompt, {format_seconds(prefill.seconds_per_token)} "
-        "per token, where decode pays a whole step per token. That is why a model reads a prompt quickly and "
-        "answers slowly.",
-    ]
-    if overtakes:
-        lines.append(f"**Where the cache takes over.** At {step.context:,} tokens of context the cache read per "
-                     f"step outweighs the weights from a batch of {overtakes:,}"
-                     + (f"; for one sequence, from {context_overtakes:,} tokens of context." if context_overtakes
-                        else "."))
-    else:
-        lines.append("**The cache stays small.** At this context no batch makes the cache outweigh the weights "
-                     "(sliding windows or a small latent keep it bounded).")
-    lines.append(f"**Why batching helps, and where it stops.** Every sequence in the batch shares the one read "
-                 f"of the weights, so tokens per second grow almost with the batch while the weights dominate. "
-                 f"At a batch of {saturates.batch:,} the step is {saturates.bound}-bound"
-                 + (": the GPU's arithmetic is the limit, more sequences add time as fast as tokens."
-                    if saturates.bound == "compute" else
-                    ": each sequence's own cache must still be read, so throughput levels off at what "
-                    "bandwidth allows for the cache alone.")
-                 + " Times are lower bounds at peak bandwidth and FLOP/s.")
-    if fits is None or fits < saturates.batch:
-        limit = ("the weights alone do not fit, so no batch runs at all" if fits is None else
-                 f"only {fits:,} sequence{'s' if fits != 1 else ''} of {step.context:,} tokens fit in memory beside "
-                 f"the weights, so a batch of {saturates.batch:,} is arithmetic on paper")
-        lines.append(f"**Memory comes first.** Before bandwidth or arithmetic, the KV cache caps the batch: {limit}. "
-                     "Shorter contexts, a smaller cache dtype, or more GPUs raise that limit.")
-    return lines

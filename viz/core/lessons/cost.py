@@ -22,12 +22,15 @@ class CostView:
     cut_short: bool  # measured, but not both decode modes at any one size
     measured: str  # where and how long it ran ("" with no summary)
     how: str  # what Measure times
+    decode_reading: tuple[str, ...]  # the decode plot in plain words, one paragraph each (none with no summary)
+    prefill_reading: tuple[str, ...]  # the prefill plot's (none with no summary or no prefill measured)
 
 
 def cost_view(measurement: CostMeasurement | None, quick: LiveConfig | None, live: LiveConfig, model: Scenario,
-              esc: Callable[[str], str]) -> CostView:
+              esc: Callable[[str], str], *, device_type: str) -> CostView:
     """The Cost page's words for ``measurement``; ``quick`` is the sweep it came from when it is the
-    arrival's quick one (else None), ``live`` the sweep Measure runs on ``model``."""
+    arrival's quick one (else None), ``live`` the sweep Measure runs on ``model``, ``device_type`` the
+    kind of device it ran on ("cpu", "cuda", …: a GPU's reading speaks of kernel launches)."""
     summary = summarize_cost(measurement) if measurement else None
     if measurement is None:
         notice = words.PLAIN
@@ -36,4 +39,6 @@ def cost_view(measurement: CostMeasurement | None, quick: LiveConfig | None, liv
     return CostView(measurement=measurement, summary=summary, notice=notice,
                     cut_short=measurement is not None and summary is None,
                     measured=words.measured(measurement) if summary is not None else "",
-                    how=words.how(live, model, esc))
+                    how=words.how(live, model, esc),
+                    decode_reading=tuple(words.decode_reading(summary, device_type)) if summary is not None else (),
+                    prefill_reading=tuple(words.prefill_reading(summary)) if summary is not None else ())

@@ -51,6 +51,21 @@ from .model_config import ModelConfig
 MAX_SWEEP = 4_096  # largest batch a sweep draws
 
 
+def format_seconds(seconds: float) -> str:
+    """'12.3 ms', '45.6 µs', '1.23 s'."""
+    for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+def format_flops(flops: float) -> str:
+    for unit, size in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
+        if flops >= size:
+            return f"{flops / size:.3g} {unit}"
+    return f"{flops:.3g} FLOP"
+
+
 @dataclass(frozen=True)
 class StepCost:
     """One forward step on one GPU: bytes read, FLOPs done, and the time each allows."""

@@ -68,8 +68,12 @@ class ScaleView:
     parallel_text: str  # how tensor parallelism splits the cache ("" on one GPU)
     every_gpu: str  # the heading of every GPU's table
     cache_stats: tuple[StatText, ...]  # the cache per token, sequence, batch
+    formula: str  # the formula with this model's numbers (plain text)
+    model_summary: str  # the model's attention shape in one line, beside its name over the curve
+    toy_sentence: str  # the toy's whole cache against one token of this model (plain text)
     toy_caption: str  # what the toy's cache is made of
     checks: tuple[str, ...]  # the formula against published figures, one line each
+    roof_stats: tuple[StatText, ...]  # one decode step: bytes, FLOPs, FLOPs per byte, time per token
 
     @property
     def capacity_bytes(self) -> int | None:
@@ -87,16 +91,17 @@ class ScaleView:
         return ((words.step_point(self.inputs.batch), self.decode), *one,
                 (words.prefill_point(prefill_tokens), self.prefill(prefill_tokens)))
 
-    def roof_stats(self, flops: Callable[[float], str], seconds: Callable[[float], str]) -> tuple[StatText, ...]:
-        """One decode step's stats (``flops`` and ``seconds`` format those numbers, as the figures do)."""
-        return words.roof_stats(self.decode, flops, seconds)
+    def roof_reading(self, prefill_tokens: int) -> tuple[str, ...]:
+        """The roofline in plain words, one Markdown paragraph each, with a prefill of ``prefill_tokens``."""
+        return tuple(words.roof_reading(self.decode, self.prefill(prefill_tokens), self.cache_overtakes,
+                                        self.context_overtakes, self.sweep[-1], self.sequences))
 
     # sentences that quote a config's name or a source: ``esc`` is the page's escaping function
     def beyond_context_text(self, esc: Callable[[str], str]) -> str:
         return words.beyond_context(self.inputs.tokens, self.inputs.config, esc)
 
-    def model_line(self, summary: str, esc: Callable[[str], str]) -> str:
-        return words.model_line(self.inputs.config, summary, esc)
+    def model_line(self, esc: Callable[[str], str]) -> str:
+        return words.model_line(self.inputs.config, self.model_summary, esc)
 
     def source_caption(self, esc: Callable[[str], str]) -> str:
         config = self.inputs.config
@@ -130,13 +135,15 @@ def scale_view(inputs: ScaleInputs, toy_cache: KVCache | CacheAt) -> ScaleView:
     curves = ((c.config.name, memory_curve(c.config, span, c.dtype, c.batch)),
               *((name, memory_curve(preset(name), span, c.dtype, c.batch)) for name in c.compare))
     toy = toy_cache_memory(toy_cache)
+    toy_ratio = per_token_ratio(memory, toy)
+    decode = decode_step(c.config, c.gpu, c.batch, c.tokens, c.weights_dtype, c.dtype, gpus)
     parallel = parallel_note(c.config, fit) if gpus > 1 else None
     return ScaleView(
         inputs=c, memory=memory, gpus=gpus, gpus_refused=refused, beyond_context=beyond_context(memory), fit=fit,
         fits=tuple(fits_by_gpu(memory, gpus, c.weights_dtype, c.utilization, c.reserve_gib)),
         parallel=parallel, curves=curves,
-        dtypes=tuple(by_dtype(memory)), toy=toy, toy_ratio=per_token_ratio(memory, toy),
-        decode=decode_step(c.config, c.gpu, c.batch, c.tokens, c.weights_dtype, c.dtype, gpus),
+        dtypes=tuple(by_dtype(memory)), toy=toy, toy_ratio=toy_ratio,
+        decode=decode,
         decode_one=(decode_step(c.config, c.gpu, 1, c.tokens, c.weights_dtype, c.dtype, gpus)
                     if c.batch != 1 else None),
         sweep=tuple(batch_sweep(c.config, c.gpu, c.tokens, c.weights_dtype, c.dtype, gpus,
@@ -147,4 +154,7 @@ def scale_view(inputs: ScaleInputs, toy_cache: KVCache | CacheAt) -> ScaleView:
         fit_alert=words.fit_alert(fit, gpus, c.batch, c.tokens),
         parallel_text=words.parallel_sentence(parallel, fit, gpus) if parallel is not None else "",
         every_gpu=words.every_gpu(gpus, c.weights_dtype), cache_stats=words.cache_stats(memory, c.config, c.tokens, c.batch),
-        toy_caption=words.toy_caption(toy.d_k, toy.heads, toy.allocated_nbytes), checks=words.published_checks())
+        formula=words.formula_text(memory), model_summary=words.config_summary(memory),
+        toy_sentence=words.toy_sentence(toy, memory, toy_ratio),
+        toy_caption=words.toy_caption(toy.d_k, toy.heads, toy.allocated_nbytes), checks=words.published_checks(),
+        roof_stats=words.roof_stats(decode))

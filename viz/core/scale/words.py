@@ -1,8 +1,9 @@
 """The At scale page's words: its fixed prose, and the sentences built from the view's numbers.
 
 Data and small functions over typed values (no torch work). A sentence that quotes something a visitor
-may have typed (a config's name or source) takes the page's escaping function as ``esc``; every other
-sentence is the app's own Markdown, shown as it stands.
+may have typed (a config's name or source) takes the page's escaping function as ``esc``; a few plain-text
+ones (said so where they are) the page escapes whole; every other sentence is the app's own Markdown,
+shown as it stands.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from dataclasses import dataclass
 
 from .cache_layout import LibraryLayout
 from .gpus import Gpu
-from .memory import DEFAULT_UTILIZATION, KIB, CacheMemory, GpuFit, ParallelNote, cache_memory, format_bytes
-from .model_config import ModelConfig, preset
-from .roofline import StepCost
+from .memory import (DEFAULT_UTILIZATION, DTYPE_BITS, KIB, CacheMemory, GpuFit, ParallelNote, ToyCacheMemory,
+                     cache_memory, format_bytes)
+from .model_config import SLIDING_KINDS, ModelConfig, preset
+from .roofline import StepCost, format_flops, format_seconds
 
 
 @dataclass(frozen=True)
@@ -135,8 +137,57 @@ def cache_stats(memory: CacheMemory, config: ModelConfig, tokens: int, batch: in
 
 
 def model_line(config: ModelConfig, summary: str, esc: Callable[[str], str]) -> str:
-    """The model's name over its curve, with its shape in brief (``summary``, as the figures write it)."""
+    """The model's name over its curve, with its shape in brief (``summary``: :func:`config_summary`)."""
     return f"**{esc(config.name)}** · {summary}"
+
+
+def config_summary(memory: CacheMemory) -> str:
+    """The model's attention shape in one line (markdown-safe: no user text)."""
+    c = memory.config
+    shape = ("no K/V" if c.attention == "none" else
+             f"latent {c.latent_dim} + RoPE {c.rope_dim} per token and layer" if c.attention == "MLA"
+             else f"{c.kv_heads} K/V heads × {c.head_dim} dims")
+    sliding = c.sliding_layers - c.chunked_layers
+    window = f" · window {c.window:,} on {sliding} of {c.layers} layers" if sliding else ""
+    chunked = f" · chunks of {c.window:,} on {c.chunked_layers} of {c.layers} layers" if c.chunked_layers else ""
+    attention = (f" · attention in {c.attention_layers} of them, a fixed state in {c.state_layers}"
+                 if c.state_layers else "")
+    shared = f" · {c.cacheless_layers} layers keep no cache of their own" if c.cacheless_layers else ""
+    experts = f" · {c.experts} experts, {c.experts_per_token} per token" if c.experts else ""
+    heads = f" · {c.query_heads} query heads" if c.query_heads else ""
+    return (f"{c.attention} · {c.layers} layers{attention}{heads} · {shape}{window}{chunked}{shared}"
+            f"{experts} · {c.params / 1e9:,.2f} B parameters")
+
+
+def formula_text(memory: CacheMemory) -> str:
+    """The calculator's formula with this model's numbers filled in (plain text: the page escapes it whole)."""
+    c, size = memory.config, f"{DTYPE_BITS[memory.dtype] / 8:g} bytes"
+    run = f"{memory.tokens:,} tokens · {memory.batch:,} sequence{'s' if memory.batch != 1 else ''} · {size}"
+    caching = c.attention_layers  # only layers that keep K/V: not shared, state-only or MLP-only ones
+    if c.attention == "none":
+        text = "no layer keeps K/V: bytes = 0 for any number of tokens"
+    elif c.attention == "MLA":
+        text = f"bytes = ({c.latent_dim} + {c.rope_dim}) · {caching} layers · {run} (one latent, no factor 2)"
+    else:
+        text = f"bytes = 2 · {caching} layers · {c.kv_heads} K/V heads · {c.head_dim} dims · {run}"
+    sliding = c.sliding_layers - c.chunked_layers
+    if sliding:
+        text += f"; the {sliding} sliding layers hold at most {c.window:,} tokens"
+    if c.chunked_layers:
+        text += (f"; the {c.chunked_layers} chunked layers attend within chunks of {c.window:,} tokens and are "
+                 "counted as transformers keeps them, the last {:,} (vLLM frees the blocks before the chunk's "
+                 "start, so it holds fewer)".format(c.window))
+    if memory.state_bytes_per_sequence:
+        text += (f"; plus a fixed state of {format_bytes(memory.state_bytes_per_sequence)} per sequence in the "
+                 f"{c.state_layers} linear-attention or state-space layers, the same at any length")
+    return text
+
+
+def toy_sentence(toy: ToyCacheMemory, memory: CacheMemory, ratio: float) -> str:
+    """One line putting the toy's whole cache next to one token of the real model (plain text: it names the
+    model, which a visitor's config.json may have named, so the page escapes it whole)."""
+    return (f"The toy's whole cache, {toy.tokens} tokens, takes {format_bytes(toy.nbytes)}. One token of "
+            f"{memory.config.name} takes {format_bytes(memory.bytes_per_token)}: {ratio:,.0f} times as much.")
 
 
 def beyond_context(tokens: int, config: ModelConfig, esc: Callable[[str], str]) -> str:
@@ -191,6 +242,37 @@ def library_stats(layout: LibraryLayout) -> tuple[StatText, ...]:
                      f"{layout.held_bytes:,} bytes: numel × element size"))
 
 
+def layout_sentences(layout: LibraryLayout) -> list[str]:
+    """transformers' own count against the formula in words, one Markdown paragraph each (no visitor text)."""
+    classes = ", ".join(f"{count} × {name}" for name, count in layout.classes.items())
+    verdict = ("equal to the formula, byte for byte" if layout.matches_formula else
+               f"{format_bytes(abs(layout.storage_bytes - layout.formula_bytes))} "
+               f"{'more' if layout.storage_bytes > layout.formula_bytes else 'less'} than the formula")
+    lines = [f"`DynamicCache(config=...)` built {classes}. After {layout.tokens - 1:,} tokens of prefill and one "
+             f"decode step its tensors' storage holds {format_bytes(layout.storage_bytes)} "
+             f"({layout.storage_bytes:,} bytes) in {layout.dtype}: {verdict}."]
+    if layout.view_bytes and any(layer.kind in SLIDING_KINDS for layer in layout.layers):
+        lines.append(f"The tensors' shapes show {format_bytes(layout.view_bytes)} less "
+                     f"({format_bytes(layout.held_bytes)}): a sliding-window layer keeps a view of its last "
+                     "window − 1 tokens, since the next token completes the window, over the window-long "
+                     "tensor its last `torch.cat` made. The storage is what stays allocated.")
+    elif layout.view_bytes:
+        lines.append(f"The tensors' shapes show {format_bytes(layout.view_bytes)} less "
+                     f"({format_bytes(layout.held_bytes)}) than their storage: views over larger tensors.")
+    if layout.prefill_bytes:
+        lines.append(f"Right after the prefill of {layout.tokens - 1:,} tokens, before the decode step, the storage "
+                     f"held {format_bytes(layout.prefill_bytes)} ({layout.prefill_bytes:,} bytes)"
+                     + (": a sliding layer keeps the whole prompt until the next token cuts it to its window. "
+                        "Memory runs out at that peak, not at the smaller figure after the step."
+                        if layout.prefill_bytes > layout.storage_bytes else "."))
+    for difference in layout.differences:
+        lines.append(f"{format_bytes(abs(difference.bytes))} of the difference: {difference.reason}.")
+    if layout.unexplained_bytes:
+        lines.append(f"{format_bytes(abs(layout.unexplained_bytes))} of the difference is not explained by "
+                     "anything kvlab models: the formula does not describe this architecture fully.")
+    return lines
+
+
 def library_dtype(dtype: str) -> str:
     """Why transformers' count is in 16 bits for a narrower cache dtype."""
     return (f"A DynamicCache holds what the model computes; {dtype} caches need optional "
@@ -212,14 +294,57 @@ def roof_intro(gpu: Gpu, esc: Callable[[str], str]) -> str:
             "docs/scale.md lists them all).")
 
 
-def roof_stats(step: StepCost, flops: Callable[[float], str], seconds: Callable[[float], str]) -> tuple[StatText, ...]:
-    """One decode step: bytes read, FLOPs, FLOPs per byte against the ridge point, time per token
-    (``flops`` and ``seconds`` format those numbers, as the figures do)."""
+def roof_stats(step: StepCost) -> tuple[StatText, ...]:
+    """One decode step: bytes read, FLOPs, FLOPs per byte against the ridge point, time per token."""
     return (StatText("Bytes read per step", format_bytes(step.bytes),
                      f"weights {format_bytes(step.weight_bytes)} + KV cache {format_bytes(step.cache_bytes)}"),
-            StatText("FLOPs per step", flops(step.flops)),
+            StatText("FLOPs per step", format_flops(step.flops)),
             StatText("FLOPs per byte", f"{step.intensity:,.1f}", delta=f"ridge point {step.ridge:,.0f}", good=None),
-            StatText("Time per token", seconds(step.seconds), delta=f"{step.bound}-bound", good=None))
+            StatText("Time per token", format_seconds(step.seconds), delta=f"{step.bound}-bound", good=None))
+
+
+def roof_reading(step: StepCost, prefill: StepCost, overtakes: int | None, context_overtakes: int | None,
+                   saturates: StepCost, fits: int | None = None) -> list[str]:
+    """The roofline in plain words, with this configuration's numbers; ``context_overtakes`` is for one
+    sequence, ``fits`` the sequences whose cache fits in memory (None: the weights do not fit)."""
+    per_token = format_seconds(step.seconds)
+    lines = [
+        f"**Decode reads everything once per step.** A step over a batch of {step.batch:,} reads "
+        f"{format_bytes(step.weight_bytes)} of weights and {format_bytes(step.cache_bytes)} of KV cache"
+        f"{' per GPU' if step.gpus > 1 else ''} to make {step.batch:,} token{'s' if step.batch > 1 else ''}, "
+        f"and does {format_flops(step.flops)}: {step.intensity:,.1f} FLOPs per byte, against a ridge point of "
+        f"{step.ridge:,.0f}. Reading takes at least {format_seconds(step.memory_seconds)}, the arithmetic "
+        f"{format_seconds(step.compute_seconds)}: the step is **{step.bound}-bound**, at best {per_token} per token "
+        f"for each sequence.",
+        f"**Prefill reuses every weight for every prompt token.** Reading a {prefill.context:,}-token prompt in one "
+        f"pass does {prefill.intensity:,.0f} FLOPs per byte, so it is **{prefill.bound}-bound**: about "
+        f"{format_seconds(prefill.seconds)} for the prompt, {format_seconds(prefill.seconds_per_token)} "
+        "per token, where decode pays a whole step per token. That is why a model reads a prompt quickly and "
+        "answers slowly.",
+    ]
+    if overtakes:
+        lines.append(f"**Where the cache takes over.** At {step.context:,} tokens of context the cache read per "
+                     f"step outweighs the weights from a batch of {overtakes:,}"
+                     + (f"; for one sequence, from {context_overtakes:,} tokens of context." if context_overtakes
+                        else "."))
+    else:
+        lines.append("**The cache stays small.** At this context no batch makes the cache outweigh the weights "
+                     "(sliding windows or a small latent keep it bounded).")
+    lines.append(f"**Why batching helps, and where it stops.** Every sequence in the batch shares the one read "
+                 f"of the weights, so tokens per second grow almost with the batch while the weights dominate. "
+                 f"At a batch of {saturates.batch:,} the step is {saturates.bound}-bound"
+                 + (": the GPU's arithmetic is the limit, more sequences add time as fast as tokens."
+                    if saturates.bound == "compute" else
+                    ": each sequence's own cache must still be read, so throughput levels off at what "
+                    "bandwidth allows for the cache alone.")
+                 + " Times are lower bounds at peak bandwidth and FLOP/s.")
+    if fits is None or fits < saturates.batch:
+        limit = ("the weights alone do not fit, so no batch runs at all" if fits is None else
+                 f"only {fits:,} sequence{'s' if fits != 1 else ''} of {step.context:,} tokens fit in memory beside "
+                 f"the weights, so a batch of {saturates.batch:,} is arithmetic on paper")
+        lines.append(f"**Memory comes first.** Before bandwidth or arithmetic, the KV cache caps the batch: {limit}. "
+                     "Shorter contexts, a smaller cache dtype, or more GPUs raise that limit.")
+    return lines
 
 
 def step_point(batch: int) -> str:
