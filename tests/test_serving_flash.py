@@ -66,8 +66,8 @@ def test_running_statistics_after_the_last_tile_are_the_row_max_and_sum():
     """After a query tile's last key tile, m is the row maximum and l = Σ exp(s − m) over the whole row."""
     scenario = load_preset("previous-token")
     run = flash_attention(scenario, 4, 2)
-    pre = ToyModel(scenario).prefill(list(scenario.tokens), list(scenario.values))
-    naive = pre.attention.masked_scores  # (heads, n, n), the engine's own
+    pre = ToyModel(scenario, device="cpu").prefill(list(scenario.tokens), list(scenario.values))
+    naive = pre.attention.masked_scores  # (heads, n, n), the engine's own, where the tiles run (the CPU)
     for visit in run.visits:
         if visit.last_for_rows:
             r0, r1 = visit.rows
