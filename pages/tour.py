@@ -1,6 +1,5 @@
 """Guided tour: the article's walkthrough, one step at a time, with predict-then-reveal questions."""
 
-from contextlib import nullcontext
 from typing import Callable
 
 import streamlit as st
@@ -39,29 +38,26 @@ def ask(index: int, question: Question) -> bool:
     with st.container(border=True, key=f"tour_question_{index}"):
         prompt = md_escape(question.prompt)
         st.markdown(words.ask_line(prompt, presenter=presenter))
-        # a class's live count (the teacher's screen) goes beside the options and Reveal, not under them
-        pick, count = st.columns([3, 2]) if not revealed and classroom.counting() else (nullcontext(), nullcontext())
-        with pick:
-            if revealed:  # options are engine numbers and the seed's words
-                st.markdown(" · ".join(f"**{md_escape(text)}**" if right else md_escape(text) for text, right in
-                                       revealed_options(question, chosen[index], lettered=lettered,
-                                                        class_pick=presenter)))
-            else:
+        if not revealed:
+            # the options and Reveal on one row (it wraps on a phone), a class's live count in one row
+            # under them (the teacher's screen): a long question still fits a 720 px projector
+            with st.container(horizontal=True, vertical_alignment="bottom"):
                 choice = st.segmented_control(
                     "The class's answer (optional)" if presenter else "Your answer", question.options,
                     format_func=label, label_visibility="visible" if presenter else "collapsed",
                     **state.bound(f"tour_answer_{index}", pending.get(index),
                                   lambda picked: pending.__setitem__(index, picked)))
-            if not revealed and classroom.may_reveal() and st.button(
-                    "Reveal", key=f"tour_reveal_button_{index}", icon=":material/visibility:",
-                    type="primary" if presenter else "secondary"):
-                state.reveal(index, choice)
-                classroom.revealed(index)  # in a class: on every student's screen
-                st.rerun()
-        if not revealed:
-            with count:
-                classroom.vote(index, question.prompt, question.options, choice)  # in a class: votes and counts
+                if classroom.may_reveal() and st.button(
+                        "Reveal", key=f"tour_reveal_button_{index}", icon=":material/visibility:",
+                        type="primary" if presenter else "secondary"):
+                    state.reveal(index, choice)
+                    classroom.revealed(index)  # in a class: on every student's screen
+                    st.rerun()
+            classroom.vote(index, question.prompt, question.options, choice)  # in a class: votes and counts
             return False
+        # options are engine numbers and the seed's words
+        st.markdown(" · ".join(f"**{md_escape(text)}**" if right else md_escape(text) for text, right in
+                               revealed_options(question, chosen[index], lettered=lettered, class_pick=presenter)))
         right, picked = question.options[question.answer], chosen[index]
         kind, text = words.verdict(md_escape(right), None if picked is None else md_escape(picked),
                                    md_escape(question.explanation))

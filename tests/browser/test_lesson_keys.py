@@ -194,10 +194,12 @@ def vote_screen_whole(screen, box, where: str) -> None:
     expect(bars).to_have_count(options.count())
     for i in range(bars.count()):
         inside(screen, f"{size}: count {i + 1}", bars.nth(i))
-    beside = bars.first.bounding_box()["x"]  # the options end before the counts begin (none cut or covered)
-    for i in range(options.count()):
+    counts = [bars.nth(i).bounding_box() for i in range(bars.count())]  # one row, under the options
+    assert len({round(c["y"]) for c in counts}) == 1, f"{size}: the counts are not one row: {counts}"
+    for i in range(options.count()):  # no option cut or covered by a count
         edge = options.nth(i).bounding_box()
-        assert edge["x"] + edge["width"] <= beside, f"{size}: option {i + 1} at {edge} runs under the counts"
+        assert edge["y"] + edge["height"] <= min(c["y"] for c in counts), \
+            f"{size}: option {i + 1} at {edge} runs into the counts"
 
 
 def test_the_class_vote_fits_a_projector_with_its_live_count(new_app, tmp_path):
@@ -275,7 +277,7 @@ def test_a_focused_slider_keeps_its_arrows_at_a_desk_and_steps_on_a_projector(ap
     app.page.set_viewport_size({"width": 1440, "height": 900})
     app.open("/memory", **({"present": 1} if present else {}))
     setting = app.main.get_by_role("slider", name="Block size (tokens)")  # 1, 2, 4 (shown first), 8, 16, 32
-    iteration = app.main.get_by_role("slider", name="Scheduler iteration")
+    iteration = app.main.get_by_role("slider", name="Step · scheduler iteration")
     before, shown = setting.get_attribute("aria-valuetext"), iteration.get_attribute("aria-valuetext")
     setting.focus()
     if present:

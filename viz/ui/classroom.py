@@ -463,8 +463,7 @@ def revealed(index: int) -> None:
 
 
 def counting() -> bool:
-    """Whether this screen shows a class's live count of the votes (the teacher's): the tour puts it
-    beside the options, so question, options, count and Reveal share the projector's first screen."""
+    """Whether this screen shows a class's count of the votes (the teacher's)."""
     here = seat()
     return here is not None and here.teacher
 
@@ -507,7 +506,8 @@ def _tally(index: int, options: tuple[str, ...]) -> None:
     tally = _try(lambda store: store.tally(here.code, index)) if here else None
     if tally is None or len(tally.counts) != len(options):
         return
-    # counts only (nothing marks the answer), close together: beside the options on a 720 px projector
-    with st.container(gap="xxsmall", key=f"kv_class_tally_{index}"):
-        for label, share in tally_lines(options, tally):
-            st.progress(share, text=md_escape(label))
+    # counts only (nothing marks the answer), in one row under the options: a 720 px projector keeps
+    # a long question, its options, Reveal and the count in its first screen
+    with st.container(key=f"kv_class_tally_{index}"):
+        for column, (label, share) in zip(st.columns(len(options), gap="small"), tally_lines(options, tally)):
+            column.progress(share, text=md_escape(label))
