@@ -120,6 +120,65 @@ def test_every_page_lays_out_a_view_born_in_the_core():
     assert pages and not missing, f"pages that call no core view: {missing}"
 
 
+# -- figures draw; the core's words modules write the sentences ------------------------------------
+FIGURES = sorted((ROOT / "viz" / "figures").glob("*.py"))
+PHRASE_WORDS = 20  # the longest title today is 18 words ("Q and K for head '…': Q·K = +d_k where …")
+SENTENCE_END = re.compile(r"[^\W\d_)\]'’\"][.!?](\s|$)")  # a word, quote or bracket, a stop, a space or the end
+MARKDOWN = ("**", "`")  # plotly draws <b>; Markdown is for st.markdown, which shows the core's words
+
+
+def texts(source: str) -> list[str]:
+    """Every string literal and f-string in ``source`` but docstrings, an f-string's placeholders as ``{}``
+    (one word) and implicitly joined pieces as one text, as Python parses them."""
+    tree = ast.parse(source)
+    docstrings, inner = set(), set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body \
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            docstrings.add(id(body[0].value))
+        if isinstance(node, ast.JoinedStr):  # its pieces and format specs belong to it
+            inner |= {id(sub) for sub in ast.walk(node) if sub is not node}
+    nodes = sorted((node for node in ast.walk(tree) if id(node) not in docstrings | inner and (
+        isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)))),
+        key=lambda node: (node.lineno, node.col_offset))  # in the order they are written
+    return ["".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            if isinstance(node, ast.JoinedStr) else node.value for node in nodes]
+
+
+def prose(text: str) -> bool:
+    """Text that is a page's prose rather than a figure's phrase: Markdown, a finished sentence, or long."""
+    return any(mark in text for mark in MARKDOWN) or bool(SENTENCE_END.search(text)) or len(text.split()) > PHRASE_WORDS
+
+
+def test_the_prose_check_tells_sentences_from_titles_labels_and_hover_text():
+    """Sentences the figures once wrote are caught; a figure's title, axis label, legend and hover line are not."""
+    source = ('def reading(s):\n    """A docstring. It may say anything."""\n'
+              '    return [f"**Where the cache wins.** At n = {s.n}, one step took {s.r}.",\n'
+              '            f"The toy\'s whole cache, {s.t} tokens, takes {s.b}. One token takes {s.c}: {s.x} times as much.",\n'
+              '            f"; the {s.c} chunked layers attend within chunks of {s.w} tokens and are counted as transformers "\n'
+              '            "keeps them, the last {s.w} (vLLM frees the blocks before the chunk\'s start, so it holds fewer)",\n'
+              '            "`DynamicCache(config=...)` built", f"at most {s.a} sequences fit"]\n'
+              'TITLE = f"Q and K for head {h}: Q·K = +d_k where the rule holds, −d_k where it does not"\n'
+              'HOVER = "batch %{x}: %{y:,.0f} tokens/s, %{customdata}-bound<extra></extra>"\n'
+              'LABELS = ["multiply-adds per token", f"{i}. {option}: {n} votes", "[0.,]*0[0.,]*", "0."]\n')
+    found = texts(source)
+    assert len(found) == 11 and not any(t.startswith("A docstring") for t in found)
+    assert found[2].endswith("so it holds fewer)") and found[4] == "at most {} sequences fit"  # pieces joined
+    assert [t for t in found if prose(t)] == found[:4]
+
+
+def test_figure_modules_write_no_sentences():
+    """viz/figures draws: its texts are titles, axis labels, legends and hover lines, never a sentence
+    (docs/design.md, "A view per page"). A reading of a plot is the page's words module's (in viz.core),
+    carried by the page's view: no text a figure module writes holds Markdown, ends a sentence or runs
+    past PHRASE_WORDS words."""
+    written = {path.name: texts(path.read_text(encoding="utf-8")) for path in FIGURES}
+    assert len(written) >= 10 and sum(map(len, written.values())) > 300  # it read every figure module's texts
+    found = sorted((name, text) for name, found in written.items() for text in found if prose(text))
+    assert not found, f"sentences in viz/figures (write them in the page's words module in viz.core): {found}"
+
+
 # -- session keys: each spelled out once -----------------------------------------------------------
 KEY = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9{}]+)+")  # a session-state key or its format: serving_step_{}
 KEEPERS = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "viz" / "ui").glob("*.py"))]
