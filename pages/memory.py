@@ -104,8 +104,8 @@ def pooled(view: PagedView, wide: float = 1.0, notes=None) -> None:
     if st.session_state.get(SNAPSHOT_COUNT) != len(run.snapshots):
         st.session_state[SNAPSHOT_COUNT] = len(run.snapshots)
         st.session_state[SNAPSHOT] = len(run.snapshots) - 1
-    snapshot_index = stepper(SNAPSHOT, len(run.snapshots) - 1, "Scheduler iteration", first=0,
-                             format_label=view.labels.__getitem__)
+    snapshot_index = stepper(SNAPSHOT, len(run.snapshots) - 1, words.ITERATION_STEP, first=0,
+                             format_label=view.labels.__getitem__, help=words.ITERATION_STEP_HELP)
     snapshot = run.snapshots[snapshot_index]
     (notes or st).info(md_escape(view.narrations[snapshot_index]), icon=":material/record_voice_over:")
     pool = figures.pool_board(run, snapshot, names)
@@ -200,8 +200,8 @@ def inspect_prediction(view: CompressView) -> None:
     """One prediction, stepped to: attention, contexts and logits both ways, then every prediction's table."""
     comparison = view.comparison
     st.session_state.setdefault(PREDICTION, 1)  # the first prediction eviction can change
-    chosen = stepper(PREDICTION, len(comparison.steps) - 1, "Prediction to inspect", first=0,
-                     format_label=view.labels.__getitem__)
+    chosen = stepper(PREDICTION, len(comparison.steps) - 1, words.PREDICTION_STEP, first=0,
+                     format_label=view.labels.__getitem__, help=words.PREDICTION_STEP_HELP)
     step = comparison.steps[chosen]
     if chosen == 0 and not view.quantise:
         st.caption(words.PREDICTION_ZERO)

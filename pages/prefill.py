@@ -38,7 +38,8 @@ def prefill_lesson() -> None:
     tokens = trace.prefill.tokens
     heads = scenario.head_names
     st.session_state.setdefault(POSITION, state.position())  # a share link's position, on the first run
-    position = stepper(POSITION, len(tokens), "Query position", format_label=words.position_labels(tokens).__getitem__)
+    position = stepper(POSITION, len(tokens), words.STEP_LABEL, format_label=words.position_labels(tokens).__getitem__,
+                       help=words.STEP_HELP)
     state.set_position(position)
     # the head and Whole as their controls below hold them (a control's value is in the session before it is drawn)
     view = prefill_view(trace, position, state.head(), st.session_state.get(WHOLE, False), md_escape)

@@ -146,12 +146,12 @@ with decode_tab:
     with st.container(horizontal=True):  # wraps instead of cutting labels short
         st.button("Back", icon=":material/undo:", disabled=not view.generated, key=REAL_BACK,
                   help=words.back_help(BACK_KEYS_HELP), on_click=_back, args=(session,))
-        st.button("Next token", icon=":material/skip_next:", disabled=not view.can_step, key=REAL_NEXT,
+        st.button(words.STEP, icon=":material/skip_next:", disabled=not view.can_step, key=REAL_NEXT,
                   type="primary", help=words.next_help(STEP_KEYS_HELP), on_click=_step, args=(session, 1, settings))
         st.button("10 tokens", icon=":material/fast_forward:", disabled=not view.can_step, on_click=_step,
                   args=(session, 10, settings))
         st.button("Reset to the prompt", icon=":material/restart_alt:", on_click=_reset, args=(real, prompt, int(seed)))
-        lesson_keys(REAL_NEXT, REAL_BACK)  # → PageDown Space: Next token; ← PageUp: Back (draws nothing)
+        lesson_keys(REAL_NEXT, REAL_BACK)  # → PageDown Space: Step; ← PageUp: Back (draws nothing)
     st.info(md_escape(view.narration), icon=":material/record_voice_over:")
     st.code(view.transcript, language=None, wrap_lines=True)
     snap = view.snapshot

@@ -145,7 +145,8 @@ def step_through(view: Stepped, wide: float = 1.0) -> None:
     if st.session_state.get(STEP_COUNT.format(name)) != (count, run.config):
         st.session_state[STEP_COUNT.format(name)] = (count, run.config)
         st.session_state[key] = 1
-    index = stepper(key, count, "Iteration", format_label=lambda i: view.labels[i - 1]) - 1
+    index = stepper(key, count, say.ITERATION_STEP, format_label=lambda i: view.labels[i - 1],
+                    help=say.ITERATION_STEP_HELP) - 1
     st.info(md_escape(view.narration(index)), icon=":material/record_voice_over:")
     plot(figs.timeline_figure(run, index, legend_beside=state.presenter()), key=f"serving_timeline_{name}",
          terms=set(), share=wide)
@@ -314,7 +315,7 @@ elif section == "Speculative decoding":
            Stat("Largest logit difference", view.logit_diff, help=say.LOGIT_HELP)],
           say.SPEC_STATS, key="serving_spec_stats")
     if run.rounds:
-        index = stepper("serving_round", len(run.rounds), "Round") - 1
+        index = stepper("serving_round", len(run.rounds), say.ROUND_STEP, help=say.ROUND_STEP_HELP) - 1
         st.info(md_escape(view.narration(index)), icon=":material/record_voice_over:")
         plot(figs.rounds_figure(run, index), key="serving_rounds")
         plot(figs.cache_length_figure(run), key="serving_cache_length")
@@ -338,7 +339,7 @@ else:
                        lambda: flash_attention(scenario, bq, bk, tokens=tokens, values=values))
     except ValueError as err:
         fail(err)
-    index = stepper("serving_tile", len(run.visits), "Tile") - 1
+    index = stepper("serving_tile", len(run.visits), say.TILE_STEP, help=say.TILE_STEP_HELP) - 1
     view = flash_view(run, format_bytes)
     st.info(md_escape(view.narration(index, head)), icon=":material/record_voice_over:")
     plot(figs.flash_tiles_figure(run, index, head, names[head]), key="serving_tiles")

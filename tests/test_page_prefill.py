@@ -35,7 +35,7 @@ def test_position_range_moves_the_position_and_back(app):
     """The position range offers each position as "i · token"; each move sets the position (also back
     to one seen before), and the narration, the range and the link follow."""
     data = range_data(app, "prefill_position_range")
-    assert data["label"] == "Query position" and (data["min"], data["max"]) == (1, 4)
+    assert data["label"] == "Step · query position" and (data["min"], data["max"]) == (1, 4)
     assert data["labels"] == ["1 · Today", "2 · weather", "3 · is", "4 · so"]
     for position, token in ((4, "so"), (2, "weather"), (4, "so")):
         move_range(app, "prefill_position_range", position)

@@ -102,10 +102,10 @@ def test_layer_and_head_pick_the_detail_view(page):
 
 
 def test_decode_steps_grow_the_real_cache(page):
-    """Next token adds one entry to every layer's cache, 10 tokens ten more, Back takes one off, Reset all;
+    """Step adds one entry to every layer's cache, 10 tokens ten more, Back takes one off, Reset all;
     the bytes equal the formula."""
     prompt_len = int(stat_value(page, "Tokens in the cache"))
-    _button(page, "Next token").click().run()
+    _button(page, "Step").click().run()
     assert stat_value(page, "Tokens generated") == "1"
     assert int(stat_value(page, "Tokens in the cache")) == prompt_len + 1
     _button(page, "10 tokens").click().run()
@@ -121,11 +121,11 @@ def test_decode_steps_grow_the_real_cache(page):
 
 
 def test_a_step_shows_in_every_tab_and_the_buttons_at_once(page):
-    """The buttons move the session before the view is worked out: after Next token the K/V heads tab's
+    """The buttons move the session before the view is worked out: after Step the K/V heads tab's
     cache per token reads the same cache as the decode tab, Back is enabled in that run, and after Back to
     the prompt it is disabled in that run (not one click later)."""
     assert _button(page, "Back").disabled
-    _button(page, "Next token").click().run()
+    _button(page, "Step").click().run()
     assert not page.exception and not _button(page, "Back").disabled
     tokens = int(stat_value(page, "Tokens in the cache"))
     nbytes = int(stat_value(page, "Cache bytes (measured)").replace(",", ""))
@@ -137,7 +137,7 @@ def test_a_step_shows_in_every_tab_and_the_buttons_at_once(page):
 def test_sampling_settings_drive_the_steps(page):
     """With sampling chosen the step still appends one token, drawn with the seeded generator."""
     by_label(page.selectbox, "Strategy").set_value("sample").run()
-    _button(page, "Next token").click().run()
+    _button(page, "Step").click().run()
     assert not page.exception
     assert stat_value(page, "Tokens generated") == "1"
 
@@ -229,7 +229,7 @@ def test_llama_decodes_on_its_grouped_cache(page):
     the measured storage equal to the formula."""
     page.segmented_control(key="real_choice").set_value(list(SHIPPED)[1]).run()
     prompt_len = int(stat_value(page, "Tokens in the cache"))
-    _button(page, "Next token").click().run()
+    _button(page, "Step").click().run()
     assert not page.exception
     assert int(stat_value(page, "Tokens in the cache")) == prompt_len + 1
     assert stat_value(page, "Cache bytes (measured)") == stat_value(page, "Formula")
@@ -249,13 +249,13 @@ def test_rules_tab_compares_heads_with_chance(page):
 
 def test_the_decode_step_is_narrated_and_has_the_lesson_keys(page):
     """Like Decode's Step: the narration above the transcript says what the step picked and what the cache
-    now covers; Next token and Back carry the lesson's keys (the keys-only board presses them) and say so."""
+    now covers; Step and Back carry the lesson's keys (the keys-only board presses them) and say so."""
     from apptest_helpers import sent_data
 
     said = [i.value.replace("\\", "") for i in page.info if "After the prefill" in i.value]
     assert len(said) == 1 and "filled the cache of each of the 4 layers" in said[0]
     prompt_len = int(stat_value(page, "Tokens in the cache"))
-    _button(page, "Next token").click().run()
+    _button(page, "Step").click().run()
     said = [text for text in (i.value.replace("\\", "") for i in page.info)
             if text.startswith("Step 1: the model picked")]
     assert len(said) == 1 and f"now covers {prompt_len + 1} tokens" in said[0]

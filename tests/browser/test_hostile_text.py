@@ -34,7 +34,7 @@ def test_hostile_text_stays_text_on_every_page(app, registered_page):
         expect(app.main).to_contain_text(HTML_IMAGE)
     if registered_page.name == "prefill":
         expect(app.main).to_contain_text(ICON)  # the head name, not a house icon
-        position = app.main.get_by_role("slider", name="Query position")  # the slider quotes the token, escaped
+        position = app.main.get_by_role("slider", name="Step · query position")  # the slider quotes the token, escaped
         expect(position).to_have_attribute("aria-valuetext", md_escape(f"1 · {LINK}"))
         expect(app.main.get_by_text("divides by zero", exact=False).first).to_be_visible()
     app.screenshot(f"hostile-{registered_page.name}")

@@ -112,7 +112,7 @@ def test_the_arrow_keys_step_memorys_pool(app):
     """Memory's pool has the same step control and keys as Decode: ← goes back one iteration."""
     app.page.set_viewport_size(DESK)
     app.open("/memory")
-    slider = app.main.get_by_role("slider", name="Scheduler iteration")
+    slider = app.main.get_by_role("slider", name="Step · scheduler iteration")
     start = slider.get_attribute("aria-valuetext")
     with app.rerun():
         app.page.keyboard.press("ArrowLeft")

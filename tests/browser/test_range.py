@@ -24,9 +24,9 @@ def press(app, key: str, slider, param: str, value: str, text: str) -> None:
 
 def test_arrow_keys_on_the_position_range_step_prefill(app):
     """ArrowRight on the focused position slider moves the query position by one, ArrowLeft back;
-    its accessible name is "Query position" and its valuetext "i · token"."""
+    its accessible name is "Step · query position" and its valuetext "i · token"."""
     app.open("/prefill", **encode_view(View(load_preset("seed"), position=2)))
-    position = app.main.get_by_role("slider", name="Query position")
+    position = app.main.get_by_role("slider", name="Step · query position")
     expect(position).to_have_attribute("aria-valuetext", "2 · weather")
     position.focus()
     app.screenshot("range-prefill-focused")

@@ -23,7 +23,7 @@ def test_real_model_page_end_to_end(app):
 
     open_tab(app, "Decode with the KV cache")
     cached = int(app.stat("Tokens in the cache").inner_text())
-    app.click_button("Next token")
+    app.click_button("Step")
     app.assert_no_exception()
     expect(app.stat("Tokens generated")).to_have_text("1")
     expect(app.stat("Tokens in the cache")).to_have_text(str(cached + 1))

@@ -11,7 +11,7 @@ breaks only where a field may hold several lines (the prompt, the description).
 :func:`problem` says what is wrong in words that name the character and where it is;
 :func:`shown` makes any text safe to quote in a message (clipped, such characters as ``\\uXXXX``);
 :func:`first_line`, :func:`brief` and :func:`clip` shorten error messages; :func:`whole_number` checks a count;
-:func:`joined` lists names as a sentence does.
+:func:`joined` lists names as a sentence does; :func:`step_label` names a lesson's step control.
 """
 
 from __future__ import annotations
@@ -102,3 +102,12 @@ def joined(items: list[str]) -> str:
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+STEP = "Step"  # the one name of every lesson's step control, on every page
+
+
+def step_label(unit: str = "") -> str:
+    """A step control's label: "Step", or "Step · <what one step is on this page>" (a scheduler
+    iteration, a speculative round, a tile, a prediction), so a student learns one control."""
+    return f"{STEP} · {unit}" if unit else STEP

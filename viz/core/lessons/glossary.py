@@ -12,6 +12,8 @@ One word per thing. These decisions hold for pages, figures, code and docs alike
   **decode step** (one new token) on Prefill/Decode, a scheduler **iteration** on Serving (its clock
   counts **ticks**, the time an iteration takes), a **round** of speculative decoding, a **tile** of
   FlashAttention, a **prediction** (the word a decode step chooses) on Memory.
+  Whatever it is, the control that moves it is labelled **Step** on every page ("Step · scheduler
+  iteration", :func:`viz.core.text.step_label`), and its help says what one step is there.
 * **Kept** is said only where something filtered (top-k, top-p, an eviction window, a verifier);
   greedy decoding keeps nothing in particular, it chooses.
 

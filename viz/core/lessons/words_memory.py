@@ -10,10 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ..text import step_label
+
 Escape = Callable[[str], str]
 Size = Callable[[float], str]
 
 # the paged blocks' tab
+ITERATION_STEP = step_label("scheduler iteration")
+ITERATION_STEP_HELP = ("One step is one scheduler iteration: every sequence computes its next token and "
+                       "writes its entry into a slot of its blocks (step 0: after prefill).")
+PREDICTION_STEP = step_label("prediction")
+PREDICTION_STEP_HELP = ("One step is one prediction: the word a decode step chooses, from the full cache and "
+                        "from the smaller one (prediction 0 comes right after prefill).")
 CACHE_SAFE = "Use the cache-safe form of those heads on this page"
 RESERVE_HELP = "A contiguous cache must reserve room for the longest answer it allows."
 PROMPT_HELP = "Words it shares with an earlier prompt from the start can share blocks."

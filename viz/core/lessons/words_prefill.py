@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 
 from ..engine.explain import RowExplanation, fmt
 from ..engine.scenario import Sampling
+from ..text import step_label
 
 Escape = Callable[[str], str]
 
@@ -19,6 +20,9 @@ CAPTION = ("The whole prompt goes through attention in one batched pass: every q
            "once, with the causal mask hiding the future.")
 CUSTOM = "A custom scenario: edited in the sidebar, opened from a file or a link."
 WHOLE_HELP = "Show every row and key, not only those around the position"
+STEP_LABEL = step_label("query position")
+STEP_HELP = ("One step moves the query in focus to the next position of the prompt: its row of the board "
+             "lights up, and the keys it may see are the ones at or before it.")
 QK_BY_RULE = ("This rule compares the query with the key (it reads q), so there is no single K row per "
               "key: each score is +√d_k where the rule holds for that (query, key) pair and −√d_k "
               "where it does not.")

@@ -13,6 +13,7 @@ from typing import Callable
 from .loading import ModelShape, piece
 from .model import CacheComparison, CacheSnapshot, DecodeSession
 from .rules_match import HeadMatch
+from ..text import step_label
 
 Escape = Callable[[str], str]
 
@@ -67,8 +68,11 @@ def back_help(keys: str) -> str:
     return f"Undo the last token: every layer's cache drops its last key and value ({keys})."
 
 
+STEP = step_label()  # the button that feeds one token: one step, named as on every page
+
+
 def next_help(keys: str) -> str:
-    return f"Pick one token and feed only it ({keys})"
+    return f"One step: pick one token and feed only it ({keys})"
 
 
 def formula_delta(snap: CacheSnapshot) -> str:

@@ -9,9 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+from ..text import step_label
+
 Escape = Callable[[str], str]
 
 # the page's controls
+ITERATION_STEP = step_label("scheduler iteration")
+ITERATION_STEP_HELP = ("One step is one scheduler iteration: each running request computes its next piece (a "
+                       "prompt chunk or one token) while the others wait; it lasts some ticks, Serving's unit "
+                       "of time.")
+ROUND_STEP = step_label("speculative round")
+ROUND_STEP_HELP = ("One step is one round of speculative decoding: the draft guesses a few words, the target "
+                   "checks all of them in one pass and keeps those it agrees with.")
+TILE_STEP = step_label("tile")
+TILE_STEP_HELP = ("One step is one FlashAttention tile: a block of queries against a block of keys, loaded "
+                  "into fast memory and folded into each query's running sums.")
 WORKLOAD_HELP = "Requests with an arrival time, a prompt and how many new tokens they ask for."
 PREEMPTION_HELP = ("recompute: drop the blocks, compute the tokens again later; swap: copy them out to slower "
                    "memory and back.")
