@@ -6,6 +6,7 @@ import streamlit as st
 from viz.core.scale import words
 from viz.core.scale.cache_layout import layout_dtype, library_layout
 from viz.core.scale.count import read_model
+from viz.core.lessons.glossary import defined
 from viz.core.scale.gpus import DEFAULT_GPU, GPU_BY_NAME
 from viz.core.scale.memory import (DEFAULT_RESERVE_GIB, DEFAULT_UTILIZATION, DTYPE_BITS, MAX_BATCH, MAX_GPUS,
                                    MAX_TOKENS, WEIGHT_BITS)
@@ -15,7 +16,7 @@ from viz.figures import memory as figures
 from viz.figures import roofline as roof
 from viz.figures.base import Stat
 from viz.ui import state
-from viz.ui.common import beside_in_presenter_mode, md_escape, page_lead, plot
+from viz.ui.common import beside_in_presenter_mode, defined_caption, md_escape, page_lead, plot
 from viz.ui.runs import decode_traces
 from viz.ui.widgets import stats
 from viz.ui.tables import header_widths
@@ -122,8 +123,8 @@ with gpu_tab:
     cols = st.columns(2)
     cols[0].slider("gpu_memory_utilization", 0.5, 1.0, DEFAULT_UTILIZATION, 0.01, key=USABLE,
                    help=words.UTILIZATION_HELP)
-    cols[1].number_input("Activation peak + CUDA graphs per GPU (GiB)", 0.0, 1024.0, DEFAULT_RESERVE_GIB,
-                         0.25, key=RESERVE, help=words.RESERVE_HELP)
+    cols[1].number_input(words.RESERVE_LABEL, 0.0, 1024.0, DEFAULT_RESERVE_GIB,
+                         0.25, key=RESERVE, help=defined(words.RESERVE_LABEL, words.RESERVE_HELP))
     stats(as_stats(view.fit_stats), words.FIT_STATS, key="scale_fit_stats")
     if view.fit_alert is not None:
         kind, text = view.fit_alert
@@ -161,7 +162,7 @@ with cache_tab:
         st.warning(md_escape(toy_grants["kv"].note), icon=":material/hourglass_top:")
     st.markdown(md_escape(view.toy_sentence))
     st.dataframe(figures.toy_table(toy, memory), hide_index=True, width="stretch")
-    st.caption(view.toy_caption)
+    defined_caption(view.toy_caption)
     with st.expander(words.CHECKS):
         for line in view.checks:
             st.markdown(line)
@@ -203,4 +204,4 @@ with roof_tab:
         plot(roof.bytes_figure(list(sweep), overtakes), key="scale_bytes")
     with right:
         plot(roof.throughput_figure(list(sweep), view.sequences), key="scale_throughput")
-    st.caption(words.ROOF_CAVEATS)
+    defined_caption(words.ROOF_CAVEATS)

@@ -8,7 +8,7 @@ from viz.core.lessons.cost import cost_view
 from viz.core.text import first_line
 from viz.figures import cost
 from viz.ui import state
-from viz.ui.common import for_developers, md_escape, page_lead, plot
+from viz.ui.common import defined_caption, for_developers, md_escape, page_lead, plot
 
 state.require_frame()
 RESULTS = "cost_results"  # {device kind: CostMeasurement}: this session's measurements
@@ -98,7 +98,7 @@ elif summary is not None:
     else:
         st.caption(words.NO_PREFILL)
 
-st.expander(words.HOW_HEADING, icon=":material/info:").caption(view.how)
+defined_caption(view.how, st.expander(words.HOW_HEADING, icon=":material/info:"))
 developers = for_developers()
 developers.markdown(words.BENCHMARK)
 developers.code(words.BENCH_COMMANDS, language="bash")

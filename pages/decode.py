@@ -20,8 +20,8 @@ from viz.figures import toy
 from viz.figures.base import Stat
 from viz.ui import guard, state
 from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys
-from viz.ui.common import (division_notices, folded, head_picker, lazy_tabs, lesson_header, lesson_screen, lesson_tables,
-                           md_escape, plot, whole_switch)
+from viz.ui.common import (defined_caption, division_notices, folded, head_picker, lazy_tabs, lesson_header,
+                           lesson_screen, lesson_tables, md_escape, plot, whole_switch)
 from viz.ui.widgets import stats, table
 from viz.ui.runs import decode_traces, decode_traces_ahead
 
@@ -142,7 +142,7 @@ def compare(view: DecodeView) -> None:
            Stat("Bytes held (K + V)", cache.nbytes), Stat("Bytes reserved", cache.reserved),
            Stat("Times it grew", cache.grew, help=words.GROWTH_HELP)],
           "The KV cache", key="decode_cache_stats")
-    st.caption(cache.per_entry)
+    defined_caption(cache.per_entry)
     if view.compared_note:
         st.caption(view.compared_note)
     stats([Stat("Largest |difference| in the context", view.gap),

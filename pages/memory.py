@@ -15,7 +15,8 @@ from viz.core.lessons import words_memory as words
 from viz.core.lessons.memory import CompressView, PagedView, compress_view, paged_view
 from viz.core.lessons.papers import Lesson
 from viz.ui import state
-from viz.ui.common import beside_in_presenter_mode, lazy_tabs, md_escape, page_lead, plot, stepper, terms_caption
+from viz.ui.common import (beside_in_presenter_mode, defined_caption, lazy_tabs, md_escape, page_lead, plot, stepper,
+                           terms_caption)
 from viz.ui.board import board
 from viz.ui.widgets import stats, table
 
@@ -116,7 +117,7 @@ def pooled(view: PagedView, wide: float = 1.0, notes=None) -> None:
         board(pool, key="memory_pool")
     st.caption(md_escape(view.key))  # who the legend's sequences are
     terms_caption(drawn)
-    st.caption(md_escape(view.system))
+    defined_caption(md_escape(view.system))
     st.markdown(words.PAGED_INTRO)
     st.markdown(words.BLOCK_TABLES)
     table(figures.block_table_frame(snapshot, names), words.BLOCK_TABLES_CAPTION, key="memory_block_tables")

@@ -14,8 +14,8 @@ from viz.figures import toy
 from viz.figures.base import figure_table
 from viz.figures.board import attention_board, contexts_board, fits
 from viz.ui import guard, state
-from viz.ui.common import (division_notices, folded, head_picker, lazy_tabs, lesson_header, lesson_screen,
-                           lesson_tables, md_escape, plot, stepper, whole_switch)
+from viz.ui.common import (defined_caption, division_notices, folded, head_picker, lazy_tabs, lesson_header,
+                           lesson_screen, lesson_tables, md_escape, plot, stepper, whole_switch)
 from viz.ui.board import board
 from viz.ui.widgets import grid, table
 from viz.ui.runs import decode_traces
@@ -126,5 +126,5 @@ if not state.presenter():
         st.markdown(words.opened(opened.title, opened.description, md_escape))
     else:
         st.caption(words.CUSTOM)
-    st.caption(words.shape(len(opened.tokens), opened.d_k))
+    defined_caption(words.shape(len(opened.tokens), opened.d_k))
 prefill_lesson()

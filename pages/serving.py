@@ -15,6 +15,7 @@ from viz.core.real.model import SHIPPED_MODELS, RealModelError, encode, load_mod
 from viz.core.real.speculative import REAL_DRAFTS, speculate_real
 from viz.core.serving.scheduler import same_as_alone, serve
 from viz.core.engine.scenario import Sampling
+from viz.core.lessons.glossary import defined
 from viz.core.serving import words as say
 from viz.core.serving.view import (Stepped, batching_view, chunking_view, flash_view, prefix_view,
                                    speculation_view)
@@ -25,7 +26,7 @@ from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BAT
 from viz.figures import serving as figs
 from viz.figures.base import Stat
 from viz.ui import state
-from viz.ui.common import beside_in_presenter_mode, md_escape, page_lead, plot, stepper
+from viz.ui.common import beside_in_presenter_mode, defined_caption, md_escape, page_lead, plot, stepper
 from viz.ui.widgets import stats
 
 state.require_frame()
@@ -131,8 +132,8 @@ def server_settings() -> ServingConfig:
         batch = st.slider("Sequences at once", 1, MAX_BATCH, 4, key=BATCH, width=180)
         preemption = st.segmented_control("When blocks run out", PREEMPTIONS, default=PREEMPTIONS[0],
                                           key=PREEMPTION, required=True, help=say.PREEMPTION_HELP)
-        overhead = st.slider("Fixed ticks per iteration", 0, MAX_OVERHEAD, 8, key=OVERHEAD, width=200,
-                             help=say.OVERHEAD_HELP)
+        overhead = st.slider(say.OVERHEAD_LABEL, 0, MAX_OVERHEAD, 8, key=OVERHEAD, width=200,
+                             help=defined(say.OVERHEAD_LABEL, say.OVERHEAD_HELP))
     return ServingConfig(num_blocks=blocks, block_size=size, max_batch=batch, preemption=preemption,
                          overhead=overhead)
 
@@ -199,7 +200,7 @@ if section in SUGGESTED:
         chosen, settings = st.columns(2)  # the workload beside the folded server settings
     with settings.expander(say.SETTINGS, icon=":material/tune:"):
         config = server_settings()
-        st.caption(say.limits(LIMITS))
+        defined_caption(say.limits(LIMITS))
     with chosen:
         workload = workload_editor(section, edits)
 
@@ -220,7 +221,7 @@ if section == "Continuous batching":
            Stat("Padding rows", continuous.padding, delta=comparison.padding_delta, good="down", help=padding),
            Stat("Preemptions", continuous.preemptions, help=preempted)],
           say.BATCHING_STATS, key="serving_batching_stats")
-    st.caption(md_escape(view.text))
+    defined_caption(md_escape(view.text))
     st.caption(md_escape(view.preemption_note))
     with lesson:
         policy = aside.segmented_control("Step through", ["continuous", "static"], default="continuous", key=POLICY,
@@ -260,7 +261,7 @@ elif section == "Prefix caching":
         fail(err)
     view = prefix_view(off, on, len(scenario.heads))
     st.info(md_escape(view.text), icon=":material/record_voice_over:")
-    st.caption(md_escape(view.system))
+    defined_caption(md_escape(view.system))
     stats([Stat("Prompt tokens reused", view.saving.hits),
            Stat("Keys not recomputed", view.saving.keys_saved),
            Stat("Mean TTFT", view.ttft, delta=view.ttft_delta, good="down")],

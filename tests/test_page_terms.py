@@ -1,13 +1,14 @@
 """The picture first (issue 32): each lesson page opens with its one sentence from the core, and
 the glossary's definitions of the terms its figures use sit under them in a folded "Terms", each
-term once a page and not doubled."""
+term once a page and not doubled; a control, a metric or a caption that names a term a first-year
+student would not know (d_k, MHA, TTFT, ticks, …) defines it in its hover."""
 
 from __future__ import annotations
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from viz.core.lessons.glossary import hover
+from viz.core.lessons.glossary import UNFAMILIAR, hover, lookup, terms_in
 from viz.core.lessons.leads import PAGE_LEADS
 from viz.ui.common import md_escape
 
@@ -27,3 +28,34 @@ def test_a_page_opens_with_its_sentence_and_defines_its_figures_terms(page):
     terms = [line.split("\\:")[0].replace("\\", "") for line in lines]  # md_escape undone
     assert len(terms) == len(set(terms)), f"{page}: a term defined twice: {terms}"
     assert all(line == md_escape(hover(term)) for line, term in zip(lines, terms))
+
+
+HOVERED = ("slider", "select_slider", "selectbox", "number_input", "toggle", "button_group", "radio", "checkbox",
+           "text_input", "button", "metric", "caption")
+STEPPED = ("prefill", "decode", "memory", "serving", "at_scale", "cost", "tour")
+
+
+def _undefined(at) -> list[tuple[str, str, str]]:
+    """(kind, unfamiliar term, label) for each control, metric or caption whose label or text names a
+    term of glossary.UNFAMILIAR without that term's definition in its help."""
+    missing = []
+    for kind in HOVERED:
+        for element in getattr(at, kind):
+            text = str(getattr(element, "label", None) or getattr(element, "value", "")).replace("\\", "")
+            help_ = str(getattr(element.proto, "help", "") or "").replace("\\", "")
+            missing += [(kind, t.term, text[:80]) for t in terms_in(text)
+                        if t.term in UNFAMILIAR and t.short not in help_]
+    return missing
+
+
+@pytest.mark.parametrize("page", STEPPED)
+def test_every_unfamiliar_term_a_control_metric_or_caption_names_is_defined_in_its_hover(page):
+    """d_k, √d_k, MHA, GQA, TTFT, TPOT, ticks, the ridge point, FLOPs per byte (glossary.UNFAMILIAR):
+    wherever a page's control label, metric or caption uses one, its help holds the definition."""
+    assert {"d_k", "√d_k", "MHA", "GQA", "TTFT", "TPOT", "tick", "ridge point", "FLOPs per byte"} <= UNFAMILIAR
+    assert all(lookup(term) is not None and lookup(term).term == term for term in UNFAMILIAR)
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    at.query_params["page"] = page
+    at.run()
+    assert not at.exception
+    assert not _undefined(at), _undefined(at)

@@ -13,7 +13,7 @@ import streamlit as st
 
 from ..core.engine.division import DivisionByZero
 from ..core.lessons.lesson import LessonFrame
-from ..core.lessons.glossary import hover
+from ..core.lessons.glossary import defined, hover
 from ..core.lessons.leads import DEVELOPERS, PAGE_LEADS
 from ..figures.base import DESKTOP_PX, PRESENTER_PX, figure_table, figure_terms, fit, font_sizes
 from ..figures.board import attention_board, cache_board, fits, words_board
@@ -44,6 +44,12 @@ def terms_caption(drawn: go.Figure | dict, shown: set[str] | None = None) -> Non
         shown.update(t.term for t in terms)
     with st.expander("Terms", icon=":material/help:"):
         st.markdown("  \n".join(md_escape(hover(t.term)) for t in terms))  # "term: its definition"
+
+
+def defined_caption(body: str, where=st) -> None:
+    """A caption (Markdown from the core) whose hover defines the unfamiliar terms it uses (d_k, TTFT,
+    ticks, …: :func:`viz.core.lessons.glossary.defined`), drawn in ``where``."""
+    where.caption(body, help=md_escape(defined(body.replace("\\", ""))) or None)
 
 
 def plot(fig: go.Figure, key: str | None = None, table: bool = False, share: float = 1.0,

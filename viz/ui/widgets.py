@@ -16,7 +16,8 @@ import pandas as pd
 import streamlit as st
 
 from ..figures.base import Stat, plain_table, stats_row
-from .common import md_escape
+from ..core.lessons.glossary import defined
+from .common import defined_caption, md_escape
 
 # a delta's colour by its tone (viz.figures.base._delta): green good news, red bad, grey a note
 _TONE_COLOR = {"good": "green", "bad": "red", "neutral": "gray"}
@@ -30,7 +31,7 @@ def metric_args(stat: dict) -> dict:
     delta = stat["delta"] or {"text": None, "direction": "", "tone": "neutral"}
     return {"label": md_escape(stat["label"]), "value": md_escape(stat["value"]), "delta": delta["text"],
             "delta_color": _TONE_COLOR[delta["tone"]], "delta_arrow": delta["direction"] or "off",
-            "help": md_escape(stat["help"]) if stat["help"] else None}
+            "help": md_escape(defined(stat["label"], stat["help"])) or None}
 
 
 def stats(items: list[Stat], label: str, key: str) -> None:
@@ -40,7 +41,7 @@ def stats(items: list[Stat], label: str, key: str) -> None:
         row = stats_row(items, label)
         for stat in row["stats"]:
             st.metric(**metric_args(stat), width="content")
-    st.caption(md_escape(label))
+    defined_caption(md_escape(label))
 
 
 def table_frame(rows, label: str) -> pd.DataFrame:

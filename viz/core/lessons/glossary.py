@@ -180,6 +180,9 @@ GLOSSARY: tuple[Term, ...] = (
     Term("quantisation", "Storing numbers in fewer bits (int8, int4) with a scale.",
          "A quantised cache takes less memory at the cost of small errors.", ("quantization", "KIVI")),
     # -- at scale ---------------------------------------------------------------------------------
+    Term("MHA", "Multi-head attention: every query head has a key/value head of its own.",
+         "The original transformer's attention: the cache holds a key and a value for every head, the most of any "
+         "design; GQA and MLA shrink it.", ("multi-head attention",)),
     Term("GQA", "Grouped-query attention: several query heads share one key/value head.",
          "Fewer K/V heads mean a proportionally smaller cache.", ("grouped-query attention", "MQA")),
     Term("MLA", "Multi-head latent attention: the cache keeps one small latent per token instead of K and V.",
@@ -224,6 +227,20 @@ def hover(word: str) -> str:
     if term is None:
         raise KeyError(f"{word!r} is not in the glossary")
     return f"{term.term}: {term.short}"
+
+
+# Terms a first-year student would not know: wherever a control's label, a metric or a caption uses one,
+# its hover ("help") carries the definition (:func:`defined`; tests/test_page_terms.py walks the pages).
+UNFAMILIAR = frozenset({"d_k", "√d_k", "MHA", "GQA", "MLA", "TTFT", "TPOT", "tick", "ridge point", "FLOPs per byte",
+                        "FLOPs", "memory-bound", "compute-bound", "bandwidth", "CUDA graph", "activations",
+                        "multiply-add", "quantisation", "sink", "chunked prefill", "preemption", "copy on write"})
+
+
+def defined(text: str, help: str = "") -> str:
+    """``help`` and, after it, "term: definition" for each unfamiliar term ``text`` uses that ``help``
+    does not define yet: the hover of a label, a metric or a caption (one line: Markdown help)."""
+    missing = [hover(t.term) for t in terms_in(text) if t.term in UNFAMILIAR and t.short not in help]
+    return " ".join([help] * bool(help) + missing)
 
 
 _SPELLINGS = sorted(((s.lower(), term) for term in GLOSSARY for s in term.spellings if len(s) > 1),

@@ -63,6 +63,7 @@ GPU_SHARE = (
     "the size on the box.")
 UTILIZATION_HELP = (f"vLLM's CacheConfig.gpu_memory_utilization (vllm/config/cache.py): "
                     f"{DEFAULT_UTILIZATION} by default, 0.9 in earlier releases.")
+RESERVE_LABEL = "Activation peak + CUDA graphs per GPU (GiB)"
 RESERVE_HELP = ("An assumption: vLLM's start-up log prints both figures for your model "
                 "and settings (max_num_batched_tokens, CUDA graph sizes).")
 FIT_STATS = "What fits on this GPU"

@@ -27,6 +27,7 @@ TILE_STEP_HELP = ("One step is one FlashAttention tile: a block of queries again
 WORKLOAD_HELP = "Requests with an arrival time, a prompt and how many new tokens they ask for."
 PREEMPTION_HELP = ("recompute: drop the blocks, compute the tokens again later; swap: copy them out to slower "
                    "memory and back.")
+OVERHEAD_LABEL = "Fixed ticks per iteration"
 OVERHEAD_HELP = ("The clock: one tick per token an iteration computes, plus this much per iteration (a GPU "
                  "reads every weight once per iteration).")
 SETTINGS = "Server settings: blocks, batch, preemption, clock"
