@@ -10,13 +10,13 @@ from viz.core.serving.flash import MAX_FLASH_TOKENS, flash_attention, traffic_sw
 from viz.core.engine.presets import sequence, varied_opening
 from viz.core.scale.memory import format_bytes
 from viz.core.scale.gpus import DEFAULT_GPU, gpu_named
-from viz.core.lessons.papers import Lesson, chunking_lesson, speculation_lesson
 from viz.core.real.model import SHIPPED_MODELS, RealModelError, encode, load_model
 from viz.core.real.speculative import REAL_DRAFTS, speculate_real
 from viz.core.serving.scheduler import same_as_alone, serve
 from viz.core.engine.scenario import Sampling
 from viz.core.lessons.glossary import defined
 from viz.core.serving import words as say
+from viz.core.serving.papers import Lesson
 from viz.core.serving.view import (Stepped, batching_view, chunking_view, flash_view, prefix_view,
                                    speculation_view)
 from viz.core.serving.speculative import DRAFTS, MAX_K, MAX_SPEC_TOKENS, DraftSpec, speculate
@@ -26,7 +26,8 @@ from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BAT
 from viz.figures import serving as figs
 from viz.figures.base import Stat
 from viz.ui import state
-from viz.ui.common import beside_in_presenter_mode, defined_caption, md_escape, page_lead, plot, stepper
+from viz.ui.common import (beside_in_presenter_mode, defined_caption, md_escape, narration_beside, page_lead, plot,
+                           stepper)
 from viz.ui.widgets import stats
 
 state.require_frame()
@@ -138,6 +139,17 @@ def server_settings() -> ServingConfig:
                          overhead=overhead)
 
 
+def lesson_controls(count: int, widths: list[float] | None = None) -> tuple:
+    """Where a section's few controls go, and its stepped lesson: in presenter mode ``count`` slots
+    stacked in a narrow column beside the lesson, at a desk one row of ``count`` columns (``widths``)
+    above it, so the step control, the narration and the figure fit the first screen. Returns (the
+    slots, their column or row for anything more, the lesson's place, its share of the main column)."""
+    side, stage, wide = beside_in_presenter_mode()
+    if state.presenter():
+        return [side.container() for _ in range(count)], side, stage, wide
+    return list(side.columns(widths or count, vertical_alignment="bottom")), side, stage, wide
+
+
 def step_through(view: Stepped, wide: float = 1.0) -> None:
     """Stepper, narration, timeline, memory and the table of one iteration of a run (``wide``: the
     share of the main column it is drawn in)."""
@@ -149,7 +161,7 @@ def step_through(view: Stepped, wide: float = 1.0) -> None:
     index = stepper(key, count, say.ITERATION_STEP, format_label=lambda i: view.labels[i - 1],
                     help=say.ITERATION_STEP_HELP) - 1
     st.info(md_escape(view.narration(index)), icon=":material/record_voice_over:")
-    plot(figs.timeline_figure(run, index, legend_beside=state.presenter()), key=f"serving_timeline_{name}",
+    plot(figs.timeline_figure(run, index, view.title, legend_beside=state.presenter()), key=f"serving_timeline_{name}",
          terms=set(), share=wide)
     if view.reserved:
         plot(figs.reservation_figure(run, index), key=f"serving_memory_{name}", share=wide)
@@ -187,21 +199,15 @@ if serving_refusal(scenario) and section != "FlashAttention":
     cache_safe_footnote(refusal)
     st.stop()
 
-stage, wide = st, 1.0  # where the stepped lesson goes, and its share of the main column
 edits = None  # where the requests' editor folds: under the workload, or under the stepped lesson
 if section in SUGGESTED:
-    if section == "Continuous batching" and state.presenter():  # the controls beside the stepped timeline
-        side, stage, wide = beside_in_presenter_mode()
-        chosen, aside, settings = side.container(), side.container(), side.container()
-    elif section == "Continuous batching":  # one row, so the narration and the figure under it fit a screen
-        chosen, aside, settings = st.columns(3, vertical_alignment="bottom")
-        stage, edits = st.container(), st.container()
-    else:
-        chosen, settings = st.columns(2)  # the workload beside the folded server settings
-    with settings.expander(say.SETTINGS, icon=":material/tune:"):
+    slots, side, stage, wide = lesson_controls(2 if section == "Prefix caching" else 3)
+    if not state.presenter():
+        edits = st.container()  # at a desk the row above the lesson stays one row high
+    with slots[-1].expander(say.SETTINGS, icon=":material/tune:"):
         config = server_settings()
         defined_caption(say.limits(LIMITS))
-    with chosen:
+    with slots[0]:
         workload = workload_editor(section, edits)
 
 if section == "Continuous batching":
@@ -224,8 +230,8 @@ if section == "Continuous batching":
     defined_caption(md_escape(view.text))
     st.caption(md_escape(view.preemption_note))
     with lesson:
-        policy = aside.segmented_control("Step through", ["continuous", "static"], default="continuous", key=POLICY,
-                                      required=True)
+        policy = slots[1].segmented_control("Step through", ["continuous", "static"], default="continuous",
+                                            key=POLICY, required=True)
         step_through(view.shown(policy), wide)
     plot(figs.timeline_figure(view.other(policy).run), key="serving_other_timeline")
     plot(figs.metrics_figure([("continuous", continuous), ("static", static)]), key="serving_metrics")
@@ -234,8 +240,7 @@ if section == "Continuous batching":
     check_identical([continuous, static])
 
 elif section == "Chunked prefill":
-    st.markdown(say.CHUNKING)
-    chunk = st.select_slider("Chunk (prompt tokens per iteration)", CHUNK_SIZES, 8, key=CHUNK)
+    chunk = slots[1].select_slider("Chunk (prompt tokens per iteration)", CHUNK_SIZES, 8, key=CHUNK)
     try:
         whole = remember("whole", (scenario, workload, config), lambda: serve(scenario, workload, config))
         chunked_config = replace(config, chunk_size=chunk)
@@ -244,15 +249,15 @@ elif section == "Chunked prefill":
     except ServingError as err:
         fail(err)
     view = chunking_view(whole, chunked)
+    with stage:  # the chunked run stepped through first; what chunking changed and why below it
+        step_through(view.chunked, wide)
+    st.markdown(say.CHUNKING)
     st.info(md_escape(view.narration), icon=":material/record_voice_over:")
     plot(figs.token_times_figure(list(zip(view.series, (whole, chunked))), view.longest), key="serving_token_times")
-    st.subheader(view.heading)
-    step_through(view.chunked)
     check_identical([chunked])
-    why(chunking_lesson(chunk))
+    why(view.why)
 
 elif section == "Prefix caching":
-    st.markdown(say.PREFIX)
     try:
         off = remember("prefix_off", (scenario, workload, config), lambda: serve(scenario, workload, config))
         on_config = replace(config, prefix_caching=True)
@@ -260,6 +265,9 @@ elif section == "Prefix caching":
     except ServingError as err:
         fail(err)
     view = prefix_view(off, on, len(scenario.heads))
+    with stage:  # the run with the cache stepped through first; what it saved below it
+        step_through(view.on, wide)
+    st.markdown(say.PREFIX)
     st.info(md_escape(view.text), icon=":material/record_voice_over:")
     defined_caption(md_escape(view.system))
     stats([Stat("Prompt tokens reused", view.saving.hits),
@@ -267,39 +275,34 @@ elif section == "Prefix caching":
            Stat("Mean TTFT", view.ttft, delta=view.ttft_delta, good="down")],
           say.PREFIX_STATS, key="serving_prefix_stats")
     plot(figs.prefix_figure(off, on), key="serving_prefix")
-    st.subheader(say.PREFIX_HEADING)
-    step_through(view.on)
     check_identical([on])
 
 elif section == "Speculative decoding":
-    st.markdown(say.SPECULATION)
-    model = st.segmented_control("Model", ["toy", "real model"], default="toy", key=MODEL, required=True)
-    cols = st.columns([1, 1, 1.3, 1])
-    k = cols[0].slider("Guesses per round (k)", 1, MAX_K, 4, key=K)
-    words = cols[1].slider("Words to make", 2, MAX_SPEC_TOKENS, 24, key=WORDS)
+    slots, side, stage, wide = lesson_controls(5, [0.8, 1, 1, 1.4, 1])
+    model = slots[0].segmented_control("Model", ["toy", "real model"], default="toy", key=MODEL, required=True)
+    k = slots[1].slider("Guesses per round (k)", 1, MAX_K, 4, key=K)
+    words = slots[2].slider("Words to make", 2, MAX_SPEC_TOKENS, 24, key=WORDS)
+    card = gpu_named(DEFAULT_GPU)  # the GPU the "Why it matters" fold speaks of
     if model == "toy":
-        kind = cols[2].segmented_control("Draft", DRAFTS, default=DRAFTS[0], key=DRAFT, required=True)
+        kind = slots[3].segmented_control("Draft", DRAFTS, default=DRAFTS[0], key=DRAFT, required=True)
         if kind == "fewer heads":
-            heads = cols[3].slider("Draft keeps the first … heads", 1, len(scenario.heads),
-                                   max(1, len(scenario.heads) // 2), key=state.widget_key(DRAFT_HEADS))
+            heads = slots[4].slider("Draft keeps the first … heads", 1, len(scenario.heads),
+                                    max(1, len(scenario.heads) // 2), key=state.widget_key(DRAFT_HEADS))
             draft = DraftSpec(kind, heads=heads)
         else:
-            draft = DraftSpec(kind, ngram=cols[3].slider("Match the last … tokens", 1, 4, 1, key=NGRAM))
+            draft = DraftSpec(kind, ngram=slots[4].slider("Match the last … tokens", 1, 4, 1, key=NGRAM))
         try:
             run = remember("spec", (scenario, words, k, draft), lambda: speculate(scenario, words, k, draft))
         except ServingError as err:
             fail(err)
-        view = speculation_view(run, md_escape)
-        st.markdown(view.output)
-        if view.same_word:
-            st.caption(say.SAME_WORD)
+        view = speculation_view(run, md_escape, k=k, most=MAX_K, gpu=card.name, ridge=card.ridge("bf16"))
     else:
-        kind = cols[2].segmented_control("Draft", REAL_DRAFTS, default=REAL_DRAFTS[0], key=REAL_DRAFT,
-                                         required=True, format_func=lambda d: "the Llama" if d == "another model" else d,
-                                         help=say.REAL_DRAFT_HELP)
-        temperature = cols[3].slider("Temperature (0: greedy)", 0.0, 1.5, 0.0, 0.1, key=REAL_TEMPERATURE)
+        kind = slots[3].segmented_control("Draft", REAL_DRAFTS, default=REAL_DRAFTS[0], key=REAL_DRAFT, required=True,
+                                          format_func=lambda d: "the Llama" if d == "another model" else d,
+                                          help=say.REAL_DRAFT_HELP)
+        temperature = slots[4].slider("Temperature (0: greedy)", 0.0, 1.5, 0.0, 0.1, key=REAL_TEMPERATURE)
         real = shipped_model("gpt2")
-        text = st.text_input("Prompt", say.DEFAULT_REAL_PROMPT, key=REAL_PROMPT, max_chars=400)
+        text = side.text_input("Prompt", say.DEFAULT_REAL_PROMPT, key=REAL_PROMPT, max_chars=400)
         settings = Sampling(strategy="sample" if temperature else "greedy", temperature=temperature or 1.0)
         try:
             ids = encode(real, text).ids
@@ -308,42 +311,51 @@ elif section == "Speculative decoding":
                            lambda: speculate_real(real, ids, words, k, kind, settings=settings, draft_model=helper))
         except RealModelError as err:
             fail(err)
-        view = speculation_view(run, md_escape, model=real.name)
-        st.markdown(view.output)
+        view = speculation_view(run, md_escape, model=real.name, k=k, most=MAX_K, gpu=card.name,
+                                ridge=card.ridge("bf16"))
+    if run.rounds:
+        with stage:  # the rounds stepped through first; the output, the numbers and the reading below
+            index = stepper("serving_round", len(run.rounds), say.ROUND_STEP, help=say.ROUND_STEP_HELP) - 1
+            plot(figs.rounds_figure(run, index, shown=figs.ROUNDS_SHOWN), key="serving_rounds", share=wide)
+            st.info(md_escape(view.narration(index)), icon=":material/record_voice_over:")  # wide: its legend
+    st.markdown(say.SPECULATION)
+    st.markdown(view.output)
+    if model == "toy" and view.same_word:
+        st.caption(say.SAME_WORD)
     stats([Stat("Guesses kept", view.acceptance, help=view.acceptance_help),
            Stat("Target passes", run.target_passes, delta=run.extra_passes, good="down", help=view.plain_passes),
            Stat("Measured time", view.time, delta=view.time_delta, good="down", help=view.time_help),
            Stat("Largest logit difference", view.logit_diff, help=say.LOGIT_HELP)],
           say.SPEC_STATS, key="serving_spec_stats")
     if run.rounds:
-        index = stepper("serving_round", len(run.rounds), say.ROUND_STEP, help=say.ROUND_STEP_HELP) - 1
-        st.info(md_escape(view.narration(index)), icon=":material/record_voice_over:")
-        plot(figs.rounds_figure(run, index), key="serving_rounds")
         plot(figs.cache_length_figure(run), key="serving_cache_length")
     st.dataframe(figs.spec_table(run), hide_index=True, width="stretch")
-    card = gpu_named(DEFAULT_GPU)
-    why(speculation_lesson(run, k, MAX_K, gpu=card.name, ridge=card.ridge("bf16")))
+    why(view.why)
     st.caption(say.SPEC_TIME)
 
 else:
-    st.markdown(say.FLASH)
-    cols = st.columns(4)
-    n = cols[0].slider("Tokens (the prompt repeated)", 1, MAX_FLASH_TOKENS, 32, key=FLASH_TOKENS,
-                       help=say.FLASH_TOKENS_HELP)
-    bq = cols[1].select_slider("Query tile (rows)", TILE_SIZES, 8, key=TILE_Q)
-    bk = cols[2].select_slider("Key tile (columns)", TILE_SIZES, 8, key=TILE_K)
+    slots, side, stage, wide = lesson_controls(4)
+    n = slots[0].slider("Tokens (the prompt repeated)", 1, MAX_FLASH_TOKENS, 32, key=FLASH_TOKENS,
+                        help=say.FLASH_TOKENS_HELP)
+    bq = slots[1].select_slider("Query tile (rows)", TILE_SIZES, 8, key=TILE_Q)
+    bk = slots[2].select_slider("Key tile (columns)", TILE_SIZES, 8, key=TILE_K)
     names = scenario.head_names
-    head = names.index(cols[3].selectbox("Head", names, key=state.widget_key(FLASH_HEAD)))
+    head = names.index(slots[3].selectbox("Head", names, key=state.widget_key(FLASH_HEAD)))
     tokens, values = sequence(scenario, n)
     try:
         run = remember("flash", (scenario, n, bq, bk),
                        lambda: flash_attention(scenario, bq, bk, tokens=tokens, values=values))
     except ValueError as err:
         fail(err)
-    index = stepper("serving_tile", len(run.visits), say.TILE_STEP, help=say.TILE_STEP_HELP) - 1
     view = flash_view(run, format_bytes)
-    st.info(md_escape(view.narration(index, head)), icon=":material/record_voice_over:")
-    plot(figs.flash_tiles_figure(run, index, head, names[head]), key="serving_tiles")
+    with stage:  # the tiles stepped through first; the running sums, the bytes and the sweep below
+        index = stepper("serving_tile", len(run.visits), say.TILE_STEP, help=say.TILE_STEP_HELP) - 1
+        grid, note, share = narration_beside(wide)
+        note.info(md_escape(view.narration(index, head)), icon=":material/record_voice_over:")
+        with grid:
+            plot(figs.flash_tiles_figure(run, index, head, names[head], plot_px=figs.TILES_PX[state.presenter()]),
+                 key="serving_tiles", share=share)
+    st.markdown(say.FLASH)
     st.dataframe(figs.running_table(run, index, head), hide_index=True, width="stretch")
     stats([Stat("Bytes moved, tiled", view.moved, delta=view.moved_delta, good="down", help=view.moved_help),
            Stat("Fast memory needed", view.fast, help=view.fast_help),

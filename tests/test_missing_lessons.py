@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 from apptest_helpers import on_page, rerun
 
-from viz.core.lessons.papers import (DRAFT_COST, best_k, chunking_lesson, eviction_lesson, expected_tokens,
-                                     paged_lesson, speculation_lesson, speedup)
+from viz.core.lessons.papers import eviction_lesson, paged_lesson
+from viz.core.serving.papers import DRAFT_COST, best_k, chunking_lesson, expected_tokens, speculation_lesson, speedup
 from viz.core.scale.gpus import gpu_named
 
 

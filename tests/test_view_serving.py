@@ -11,6 +11,7 @@ from viz.core.serving.scheduler import serve
 from viz.core.scale.memory import format_bytes
 from viz.core.serving import words
 from viz.core.serving.explain import FLASH_TRAFFIC_NOTE, narrate_chunking
+from viz.core.serving.papers import chunking_lesson, speculation_lesson
 from viz.core.serving.view import batching_view, chunking_view, flash_view, speculation_view
 from viz.core.serving.workload import PREEMPTION_NOTE, ServingConfig, workload_preset
 from viz.ui.common import md_escape
@@ -54,6 +55,8 @@ def test_the_chunking_view_follows_the_longest_prompt():
     assert view.longest == 3 and view.narration == narrate_chunking(whole, chunked, 3)
     assert view.series == ("whole prompts", "chunks of 8") and view.heading == "Chunks of 8, iteration by iteration"
     assert view.chunked.name == "chunked" and len(view.chunked.labels) == len(chunked.iterations)
+    assert view.chunked.title == "Chunks of 8, iteration by iteration (time in ticks)"  # over its timeline
+    assert view.why == chunking_lesson(8)  # the "Why it matters" fold, for this chunk
 
 
 def spec_run(greedy=True, same_words=True, words_made=("a", "b"), **numbers):
@@ -62,17 +65,23 @@ def spec_run(greedy=True, same_words=True, words_made=("a", "b"), **numbers):
     return Run(greedy=greedy, same_words=same_words, words=words_made, **{**base, **numbers})
 
 
+CARD = dict(k=4, most=8, gpu="H100 SXM", ridge=295.0)  # the guesses per round and the GPU the fold speaks of
+
+
 def test_the_speculation_view_writes_the_times_and_the_outputs():
-    """6 of 8 guesses kept: 75 %; 12.3 ms against 16.8 ms plain, 4.5 ms saved."""
-    view = speculation_view(spec_run(), md_escape)
+    """6 of 8 guesses kept: 75 %; 12.3 ms against 16.8 ms plain, 4.5 ms saved; the "Why it matters"
+    fold is the papers' lesson for the run, k and the card."""
+    run = spec_run()
+    view = speculation_view(run, md_escape, **CARD)
+    assert view.why == speculation_lesson(run, 4, 8, gpu="H100 SXM", ridge=295.0)
     assert (view.acceptance, view.acceptance_help) == ("75%", "6 of 8.")
     assert (view.time, view.time_delta) == ("12.3 ms", "-4.5 ms")
     assert view.time_help == "Plain decoding: 16.8 ms (one measurement on this busy machine)."
     assert (view.logit_diff, view.plain_passes) == ("1.2e-06", "Plain decoding: 12, one per word.")
     assert view.output == "**Output** (identical to the target alone): a b" and not view.same_word
-    assert speculation_view(spec_run(words_made=("x", "x")), md_escape).same_word
-    assert speculation_view(spec_run(same_words=False), md_escape).same == "NOT the target's words"
-    sampled = speculation_view(spec_run(greedy=False, words_made=("sat", " down")), md_escape, model="GPT-2")
+    assert speculation_view(spec_run(words_made=("x", "x")), md_escape, **CARD).same_word
+    assert speculation_view(spec_run(same_words=False), md_escape, **CARD).same == "NOT the target's words"
+    sampled = speculation_view(spec_run(greedy=False, words_made=("sat", " down")), md_escape, model="GPT-2", **CARD)
     assert sampled.output == ("**GPT\\-2, draft: prompt lookup** (sampled: the target's distribution, not its exact "
                               "words): The cat → **sat down**")
 

@@ -1,10 +1,12 @@
-"""Tier 3 (browser): the Serving page in Chromium: every section renders and steps, visitor text in a
-request name stays text, and presenter mode fits the projector sizes. Screenshots of each."""
+"""Tier 3 (browser): the Serving page in Chromium: every section renders and steps, opens with its step
+control and lesson figure whole in the first screen, visitor text in a request name stays text, and
+presenter mode fits the projector sizes. Screenshots of each."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from viz import load_preset
@@ -13,8 +15,18 @@ from viz.core.serving.scheduler import serve
 from viz.core.serving.explain import narrate_iteration
 from viz.core.serving.workload import ServingConfig, serving_refusal, workload_preset
 
+from .test_picture_first import DESK, PROJECTOR, PROJECTOR_HD, above_fold
+from .visitor import SCREENSHOTS
+
 SECTIONS = ("Chunked prefill", "Prefix caching", "Speculative decoding", "FlashAttention")
 HOSTILE = "<b>R1</b>"  # short enough for a request name; it must show as typed
+# each section after the first (whose figure tests/browser/test_picture_first.py measures): its step
+# control's forward button and its lesson figure, keyed elements (Streamlit's st-key-<key> class)
+LESSONS = {"Chunked prefill": ("serving_step_chunked_forward", "serving_timeline_chunked"),
+           "Prefix caching": ("serving_step_prefix_forward", "serving_timeline_prefix"),
+           "Speculative decoding": ("serving_round_forward", "serving_rounds"),
+           "FlashAttention": ("serving_tile_forward", "serving_tiles")}
+SCREENS = {"desk": (DESK, {}), "projector": (PROJECTOR, {"present": 1}), "projector-hd": (PROJECTOR_HD, {"present": 1})}
 
 
 def opening_scenario():
@@ -85,3 +97,21 @@ def test_presenter_mode_fits_projectors_and_phones(app):
         assert not app.clipped(app.main.get_by_test_id("stButtonGroup").first)  # the section picker
         assert not app.clipped(settings.get_by_test_id("stButtonGroup").first)  # when blocks run out
         app.screenshot(f"serving-{'presenter' if present else 'phone'}-{width}x{height}")
+
+
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_every_section_opens_with_its_step_control_and_figure_whole(app, screen):
+    """At 1440 × 900 and in presenter mode at 1280 × 720 and 1920 × 1080, each section, once chosen,
+    shows its step control and, below it, its lesson figure whole in the first screen (issue 32)."""
+    size, params = SCREENS[screen]
+    app.page.set_viewport_size(size)
+    app.open("/serving", **params)
+    for section, (forward, figure) in LESSONS.items():
+        show(app, section)
+        step = app.main.locator(f".st-key-{forward} button >> visible=true").first
+        above_fold(app, app.main.locator(f".st-key-{figure}"))
+        expect(step).to_be_visible()
+        assert step.bounding_box()["y"] < app.main.locator(f".st-key-{figure}").bounding_box()["y"]
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        name = section.lower().replace(" ", "-")
+        app.page.screenshot(path=str(SCREENSHOTS / f"serving-{name}-{size['width']}x{size['height']}.png"))

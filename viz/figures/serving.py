@@ -269,12 +269,26 @@ def prefix_figure(off: ServingRun, on: ServingRun) -> go.Figure:
 
 
 # -- speculative decoding -----------------------------------------------------------------------
-def rounds_figure(run, current: int | None = None) -> go.Figure:
+ROUNDS_SHOWN = 4  # rounds the stepped grid shows at once: it fits the first screen under its step control
+
+
+def rounds_window(count: int, current: int, shown: int) -> range:
+    """The ``shown`` rounds of ``count`` drawn around round ``current`` (0-based): the rounds before it,
+    and one after where there is one, so stepping moves the window with the focus."""
+    start = max(0, min(current - shown + 2, count - shown))
+    return range(start, min(count, start + shown))
+
+
+def rounds_figure(run, current: int | None = None, *, shown: int | None = None) -> go.Figure:
     """One row per round: the fed word, then each guess kept (the chosen colour) or rejected (black,
     crossed; the ones after it grey: not checked), then the target's new word (a bonus after every
-    guess was kept, as new; the target's own choice in place of a rejected guess, or with no guess)."""
+    guess was kept, as new; the target's own choice in place of a rejected guess, or with no guess).
+    ``shown``: at most that many rounds, around the ``current`` one (every round without it)."""
     rounds = run.rounds
-    width = max((len(r.guesses) for r in rounds), default=0) + 2
+    width = max((len(r.guesses) for r in rounds), default=0) + 2  # the same columns wherever the window is
+    if shown is not None and current is not None:
+        window = rounds_window(len(rounds), current, shown)
+        rounds, current = rounds[window.start:window.stop], current - window.start
     z = np.full((len(rounds), width), np.nan)
     text = np.full((len(rounds), width), "", dtype=object)
     for r, rnd in enumerate(rounds):
@@ -336,10 +350,16 @@ def spec_table(run) -> pd.DataFrame:
 
 
 # -- FlashAttention ----------------------------------------------------------------------------
-def flash_tiles_figure(run: FlashRun, index: int, head: int, head_name: str) -> go.Figure:
+# px of the stepped tile grid (rows × cells) that fit the first screen under its step control: at a desk
+# (1440 × 900), and in presenter mode's larger type (1280 × 720)
+TILES_PX = {False: 280, True: 190}
+
+
+def flash_tiles_figure(run: FlashRun, index: int, head: int, head_name: str, *, plot_px: int = 480) -> go.Figure:
     """The n × n scores of one head (a colour bar says which colour is which score): tiles already
     done, the current one (outlined as the focus) with its numbers, the ones still to come, and the
-    ones above the diagonal that are never loaded (the masked grey); a legend names each."""
+    ones above the diagonal that are never loaded (the masked grey); a legend names each. The grid is
+    at most ``plot_px`` high (rows of 30 px where they fit)."""
     n = run.n
     z = np.full((n, n), np.nan)
     text = np.full((n, n), "", dtype=object)
@@ -371,7 +391,7 @@ def flash_tiles_figure(run: FlashRun, index: int, head: int, head_name: str) -> 
                        hovertemplate="query %{y}<br>key %{x}<br>score %{z}<extra></extra>"),
             legend_marker("focus", "current tile"),
             legend_marker("masked", "above the diagonal: never loaded", filled=True)]
-    cell = 30 if n <= 16 else max(12, 480 // n)  # ticks stay 12 px: thinner rows label every k-th token
+    cell = min(30, plot_px // n)  # ticks stay 12 px: thinner rows label every k-th token
     layout = frame(f"Head '{safe(head_name)}': tile {index + 1} of {len(run.visits)}, scores Q·Kᵀ/√d_k",
                    170 + cell * n, top=110, background="white", shapes=shapes, showlegend=True,
                    legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),

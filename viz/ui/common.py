@@ -183,6 +183,18 @@ def beside_in_presenter_mode() -> tuple:
         return side, body, LESSON_SHARE
     return st.container(), st.container(), 1.0
 
+
+FIGURE_SHARE = 0.62  # a compact lesson figure's share of its column, its narration beside it
+
+
+def narration_beside(share: float = 1.0) -> tuple:
+    """A compact lesson figure (a grid of rounds or tiles) with its narration beside it instead of
+    above, so both fit the first screen under the step control (on a phone: the figure, then the
+    narration). ``share``: the lesson's share of the main column. Returns (the figure's column, the
+    narration's, the figure's share of the main column, for :func:`plot`)."""
+    figure, note = st.columns([FIGURE_SHARE, 1 - FIGURE_SHARE])
+    return figure, note, share * FIGURE_SHARE
+
 def stepper(key: str, count: int, label: str, *, first: int = 1,
             format_label: Callable[[int], str] = str, help: str | None = None) -> int:
     """A slider from ``first`` to ``count`` between ← and → buttons (also the lesson's keys: → PageDown

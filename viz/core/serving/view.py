@@ -18,6 +18,7 @@ from . import words
 from .explain import FLASH_TRAFFIC_NOTE, Comparison, PrefixComparison, compare_policies, compare_prefix, \
     narrate_chunking, narrate_iteration, narrate_round, narrate_visit
 from .flash import FlashRun
+from .papers import Lesson, chunking_lesson, speculation_lesson
 from .workload import PREEMPTION_NOTE, ServingRun
 
 Size = Callable[[float], str]
@@ -31,15 +32,18 @@ class Stepped:
     name: str  # the stepper's and the figures' key ("continuous", "chunked"…)
     labels: tuple[str, ...]  # each iteration's name, for the stepper (iteration 1 first)
     reserved: bool  # static batching: its memory is a reservation, not a pool
+    title: str | None = None  # the timeline's title (None: the policy's, "Continuous batching by iteration …")
 
     def narration(self, index: int) -> str:
         """What iteration ``index`` (0-based) did."""
         return narrate_iteration(self.run, index)
 
 
-def stepped(run: ServingRun, name: str) -> Stepped:
+def stepped(run: ServingRun, name: str, heading: str | None = None) -> Stepped:
+    """``run`` stepped through; ``heading`` names it over its timeline (with the clock's unit)."""
     return Stepped(run, name, tuple(words.iteration_label(i, it.start, it.end)
-                                    for i, it in enumerate(run.iterations, start=1)), run.config.policy == "static")
+                                    for i, it in enumerate(run.iterations, start=1)), run.config.policy == "static",
+                   words.timeline_title(heading) if heading else None)
 
 
 @dataclass(frozen=True)
@@ -88,16 +92,18 @@ class ChunkingView:
     longest: int  # the request with the longest prompt
     narration: str  # what chunking changed for it and for the others
     series: tuple[str, str]  # the two runs' names in the token-times figure
-    heading: str  # above the chunked run's steps
+    heading: str  # names the chunked run stepped through (its timeline's title, with the clock)
+    why: Lesson  # vLLM V1's token budget and Sarathi-Serve's reason, for this chunk
 
 
 def chunking_view(whole: ServingRun, chunked: ServingRun) -> ChunkingView:
     requests = whole.workload.requests
     longest = max(range(len(requests)), key=lambda i: len(requests[i].tokens))
     size = chunked.config.chunk_size
-    return ChunkingView(whole=whole, chunked=stepped(chunked, "chunked"), longest=longest,
-                        narration=narrate_chunking(whole, chunked, longest),
-                        series=("whole prompts", words.chunks(size)), heading=words.chunks_heading(size))
+    return ChunkingView(whole=whole, chunked=stepped(chunked, "chunked", words.chunks_heading(size)),
+                        longest=longest, narration=narrate_chunking(whole, chunked, longest),
+                        series=("whole prompts", words.chunks(size)), heading=words.chunks_heading(size),
+                        why=chunking_lesson(size))
 
 
 @dataclass(frozen=True)
@@ -115,7 +121,7 @@ class PrefixView:
 
 def prefix_view(off: ServingRun, on: ServingRun, num_heads: int) -> PrefixView:
     saving = compare_prefix(off, on, num_heads)
-    return PrefixView(off=off, on=stepped(on, "prefix"), saving=saving, text=saving.text,
+    return PrefixView(off=off, on=stepped(on, "prefix", words.PREFIX_HEADING), saving=saving, text=saving.text,
                       system=on.sharing.sentence if on.sharing else "", ttft=f"{saving.ttft[0]:.3g}",
                       ttft_delta=f"{saving.ttft_delta:+.3g}")
 
@@ -135,14 +141,18 @@ class SpeculationView:
     time_help: str
     logit_diff: str
     plain_passes: str  # the help under the target's passes
+    why: Lesson  # the papers' speed-up model for the measured acceptance rate, and the GPU's ridge
 
     def narration(self, index: int) -> str:
         """What round ``index`` (0-based) did."""
         return narrate_round(self.run.rounds[index], self.run.greedy)
 
 
-def speculation_view(run: Any, esc: words.Escape, model: str = "") -> SpeculationView:
-    """``run``'s numbers and words; ``model`` names the real model (empty for the toy)."""
+def speculation_view(run: Any, esc: words.Escape, model: str = "", *, k: int, most: int, gpu: str,
+                     ridge: float) -> SpeculationView:
+    """``run``'s numbers and words; ``model`` names the real model (empty for the toy). ``k`` guesses
+    per round of at most ``most``; ``gpu`` and its 16-bit ``ridge`` point (FLOPs per byte) are the card
+    the "Why it matters" fold speaks of (the page passes them in: serving never imports scale)."""
     same = words.same_as_target(run.greedy, run.same_words if run.greedy else False)
     output = (words.real_output(model, run.draft, same, run.prompt, run.words, esc) if model
               else words.toy_output(same, run.words, esc))
@@ -152,7 +162,8 @@ def speculation_view(run: Any, esc: words.Escape, model: str = "") -> Speculatio
         acceptance=f"{run.acceptance:.0%}", acceptance_help=f"{run.accepted} of {run.drafted}.",
         time=words.milliseconds(run.seconds), time_delta=words.signed_milliseconds(run.extra_seconds),
         time_help=f"Plain decoding: {words.milliseconds(run.plain_seconds)} (one measurement on this busy machine).",
-        logit_diff=f"{run.max_logit_diff:.2g}", plain_passes=f"Plain decoding: {run.plain_passes}, one per word.")
+        logit_diff=f"{run.max_logit_diff:.2g}", plain_passes=f"Plain decoding: {run.plain_passes}, one per word.",
+        why=speculation_lesson(run, k, most, gpu=gpu, ridge=ridge))
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,11 @@ def chunks_heading(size: int) -> str:
     return f"Chunks of {size}, iteration by iteration"
 
 
+def timeline_title(heading: str) -> str:
+    """A stepped timeline's title: what it shows, and its clock (its time axis has no title)."""
+    return f"{heading} (time in ticks)"
+
+
 def same_as_target(greedy: bool, same_words: bool) -> str:
     """How speculative decoding's words compare with the target's alone."""
     if not greedy:
