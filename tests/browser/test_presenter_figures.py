@@ -1,5 +1,6 @@
 """Tier 3 (browser): figures a teacher projects, measured in presenter mode at 1280 × 720 and
-1920 × 1080 (issue 32's review): Decode's stale-cache side by side whole in the first screen at
+1920 × 1080 (issue 32's review): every text in the first screen of every page at least 16 px,
+Streamlit's own widget text included; Decode's stale-cache side by side whole in the first screen at
 1920 × 1080, Real model's one-head figure with large cell text that still fits 1280 × 720, the
 tour's revealed figures with x tick labels that do not collide, and Cost's legend clear of its
 axis titles.
@@ -12,6 +13,7 @@ from playwright.sync_api import expect
 
 from viz import load_preset
 from viz.core.engine.share import View, encode_view
+from viz.ui.common import PRESENTER_TEXT_PX
 
 from .test_lesson_screen import assert_inside
 
@@ -25,6 +27,44 @@ TEXT_BOXES_JS = """(figure, selector) => [...figure.querySelectorAll(selector)]
     .map(t => { const r = t.getBoundingClientRect(); return [t.textContent, r.x, r.y, r.width, r.height]; })"""
 CELL_TEXT_PX_JS = """figure => [...figure.querySelectorAll('.heatmap-label text')]
     .map(t => parseFloat(getComputedStyle(t).fontSize))"""
+
+
+# Every text in the first screen, widget chrome, Plotly's SVG and the boards (in their shadow roots)
+# included: [text, computed px, top, the nearest Streamlit element's test id]. Drawn text only: a box
+# of at least 2 × 2 px (not the screen-reader-only title), not hidden, not transparent.
+SCREEN_TEXT_JS = """() => {
+  const texts = [];
+  const walk = root => root.querySelectorAll('*').forEach(e => {
+    if (e.shadowRoot) walk(e.shadowRoot);
+    if (![...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) return;
+    const r = e.getBoundingClientRect(), style = getComputedStyle(e);
+    if (r.width < 2 || r.height < 2 || r.right <= 0 || r.x >= innerWidth || r.bottom <= 0 || r.y >= innerHeight
+        || style.visibility === 'hidden' || style.opacity === '0') return;
+    const owner = e.closest('[data-testid]');
+    texts.push([e.textContent.trim().slice(0, 40), parseFloat(style.fontSize), Math.round(r.y),
+                owner ? owner.dataset.testid : '']);
+  });
+  walk(document);
+  return texts;
+}"""
+# the view each page opens on for this test: Decode after the step that makes a key stale, the tour
+# at a question
+OPENED_AT = {"decode": {"step": 1}, "tour": {"tour": 3}}
+
+
+@pytest.mark.parametrize("size", [PROJECTOR, PROJECTOR_HD])
+def test_every_text_in_a_presenter_first_screen_is_at_least_16px(app, registered_page, size):
+    """In presenter mode every text the first screen shows is at least 16 px: Streamlit's buttons,
+    labels, tabs, captions and slider values (0.875 of the root size) as well as figures and boards."""
+    app.page.set_viewport_size(size)
+    app.open(registered_page.url_path, present=1, **OPENED_AT.get(registered_page.name, {}))
+    if registered_page.name in ("decode", "prefill"):  # the boards draw once their script has loaded
+        expect(app.main.locator(".st-key-lesson_words figure.board")).to_have_count(1)
+    texts = app.page.evaluate(SCREEN_TEXT_JS)
+    assert len(texts) >= 10, texts
+    small = [t for t in texts if t[1] < PRESENTER_TEXT_PX]
+    assert not small, f"{registered_page.name} at {size['width']}: text under {PRESENTER_TEXT_PX} px: {small[:8]}"
+    app.assert_no_exception()
 
 
 def overlap(a, b) -> bool:
