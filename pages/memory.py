@@ -136,30 +136,40 @@ def pooled(view: PagedView, wide: float = 1.0, notes=None) -> None:
 
 
 def compress() -> None:
-    st.markdown(words.COMPRESS_INTRO)
-    method = st.segmented_control("Method", METHODS, default=METHODS[0], key=METHOD, persist_state=KEEP, required=True)
+    # shown in this order, filled in the order they are needed: the tab's one sentence, the controls
+    # and the stepped attention (the lesson figure) first; the numbers, outputs and other figures below
+    st.markdown(words.COMPRESS_LEAD)
+    controls, lesson, wide = beside_in_presenter_mode()  # presenter mode: the controls beside the figure
+    below = st.container()
+    method = controls.segmented_control("Method", METHODS, default=METHODS[0], key=METHOD, persist_state=KEEP,
+                                        required=True, wrap=True)  # wraps in presenter mode's narrow column
     n = len(scenario.tokens)
-    cols = st.columns(3)
+    cols = [controls] * 3 if state.presenter() else controls.columns(3)
     evict_steps = cols[0].slider("Predictions", 1, MAX_STEPS, 6, key=EVICT_STEPS, persist_state=KEEP)
     try:
-        spec = cache_spec(method, cols, n)
+        spec = cache_spec(method, cols, n, controls)
         view = compress_view(scenario, evict_steps, spec, method == "Quantise", format_bytes, md_escape)
     except ValueError as err:
-        st.error(md_escape(str(err)), icon=":material/error:")
+        controls.error(md_escape(str(err)), icon=":material/error:")
         st.stop()
 
     if view.grant_note:
-        st.warning(view.grant_note, icon=":material/hourglass_top:")
-    against_full(view)
-    inspect_prediction(view)
-    if view.lesson is not None:
-        why(view.lesson)
-    if view.note:
-        st.caption(view.note)
+        controls.warning(view.grant_note, icon=":material/hourglass_top:")
+    with below:
+        st.markdown(words.COMPRESS_INTRO)
+        against_full(view)
+    with lesson:
+        inspect_prediction(view, wide, below)
+    with below:
+        if view.lesson is not None:
+            why(view.lesson)
+        if view.note:
+            st.caption(view.note)
 
 
-def cache_spec(method: str, cols, n: int) -> CacheSpec:
-    """The smaller cache the visitor sets up: its method's own controls, beside the predictions."""
+def cache_spec(method: str, cols, n: int, box) -> CacheSpec:
+    """The smaller cache the visitor sets up: its method's own controls, beside the predictions (KIVI's
+    two more in a row of their own in ``box``, the controls' place)."""
     if method == "Quantise":
         bits = cols[1].segmented_control("Bits", list(QMAX), default="int8", key=BITS, persist_state=KEEP,
                                          required=True)
@@ -168,7 +178,7 @@ def cache_spec(method: str, cols, n: int) -> CacheSpec:
                                            required=True, help=words.SCALES_HELP)
         group, residual = 4, 4
         if scales == "KIVI":
-            cols = st.columns(3)
+            cols = [box] * 3 if state.presenter() else box.columns(3)
             group = cols[1].select_slider("Tokens per key scale (G)", GROUP_SIZES, value=4, key=GROUP,
                                           persist_state=KEEP)
             residual = cols[2].slider("Newest tokens in full precision (R)", 0, 16, 4, key=RESIDUAL,
@@ -197,8 +207,9 @@ def against_full(view: CompressView) -> None:
     st.markdown(view.outputs)
 
 
-def inspect_prediction(view: CompressView) -> None:
-    """One prediction, stepped to: attention, contexts and logits both ways, then every prediction's table."""
+def inspect_prediction(view: CompressView, wide: float, below) -> None:
+    """One prediction, stepped to: attention both ways (the lesson figure, ``wide``: its share of the
+    main column); contexts and logits both ways, then every prediction's table, in ``below``."""
     comparison = view.comparison
     st.session_state.setdefault(PREDICTION, 1)  # the first prediction eviction can change
     chosen = stepper(PREDICTION, len(comparison.steps) - 1, words.PREDICTION_STEP, first=0,
@@ -206,14 +217,16 @@ def inspect_prediction(view: CompressView) -> None:
     step = comparison.steps[chosen]
     if chosen == 0 and not view.quantise:
         st.caption(words.PREDICTION_ZERO)
-    plot(figures.attention_compare_figure(step, comparison.tokens, scenario.head_names), key="memory_attention")
-    left, right = st.columns(2)
-    with left:
-        plot(figures.context_compare_figure(step, scenario.head_names), key="memory_context")
-    with right:
-        plot(figures.logits_compare_figure(step, scenario.vocab_tokens), key="memory_logits")
-    st.dataframe(figures.comparison_table(comparison), hide_index=True, width="stretch")
-    plot(figures.bytes_figure(comparison), key="memory_bytes")
+    plot(figures.attention_compare_figure(step, comparison.tokens, scenario.head_names), key="memory_attention",
+         share=wide)
+    with below:
+        left, right = st.columns(2)
+        with left:
+            plot(figures.context_compare_figure(step, scenario.head_names), key="memory_context")
+        with right:
+            plot(figures.logits_compare_figure(step, scenario.vocab_tokens), key="memory_logits")
+        st.dataframe(figures.comparison_table(comparison), hide_index=True, width="stretch")
+        plot(figures.bytes_figure(comparison), key="memory_bytes")
 
 
 lazy_tabs(TABS, TAB, (paged, compress))  # only the open tab is computed and sent

@@ -300,22 +300,22 @@ def waste_board(waste: WasteReport, max_new_tokens: int) -> dict:
 def attention_compare_figure(step: StepComparison, tokens: Sequence[str], head_names: Sequence[str]) -> go.Figure:
     """The query's attention row per head, full cache above compressed; evicted keys greyed."""
     length = len(step.positions)
-    x = [f"{p} · {safe(tokens[p - 1])}" for p in step.positions.tolist()]
+    x = [f"{p}<br>{safe(tokens[p - 1])}" for p in step.positions.tolist()]  # two short lines: never turned
     z, text, y = [], [], []
     for h, name in enumerate(head_names):
         for label, weights, kept in (("full", step.weights_full, torch.ones(length, dtype=torch.bool)),
                                      ("compressed", step.weights_compressed, step.kept)):
             row = weights[h].double()
             z.append([float(row[j]) if kept[j] else None for j in range(length)])
-            text.append([f"{float(row[j]):.2f}" if kept[j] else "evicted" for j in range(length)])
+            text.append([f"{float(row[j]):.2f}" if kept[j] else "✕" for j in range(length)])  # fits any cell
             y.append(f"{safe(name)} · {label}")
     fig = go.Figure(go.Heatmap(z=z, x=x, y=y, text=text,
                                texttemplate="%{text}" if length <= MAX_TEXT_COLUMNS else "", textfont_size=12,
                                colorscale="Blues", zmin=0, zmax=1, xgap=2, ygap=2,
                                hovertemplate="%{y}<br>key %{x}<br>weight %{z:.4f}<extra></extra>"))
-    fig.add_trace(legend_marker("left out", "evicted", filled=True))  # the empty cells show the plot's colour
+    fig.add_trace(legend_marker("left out", "evicted", filled=True))  # the empty cells (✕) show the plot's colour
     fig.update_yaxes(autorange="reversed", type="category", title="head · cache (rows)")
-    fig.update_xaxes(type="category", side="top", title="key (columns)")
+    fig.update_xaxes(type="category", side="top", title="key (columns)", tickangle=0)
     fig = _layout(fig, f"Attention of {safe(tokens[length - 1])} (prediction {step.index}), full vs compressed",
                   160 + 26 * len(y), top=96)  # the key labels sit on top
     fig.update_layout(plot_bgcolor=MEANINGS["left out"].color,

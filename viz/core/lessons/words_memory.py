@@ -35,6 +35,7 @@ SEQUENCES_CAPTION = "The sequences: prompts, what they share, what they generate
 WASTE_TITLE = "Memory for these sequences"
 
 # the eviction and quantisation tab
+COMPRESS_LEAD = "Evicting or quantising keys shrinks the cache, and can change what the query attends to."
 COMPRESS_INTRO = ("Two more ways to shrink a cache: **evict** keys (keep a recent window, plus the first "
                   "tokens as attention sinks, or drop chosen positions), or **quantise** them into fewer "
                   "bits. The same tokens go through the full cache and the smaller one; compare what "
