@@ -132,18 +132,22 @@ with prefill_tab:
     k = st.slider("Top-k next tokens", 3, 25, 10, key=REAL_TOP_K)
     plot(figs.top_k_figure(view.prefill_top(k), prompt.pieces[-1]), key="real_topk")
 
-with decode_tab:
-    st.markdown(words.DECODE_INTRO)
-    a, b, c, d, e = st.columns(5)
-    strategy = a.selectbox("Strategy", STRATEGIES, key=REAL_STRATEGY)
-    temperature = b.slider("Temperature", 0.1, 2.0, 1.0, 0.1, key=REAL_TEMPERATURE,
-                           disabled=strategy == "greedy")
-    sample_top_k = c.number_input("Top-k (0 = all)", 0, s.vocab, 50, key=REAL_SAMPLE_TOP_K,
-                                  disabled=strategy == "greedy")
-    top_p = d.slider("Top-p", 0.05, 1.0, 0.95, 0.05, key=REAL_TOP_P, disabled=strategy == "greedy")
-    seed = e.number_input("Seed", 0, 2**31 - 1, 0, key=REAL_SEED, help=words.SEED_HELP)
+with decode_tab:  # the step control, the narration and the cache it grows first; the rest below
+    st.markdown(words.DECODE_LEAD)
+    step_row = st.container(horizontal=True, vertical_alignment="bottom")  # wraps instead of cutting labels short
+    side, picture = st.columns([SIDE_SHARE, LESSON_SHARE])  # the narration beside the cache it narrates
+    below = st.container()
+    with below.expander(words.SAMPLING, icon=":material/tune:"):  # read before the buttons, drawn below them
+        a, b, c, d, e = st.columns(5)
+        strategy = a.selectbox("Strategy", STRATEGIES, key=REAL_STRATEGY)
+        temperature = b.slider("Temperature", 0.1, 2.0, 1.0, 0.1, key=REAL_TEMPERATURE,
+                               disabled=strategy == "greedy")
+        sample_top_k = c.number_input("Top-k (0 = all)", 0, s.vocab, 50, key=REAL_SAMPLE_TOP_K,
+                                      disabled=strategy == "greedy")
+        top_p = d.slider("Top-p", 0.05, 1.0, 0.95, 0.05, key=REAL_TOP_P, disabled=strategy == "greedy")
+        seed = e.number_input("Seed", 0, 2**31 - 1, 0, key=REAL_SEED, help=words.SEED_HELP)
     settings = check_sampling(Sampling(strategy, temperature, int(sample_top_k), top_p, int(seed)))
-    with st.container(horizontal=True):  # wraps instead of cutting labels short
+    with step_row:
         st.button("Back", icon=":material/undo:", disabled=not view.generated, key=REAL_BACK,
                   help=words.back_help(BACK_KEYS_HELP), on_click=_back, args=(session,))
         st.button(words.STEP, icon=":material/skip_next:", disabled=not view.can_step, key=REAL_NEXT,
@@ -152,30 +156,36 @@ with decode_tab:
                   args=(session, 10, settings))
         st.button("Reset to the prompt", icon=":material/restart_alt:", on_click=_reset, args=(real, prompt, int(seed)))
         lesson_keys(REAL_NEXT, REAL_BACK)  # → PageDown Space: Step; ← PageUp: Back (draws nothing)
-    st.info(md_escape(view.narration), icon=":material/record_voice_over:")
-    st.code(view.transcript, language=None, wrap_lines=True)
+        cache_layer = st.selectbox("Layer to picture", layer_choices, key=REAL_CACHE_LAYER, width=140,
+                                   format_func=lambda i: f"layer {i}", label_visibility="collapsed",
+                                   help=words.LAYER_HELP)
     snap = view.snapshot
-    stats([Stat("Tokens generated", view.generated), Stat("Tokens in the cache", snap.seq_len),
-           Stat("Cache bytes (measured)", snap.total_bytes),
-           Stat("Formula", snap.formula_bytes, delta=view.formula_delta, good=None)],
-          "The real cache after this step", key="real_cache_stats")
-    st.caption(view.cache_note)
-    with for_developers():
-        st.caption(words.ALLOCATOR_NOTE)
-    left, right = st.columns([2, 3])
-    with left:
-        st.dataframe(figs.cache_table(snap), hide_index=True, width="stretch")
-        plot(figs.cache_growth_figure(list(view.history)), key="real_growth")
-    with right:
-        cache_layer = st.selectbox("Layer to picture", layer_choices, key=REAL_CACHE_LAYER,
-                                   format_func=lambda i: f"layer {i}")
-        plot(figs.key_norms_figure(snap, cache_layer, list(view.pieces)), key="real_norms")
-    plot(figs.top_k_figure(list(view.next_tokens), view.pieces[-1], chosen=0 if strategy == "greedy" else None),
-         key="real_next")
+    side.info(md_escape(view.narration), icon=":material/record_voice_over:")
+    with picture:
+        plot(figs.key_norms_figure(snap, cache_layer, list(view.pieces), height=figs.CACHE_PX), key="real_norms",
+             share=LESSON_SHARE)
+    with below:
+        st.code(view.transcript, language=None, wrap_lines=True)
+        stats([Stat("Tokens generated", view.generated), Stat("Tokens in the cache", snap.seq_len),
+               Stat("Cache bytes (measured)", snap.total_bytes),
+               Stat("Formula", snap.formula_bytes, delta=view.formula_delta, good=None)],
+              "The real cache after this step", key="real_cache_stats")
+        st.caption(view.cache_note)
+        with for_developers():
+            st.caption(words.DECODE_CACHE)
+            st.caption(words.ALLOCATOR_NOTE)
+        left, right = st.columns([2, 3])
+        with left:
+            st.dataframe(figs.cache_table(snap), hide_index=True, width="stretch")
+        with right:
+            plot(figs.cache_growth_figure(list(view.history)), key="real_growth", share=0.6)
+        plot(figs.top_k_figure(list(view.next_tokens), view.pieces[-1],
+                               chosen=0 if strategy == "greedy" else None), key="real_next")
 
 with heads_tab:
-    st.markdown(view.gqa_intro)
+    st.markdown(view.gqa_lead)
     plot(figs.gqa_figure(s.heads, s.kv_heads), key="real_gqa")
+    st.markdown(view.gqa_intro)
     stats([Stat("Cache per token (measured)", view.per_token, help=words.PER_TOKEN_HELP),
            Stat("With a K/V head per query head", view.mha_per_token, help=words.MHA_HELP),
            Stat("Smaller by", view.smaller_by, help=words.GROUP_HELP)],
@@ -184,22 +194,25 @@ with heads_tab:
         st.markdown(words.SHIPPED_TITLE)
         st.dataframe(figs.shipped_cache_table(list(view.shipped)), hide_index=True, width="stretch")
 
-with compare_tab:
-    st.markdown(words.COMPARE_INTRO)
+with compare_tab:  # the run's control beside the speed it measured; the numbers below
+    st.markdown(words.COMPARE_LEAD)
     if not view.compare_max:
         st.info(words.CONTEXT_FULL)
     else:
-        n_steps = st.slider("Tokens to generate", 2, view.compare_max, view.compare_default, key=REAL_COMPARE_STEPS)
+        side, picture = st.columns([SIDE_SHARE, LESSON_SHARE])
+        n_steps = side.slider("Tokens to generate", 2, view.compare_max, view.compare_default, key=REAL_COMPARE_STEPS)
         compare_key = (run_key, n_steps, settings)
-        if st.button("Run both ways", icon=":material/compare_arrows:", type="primary"):
+        if side.button("Run both ways", icon=":material/compare_arrows:", type="primary"):
             with st.spinner("Generating with and without the cache…"):
                 result = compare_cache(real, prompt.ids, n_steps, settings, repeats=3)
                 st.session_state[REAL_COMPARE] = (compare_key, result)
         stored = st.session_state.get(REAL_COMPARE)
         if stored is None or stored[0] != compare_key:
-            st.caption(words.PRESS_TO_MEASURE)
+            picture.caption(words.PRESS_TO_MEASURE)
         else:
             result = stored[1]
+            with picture:
+                plot(figs.speed_figure(result), key="real_speed", share=LESSON_SHARE)
             stats([Stat("max |logit difference|", words.logit_difference(result)),
                    Stat("Same tokens", result.same_tokens),
                    Stat("With cache", words.tokens_per_s(result.cached_tokens_per_s)),
@@ -208,32 +221,30 @@ with compare_tab:
                   "With the cache against without", key="real_compare_stats")
             if not result.same_tokens:
                 st.warning(words.TOKENS_DIFFER)
-            plot(figs.speed_figure(result), key="real_speed")
             plot(figs.diff_figure(result), key="real_diff")
             st.caption(words.TIMING_NOTE)
 
-with rules_tab:
-    st.markdown(words.RULES_INTRO)
-    st.text_input("Also try your own rule (optional)", key=REAL_RULE, placeholder="e.g. q.pos - k.pos < 3",
-                  max_chars=200)  # the view has read it already
+with rules_tab:  # the chosen head against its rule first; every head's score, the table and how it is scored below
+    st.markdown(words.RULES_LEAD)
     if view.matches is None:
         st.info(words.SHORT_PROMPT)
     else:
+        side, picture = st.columns([SIDE_SHARE, LESSON_SHARE])
         if view.rule_error:
-            st.error(words.rule_refused(md_escape(view.rule_error)), icon=":material/error:")
-        if view.beats_chance:
-            st.markdown(view.chance_line)
-        else:
-            st.info(view.chance_line, icon=":material/info:")
+            side.error(words.rule_refused(md_escape(view.rule_error)), icon=":material/error:")
         options = view.head_options()
         if st.session_state.get(REAL_MATCH_HEAD) not in options:
             st.session_state[REAL_MATCH_HEAD] = view.matches.best_head().label
-        chosen = st.selectbox("Real head", list(options), key=REAL_MATCH_HEAD, format_func=options.get)
+        chosen = side.selectbox("Real head", list(options), key=REAL_MATCH_HEAD, format_func=options.get)
+        if view.beats_chance:
+            side.markdown(view.chance_line)
+        else:
+            side.info(view.chance_line, icon=":material/info:")
         match, rule = view.head_match(chosen)
-        left, right = st.columns(2)
-        with left:
+        with picture:
             plot(figs.head_vs_rule_figure(pre.attentions, view.matches, match.layer, match.head, list(prompt.pieces)),
-                 key="real_vs_rule")
+                 key="real_vs_rule", share=LESSON_SHARE)
+        with side:
             if st.button(words.add_label(md_escape(rule.name), md_escape(rule.rule)), icon=":material/add:",
                          type="primary"):
                 st.session_state[REAL_ADDED] = words.added(rule.name, rule.rule, match)
@@ -245,6 +256,8 @@ with rules_tab:
                 st.success(md_escape(added), icon=":material/check:")
                 st.page_link("pages/prefill.py", label="See it in the toy's Prefill page",
                              icon=":material/arrow_forward:")
-        with right:
-            plot(figs.scores_figure(view.matches, chosen), key="real_scores")
+        plot(figs.scores_figure(view.matches, chosen), key="real_scores")
         st.dataframe(figs.matches_table(view.matches), hide_index=True, width="stretch")
+    st.markdown(words.RULES_INTRO)
+    st.text_input("Also try your own rule (optional)", key=REAL_RULE, placeholder="e.g. q.pos - k.pos < 3",
+                  max_chars=200)  # the view has read it already

@@ -61,6 +61,8 @@ def test_grouped_heads_make_the_llama_cache_a_quarter():
     view = real_view(DecodeSession(llama, encode(llama, PROMPT), 0))
     assert (view.per_token, view.mha_per_token, view.smaller_by) == ("1,024 B", "4,096 B", "4×")
     assert "Each of the 8 query heads" in view.gqa_intro and "only the 2 K/V heads" in view.gqa_intro
+    assert view.gqa_lead == ("Grouped-query attention (GQA): 8 query heads read 2 **K/V heads**, so the cache is "
+                             "4× smaller.")  # the tab's one sentence, above its figure
 
 
 def test_the_words_keep_visitor_text_for_the_escape_the_page_passes(gpt2):

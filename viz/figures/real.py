@@ -151,16 +151,21 @@ def gqa_figure(heads: int, kv_heads: int) -> go.Figure:
                                                  yaxis=dict(visible=False, range=[-0.7, 1.6])))
 
 
-def key_norms_figure(snap: CacheSnapshot, layer: int, pieces: Sequence[str]) -> go.Figure:
+CACHE_PX = 330  # the cached keys' height, however many tokens: whole in a projector's first screen
+
+
+def key_norms_figure(snap: CacheSnapshot, layer: int, pieces: Sequence[str], height: int | None = None) -> go.Figure:
     """One layer's cached keys as a picture: a row per token, a column per kv head, the colour the
-    key vector's length ‖k‖. The newest row (the entry just appended) is outlined as new."""
+    key vector's length ‖k‖. The newest row (the entry just appended) is outlined as new. ``height``:
+    the plot's, else one that grows with the cache."""
     norms = snap.layers[layer].key_norms.T  # (seq, kv_heads)
     seq, kv_heads = norms.shape
     return heatmap(norms, [f"head {h}" for h in range(kv_heads)], labels(pieces[:seq]),
                    f"Layer {layer}: {seq} cached keys, ‖k‖ per head (newest row outlined)",
                    kind="values", hover="token %{y}<br>%{x}<br>‖k‖ = %{z:.3f}", scale="‖k‖",
                    highlight_cells=[(seq - 1, h) for h in range(kv_heads)], cells_label="new entry",
-                   axes=("K/V head (columns)", "cached token (rows)"), annotate=seq * kv_heads <= 160)
+                   axes=("K/V head (columns)", "cached token (rows)"), height=height,
+                   annotate=seq * kv_heads <= 160 and (height or 100 + 34 * seq) - 100 >= 18 * seq)  # rows with room
 
 
 def cache_growth_figure(history: Sequence[tuple[int, int, int]]) -> go.Figure:

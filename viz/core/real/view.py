@@ -46,6 +46,7 @@ class RealView:
     cache_note: str
     formula_delta: str  # "equal" or "different"
     # K/V heads
+    gqa_lead: str  # the tab's one sentence
     gqa_intro: str
     per_token: str  # cache bytes per token, measured
     mha_per_token: str  # the same with one K/V head per query head
@@ -103,7 +104,7 @@ def real_view(session: DecodeSession, rule: str = "",
         transcript=session.transcript, pieces=tuple(session.pieces), history=tuple(session.history),
         next_tokens=tuple((piece(real, i), p) for i, p in session.prediction.top_k(NEXT_SHOWN)),
         snapshot=snap, cache_note=words.cache_note(snap), formula_delta=words.formula_delta(snap),
-        gqa_intro=words.gqa_intro(s), per_token=words.per_token(snap.bytes_per_token),
+        gqa_lead=words.gqa_lead(s), gqa_intro=words.gqa_intro(s), per_token=words.per_token(snap.bytes_per_token),
         mha_per_token=words.per_token(snap.mha_bytes_per_token), smaller_by=words.smaller_by(s),
         shipped=tuple((name, other, measure_cache(other, prompt.ids)) for name, other in shipped),
         room=room, compare_max=min(COMPARE_MAX, room) if room >= 2 else 0,

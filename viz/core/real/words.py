@@ -56,9 +56,12 @@ def prompt_note(tokens: int) -> str:
 
 
 # -- decode with the KV cache ------------------------------------------------------------------
-DECODE_INTRO = ("Each step feeds **only the new token**; the model appends its key and value to every "
-                "layer's cache (a transformers `DynamicCache`, built from the model's config as `generate()` "
-                "builds it) and attends over everything cached.")
+DECODE_LEAD = ("Each step feeds **only the new token**: every layer appends its key and value (the new row) "
+               "to its cache.")  # the tab's one sentence, above its figure
+DECODE_CACHE = ("The cache is a transformers `DynamicCache`, built from the model's config as `generate()` builds "
+                "it; each step attends over everything cached.")
+SAMPLING = "Sampling: strategy, temperature, top-k, top-p, seed"  # the fold that holds them
+LAYER_HELP = "The layer whose cached keys the figure pictures."
 SEED_HELP = "Used from the next reset."
 ALLOCATOR_NOTE = ("The allocator reserves more than this: each step makes new K and V tensors one token longer "
                   "and frees the old ones, and PyTorch's CUDA allocator rounds blocks up and keeps freed ones.")
@@ -97,6 +100,15 @@ GROUP_HELP = "Query heads per K/V head."
 SHIPPED_TITLE = "**Both shipped models, measured on this prompt** (same tokenizer, same width and depth)"
 
 
+def gqa_lead(shape: ModelShape) -> str:
+    """The K/V heads tab's one sentence, above its figure (Markdown)."""
+    if shape.group == 1:
+        return (f"Here each of the {shape.heads} query heads has its own **K/V head**; grouped-query attention "
+                "(GQA) shares one among a group of query heads and shrinks the cache.")
+    return (f"Grouped-query attention (GQA): {shape.heads} query heads read {shape.kv_heads} **K/V heads**, so the "
+            f"cache is {shape.group}× smaller.")
+
+
 def gqa_intro(shape: ModelShape) -> str:
     """What grouped-query attention does to this model's cache (Markdown)."""
     return (f"Each of the {shape.heads} query heads scores its own queries, but the keys and values it reads "
@@ -114,9 +126,8 @@ def smaller_by(shape: ModelShape) -> str:
 
 
 # -- cache vs no cache -------------------------------------------------------------------------
-COMPARE_INTRO = ("The same generation twice, in lockstep: **with the cache** (feed one token) and "
-                 "**without** (feed the whole sequence every step). The logits must agree to rounding "
-                 "error and the tokens must be the same; only the time differs.")
+COMPARE_LEAD = ("The same generation twice, in lockstep, **with the cache** (feed one token) and **without** "
+                "(feed the whole sequence every step): the same logits and tokens, only the time differs.")
 CONTEXT_FULL = "The prompt fills the model's context; shorten it to compare."
 PRESS_TO_MEASURE = "Press the button to measure on this machine."
 TOKENS_DIFFER = ("The two runs chose different tokens: two logits were within rounding error of "
@@ -139,6 +150,8 @@ def faster(result: CacheComparison) -> str:
 
 
 # -- heads that look like rules ----------------------------------------------------------------
+RULES_LEAD = ("Which real heads attend like one of the toy's rules: a head's prefill attention against the "
+              "rule's (1 = identical).")  # the tab's one sentence, above its figure
 RULES_INTRO = ("Each real head's prefill attention is compared, row by row, with the attention the toy "
                "engine computes for a rule over the same tokens. A row scores the overlap of the two "
                "distributions (1 = identical); a head's score is the mean over rows 2…n. The toy's "
@@ -197,7 +210,7 @@ def narrate_session(session: DecodeSession) -> str:
     next_word = f"Most likely next: '{piece(real, top_id)}' (p = {top_p:.2f})."
     if not session.generated:
         return (f"After the prefill: one pass over the prompt's {_plural(tokens, 'token')} filled the cache of "
-                f"each of the {layers} layers ({nbytes:,} bytes in all). A step feeds only the newest token. "
+                f"each of the {layers} layers ({nbytes:,} bytes in all). "
                 + next_word)
     step = len(session.generated)
     before_bytes = session.history[-2][1]

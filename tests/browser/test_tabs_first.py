@@ -1,0 +1,84 @@
+"""Tier 3 (browser): the picture first in every tab (issue 32). Each of Memory's and Real model's
+tabs, when chosen, opens with its one sentence, then the few controls that drive its lesson figure
+(the step control where it steps) and the figure, whole in the first screen: at 1440 × 900 with the
+sidebar open and in presenter mode at 1280 × 720. First screens go to the screenshot artifacts.
+"""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from viz.core.lessons import words_memory
+from viz.core.lessons.leads import PAGE_LEADS
+from viz.core.real import words as real_words
+
+from .test_picture_first import DESK, PROJECTOR, above_fold
+from .visitor import SCREENSHOTS
+
+
+def in_first_screen(app, locator) -> dict:
+    """The element is drawn and lies whole inside the viewport, without scrolling; returns its box."""
+    expect(locator).to_be_visible()
+    box, view = locator.bounding_box(), app.page.viewport_size
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= view["height"] + 0.5, \
+        f"{box} is not whole inside {view['width']}×{view['height']}"
+    return box
+
+
+def plain(markdown: str) -> str:
+    """A sentence as a reader sees it (its bold marks gone)."""
+    return markdown.replace("**", "")
+
+
+# each tab: its name, its one sentence, the keyed element of its lesson figure, its step control's
+# keyed element (None where it does not step), and a button to press first (None where none is)
+TABS = {
+    "memory": (
+        ("Paged blocks", PAGE_LEADS["memory"].sentence, "memory_pool", "memory_snapshot_row", None),
+        ("Eviction and quantisation", words_memory.COMPRESS_LEAD, "memory_attention", "memory_prediction_row",
+         None)),
+    "real_model": (
+        ("Prefill", PAGE_LEADS["real_model"].sentence, "real_detail", None, None),
+        ("Decode with the KV cache", plain(real_words.DECODE_LEAD), "real_norms", "real_next_token", None),
+        ("K/V heads", "Here each of the 4 query heads has its own K/V head", "real_gqa", None, None),
+        ("Cache vs no cache", plain(real_words.COMPARE_LEAD), "real_speed", None, "Run both ways"),
+        ("Heads that look like rules", real_words.RULES_LEAD, "real_vs_rule", None, None)),
+}
+SCREENS = {"desk": (DESK, {}), "projector": (PROJECTOR, {"present": 1})}
+
+
+def choose(app, page: str, tab: str) -> None:
+    """Show a tab: Memory's build only the open one (a click reruns), Real model's are all drawn."""
+    control = app.page.get_by_role("tab", name=tab)
+    if control.get_attribute("aria-selected") != "true":
+        if page == "memory":
+            with app.rerun():
+                control.click()
+        else:
+            control.click()
+    expect(control).to_have_attribute("aria-selected", "true")
+
+
+@pytest.mark.parametrize("screen", list(SCREENS))
+@pytest.mark.parametrize("page", list(TABS))
+def test_every_tab_opens_with_its_sentence_and_its_figure_whole(app, page, screen):
+    """Each tab, chosen, shows its one sentence above its lesson figure, and its step control, whole
+    in the first screen."""
+    size, params = SCREENS[screen]
+    app.page.set_viewport_size(size)
+    app.open(f"/{page}", **params)
+    for tab, sentence, figure, step, button in TABS[page]:
+        choose(app, page, tab)
+        if button:
+            app.click_button(button)
+        lead = in_first_screen(app, app.main.get_by_text(sentence).filter(visible=True).first)
+        above_fold(app, app.main.locator(f".st-key-{figure} >> visible=true"))
+        drawn = app.main.locator(f".st-key-{figure} >> visible=true").first.bounding_box()
+        assert lead["y"] + lead["height"] <= drawn["y"] + 0.5, f"{tab}: the sentence is not above the figure"
+        if step:
+            in_first_screen(app, app.main.locator(f".st-key-{step} >> visible=true").first)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        name = f"tab-{page}-{tab.split()[0].lower().replace('/', '')}-{size['width']}x{size['height']}.png"
+        app.page.screenshot(path=str(SCREENSHOTS / name))  # the first screen
+        app.assert_no_exception()
