@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -236,25 +237,32 @@ UNFAMILIAR = frozenset({"d_k", "√d_k", "MHA", "GQA", "MLA", "TTFT", "TPOT", "t
                         "multiply-add", "quantisation", "sink", "chunked prefill", "preemption", "copy on write"})
 
 
+@lru_cache(maxsize=4096)
 def defined(text: str, help: str = "") -> str:
     """``help`` and, after it, "term: definition" for each unfamiliar term ``text`` uses that ``help``
-    does not define yet: the hover of a label, a metric or a caption (one line: Markdown help)."""
+    does not define yet: the hover of a label, a metric or a caption (one line: Markdown help).
+    Remembered per text: a page asks for the same labels on every rerun and for every visitor."""
     missing = [hover(t.term) for t in terms_in(text) if t.term in UNFAMILIAR and t.short not in help]
     return " ".join([help] * bool(help) + missing)
 
 
-_SPELLINGS = sorted(((s.lower(), term) for term in GLOSSARY for s in term.spellings if len(s) > 1),
-                    key=lambda pair: -len(pair[0]))  # longest first: "stale key" before "key"
+# (whole-word pattern, term) per spelling, longest first: "stale key" before "key"
+_SPELLINGS = tuple((re.compile(rf"(?<![\w√-]){re.escape(spelling)}(?![\w-])"), term) for spelling, term in sorted(
+    ((s.lower(), term) for term in GLOSSARY for s in term.spellings if len(s) > 1), key=lambda pair: -len(pair[0])))
 
 
 def terms_in(text: str) -> list[Term]:
     """The glossary terms ``text`` uses (whole words, any case; the longest spelling wins, so "stale
     key" is one term; each once, in glossary order). One-letter spellings (Q, K, V, n) are left out:
     in prose they are mostly something else."""
+    return list(_terms_in(text))
+
+
+@lru_cache(maxsize=4096)
+def _terms_in(text: str) -> tuple[Term, ...]:
     rest, found = text.lower(), set()
-    for spelling, term in _SPELLINGS:
-        pattern = rf"(?<![\w√-]){re.escape(spelling)}(?![\w-])"
-        if re.search(pattern, rest):
+    for pattern, term in _SPELLINGS:
+        if pattern.search(rest):
             found.add(id(term))
-            rest = re.sub(pattern, "\0", rest)  # a word is counted once, for its longest term
-    return [term for term in GLOSSARY if id(term) in found]
+            rest = pattern.sub("\0", rest)  # a word is counted once, for its longest term
+    return tuple(term for term in GLOSSARY if id(term) in found)
