@@ -86,6 +86,14 @@ def test_every_pool_draws_its_owners_in_owner_colours_never_a_meanings(name):
     assert not {colour for colour, _ in entries} & meaning_colours
 
 
+def test_the_groups_of_query_heads_sharing_a_kv_head_are_owners_too():
+    """GQA's picture: a K/V head and the query heads that read it wear one owner colour, never a meaning's."""
+    spec = FIGURES["GQA"][0].to_plotly_json()
+    drawn = {c.lower() for trace in spec["data"] for c in _colour(trace.get("marker", {}).get("color"))
+             + _colour(trace.get("line", {}).get("color"))}
+    assert drawn and drawn <= {c.lower() for c in OWNERS}, drawn
+
+
 def test_problems_carry_a_pattern_and_orange_never_stands_beside_vermillion():
     """A stale key and a rejected guess are patterned (never told by colour alone); vermillion, hard
     to tell from orange (the focus) from the back row, means nothing; every legend word is one

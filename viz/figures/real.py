@@ -18,6 +18,7 @@ from ..core.real.model import CacheComparison, CacheSnapshot, Prompt
 from ..core.real.rules_match import RuleMatches
 from .base import (MEANINGS, figure, frame, grid, heatmap, heatmap_trace, labels, legend_marker, outline, safe,
                    series)
+from .meanings import OWNERS
 
 WHITE = "white"
 
@@ -122,7 +123,7 @@ def shipped_cache_table(rows: Sequence[tuple[str, object, CacheSnapshot]]) -> pd
     })
 
 
-GROUP_COLORS = [series(i)[0] for i in range(6)]  # one per group of query heads sharing a K/V head
+GROUP_COLORS = OWNERS  # a K/V head and the query heads reading it: an owner, as a pool's request is
 
 
 def gqa_figure(heads: int, kv_heads: int) -> go.Figure:
