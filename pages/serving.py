@@ -240,7 +240,8 @@ if section == "Continuous batching":
     check_identical([continuous, static])
 
 elif section == "Chunked prefill":
-    chunk = slots[1].select_slider("Chunk (prompt tokens per iteration)", CHUNK_SIZES, 8, key=CHUNK)
+    chunk = slots[1].select_slider(say.CHUNK_LABEL, CHUNK_SIZES, 8, key=CHUNK,
+                                   help=defined(say.CHUNK_LABEL, say.CHUNK_HELP))
     try:
         whole = remember("whole", (scenario, workload, config), lambda: serve(scenario, workload, config))
         chunked_config = replace(config, chunk_size=chunk)

@@ -32,7 +32,10 @@ def test_a_page_opens_with_its_sentence_and_defines_its_figures_terms(page):
 
 HOVERED = ("slider", "select_slider", "selectbox", "number_input", "toggle", "button_group", "radio", "checkbox",
            "text_input", "button", "metric", "caption")
-STEPPED = ("prefill", "decode", "memory", "serving", "at_scale", "cost", "tour")
+VIEWS = [(page, {}) for page in ("prefill", "decode", "memory", "serving", "at_scale", "cost", "tour")]
+VIEWS += [("serving", {"serving_section": section}) for section in
+          ("Chunked prefill", "Prefix caching", "Speculative decoding", "FlashAttention")]
+VIEWS += [("memory", {"memory_tab": "Eviction and quantisation"})]
 
 
 def _undefined(at) -> list[tuple[str, str, str]]:
@@ -48,14 +51,18 @@ def _undefined(at) -> list[tuple[str, str, str]]:
     return missing
 
 
-@pytest.mark.parametrize("page", STEPPED)
-def test_every_unfamiliar_term_a_control_metric_or_caption_names_is_defined_in_its_hover(page):
+@pytest.mark.parametrize("page, opened", VIEWS, ids=[" ".join([page, *opened.values()]) for page, opened in VIEWS])
+def test_every_unfamiliar_term_a_control_metric_or_caption_names_is_defined_in_its_hover(page, opened):
     """d_k, √d_k, MHA, GQA, TTFT, TPOT, ticks, the ridge point, FLOPs per byte (glossary.UNFAMILIAR):
-    wherever a page's control label, metric or caption uses one, its help holds the definition."""
+    wherever a page's control label, metric or caption uses one (each Serving section and Memory tab
+    opened too), its help holds the definition."""
     assert {"d_k", "√d_k", "MHA", "GQA", "TTFT", "TPOT", "tick", "ridge point", "FLOPs per byte"} <= UNFAMILIAR
     assert all(lookup(term) is not None and lookup(term).term == term for term in UNFAMILIAR)
     at = AppTest.from_file("../app.py", default_timeout=120)
     at.query_params["page"] = page
+    at.run()
+    for key, value in opened.items():
+        at.session_state[key] = value
     at.run()
     assert not at.exception
     assert not _undefined(at), _undefined(at)

@@ -28,6 +28,8 @@ WORKLOAD_HELP = "Requests with an arrival time, a prompt and how many new tokens
 PREEMPTION_HELP = ("recompute: drop the blocks, compute the tokens again later; swap: copy them out to slower "
                    "memory and back.")
 OVERHEAD_LABEL = "Fixed ticks per iteration"
+CHUNK_LABEL = "Chunk (prompt tokens per iteration)"
+CHUNK_HELP = "How many prompt tokens a long prompt computes per iteration, beside the decodes."
 OVERHEAD_HELP = ("The clock: one tick per token an iteration computes, plus this much per iteration (a GPU "
                  "reads every weight once per iteration).")
 SETTINGS = "Server settings: blocks, batch, preemption, clock"
