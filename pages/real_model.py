@@ -12,7 +12,7 @@ from viz.core.real.view import real_view
 from viz.core.engine.scenario import STRATEGIES, Sampling
 from viz.ui import state
 from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys
-from viz.ui.common import LESSON_SHARE, SIDE_SHARE, for_developers, md_escape, page_lead, plot
+from viz.ui.common import LESSON_SHARE, SIDE_SHARE, defined_caption, for_developers, md_escape, page_lead, plot
 from viz.ui.widgets import stats
 
 state.require_frame()
@@ -173,7 +173,7 @@ with decode_tab:  # the step control, the narration and the cache it grows first
         st.caption(view.cache_note)
         with for_developers():
             st.caption(words.DECODE_CACHE)
-            st.caption(words.ALLOCATOR_NOTE)
+            defined_caption(words.ALLOCATOR_NOTE)
         left, right = st.columns([2, 3])
         with left:
             st.dataframe(figs.cache_table(snap), hide_index=True, width="stretch")

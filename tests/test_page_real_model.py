@@ -264,3 +264,11 @@ def test_the_decode_step_is_narrated_and_has_the_lesson_keys(page):
     keys = [sent_data(el) for el in page.get("bidi_component") if sent_data(el).get("kind") == "keys"]
     assert [k["keys"]["PageDown"] for k in keys] == [".st-key-real_next_token button"]
     assert [k["keys"]["ArrowLeft"] for k in keys] == [".st-key-real_back_token button"]
+
+
+def test_the_unfamiliar_terms_its_controls_metrics_and_captions_name_are_defined_in_their_hovers(page):
+    """As on the other pages (tests/test_page_terms.py): GQA, CUDA graphs, d_k … in a label, a metric or a
+    caption come with their glossary definition in its help."""
+    from test_page_terms import _undefined
+
+    assert not _undefined(page), _undefined(page)
