@@ -1,5 +1,6 @@
 """Serving: how a server decodes many requests at once, on the toy's real tensors."""
 
+from contextlib import nullcontext
 from dataclasses import replace
 
 import pandas as pd
@@ -62,6 +63,7 @@ FLASH_HEAD = "serving_flash_head"
 SECTIONS = ("Continuous batching", "Chunked prefill", "Prefix caching", "Speculative decoding", "FlashAttention")
 SUGGESTED = {"Continuous batching": "a burst", "Chunked prefill": "one long prompt among short ones",
              "Prefix caching": "a shared system prompt"}
+STEPS_SIDE = 0.32  # presenter mode: the share of the controls' column when the step control is in it
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=2)
@@ -139,27 +141,34 @@ def server_settings() -> ServingConfig:
                          overhead=overhead)
 
 
-def lesson_controls(count: int, widths: list[float] | None = None) -> tuple:
+def lesson_controls(count: int, widths: list[float] | None = None, steps_beside: bool = False) -> tuple:
     """Where a section's few controls go, and its stepped lesson: in presenter mode ``count`` slots
-    stacked in a narrow column beside the lesson, at a desk one row of ``count`` columns (``widths``)
-    above it, so the step control, the narration and the figure fit the first screen. Returns (the
-    slots, their column or row for anything more, the lesson's place, its share of the main column)."""
+    stacked in a narrow column beside the lesson (``steps_beside``: under a place for the step
+    control, for the timelines, whose narration is long); at a desk one row of ``count`` columns
+    (``widths``) above the lesson, so the step control, the narration and the figure fit the first
+    screen. Returns (the slots, their column or row for anything more, the step control's place
+    beside the lesson or None, the lesson's place, its share of the main column)."""
+    if state.presenter() and steps_beside:  # a column wide enough for the step control's one row
+        side, stage = st.columns([STEPS_SIDE, 1 - STEPS_SIDE])
+        steps = side.container()  # at the top of the column, the other controls under it
+        return [side.container() for _ in range(count)], side, steps, stage, 1 - STEPS_SIDE
     side, stage, wide = beside_in_presenter_mode()
     if state.presenter():
-        return [side.container() for _ in range(count)], side, stage, wide
-    return list(side.columns(widths or count, vertical_alignment="bottom")), side, stage, wide
+        return [side.container() for _ in range(count)], side, None, stage, wide
+    return list(side.columns(widths or count, vertical_alignment="bottom")), side, None, stage, wide
 
 
-def step_through(view: Stepped, wide: float = 1.0) -> None:
-    """Stepper, narration, timeline, memory and the table of one iteration of a run (``wide``: the
-    share of the main column it is drawn in)."""
+def step_through(view: Stepped, wide: float = 1.0, steps=None) -> None:
+    """Stepper (in ``steps`` where given, else above), narration, timeline, memory and the table of
+    one iteration of a run (``wide``: the share of the main column it is drawn in)."""
     run, name = view.run, view.name
     key, count = STEP.format(name), len(run.iterations)
     if st.session_state.get(STEP_COUNT.format(name)) != (count, run.config):
         st.session_state[STEP_COUNT.format(name)] = (count, run.config)
         st.session_state[key] = 1
-    index = stepper(key, count, say.ITERATION_STEP, format_label=lambda i: view.labels[i - 1],
-                    help=say.ITERATION_STEP_HELP) - 1
+    with steps if steps is not None else nullcontext():
+        index = stepper(key, count, say.ITERATION_STEP, format_label=lambda i: view.labels[i - 1],
+                        help=say.ITERATION_STEP_HELP) - 1
     st.info(md_escape(view.narration(index)), icon=":material/record_voice_over:")
     plot(figs.timeline_figure(run, index, view.title, legend_beside=state.presenter()), key=f"serving_timeline_{name}",
          terms=set(), share=wide)
@@ -201,7 +210,7 @@ if serving_refusal(scenario) and section != "FlashAttention":
 
 edits = None  # where the requests' editor folds: under the workload, or under the stepped lesson
 if section in SUGGESTED:
-    slots, side, stage, wide = lesson_controls(2 if section == "Prefix caching" else 3)
+    slots, side, steps, stage, wide = lesson_controls(2 if section == "Prefix caching" else 3, steps_beside=True)
     if not state.presenter():
         edits = st.container()  # at a desk the row above the lesson stays one row high
     with slots[-1].expander(say.SETTINGS, icon=":material/tune:"):
@@ -232,7 +241,7 @@ if section == "Continuous batching":
     with lesson:
         policy = slots[1].segmented_control("Step through", ["continuous", "static"], default="continuous",
                                             key=POLICY, required=True)
-        step_through(view.shown(policy), wide)
+        step_through(view.shown(policy), wide, steps)
     plot(figs.timeline_figure(view.other(policy).run), key="serving_other_timeline")
     plot(figs.metrics_figure([("continuous", continuous), ("static", static)]), key="serving_metrics")
     plot(figs.utilisation_figure([("continuous", continuous), ("static", static)]), key="serving_use")
@@ -251,7 +260,7 @@ elif section == "Chunked prefill":
         fail(err)
     view = chunking_view(whole, chunked)
     with stage:  # the chunked run stepped through first; what chunking changed and why below it
-        step_through(view.chunked, wide)
+        step_through(view.chunked, wide, steps)
     st.markdown(say.CHUNKING)
     st.info(md_escape(view.narration), icon=":material/record_voice_over:")
     plot(figs.token_times_figure(list(zip(view.series, (whole, chunked))), view.longest), key="serving_token_times")
@@ -267,7 +276,7 @@ elif section == "Prefix caching":
         fail(err)
     view = prefix_view(off, on, len(scenario.heads))
     with stage:  # the run with the cache stepped through first; what it saved below it
-        step_through(view.on, wide)
+        step_through(view.on, wide, steps)
     st.markdown(say.PREFIX)
     st.info(md_escape(view.text), icon=":material/record_voice_over:")
     defined_caption(md_escape(view.system))
@@ -279,7 +288,7 @@ elif section == "Prefix caching":
     check_identical([on])
 
 elif section == "Speculative decoding":
-    slots, side, stage, wide = lesson_controls(5, [0.8, 1, 1, 1.4, 1])
+    slots, side, _, stage, wide = lesson_controls(5, [0.8, 1, 1, 1.4, 1])
     model = slots[0].segmented_control("Model", ["toy", "real model"], default="toy", key=MODEL, required=True)
     k = slots[1].slider("Guesses per round (k)", 1, MAX_K, 4, key=K)
     words = slots[2].slider("Words to make", 2, MAX_SPEC_TOKENS, 24, key=WORDS)
@@ -335,7 +344,7 @@ elif section == "Speculative decoding":
     st.caption(say.SPEC_TIME)
 
 else:
-    slots, side, stage, wide = lesson_controls(4)
+    slots, side, _, stage, wide = lesson_controls(4)
     n = slots[0].slider("Tokens (the prompt repeated)", 1, MAX_FLASH_TOKENS, 32, key=FLASH_TOKENS,
                         help=say.FLASH_TOKENS_HELP)
     bq = slots[1].select_slider("Query tile (rows)", TILE_SIZES, 8, key=TILE_Q)
