@@ -144,10 +144,12 @@ def compress() -> None:
     method = controls.segmented_control("Method", METHODS, default=METHODS[0], key=METHOD, persist_state=KEEP,
                                         required=True, wrap=True)  # wraps in presenter mode's narrow column
     n = len(scenario.tokens)
-    cols = [controls] * 3 if state.presenter() else controls.columns(3)
+    kivi = method == "Quantise" and st.session_state.get(SCALES) == "KIVI"  # two more controls, in the same row
+    count = 5 if kivi else 3
+    cols = [controls] * count if state.presenter() else controls.columns(count)
     evict_steps = cols[0].slider("Predictions", 1, MAX_STEPS, 6, key=EVICT_STEPS, persist_state=KEEP)
     try:
-        spec = cache_spec(method, cols, n, controls)
+        spec = cache_spec(method, cols, n)
         view = compress_view(scenario, evict_steps, spec, method == "Quantise", format_bytes, md_escape)
     except ValueError as err:
         controls.error(md_escape(str(err)), icon=":material/error:")
@@ -167,9 +169,9 @@ def compress() -> None:
             st.caption(view.note)
 
 
-def cache_spec(method: str, cols, n: int, box) -> CacheSpec:
+def cache_spec(method: str, cols, n: int) -> CacheSpec:
     """The smaller cache the visitor sets up: its method's own controls, beside the predictions (KIVI's
-    two more in a row of their own in ``box``, the controls' place)."""
+    two more in ``cols[3:]``, one row of five, so the figure below still fits the first screen)."""
     if method == "Quantise":
         bits = cols[1].segmented_control("Bits", list(QMAX), default="int8", key=BITS, persist_state=KEEP,
                                          required=True)
@@ -178,10 +180,10 @@ def cache_spec(method: str, cols, n: int, box) -> CacheSpec:
                                            required=True, help=words.SCALES_HELP)
         group, residual = 4, 4
         if scales == "KIVI":
-            cols = [box] * 3 if state.presenter() else box.columns(3)
-            group = cols[1].select_slider("Tokens per key scale (G)", GROUP_SIZES, value=4, key=GROUP,
+            cols = cols[3:] if len(cols) == 5 else cols[2].columns(2)  # the row the page made for them
+            group = cols[0].select_slider("Tokens per key scale (G)", GROUP_SIZES, value=4, key=GROUP,
                                           persist_state=KEEP)
-            residual = cols[2].slider("Newest tokens in full precision (R)", 0, 16, 4, key=RESIDUAL,
+            residual = cols[1].slider("Newest tokens in full precision (R)", 0, 16, 4, key=RESIDUAL,
                                       persist_state=KEEP)
         return CacheSpec(bits=bits, scales=scales, group=group, residual=residual)
     if method == "Drop by hand":

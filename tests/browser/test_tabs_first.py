@@ -82,3 +82,18 @@ def test_every_tab_opens_with_its_sentence_and_its_figure_whole(app, page, scree
         name = f"tab-{page}-{tab.split()[0].lower().replace('/', '')}-{size['width']}x{size['height']}.png"
         app.page.screenshot(path=str(SCREENSHOTS / name))  # the first screen
         app.assert_no_exception()
+
+
+def test_kivis_controls_share_one_row_and_the_figure_stays_whole_at_a_desk(app):
+    """At 1440 × 900, quantising with KIVI adds two controls to the method's row, not a row of their
+    own: the step control and the attention still lie whole in the first screen."""
+    app.page.set_viewport_size(DESK)
+    app.open("/memory")
+    choose(app, "memory", "Eviction and quantisation")
+    for choice in ("Quantise", "KIVI"):
+        with app.rerun():
+            app.page.get_by_role("radio", name=choice, exact=True).click()
+    expect(app.main.get_by_text("Newest tokens in full precision (R)")).to_be_visible()
+    in_first_screen(app, app.main.locator(".st-key-memory_prediction_row >> visible=true").first)
+    above_fold(app, app.main.locator(".st-key-memory_attention >> visible=true"))
+    app.assert_no_exception()
