@@ -244,18 +244,18 @@ with rules_tab:  # the chosen head against its rule first; every head's score, t
         with picture:
             plot(figs.head_vs_rule_figure(pre.attentions, view.matches, match.layer, match.head, list(prompt.pieces)),
                  key="real_vs_rule", share=LESSON_SHARE)
-        with side:
-            if st.button(words.add_label(md_escape(rule.name), md_escape(rule.rule)), icon=":material/add:",
-                         type="primary"):
-                st.session_state[REAL_ADDED] = words.added(rule.name, rule.rule, match)
-                state.add_head(rule.name, rule.rule)
-                st.session_state.pop(REAL_ADDED, None)
-                st.error(md_escape(state.error("heads") or words.NOT_ADDED), icon=":material/error:")
-            added = st.session_state.pop(REAL_ADDED, None)
-            if added:
-                st.success(md_escape(added), icon=":material/check:")
-                st.page_link("pages/prefill.py", label="See it in the toy's Prefill page",
-                             icon=":material/arrow_forward:")
+        # the rule's one click under the pair, its label whole
+        if st.button(words.add_label(md_escape(rule.name), md_escape(rule.rule)), icon=":material/add:",
+                     type="primary"):
+            st.session_state[REAL_ADDED] = words.added(rule.name, rule.rule, match)
+            state.add_head(rule.name, rule.rule)
+            st.session_state.pop(REAL_ADDED, None)
+            st.error(md_escape(state.error("heads") or words.NOT_ADDED), icon=":material/error:")
+        added = st.session_state.pop(REAL_ADDED, None)
+        if added:
+            st.success(md_escape(added), icon=":material/check:")
+            st.page_link("pages/prefill.py", label="See it in the toy's Prefill page",
+                         icon=":material/arrow_forward:")
         plot(figs.scores_figure(view.matches, chosen), key="real_scores")
         st.dataframe(figs.matches_table(view.matches), hide_index=True, width="stretch")
     st.markdown(words.RULES_INTRO)
