@@ -1,7 +1,8 @@
 """Decode: one token at a time, with and without the KV cache.
 
 One lesson screen on top (the step controls, the stale-cache warning when there is one, the
-narration, the attention heatmap on its newest rows, the KV cache and the next word); the rest in
+narration, the attention heatmap on its newest rows, the KV cache and the next word, or while the
+stale head is shown, in the next word's place, that head's cache against recomputation); the rest in
 tabs below. Everything a Step changes runs in one fragment, so a click reruns the decode view, not
 the sidebar and the frame. Every number and sentence the view shows comes from one core call
 (viz.core.lessons.decode.decode_view), its fixed prose from viz.core.lessons.words_decode.
@@ -18,6 +19,7 @@ from viz.figures import lesson as lesson_figures
 from viz.figures.stale import stale_figure
 from viz.figures import toy
 from viz.figures.base import Stat
+from viz.figures.board import stale_board
 from viz.ui import guard, state
 from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys
 from viz.ui.common import (defined_caption, division_notices, folded, head_picker, lazy_tabs, lesson_header,
@@ -107,9 +109,8 @@ def decode_lesson() -> None:
         division_notices(list(view.divisions))
         choices(scenario, view)
     lesson_screen(view.frame, list(view.heads), head, newest_key=view.newest_key,
-                  turns=((view.after, STEP), (view.before, BACK)))
-    if view.stale_shown:  # the stale-cache lesson: both runs side by side, right under the screen
-        plot(stale_figure(view.stale), key="decode_stale")  # (whole in 1920 × 1080 presenter)
+                  turns=((view.after, STEP), (view.before, BACK)),
+                  beside={step: stale_board(lesson) for step, lesson in view.beside.items()})
     if view.repeat:  # a side note, under the lesson: never pushing it down
         st.caption(md_escape(view.repeat))
 
@@ -154,6 +155,8 @@ def compare(view: DecodeView) -> None:
            body=lambda: table(toy.comparison_table(view.check), toy.COMPARISON_LABEL, key="decode_compare"))
     for text in view.head_texts:
         st.markdown(md_escape(text))
+    if view.stale_shown:  # the side by side with every key (the lesson screen shows the latest five)
+        plot(stale_figure(view.stale), key="decode_stale")
     if view.cache_info:
         st.info(md_escape(view.cache_info), icon=":material/info:")
     if view.agreed:

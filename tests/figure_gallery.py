@@ -16,8 +16,10 @@ import torch
 from viz import generate, load_preset
 from viz.core.engine.model import MODES
 from viz.core.engine.cost import Bandwidth, CostMeasurement, DecodePoint, PrefillPoint
+from viz.core.engine.explain import check_cache
 from viz.core.engine.model import WorkCounts
 from viz.core.lessons.lesson import decode_frame, prefill_frame
+from viz.core.lessons.stale import stale_lesson
 from viz.core.lessons.tour import TOUR_SERVER, tour_workload
 from viz.core.real.model import CacheComparison, CacheSnapshot, LayerCache
 from viz.core.real.rules_match import match_heads
@@ -30,7 +32,7 @@ from viz.core.serving.paged import decode_together, variants
 from viz.core.serving.scheduler import serve
 from viz.core.serving.speculative import speculate
 from viz.core.timing import Timing
-from viz.figures import board, cost, lesson, memory, real, serving, toy
+from viz.figures import board, cost, lesson, memory, real, serving, stale, toy
 
 QK, MATRIX = "query-key", "matrix"
 
@@ -41,6 +43,7 @@ def _toy() -> list[tuple[str, object, str | None]]:
     kv = runs["kv"]
     frame = decode_frame(kv, kv, runs["recompute"], 1, 1)
     heads = list(seed.head_names)
+    went_stale = stale_lesson(kv, runs["recompute"], check_cache(kv, runs["recompute"], 2))
     return [
         ("causal mask", toy.causal_mask_figure(kv), QK),
         *[(f"stage {stage}", toy.stage_figure(kv, 1, stage, 3), QK) for stage in toy.STAGES],
@@ -58,6 +61,8 @@ def _toy() -> list[tuple[str, object, str | None]]:
         ("words board", board.words_board(frame), None),
         ("prefill words board", board.words_board(prefill_frame(kv, 4, 0)), None),
         ("contexts board", board.contexts_board(kv, 2), MATRIX),
+        ("stale figure", stale.stale_figure(went_stale), MATRIX),
+        ("stale board", board.stale_board(went_stale), MATRIX),
     ]
 
 

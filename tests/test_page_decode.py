@@ -172,14 +172,17 @@ def _without_turns(spec: dict) -> dict:
     return {k: v for k, v in spec.items() if k not in ("turns", "draw")}
 
 
-@pytest.mark.parametrize("mode", ["kv", "recompute"])
-def test_the_step_sent_ahead_is_the_step_the_server_shows(decode, mode):
+@pytest.mark.parametrize("mode, head", [("kv", 0), ("recompute", 0), ("kv", 1)])
+def test_the_step_sent_ahead_is_the_step_the_server_shows(decode, mode, head):
     """Every board holds the next step (drawn at the Step click) and the previous one (at Back); after
     the click's rerun the board shows exactly that spec: the browser never shows a number early that
-    the server would not have shown."""
+    the server would not have shown. With the stale head 'last' (1) the third board is its cache
+    against recomputation at steps 1 and 2, and the next word again at step 0, where nothing is stale."""
     decode.session_state[state.MODE] = mode
+    decode.session_state[state.HEAD] = head
     by_label(decode.button, "Step").click().run()
     sent = boards(decode)
+    assert sent[2]["title"].startswith("Head 'last': context" if head == 1 else "Next word:")
     assert len(sent) == 3
     ahead = [next(t["spec"] for t in s["turns"] if t["selector"] == ".st-key-decode_step button") for s in sent]
     behind = [next(t["spec"] for t in s["turns"] if t["selector"] == ".st-key-decode_back button") for s in sent]
@@ -192,4 +195,5 @@ def test_the_step_sent_ahead_is_the_step_the_server_shows(decode, mode):
     back = boards(decode)
     assert decode.session_state[state.STEP] == 0
     assert [_without_turns(s) for s in back] == [{**b, "presenter": False} for b in behind]
+    assert back[2]["title"].startswith("Next word:") and ahead[2]["title"] == now[2]["title"]
     assert [t["selector"] for t in back[0]["turns"]] == [".st-key-decode_step button"]  # nothing before step 0

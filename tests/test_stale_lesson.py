@@ -5,12 +5,14 @@ pattern and label, and nothing is said of stale keys at step 0."""
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import by_label, figure, rerun
+from apptest_helpers import board, boards, by_label, cells, figure, rerun
 
 from viz import generate, load_preset
 from viz.core.engine.explain import check_cache
+from viz.core.lessons.decode import decode_view
 from viz.core.lessons.stale import cache_note, stale_lesson
-from viz.figures.meanings import MEANINGS
+from viz.figures.board import STALE_ROWS, stale_board
+from viz.figures.meanings import MEANINGS, hatch
 from viz.figures.stale import stale_figure
 from viz.ui import state
 from viz.ui.common import md_escape
@@ -72,11 +74,59 @@ def test_the_figure_marks_stale_cells_by_pattern_and_label():
     assert any(t.name == MEANINGS["stale"].label and t.showlegend is not False for t in fig.data)
 
 
+def test_the_board_puts_the_latest_keys_side_by_side_and_marks_the_stale_cells():
+    """The lesson screen's form: rows the latest five keys, columns the KV cache and recomputation, each cell
+    ✓ or ✗ and the weight; each stale key's cached cell says 'stale', hatched and outlined, and the
+    legend names it; the title gives both contexts."""
+    kv, full = runs(2)
+    spec = stale_board(stale_lesson(kv, full, check_cache(kv, full, 2)))
+    assert spec["columns"] == ["KV cache", "recompute"] and spec["axes"]["rows"] == "keys"
+    labels = [row["label"] for row in spec["groups"][0]["rows"]]
+    assert labels == ["2 · weather", "3 · is", "4 · so", "5 · nice", "6 · nice"]  # the latest STALE_ROWS = 5 of 6
+    assert cells(spec) == [["✗ 0", "✗ 0"], ["✗ 0", "✗ 0"], ["✓ .33 stale", "✗ 0"], ["✓ .33 stale", "✗ 0"],
+                           ["✓ .33", "✓ 1"]]
+    stale_cells = [row["cells"][0] for row in spec["groups"][0]["rows"][2:4]]
+    assert all(c["bg"].startswith(hatch("stale").split(",")[0]) for c in stale_cells)
+    assert spec["outlines"] == [{"group": 0, "row": r, "col": 0, "color": MEANINGS["stale"].color} for r in (2, 3)]
+    assert [item["label"] for item in spec["legend"]] == [MEANINGS["stale"].label]
+    assert spec["title"].startswith("Head 'last': context 6.33 cached, 7 recomputed")
+
+
+def test_a_long_sequences_board_shows_its_latest_keys_and_says_how_many_it_leaves_out():
+    """Past STALE_ROWS keys the board keeps the latest ones (the newest key last, never stale), and
+    says in its label for screen readers how many stale keys lie before them."""
+    from dataclasses import replace
+
+    long = replace(SEED, tokens=SEED.tokens * 4, values=SEED.values * 4)  # 16 prompt tokens
+    kv, full = generate(long, 9, "kv"), generate(long, 9, "recompute")
+    lesson = stale_lesson(kv, full, check_cache(kv, full, 8))
+    spec = stale_board(lesson)
+    rows = spec["groups"][0]["rows"]
+    assert len(rows) == STALE_ROWS and rows[-1]["label"] == f"{len(lesson.keys)} · {lesson.keys[-1].token}"
+    assert [c[0].endswith("stale") for c in cells(spec)] == [k.stale for k in lesson.keys[-STALE_ROWS:]]
+    hidden = len(lesson.stale) - sum(k.stale for k in lesson.keys[-STALE_ROWS:])
+    assert hidden > 0 and f"{hidden} more stale keys before them" in spec["label"]
+
+
+def test_the_view_puts_the_lesson_beside_each_frame_it_sends_where_the_head_shown_went_stale():
+    """At step 1 with head 'last' shown the lesson stands beside the frame and the Step turn's (step 2),
+    not the Back turn's (step 0: nothing stale yet); with head 'even' shown, beside none."""
+    now = {m: generate(SEED, 2, m) for m in ("kv", "recompute")}
+    following = {m: generate(SEED, 3, m) for m in ("kv", "recompute")}
+    view = decode_view(now, {}, following, 1, "kv", 1)
+    assert (view.frame.step, view.after.step, view.before.step) == (1, 2, 0)
+    assert sorted(view.beside) == [1, 2] and view.beside[1] == view.stale
+    assert (view.beside[2].step, view.beside[2].stale) == (2, (3, 4))
+    assert decode_view(now, {}, following, 1, "kv", 0).beside == {}
+
+
 def test_decode_offers_the_head_and_shows_the_lesson(decode):
     """Step 1 on the seed (head 'even' shown): the warning offers "Show head 'last'"; clicking it
-    selects that head, the warning says why in one sentence, and the side-by-side figure follows."""
+    selects that head, the warning says why in one sentence, and the side by side takes the next
+    word's place on the lesson screen (every key of it in the comparison tab)."""
     by_label(decode.button, "Step").click().run()
     assert decode.session_state[state.HEAD] == 0
+    assert board(decode, "Next word:")  # head 'even' agrees: the next word stays
     by_label(decode.button, md_escape("Show head 'last'")).click().run()
     assert decode.session_state[state.HEAD] == 1
     assert not [b for b in decode.button if b.label == md_escape("Show head 'last'")]  # already shown
@@ -85,6 +135,9 @@ def test_decode_offers_the_head_and_shows_the_lesson(decode):
     assert [w.value for w in decode.warning] == [md_escape(lesson.why)]  # the warning now says why
     drawn = figure(decode, "Head 'last' at")
     assert drawn["data"][0]["y"] == ["with the KV cache", "recomputed"]
+    beside = board(decode, "Head 'last': context 6 cached, 7 recomputed")
+    assert cells(beside)[3] == ["✓ .5 stale", "✗ 0"]  # 'so' (position 4)
+    assert len(boards(decode)) == 3 and not [b for b in boards(decode) if b["title"].startswith("Next word")]
 
 
 def test_step_zero_on_decode_has_no_stale_talk(decode):

@@ -4,8 +4,8 @@ positions at the projector sizes, and the decode view's fragment keeping the sha
 The seed after one decode step (its stale 'last' head) and a 35-token scenario with the same heads
 (15 stale cached keys) are opened from share links; nothing may need scrolling: the step controls,
 the narration, the stale-cache warning and its Fix button, the attention heatmap with its newest
-row, the KV cache and the next word lie inside the viewport, and every text inside those figures is
-at least 16 px.
+row, the KV cache and, in the next word's place, head 'last''s cache against recomputation lie
+inside the viewport, and every text inside those figures is at least 16 px.
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ def assert_big_text(app, name: str, locator) -> None:
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("width, height", SIZES)
 def test_decode_is_one_screen_in_presenter_mode(app, case, width, height):
-    """At 1280×720 and 1920×1080 the whole decode lesson is on screen, figure text ≥ 16 px."""
+    """At 1280×720 and 1920×1080 the whole decode lesson is on screen, the stale head's cache against
+    recomputation in the next word's place, figure text ≥ 16 px."""
     scenario, step = CASES[case]
     app.page.set_viewport_size({"width": width, "height": height})
     app.open("/decode", **encode_view(View(scenario, step=step, presenter=True, head=1)))
@@ -90,12 +91,13 @@ def test_decode_is_one_screen_in_presenter_mode(app, case, width, height):
         "Fix": button(app, "Fix: n → q.pos"),
         "attention heatmap": chart(app, "Attention · head 'last'"),
         "KV cache": chart(app, "KV cache:"),
-        "next word": chart(app, "Next word:"),
+        "cache vs recomputation": chart(app, "Head 'last': context"),
     }
     for name, locator in parts.items():
         assert_inside(app, name, locator)
-    for name in ("attention heatmap", "KV cache", "next word"):
+    for name in ("attention heatmap", "KV cache", "cache vs recomputation"):
         assert_big_text(app, name, parts[name])
+    expect(chart(app, "Next word:")).to_have_count(0)  # the narration names the next word and its p
     newest = f"{len(scenario.tokens) + step} · nice"  # the newest query row is labelled and in view
     expect(parts["attention heatmap"].locator(".rowlabel", has_text=newest).first).to_be_visible()
     app.assert_no_exception()
@@ -163,15 +165,17 @@ def test_fix_reruns_the_whole_app(app):
 
 
 def test_phone_stacks_the_lesson_in_pipeline_order(app):
-    """At 390×844 the lesson figures stack attention → cache → next word, right after the controls,
-    each as wide as the screen allows and none wider."""
+    """At 390×844 the lesson figures stack attention → cache → the stale head's cache against
+    recomputation (the next word's place), right after the controls, each as wide as the screen
+    allows and none wider."""
     app.page.set_viewport_size({"width": 390, "height": 844})
     app.open("/decode", **encode_view(View(load_preset("seed"), step=1, head=1)))
-    tops = [chart(app, title).bounding_box()["y"] for title in ("Attention · head", "KV cache:", "Next word:")]
+    titles = ("Attention · head", "KV cache:", "Head 'last': context")
+    tops = [chart(app, title).bounding_box()["y"] for title in titles]
     assert tops == sorted(tops), tops
     step = button(app, "Step").bounding_box()
     assert step["y"] < tops[0]
-    for title in ("Attention · head", "KV cache:", "Next word:"):
+    for title in titles:
         box = chart(app, title).bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= 390, (title, box)
     app.assert_no_exception()
@@ -191,6 +195,22 @@ def test_step_repaints_the_board_with_a_hover_on_every_cell(app):
     assert all("\nweight " in tip or "masked" in tip for tip in tips), tips
     assert tips[-6].startswith("query 6 · nice\nkey 1 · Today\n"), tips[-6]
     expect(chart(app, "KV cache:").locator(".ring")).not_to_have_count(0)
+    app.assert_no_exception()
+
+
+def test_the_stale_side_by_side_follows_step_and_back(app):
+    """With head 'last' shown, Step brings step 2's cache against recomputation in the next word's
+    place (its newest key last), and Back to step 0, where nothing is stale, the next word again."""
+    app.open("/decode", **encode_view(View(load_preset("seed"), step=1, head=1)))
+    side = chart(app, "Head 'last': context")
+    expect(side.locator(".rowlabel").last).to_have_text("5 · nice")
+    app.click_button("Step")
+    expect(side.locator(".rowlabel").last).to_have_text("6 · nice")
+    expect(side.locator(".cell", has_text="stale")).to_have_count(2)
+    app.click_button("Back")
+    app.click_button("Back")
+    expect(chart(app, "Next word:")).to_have_count(1)
+    expect(side).to_have_count(0)
     app.assert_no_exception()
 
 

@@ -78,17 +78,20 @@ def collisions(boxes: list) -> list:
 
 
 @pytest.mark.parametrize("size", [PROJECTOR, PROJECTOR_HD])
-def test_decode_stale_side_by_side_is_whole_at_1920(app, size):
-    """After one step with head 'last' shown, the cache-against-recompute figure lies whole in the
-    first screen at 1920 × 1080 (at 1280 × 720 the lesson screen's cache board marks the stale key)."""
+def test_decode_stale_side_by_side_is_whole_in_the_first_screen(app, size):
+    """After one step with head 'last' shown, its cache against recomputation lies whole in the first
+    screen at 1280 × 720 and 1920 × 1080, in the next word's place beside the cache board that marks
+    the stale key; the figure of every key is in the comparison tab below."""
     app.page.set_viewport_size(size)
     app.open("/decode", **encode_view(View(load_preset("seed"), step=1, presenter=True, head=1)))
     stale = app.main.locator(".st-key-decode_stale")
     expect(stale.locator(".js-plotly-plot")).to_have_count(1)
     expect(app.main.locator(".st-key-lesson_cache .cell", has_text="stale")).to_have_count(1)
-    if size == PROJECTOR_HD:
-        assert_inside(app, "stale-cache side by side", stale)
-        assert_inside(app, "KV cache", app.main.locator(".st-key-lesson_cache"))
+    side = app.main.locator(".st-key-lesson_words figure.board")
+    expect(side.locator("figcaption")).to_contain_text("Head 'last': context 6 cached, 7 recomputed")
+    expect(side.locator(".cell", has_text="stale")).to_have_count(1)
+    assert_inside(app, "stale-cache side by side", side)
+    assert_inside(app, "KV cache", app.main.locator(".st-key-lesson_cache"))
     app.assert_no_exception()
     app.screenshot(f"presenter-decode-stale-{size['width']}x{size['height']}")
 

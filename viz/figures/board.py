@@ -1,4 +1,5 @@
-"""The lesson screen's three figures as light drawing specs for the board (``viz/ui/board.js``).
+"""The lesson screen's three figures as light drawing specs for the board (``viz/ui/board.js``), and
+the stale-cache lesson that takes the next word's place while the head concerned is shown.
 
 A lesson window is small (at most :data:`viz.core.lessons.lesson.WINDOW` rows and a few more keys), and the
 browser redraws it on every Step: drawn as Plotly charts it cost about a quarter of a second of
@@ -34,11 +35,13 @@ import plotly.colors
 from ..core.engine.model import Trace
 from ..core.engine.explain import fmt
 from ..core.lessons.lesson import LessonFrame
+from ..core.lessons.stale import StaleLesson
 from .base import MASKED, MEANINGS, hatch, legend_item, short
 from .lesson import CELL_TEXT_COLUMNS, CELL_TEXT_ROWS, CONTEXTS_TITLE, attention_title, cache_title
 
 BLACK, WHITE = "#000000", "#ffffff"
 WORDY_STALE_KEYS = 6  # up to this many keys a stale cell says "+1 stale"; beyond, "stale"
+STALE_ROWS = 5  # the latest keys the stale-cache board shows (its rows: a third of 1280 × 720, under the controls)
 
 
 def fits(frame_: LessonFrame) -> bool:
@@ -183,6 +186,39 @@ def words_board(frame_: LessonFrame) -> dict:
     title = f"Next word: '{frame_.next_token}' (p = {frame_.next_p:.2f})"
     return {"kind": "bars", "title": title, "bars": bars, "axis": "probability", "legend": list(seen.values()),
             "label": f"{title}: the {len(bars)} most likely next words and their probabilities"}
+
+
+def stale_board(lesson: StaleLesson) -> dict:
+    """The stale-cache lesson in the next word's place (see :func:`viz.figures.stale.stale_figure`, every
+    key; here the latest :data:`STALE_ROWS`): rows are keys, the columns the KV cache and recomputation,
+    each cell ✓ or ✗ (the head's rule matched the key or not) and the newest query's weight on it; each
+    stale key's cached cell hatched, outlined and saying "stale"."""
+    shown = lesson.keys[-STALE_ROWS:]
+    runs = (("KV cache", "cached", lambda k: (k.cached_match, k.cached_weight)),
+            ("recompute", "encoded again", lambda k: (k.recomputed_match, k.recomputed_weight)))
+    rows, outlines = [], []
+    for r, key in enumerate(shown):
+        label = f"{key.position + 1} · {key.token}"
+        cells = []
+        for c, (run, how, said) in enumerate(runs):
+            matched, weight = said(key)
+            cell = _cell("Blues", weight, f"{'✓' if matched else '✗'} {short(weight)}",
+                         f"key {label}, {how}: the rule {'matched' if matched else 'did not match'}\n"
+                         f"the newest query's weight {fmt(weight)} ({run})")
+            if key.stale and c == 0:
+                cell.update(bg=hatch("stale", cell["bg"]), text=cell["text"] + " stale",
+                            tip=cell["tip"] + "\nstale: encoding it again gives the opposite")
+                outlines.append({"group": 0, "row": r, "col": 0, "color": _color("stale")})
+            cells.append(cell)
+        rows.append({"label": label, "cells": cells})
+    title = (f"Head '{lesson.name}': context {short(lesson.cached_context)} cached, "
+             f"{short(lesson.recomputed_context)} recomputed")
+    named = _axes(title, "keys", "✓ match, weight")
+    hidden = len(lesson.stale) - sum(k.stale for k in shown)  # stale keys before the latest (said to screen readers)
+    label = (f"{named['title']}: the newest query's weight on the latest {len(shown)} of {len(lesson.keys)} keys, "
+             f"with the KV cache and recomputed" + (f"; {hidden} more stale keys before them" if hidden else ""))
+    return {"kind": "matrix", **named, "columns": [run for run, _, _ in runs], "groups": [{"rows": rows}],
+            "outlines": outlines, "gap_after": None, "legend": [legend_item("stale")], "label": label}
 
 
 def contexts_board(trace: Trace, position: int, whole: bool = False) -> dict | None:

@@ -254,21 +254,26 @@ def lesson_tables(frame: LessonFrame, heads: list[str]) -> None:
 
 
 def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key: bool = False,
-                  turns: tuple[tuple[LessonFrame | None, str], ...] = ()) -> None:
+                  turns: tuple[tuple[LessonFrame | None, str], ...] = (), beside: dict[int, dict] | None = None
+                  ) -> None:
     """The figures of a lesson screen side by side (stacked in this order on a phone): the attention
     window, the keys and values under it, the next word. A window that fits is drawn by the light
     board; a larger one (the whole matrix of a long sequence) by Plotly, which zooms and pans.
     ``newest_key``: outline the key each decode step writes (on every frame after prefill).
+    ``beside``: a board spec in the next word's place, by the step of the frame it stands beside.
 
     ``turns`` are the frames a control shows next, as (frame or None, the button's key): the board
     gets them now and draws one the moment its button is clicked (a lesson key clicks it too); the
     rerun the click starts then brings the same frame."""
     def specs(f: LessonFrame) -> list[dict]:
         newest = newest_key and f.step > 0
-        return [attention_board(f, heads[head], newest_key=newest), cache_board(f, heads), words_board(f)]
+        return [attention_board(f, heads[head], newest_key=newest), cache_board(f, heads), third(f)]
+
+    def third(f: LessonFrame) -> dict:
+        return (beside or {}).get(f.step) or words_board(f)
 
     small = fits(frame)
-    shown = specs(frame) if small else [None, None, words_board(frame)]
+    shown = specs(frame) if small else [None, None, third(frame)]
     # turns only where every figure is a board (a click would otherwise redraw only part of the screen)
     ahead = [(specs(f), button_selector(button)) for f, button in turns if small and f is not None and fits(f)]
     newest = newest_key and frame.step > 0

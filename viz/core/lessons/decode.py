@@ -59,6 +59,8 @@ class DecodeView:
     check: CacheCheck  # the KV cache against recomputation at ``compared``
     stale: StaleLesson | None  # the head whose cache went stale, side by side (None when none did)
     stale_shown: bool  # that head is the head shown: the warning says why, the side by side is drawn
+    beside: Mapping[int, StaleLesson]  # the side by side in the next word's place, by the step of the frame it
+    # stands beside (this one, and those sent ahead) where the head shown went stale; other steps: the next word
     warnings: tuple[str, ...]  # each differing head's sentence, beside the narration (none when all agree)
     divisions: tuple[DivisionByZero, ...]  # heads whose rule divided by zero at this step
     frame: LessonFrame  # the lesson screen
@@ -95,11 +97,13 @@ def decode_view(traces: Mapping[str, Trace], grants: Mapping[str, Grant], follow
     stale_shown = stale is not None and stale.head == head
     frame = decode_frame(shown, kv, full if mode == "kv" else None, shown_step, head, whole=whole)
     after, before = _turns(traces, following, step, shown_step, compared, mode, head, whole)
+    beside = {frame.step: stale} if stale_shown else {}
     return DecodeView(
         step=step, shown=shown, shown_step=shown_step, compared=compared, traces=traces,
         heads=tuple(shown.scenario.head_names),
         budget_notes=tuple(dict.fromkeys(g.note for g in grants.values() if g.note)),
         narration=narrate_step(shown, shown_step), check=check, stale=stale, stale_shown=stale_shown,
+        beside={**beside, **_stale_ahead(traces, following, after, before, compared, head)},
         warnings=tuple(stale.why if stale_shown and h.head == stale.name else h.summary for h in check.differing),
         divisions=tuple(divisions_by_zero(shown, shown_step)), frame=frame, after=after, before=before,
         repeat=repeat_note(shown, shown_step), cache=_cache_numbers(kv),
@@ -126,6 +130,24 @@ def _turns(traces: Mapping[str, Trace], following: Mapping[str, Trace] | None, s
     before = (decode_frame(shown, kv, full if mode == "kv" else None, shown_step - 1, head, whole=whole)
               if 0 < shown_step == step and (mode != "kv" or compared >= step) else None)
     return after, before
+
+
+def _stale_ahead(traces: Mapping[str, Trace], following: Mapping[str, Trace] | None, after: LessonFrame | None,
+                 before: LessonFrame | None, compared: int, head: int) -> dict[int, StaleLesson]:
+    """The stale-cache lessons beside the frames a Step or a Back click shows next, by their step, where
+    the head shown is the one that went stale then: the board draws them at the click in the next word's
+    place, as the server shows them after it (at the step both runs reached)."""
+    ahead = []
+    if after is not None:  # sent only when every run, the KV and the recomputed one too, reached it
+        ahead.append((after.step, following["kv"], following["recompute"], after.step))
+    if before is not None:
+        ahead.append((before.step, traces["kv"], traces["recompute"], min(before.step, compared)))
+    lessons = {}
+    for step, kv, full, compared_then in ahead:
+        lesson = stale_lesson(kv, full, check_cache(kv, full, compared_then))
+        if lesson is not None and lesson.head == head:
+            lessons[step] = lesson
+    return lessons
 
 
 def _cache_numbers(kv: Trace) -> CacheNumbers:
