@@ -219,8 +219,12 @@ def inspect_prediction(view: CompressView, wide: float, below) -> None:
     step = comparison.steps[chosen]
     if chosen == 0 and not view.quantise:
         st.caption(words.PREDICTION_ZERO)
-    plot(figures.attention_compare_figure(step, comparison.tokens, scenario.head_names), key="memory_attention",
-         share=wide)
+    grid = figures.attention_compare_board(step, comparison.tokens, scenario.head_names)  # fits a phone's width
+    if grid is None:  # more keys than cell text fits: Plotly, which zooms
+        plot(figures.attention_compare_figure(step, comparison.tokens, scenario.head_names), key="memory_attention",
+             share=wide)
+    else:
+        board(grid, key="memory_attention")
     with below:
         left, right = st.columns(2)
         with left:

@@ -77,6 +77,7 @@ def _memory() -> list[tuple[str, object, str | None]]:
         ("pool board", memory.pool_board(run, snapshot, names), MATRIX),
         ("waste board", memory.waste_board(run.waste, 4), None),
         ("attention compared", memory.attention_compare_figure(step, comparison.tokens, safe.head_names), MATRIX),
+        ("attention compared board", memory.attention_compare_board(step, comparison.tokens, safe.head_names), MATRIX),
         ("contexts compared", memory.context_compare_figure(step, safe.head_names), None),
         ("logits compared", memory.logits_compare_figure(step, safe.vocab_tokens), None),
         ("bytes", memory.bytes_figure(comparison), None),

@@ -261,3 +261,34 @@ def test_a_stale_cell_in_a_full_window_says_stale_alone():
     assert len(spec["columns"]) > board.WORDY_STALE_KEYS
     said = [c["text"] for row in spec["groups"][0]["rows"] for c in row["cells"] if "stale:" in c["tip"]]
     assert said and set(said) == {"stale"}
+
+
+def test_the_eviction_board_pairs_each_heads_full_and_compressed_rows_and_marks_evicted_keys():
+    """Memory's eviction tab draws its lesson figure as a board (a grid that fits a phone's width):
+    per head the full cache's row above the compressed one's, the same weights as the Plotly figure,
+    evicted keys grey with ✕ (in the legend), tokens carried as typed; past the cell-text width, Plotly."""
+    from viz.core.serving.compress import CacheSpec, EvictionPolicy, compare_with_full
+    from viz.figures import memory
+    from viz.figures.lesson import CELL_TEXT_COLUMNS
+    token = "<b>x</b>"
+    safe = load_preset("cache-safe")
+    scenario = safe.with_tokens([token, *safe.tokens[1:]], list(safe.values))
+    comparison = compare_with_full(scenario, 4, CacheSpec(policy=EvictionPolicy(window=2)))
+    step = comparison.steps[-1]
+    spec = memory.attention_compare_board(step, comparison.tokens, scenario.head_names)
+    fig = memory.attention_compare_figure(step, comparison.tokens, scenario.head_names)
+    rows = [row for group in spec["groups"] for row in group["rows"]]
+    assert [len(group["rows"]) for group in spec["groups"]] == [2] * len(scenario.head_names)
+    assert [row["label"] for row in rows] == [f"{n} · {c}" for n in scenario.head_names for c in ("full", "compressed")]
+    assert spec["columns"][0] == f"1 · {token}" and spec["title"].endswith("rows: head · cache, columns: keys")
+    evicted = [(r, c) for r, row in enumerate(rows) for c, cell in enumerate(row["cells"]) if cell["text"] == "✕"]
+    assert evicted and all(r % 2 == 1 for r, _ in evicted)  # only the compressed rows lose keys
+    assert all(rows[r]["cells"][c]["bg"] == MEANINGS["left out"].color for r, c in evicted)
+    assert [(r, c) for r, line in enumerate(fig.data[0].z) for c, v in enumerate(line) if v is None] == evicted
+    assert [[c["text"] for c in row["cells"] if c["text"] != "✕"] for row in rows] == \
+        [[short(v) for v in line if v is not None] for line in fig.data[0].z]
+    assert spec["legend"] == [{"label": "evicted", "color": MEANINGS["left out"].color, "fill": True}]
+    assert len(spec["columns"]) <= CELL_TEXT_COLUMNS
+    long = safe.with_tokens(list(safe.tokens) * 4, list(safe.values) * 4)
+    wide = compare_with_full(long, 2, CacheSpec(policy=EvictionPolicy(window=2)))
+    assert memory.attention_compare_board(wide.steps[-1], wide.tokens, long.head_names) is None

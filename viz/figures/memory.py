@@ -17,9 +17,9 @@ from ..core.serving.compress import CacheComparison, StepComparison
 from ..core.scale.cache_layout import LibraryLayout
 from ..core.scale.memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurve, ToyCacheMemory, format_bytes
 from ..core.serving.paged import PagedRun, PoolSnapshot, WasteReport
-from .base import (BLUE, FREE, GREEN, INK, LEFT_OUT, MEANINGS, SERIES, SKY, legend_marker, safe, series,
-                   titled)
-from .board import colored_cell
+from .base import (BLUE, FREE, GREEN, INK, LEFT_OUT, MEANINGS, SERIES, SKY, legend_item, legend_marker, safe,
+                   series, short, titled)
+from .board import colored_cell, shade
 from .lesson import CELL_TEXT_COLUMNS
 from .meanings import owner
 
@@ -322,6 +322,38 @@ def attention_compare_figure(step: StepComparison, tokens: Sequence[str], head_n
                       legend=dict(orientation="h", yanchor="top", y=-0.02, x=0, xanchor="left"))
     return fig
 
+
+
+def attention_compare_board(step: StepComparison, tokens: Sequence[str], head_names: Sequence[str]) -> dict | None:
+    """The same picture as :func:`attention_compare_figure` as a board spec (``viz/ui/board.js``: a
+    grid that fits any column, a phone's included; tokens written as text, never markup): a group of
+    two rows per head, the full cache above the compressed one, evicted keys grey with ✕. None when
+    there are more keys than cell text fits (Plotly draws it)."""
+    positions = step.positions.tolist()
+    if len(positions) > CELL_TEXT_COLUMNS:
+        return None
+    columns = [f"{p} · {tokens[p - 1]}" for p in positions]
+    groups = []
+    for h, name in enumerate(head_names):
+        rows = []
+        for label, weights, kept in (("full", step.weights_full, None), ("compressed", step.weights_compressed,
+                                                                          step.kept)):
+            cells = []
+            for j, w in enumerate(weights[h].double().tolist()):
+                where = f"{name} · {label}\nkey {columns[j]}\n"
+                if kept is not None and not bool(kept[j]):
+                    cells.append(colored_cell(LEFT_OUT, "✕", where + "evicted: not in the compressed cache"))
+                else:
+                    bg, fg = shade("Blues", w)
+                    cells.append({"bg": bg, "fg": fg, "text": short(w), "tip": where + f"weight {w:.4f}"})
+            rows.append({"label": f"{name} · {label}", "cells": cells})
+        groups.append({"rows": rows})
+    title = (f"Attention of {tokens[len(positions) - 1]} (prediction {step.index}), full vs compressed"
+             " · rows: head · cache, columns: keys")
+    return {"kind": "matrix", "title": title, "axes": {"rows": "head · cache", "columns": "keys"},
+            "columns": columns, "groups": groups, "outlines": [], "gap_after": None,
+            "legend": [legend_item("left out", "evicted", filled=True)],
+            "label": f"{title}: attention weights, the full cache's row above the compressed one's"}
 
 def _paired_bars(labels: Sequence[str], full: torch.Tensor, compressed: torch.Tensor, title: str,
                  axis: str) -> go.Figure:
