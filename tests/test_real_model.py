@@ -513,3 +513,19 @@ def test_the_narration_says_what_each_step_fed_and_what_the_cache_holds(real, pr
     grown = 2 * s.layers * s.kv_heads * s.head_dim * session.snapshot().element_size  # K and V, one token
     assert said.startswith(f"Step 1: the model picked '{piece(real, session.generated[0])}' and fed only that")
     assert f"covers {len(prompt) + 1} tokens in {prefill_bytes + grown:,} bytes (+{grown:,} since" in said
+
+
+def test_the_decode_tabs_cache_picture_reads_on_a_phone(real, prompt):
+    """Real model's Decode tab, its lesson figure at a phone's 358 px: the title on one line across the
+    phone (the legend says which row is new), the K/V heads numbered under the axis title that names
+    them (four "head n" labels ran together), and the hover still says "K/V head"."""
+    from viz.figures import real as figs
+    from viz.figures.base import PHONE_PX, title_chars
+    decoder = CachedDecoder(real)
+    decoder.prefill(prompt.ids)
+    snap = snapshot(decoder)
+    fig = figs.key_norms_figure(snap, 0, list(prompt.pieces), height=figs.CACHE_PX)
+    assert len(fig.layout.meta["title"]) <= title_chars(PHONE_PX)[1], fig.layout.meta["title"]
+    assert list(fig.data[0].x) == [str(h) for h in range(real.shape.kv_heads)]
+    assert fig.layout.xaxis.title.text == "K/V head (columns)" and "K/V head %{x}" in fig.data[0].hovertemplate
+    assert "new entry" in [trace.name for trace in fig.data]

@@ -161,9 +161,11 @@ def key_norms_figure(snap: CacheSnapshot, layer: int, pieces: Sequence[str], hei
     the plot's, else one that grows with the cache."""
     norms = snap.layers[layer].key_norms.T  # (seq, kv_heads)
     seq, kv_heads = norms.shape
-    return heatmap(norms, [f"head {h}" for h in range(kv_heads)], labels(pieces[:seq]),
-                   f"Layer {layer}: {seq} cached keys, ‖k‖ per head (newest row outlined)",
-                   kind="values", hover="token %{y}<br>%{x}<br>‖k‖ = %{z:.3f}", scale="‖k‖",
+    # a short title and bare head numbers: one line and readable ticks in a phone's 358 px too (the
+    # legend's "new entry" says which row is the newest, the axis title what the numbers are)
+    return heatmap(norms, [str(h) for h in range(kv_heads)], labels(pieces[:seq]),
+                   f"Layer {layer}: {seq} cached keys, ‖k‖ per head",
+                   kind="values", hover="token %{y}<br>K/V head %{x}<br>‖k‖ = %{z:.3f}", scale="‖k‖",
                    highlight_cells=[(seq - 1, h) for h in range(kv_heads)], cells_label="new entry",
                    axes=("K/V head (columns)", "cached token (rows)"), height=height,
                    annotate=seq * kv_heads <= 160 and (height or 100 + 34 * seq) - 100 >= 18 * seq)  # rows with room
