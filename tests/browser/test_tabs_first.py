@@ -1,7 +1,9 @@
 """Tier 3 (browser): the picture first in every tab (issue 32). Each of Memory's and Real model's
 tabs, when chosen, opens with its one sentence, then the few controls that drive its lesson figure
 (the step control where it steps) and the figure, whole in the first screen: at 1440 × 900 with the
-sidebar open and in presenter mode at 1280 × 720. First screens go to the screenshot artifacts.
+sidebar open and in presenter mode at 1280 × 720. On a 390 × 844 phone the tabs that step keep their
+step control and their figure on one screen, before and after a step. First screens go to the
+screenshot artifacts.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from viz.core.lessons import words_memory
 from viz.core.lessons.leads import PAGE_LEADS
 from viz.core.real import words as real_words
 
-from .test_picture_first import DESK, PROJECTOR, above_fold
+from .test_picture_first import DESK, PHONE, PROJECTOR, SCROLL_UNDER_HEADER_JS, above_fold
 from .visitor import SCREENSHOTS
 
 
@@ -96,4 +98,53 @@ def test_kivis_controls_share_one_row_and_the_figure_stays_whole_at_a_desk(app):
     expect(app.main.get_by_text("Newest tokens in full precision (R)")).to_be_visible()
     in_first_screen(app, app.main.locator(".st-key-memory_prediction_row >> visible=true").first)
     above_fold(app, app.main.locator(".st-key-memory_attention >> visible=true"))
+    app.assert_no_exception()
+
+
+# the tabs that step, on a phone: their name, their forward control, and the lesson figure it steps
+PHONE_TABS = {
+    "memory": ("Eviction and quantisation", ".st-key-memory_prediction_forward button", ".st-key-memory_attention"),
+    "real_model": ("Decode with the KV cache", ".st-key-real_next_token button", ".st-key-real_norms"),
+}
+
+
+def step_and_figure_share_the_screen(app, forward, figure) -> tuple[dict, dict]:
+    """Scrolled so the step control is at the top of the screen (under Streamlit's header), the figure
+    lies whole below it on the same 390 × 844 screen, and nothing sticks out sideways."""
+    header = forward.evaluate(SCROLL_UNDER_HEADER_JS)
+    app.page.wait_for_timeout(300)  # the scroll lands
+    step, drawn = forward.bounding_box(), figure.bounding_box()
+    assert step["y"] > header - 1 and step["y"] < drawn["y"], (header, step, drawn)
+    assert drawn["y"] + drawn["height"] <= PHONE["height"] + 0.5, \
+        f"the figure {drawn} does not end on the screen whose top (under the {header:.0f} px header) is the step control {step}"
+    assert drawn["x"] >= 0 and drawn["x"] + drawn["width"] <= PHONE["width"] + 0.5, drawn
+    assert drawn["height"] >= 250, f"the figure {drawn} is squeezed"
+    wide = app.page.evaluate("document.documentElement.scrollWidth")
+    assert wide <= PHONE["width"], f"the page is {wide} px wide: it scrolls sideways"
+    return step, drawn
+
+
+@pytest.mark.parametrize("page", list(PHONE_TABS))
+def test_on_a_phone_each_stepping_tab_keeps_its_step_control_and_figure_on_one_screen(app, page):
+    """At 390 × 844, Memory's eviction tab and Real model's Decode tab: scrolled to the step control,
+    the figure it steps lies whole below it, before and after a step (a student taps forward and
+    sees the change without scrolling), and the page does not scroll sideways."""
+    tab, forward_at, figure_at = PHONE_TABS[page]
+    app.page.set_viewport_size(PHONE)
+    app.open(f"/{page}")
+    choose(app, page, tab)
+    forward, figure = (app.main.locator(f"{selector} >> visible=true").first for selector in (forward_at, figure_at))
+    expect(figure).to_be_visible()
+    step_and_figure_share_the_screen(app, forward, figure)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    app.page.screenshot(path=str(SCREENSHOTS / f"tab-{page}-phone-{PHONE['width']}x{PHONE['height']}.png"))
+    with app.rerun():
+        forward.click()
+    step_and_figure_share_the_screen(app, forward, figure)
+    if page == "memory":  # a board: every key's cell whole at a phone's width, its weight or ✕ readable
+        cells = figure.locator(".cell")
+        expect(cells.first).to_be_visible()
+        cut = cells.evaluate_all("cells => cells.filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent)")
+        assert cells.count() > 20 and not cut, f"cells cut short on a phone: {cut}"
+    app.page.screenshot(path=str(SCREENSHOTS / f"tab-{page}-phone-stepped-{PHONE['width']}x{PHONE['height']}.png"))
     app.assert_no_exception()
