@@ -8,12 +8,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from viz.core.engine import cost as sweep
-from viz.core.engine.cost import Bandwidth, CostMeasurement, DecodePoint, LiveConfig, PrefillPoint, summarize_cost
-from viz.core.timing import Timing, TimingPlan
-from viz.core.engine.model import WorkCounts
+from viz.core.engine.cost import CostMeasurement, LiveConfig, summarize_cost
+from viz.core.timing import TimingPlan
 from viz.figures import cost
 from viz.ui import state
 from apptest_helpers import flip, rerun
+from cost_fixtures import measurement
 
 PAGE = "pages/cost.py"
 RESULTS = "cost_results"
@@ -63,7 +63,7 @@ def measured(at: AppTest) -> CostMeasurement:
     return at.session_state[RESULTS][sweep.available_devices()[0]]
 
 
-def test_page_on_arrival_shows_a_quick_measurement(at):
+def test_page_on_arrival_shows_a_quickmeasurement(at):
     """Before a click: the quick sweep's measured plots, a Measure button, and the full sweep's real sizes."""
     assert measure_button(at).label == "Measure"
     quick = figure(at, "Decode: O(n²)")
@@ -106,7 +106,7 @@ def test_results_stay_for_the_session_until_measured_again(at, tiny):
     assert measured(at) is not first and measured(at).decode
 
 
-def test_tables_list_every_measurement(at, tiny):
+def test_tables_list_everymeasurement(at, tiny):
     """The expanders' tables hold one row per decode measurement and per prompt length."""
     click_measure(at)
     result = measured(at)
@@ -151,25 +151,9 @@ def test_presenter_mode_enlarges_the_plots(at, tiny):
 
 
 # -- the figure builders and the reading, on measurements made by hand ----------------------------
-def _timing(seconds: float) -> Timing:
-    return Timing(seconds, seconds * 0.9, seconds * 1.2, 3)
-
-
-def _measurement(speedups: tuple[float, float], cat: float, loop: float) -> CostMeasurement:
-    """Decode at n = 10 and 40 (recompute, kv, cat) and prefill at n = 8, with chosen ratios."""
-    work = lambda macs: WorkCounts(multiply_adds=macs)  # noqa: E731
-    decode = []
-    for n, speedup in zip((10, 40), speedups):
-        decode += [DecodePoint(n, "recompute", _timing(0.001 * speedup), work(n * n * 65), 0),
-                   DecodePoint(n, "kv", _timing(0.001), work(n * 65), n * 1040),
-                   DecodePoint(n, "cat", _timing(0.001 * cat), work(n * 65), n * 1040)]
-    prefill = (PrefillPoint(8, _timing(0.001), _timing(0.001 * loop), work(512), work(300), 0.0),)
-    return CostMeasurement("cpu", 1, tuple(decode), prefill, Bandwidth(10**9, _timing(0.1)), 3.0, 1.0, ())
-
-
 def test_decode_figure_plots_counts_left_and_times_right():
     """Left panel: recompute and kv counts (cat shares kv's); right: all three medians, log axes."""
-    fig = cost.decode_figure(_measurement((2, 30), 3, 10))
+    fig = cost.decode_figure(measurement((2, 30), 3, 10))
     left = [t for t in fig.data if t.xaxis == "x"]
     right = [t for t in fig.data if t.xaxis == "x2"]
     assert [t.name for t in left] == [cost.NAMES["recompute"], cost.NAMES["kv"]]
@@ -182,7 +166,7 @@ def test_decode_figure_plots_counts_left_and_times_right():
 
 def test_prefill_figure_has_both_ways_in_both_panels():
     """Counts and times for the batched pass and the loop."""
-    fig = cost.prefill_figure(_measurement((2, 30), 3, 10))
+    fig = cost.prefill_figure(measurement((2, 30), 3, 10))
     assert [(t.name, t.xaxis, list(t.y)) for t in fig.data][:2] == [
         (cost.NAMES["batched"], "x", [512]), (cost.NAMES["one by one"], "x", [300])]
     assert list(fig.data[3].y) == pytest.approx([0.01])

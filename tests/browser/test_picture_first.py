@@ -151,6 +151,18 @@ SCROLL_UNDER_HEADER_JS = """control => {
     return header; }"""
 
 
+def scrolled_to_step(app, forward, figure) -> tuple[float, dict, dict]:
+    """Scroll the step control ``forward`` to the top of a phone's screen (under Streamlit's header) and
+    check that ``figure`` lies whole below it on that screen; (header height, step box, figure box)."""
+    header = forward.evaluate(SCROLL_UNDER_HEADER_JS)
+    app.page.wait_for_timeout(300)  # the scroll lands
+    step, drawn = forward.bounding_box(), figure.bounding_box()
+    assert step["y"] > header - 1 and step["y"] < drawn["y"], (header, step, drawn)
+    assert drawn["y"] + drawn["height"] <= PHONE["height"] + 0.5, \
+        f"the figure {drawn} does not end on the screen whose top (under the {header:.0f} px header) is the step control {step}"
+    return header, step, drawn
+
+
 @pytest.mark.parametrize("page", list(STEPPED))
 def test_on_a_phone_the_step_control_and_the_figure_share_one_screen(app, page):
     """At 390 × 844, scrolled to the step control, the lesson figure it steps lies whole below it on
@@ -159,11 +171,6 @@ def test_on_a_phone_the_step_control_and_the_figure_share_one_screen(app, page):
     app.open(f"/{page}", **({"step": 1} if page == "decode" else {}))
     forward, figure = (app.main.locator(f"{selector} >> visible=true").first for selector in STEPPED[page])
     expect(figure).to_be_visible()
-    header = forward.evaluate(SCROLL_UNDER_HEADER_JS)
-    app.page.wait_for_timeout(300)  # the scroll lands
-    step, drawn = forward.bounding_box(), figure.bounding_box()
-    assert step["y"] > header - 1 and step["y"] < drawn["y"], (header, step, drawn)
-    assert drawn["y"] + drawn["height"] <= PHONE["height"] + 0.5, \
-        f"the figure {drawn} does not end on the screen whose top (under the {header:.0f} px header) is the step control {step}"
+    scrolled_to_step(app, forward, figure)
     app.page.screenshot(path=str(REVIEW / f"{page}-{PHONE['width']}x{PHONE['height']}.png"))
     app.assert_no_exception()

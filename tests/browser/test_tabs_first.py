@@ -15,7 +15,7 @@ from viz.core.lessons import words_memory
 from viz.core.lessons.leads import PAGE_LEADS
 from viz.core.real import words as real_words
 
-from .test_picture_first import DESK, PHONE, PROJECTOR, SCROLL_UNDER_HEADER_JS, above_fold
+from .test_picture_first import DESK, PHONE, PROJECTOR, above_fold, scrolled_to_step
 from .visitor import SCREENSHOTS
 
 
@@ -111,12 +111,7 @@ PHONE_TABS = {
 def step_and_figure_share_the_screen(app, forward, figure) -> tuple[dict, dict]:
     """Scrolled so the step control is at the top of the screen (under Streamlit's header), the figure
     lies whole below it on the same 390 × 844 screen, and nothing sticks out sideways."""
-    header = forward.evaluate(SCROLL_UNDER_HEADER_JS)
-    app.page.wait_for_timeout(300)  # the scroll lands
-    step, drawn = forward.bounding_box(), figure.bounding_box()
-    assert step["y"] > header - 1 and step["y"] < drawn["y"], (header, step, drawn)
-    assert drawn["y"] + drawn["height"] <= PHONE["height"] + 0.5, \
-        f"the figure {drawn} does not end on the screen whose top (under the {header:.0f} px header) is the step control {step}"
+    _, step, drawn = scrolled_to_step(app, forward, figure)
     assert drawn["x"] >= 0 and drawn["x"] + drawn["width"] <= PHONE["width"] + 0.5, drawn
     assert drawn["height"] >= 250, f"the figure {drawn} is squeezed"
     wide = app.page.evaluate("document.documentElement.scrollWidth")
