@@ -167,11 +167,13 @@ def step_pool() -> None:
 def step_batching() -> None:
     def intro() -> None:
         st.markdown(words.BATCHING_INTRO)
-        plot(serving.timeline_figure(view.static, title=words.STATIC_TITLE), key="tour_static",
+        plot(serving.timeline_figure(view.static, title=words.STATIC_TITLE, large_type=state.presenter()),
+             key="tour_static",
              share=material_share())
 
     def answer(share: float) -> None:
-        plot(serving.timeline_figure(view.continuous, title=words.CONTINUOUS_TITLE), key="tour_continuous",
+        plot(serving.timeline_figure(view.continuous, title=words.CONTINUOUS_TITLE, large_type=state.presenter()),
+             key="tour_continuous",
              share=share)
         st.markdown(words.SERVERS_NOTE)
         st.page_link("pages/serving.py", label="Open the Serving page", icon=":material/dns:")

@@ -44,10 +44,12 @@ def _plain(title: str, height: int, top: int = 50, **extra) -> dict:
 
 # -- continuous batching ------------------------------------------------------------------------
 def timeline_figure(run: ServingRun, current: int | None = None, title: str | None = None, *,
-                    legend_beside: bool = False) -> go.Figure:
+                    legend_beside: bool = False, large_type: bool = False) -> go.Figure:
     """One row per request, one bar per iteration coloured by what it did, a dot per token produced.
     ``legend_beside`` (presenter mode): the legend in a column right of the plot instead of rows under
-    it, so a projector's first screen holds the narration above the whole figure."""
+    it, so a projector's first screen holds the narration above the whole figure. ``large_type``
+    (presenter mode, legend under the plot): rows and legend lines measured at presenter type, so a
+    legend that wraps in a narrow column cannot squeeze the rows together."""
     names = [safe(r.name) for r in run.workload.requests]
     data = []
     for phase, color in PHASE_COLORS.items():
@@ -81,6 +83,8 @@ def timeline_figure(run: ServingRun, current: int | None = None, title: str | No
         data.append(legend_marker("focus", "this iteration"))
     if legend_beside:
         plot_px = max(PRESENTER_ROW_PX * len(names), PRESENTER_LEGEND_LINE_PX * len(data))
+    elif large_type:
+        plot_px = PRESENTER_ROW_PX * len(names) + PRESENTER_LEGEND_LINE_PX * len(data)
     else:
         plot_px = TIMELINE_ROW_PX * len(names) + LEGEND_LINE_PX * len(data)
     # short enough for a phone's width on one line (Plotly titles do not wrap)
