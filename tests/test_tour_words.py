@@ -56,3 +56,14 @@ def test_revealed_options_mark_the_right_one_and_name_the_pick():
         (f"12.5 {tour.RIGHT_MARK} (the class's pick)", True)
     assert [text for text, _ in tour.revealed_options(question, None, lettered=False, class_pick=False)] == \
         ["5", "9", f"12.5 {tour.RIGHT_MARK}", "20"]
+
+
+def test_home_counts_the_tours_steps_and_its_epilogue():
+    """Home's card names as many main steps as the tour has before its optional epilogue."""
+    from viz.core.lessons import words_home
+    from viz.core.lessons.tour import EPILOGUE, STEP_TITLES
+
+    number = {6: "Six", 7: "Seven", 8: "Eight", 9: "Nine", 10: "Ten"}[len(STEP_TITLES) - EPILOGUE]
+    assert f"{number} short steps" in words_home.TOUR
+    assert all(title.startswith("Epilogue") for title in STEP_TITLES[-EPILOGUE:])
+    assert "epilogue of two" in words_home.TOUR and EPILOGUE == 2
