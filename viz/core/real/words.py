@@ -34,7 +34,7 @@ def facts(shape: ModelShape, name: str, model_class: str, device: str, escape: E
     s = shape
     return (f"**{escape(name)}** · {escape(model_class)} · {s.parameters:,} parameters · "
             f"{s.layers} layers × {s.heads} heads ({s.kv_heads} key/value heads) · head_dim {s.head_dim} · "
-            f"vocabulary {s.vocab:,} · context {s.max_positions} tokens · on {escape(device)}")
+            f"vocabulary {s.vocab:,} · context length up to {s.max_positions} tokens · on {escape(device)}")
 
 
 def training(report: dict | None, escape: Escape) -> str:
