@@ -280,3 +280,18 @@ def test_a_new_key_is_green_everywhere_and_the_focus_orange():
     focus = {look[0] for name in ("lesson attention", "timeline", "tiles", "rounds")
              for look, words in _legend(FIGURES[name][0]) if words in MEANINGS["focus"].labels}
     assert focus == {ORANGE.lower()}
+
+
+def test_a_rejected_guess_is_crossed_in_its_own_text_and_only_it():
+    """Speculative decoding's rounds: every rejected guess (black) reads '✗ word', a cross no mark
+    laid over the cell could give without hiding the word; no other cell carries one."""
+    from viz import load_preset
+    from viz.core.serving.speculative import DraftSpec, speculate
+    from viz.figures import serving
+
+    run = speculate(load_preset("previous-token"), 12, 4, DraftSpec(kind="fewer heads"))
+    heat = serving.rounds_figure(run, 0).data[0]
+    cells = [(z, t) for zr, tr in zip(heat.z, heat.text) for z, t in zip(zr, tr)]
+    rejected = [t for z, t in cells if z == 2]
+    assert rejected and all(t.startswith("✗ ") and len(t) > 2 for t in rejected)
+    assert not any("✗" in t for z, t in cells if z != 2)

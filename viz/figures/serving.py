@@ -18,7 +18,7 @@ from ..core.scale.memory import format_bytes
 from ..core.serving.speculative import SpecRun
 from ..core.serving.workload import ServingRun
 from .base import (BLUE, FREE, INK, MASKED, MEANINGS, PURPLE, SKY, figure, frame, legend_marker,
-                   outline, pattern_marks, rect, safe, series)
+                   outline, rect, safe, series)
 from .meanings import owner
 from .memory import GREY
 
@@ -308,11 +308,13 @@ def rounds_figure(run, current: int | None = None, *, shown: int | None = None) 
     colorscale = [item for i in range(k) for item in ([i / k, palette[i]], [(i + 1) / k, palette[i]])]
     y = [f"round {r.index + 1}" for r in rounds]
     x = ["fed"] + [f"guess {i}" for i in range(1, width - 1)] + ["target's word"]
+    crossed = np.argwhere(z == 2)  # (row, column) of each rejected guess: crossed, not told by colour alone
+    for r, c in crossed:  # a cross in the word itself: a mark over the cell would hide its letters
+        text[r, c] = f"✗ {text[r, c]}"
     data = [go.Heatmap(z=z, x=x, y=y, text=text, texttemplate="%{text}", textfont_size=12, colorscale=colorscale,
                        zmin=-0.5, zmax=k - 0.5, showscale=False, xgap=3, ygap=3, hoverinfo="skip")]
-    crossed = np.argwhere(z == 2)  # (row, column) of each rejected guess: crossed, not told by colour alone
     if len(crossed):
-        data.append(pattern_marks("rejected", [x[c] for _, c in crossed], [y[r] for r, _ in crossed], size=26))
+        data.append(legend_marker("rejected", "rejected", filled=True))
     data += [legend_marker(name, label, filled=True) for name, label in
              (("chosen", "kept guess"), ("left out", "not checked"), ("candidate", "the target's own word"),
               ("new", "bonus word (every guess kept)"))]
