@@ -194,10 +194,10 @@ with roof_tab:
     prefill_tokens = int(st.number_input("Prompt length for prefill (tokens)", 1, MAX_TOKENS,
                                          value=min(tokens, config.max_context), key=PREFILL))
     sweep, overtakes, points = view.sweep, view.cache_overtakes, view.points(prefill_tokens)
+    plot(roof.roofline_figure(points), key="scale_roofline", share=wide)  # the picture first, then its reading
     stats(as_stats(view.roof_stats), words.ROOF_STATS, key="scale_roof_stats")
     for line in view.roof_reading(prefill_tokens):
         st.markdown(line)
-    plot(roof.roofline_figure(points), key="scale_roofline", share=wide)
     st.dataframe(roof.steps_table(points), width="stretch")
     left, right = st.columns(2)
     with left:

@@ -35,7 +35,8 @@ def roofline_figure(points: Sequence[tuple[str, StepCost]]) -> go.Figure:
                       hovertemplate="intensity %{x:.3g} FLOP/byte<br>at most %{y:.4g} TFLOP/s<extra></extra>")
     colors = [BLUE, ORANGE, GREEN, "#8e44ad", RED]
     marks = [go.Scatter(x=[s.intensity], y=[s.attainable_flops / TFLOP], mode="markers+text", name=safe(label),
-                        text=[safe(label)], textposition="top center", cliponaxis=False,
+                        text=[safe(label)], cliponaxis=False,  # under the roof's line, towards the plot's middle
+                        textposition="bottom right" if s.intensity < ridge else "bottom left",
                         marker=dict(size=14, color=colors[i % len(colors)], line=dict(color="white", width=1)),
                         hovertemplate=(f"{safe(label)}<br>%{{x:.3g}} FLOP/byte<br>%{{y:.4g}} TFLOP/s "
                                        f"attainable<br>{s.bound}-bound<extra></extra>"))
@@ -45,7 +46,7 @@ def roofline_figure(points: Sequence[tuple[str, StepCost]]) -> go.Figure:
                      *marks])
     fig.update_xaxes(type="log", title="arithmetic intensity (FLOPs per byte read)")
     fig.update_yaxes(type="log", title="attainable TFLOP/s")
-    fig = _layout(fig, f"Roofline: {safe(step.gpu.name)}, {step.compute}", 440)
+    fig = _layout(fig, f"Roofline: {safe(step.gpu.name)}, {step.compute}", 380)  # whole under its tab's lead
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.2, x=0, xanchor="left"))
     return fig
 
