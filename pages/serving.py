@@ -20,7 +20,8 @@ from viz.core.serving import words as say
 from viz.core.serving.papers import Lesson
 from viz.core.serving.view import (Stepped, batching_view, chunking_view, flash_view, prefix_view,
                                    speculation_view)
-from viz.core.serving.speculative import DRAFTS, MAX_K, MAX_SPEC_TOKENS, DraftSpec, speculate
+from viz.core.serving.speculative import (DRAFTS, MAX_K, MAX_SPEC_TOKENS, MAX_TEMPERATURE, DraftSpec,
+                                          opening_temperature, speculate, with_temperature)
 from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BATCH, MAX_BLOCKS, MAX_OVERHEAD,
                                MAX_REQUESTS, PREEMPTIONS, WORKLOADS, ServingConfig, ServingError,
                                ServingRun, Workload, check_workload, make_request, serving_refusal, workload_preset)
@@ -29,7 +30,7 @@ from viz.figures.base import Stat
 from viz.ui import state
 from viz.ui.common import (beside_in_presenter_mode, defined_caption, md_escape, narration_beside, page_lead, plot,
                            stepper)
-from viz.ui.widgets import stats
+from viz.ui.widgets import stats, table
 
 state.require_frame()
 SECTION = "serving_section"
@@ -56,6 +57,7 @@ WORDS = "serving_words"
 REAL_PROMPT = "serving_real_prompt"
 REAL_DRAFT = "serving_real_draft"
 REAL_TEMPERATURE = "serving_real_temperature"
+TOY_TEMPERATURE = "serving_toy_temperature"
 FLASH_TOKENS = "serving_flash_tokens"
 TILE_Q = "serving_tile_q"
 TILE_K = "serving_tile_k"
@@ -92,9 +94,9 @@ def fail(err: Exception) -> None:
     st.stop()
 
 
-def workload_editor(section: str, edits=None) -> Workload:
-    """A preset, editable as a table (folded under the preset, or in ``edits``); a refused edit keeps the
-    last workload that parsed."""
+def workload_editor(section: str, edits) -> Workload:
+    """A preset, editable as a table (folded in ``edits``, its columns sized to fit a desk's main
+    column); a refused edit keeps the last workload that parsed."""
     names = list(WORKLOADS)
     preset = st.selectbox("Workload", names, index=names.index(SUGGESTED[section]), key=PRESET.format(section),
                           help=say.WORKLOAD_HELP)
@@ -102,10 +104,13 @@ def workload_editor(section: str, edits=None) -> Workload:
     frame = pd.DataFrame({"request": [r.name for r in base.requests], "arrives": [r.arrival for r in base.requests],
                           "prompt": [" ".join(r.tokens) for r in base.requests],
                           "new tokens": [r.max_new_tokens for r in base.requests]})
-    with (edits or st).expander(say.edit_requests(MAX_REQUESTS), expanded=False):
+    with edits.expander(say.edit_requests(MAX_REQUESTS), expanded=False):
         edited = st.data_editor(frame, num_rows="dynamic", width="stretch", key=EDITOR.format(section, preset),
-                                column_config={"arrives": st.column_config.NumberColumn("arrives (tick)", step=1),
-                                               "new tokens": st.column_config.NumberColumn(step=1)})
+                                column_config={"request": st.column_config.TextColumn(width="small"),
+                                               "arrives": st.column_config.NumberColumn("arrives (tick)", step=1,
+                                                                                         width="small"),
+                                               "prompt": st.column_config.TextColumn(width="large"),
+                                               "new tokens": st.column_config.NumberColumn(step=1, width="small")})
     try:
         rows = edited.to_dict("records")
         requests = [make_request(scenario, str(r["request"] or "").strip(), _whole(r["arrives"]),
@@ -141,13 +146,15 @@ def server_settings() -> ServingConfig:
                          overhead=overhead)
 
 
-def lesson_controls(count: int, widths: list[float] | None = None, steps_beside: bool = False) -> tuple:
+def lesson_controls(count: int, row: bool = False, steps_beside: bool = False) -> tuple:
     """Where a section's few controls go, and its stepped lesson: in presenter mode ``count`` slots
-    stacked in a narrow column beside the lesson (``steps_beside``: under a place for the step
-    control, for the timelines, whose narration is long); at a desk one row of ``count`` columns
-    (``widths``) above the lesson, so the step control, the narration and the figure fit the first
-    screen. Returns (the slots, their column or row for anything more, the step control's place
-    beside the lesson or None, the lesson's place, its share of the main column)."""
+    stacked in a narrow column beside the lesson (``steps_beside``: under a place at the column's top,
+    for the timelines' step control, whose narration is long, or the rounds' narration); at a desk one
+    row of ``count`` columns above the lesson, so the step control, the narration and the figure fit
+    the first screen (``row``: slots as wide as what they hold, in a row that wraps where they do not
+    fit, so nothing is cut short; their sliders take a width). Returns (the slots, their column or row
+    for anything more, the place atop the column beside the lesson or None, the lesson's place, its
+    share of the main column)."""
     if state.presenter() and steps_beside:  # a column wide enough for the step control's one row
         side, stage = st.columns([STEPS_SIDE, 1 - STEPS_SIDE])
         steps = side.container()  # at the top of the column, the other controls under it
@@ -155,7 +162,10 @@ def lesson_controls(count: int, widths: list[float] | None = None, steps_beside:
     side, stage, wide = beside_in_presenter_mode()
     if state.presenter():
         return [side.container() for _ in range(count)], side, None, stage, wide
-    return list(side.columns(widths or count, vertical_alignment="bottom")), side, None, stage, wide
+    if row:
+        line = side.container(horizontal=True, vertical_alignment="bottom")
+        return [line.container(width="content") for _ in range(count)], side, None, stage, wide
+    return list(side.columns(count, vertical_alignment="bottom")), side, None, stage, wide
 
 
 def step_through(view: Stepped, wide: float = 1.0, steps=None) -> None:
@@ -176,7 +186,7 @@ def step_through(view: Stepped, wide: float = 1.0, steps=None) -> None:
         plot(figs.reservation_figure(run, index), key=f"serving_memory_{name}", share=wide)
     else:
         plot(figs.pool_figure(run, index), key=f"serving_memory_{name}", share=wide)
-    st.dataframe(figs.iteration_table(run, index), hide_index=True, width="stretch")
+    table(figs.iteration_table(run, index), say.ITERATION_TABLE, key=f"serving_iteration_table_{name}")
 
 
 def check_identical(runs: list[ServingRun]) -> None:
@@ -208,11 +218,11 @@ if serving_refusal(scenario) and section != "FlashAttention":
     cache_safe_footnote(refusal)
     st.stop()
 
-edits = None  # where the requests' editor folds: under the workload, or under the stepped lesson
 if section in SUGGESTED:
     slots, side, steps, stage, wide = lesson_controls(2 if section == "Prefix caching" else 3, steps_beside=True)
-    if not state.presenter():
-        edits = st.container()  # at a desk the row above the lesson stays one row high
+    # the requests' editor folds under the stepped lesson: the row above it stays one row high at a desk,
+    # and in presenter mode its columns get the main column's width, not the controls' narrow one
+    edits = st.container()
     with slots[-1].expander(say.SETTINGS, icon=":material/tune:"):
         config = server_settings()
         defined_caption(say.limits(LIMITS))
@@ -245,7 +255,7 @@ if section == "Continuous batching":
     plot(figs.timeline_figure(view.other(policy).run), key="serving_other_timeline")
     plot(figs.metrics_figure([("continuous", continuous), ("static", static)]), key="serving_metrics")
     plot(figs.utilisation_figure([("continuous", continuous), ("static", static)]), key="serving_use")
-    st.dataframe(figs.requests_table(continuous), hide_index=True, width="stretch")
+    table(figs.requests_table(continuous), say.REQUESTS_TABLE, key="serving_requests_table")
     check_identical([continuous, static])
 
 elif section == "Chunked prefill":
@@ -288,32 +298,38 @@ elif section == "Prefix caching":
     check_identical([on])
 
 elif section == "Speculative decoding":
-    slots, side, _, stage, wide = lesson_controls(5, [0.8, 1, 1, 1.4, 1])
+    slots, side, beside, stage, wide = lesson_controls(5, row=True, steps_beside=True)
+    width = "stretch" if state.presenter() else say.CONTROL_PX  # at a desk a row that wraps, never cuts
     model = slots[0].segmented_control("Model", ["toy", "real model"], default="toy", key=MODEL, required=True)
-    k = slots[1].slider("Guesses per round (k)", 1, MAX_K, 4, key=K)
-    words = slots[2].slider("Words to make", 2, MAX_SPEC_TOKENS, 24, key=WORDS)
+    toy = model == "toy"
+    kind = slots[1].segmented_control("Draft", DRAFTS if toy else REAL_DRAFTS, key=DRAFT if toy else REAL_DRAFT,
+                                      default=(DRAFTS if toy else REAL_DRAFTS)[0], required=True,
+                                      format_func=lambda d: "the Llama" if d == "another model" else d,
+                                      help=None if toy else say.REAL_DRAFT_HELP)
+    k = slots[2].slider("Guesses per round (k)", 1, MAX_K, 4, key=K, width=width)
+    with slots[4].expander(say.SPEC_SETTINGS, icon=":material/tune:", width=width):
+        words = st.slider("Words to make", 2, MAX_SPEC_TOKENS, 24, key=WORDS)
+        temperature = st.slider(say.TEMPERATURE_LABEL, 0.0, MAX_TEMPERATURE,
+                                opening_temperature(scenario.sampling) if toy else 0.0, 0.1,
+                                key=TOY_TEMPERATURE if toy else REAL_TEMPERATURE, help=say.TEMPERATURE_HELP)
     card = gpu_named(DEFAULT_GPU)  # the GPU the "Why it matters" fold speaks of
-    if model == "toy":
-        kind = slots[3].segmented_control("Draft", DRAFTS, default=DRAFTS[0], key=DRAFT, required=True)
+    if toy:
         if kind == "fewer heads":
-            heads = slots[4].slider("Draft keeps the first … heads", 1, len(scenario.heads),
-                                    max(1, len(scenario.heads) // 2), key=state.widget_key(DRAFT_HEADS))
+            heads = slots[3].slider("Draft keeps the first … heads", 1, len(scenario.heads),
+                                    max(1, len(scenario.heads) // 2), key=state.widget_key(DRAFT_HEADS), width=width)
             draft = DraftSpec(kind, heads=heads)
         else:
-            draft = DraftSpec(kind, ngram=slots[4].slider("Match the last … tokens", 1, 4, 1, key=NGRAM))
+            draft = DraftSpec(kind, ngram=slots[3].slider("Match the last … tokens", 1, 4, 1, key=NGRAM, width=width))
+        sampled = replace(scenario, sampling=with_temperature(scenario.sampling, temperature))
         try:
-            run = remember("spec", (scenario, words, k, draft), lambda: speculate(scenario, words, k, draft))
+            run = remember("spec", (sampled, words, k, draft), lambda: speculate(sampled, words, k, draft))
         except ServingError as err:
             fail(err)
         view = speculation_view(run, md_escape, k=k, most=MAX_K, gpu=card.name, ridge=card.ridge("bf16"))
     else:
-        kind = slots[3].segmented_control("Draft", REAL_DRAFTS, default=REAL_DRAFTS[0], key=REAL_DRAFT, required=True,
-                                          format_func=lambda d: "the Llama" if d == "another model" else d,
-                                          help=say.REAL_DRAFT_HELP)
-        temperature = slots[4].slider("Temperature (0: greedy)", 0.0, 1.5, 0.0, 0.1, key=REAL_TEMPERATURE)
         real = shipped_model("gpt2")
         text = side.text_input("Prompt", say.DEFAULT_REAL_PROMPT, key=REAL_PROMPT, max_chars=400)
-        settings = Sampling(strategy="sample" if temperature else "greedy", temperature=temperature or 1.0)
+        settings = with_temperature(Sampling(), temperature)
         try:
             ids = encode(real, text).ids
             helper = shipped_model("llama") if kind == "another model" else None
@@ -327,10 +343,11 @@ elif section == "Speculative decoding":
         with stage:  # the rounds stepped through first; the output, the numbers and the reading below
             index = stepper("serving_round", len(run.rounds), say.ROUND_STEP, help=say.ROUND_STEP_HELP) - 1
             plot(figs.rounds_figure(run, index, shown=figs.ROUNDS_SHOWN), key="serving_rounds", share=wide)
-            st.info(md_escape(view.narration(index)), icon=":material/record_voice_over:")  # wide: its legend
+        # under the grid at a desk; in presenter mode atop the controls' column, beside the grid in the first screen
+        (beside or stage).info(md_escape(view.narration(index)), icon=":material/record_voice_over:")
     st.markdown(say.SPECULATION)
     st.markdown(view.output)
-    if model == "toy" and view.same_word:
+    if toy and view.same_word:
         st.caption(say.SAME_WORD)
     stats([Stat("Guesses kept", view.acceptance, help=view.acceptance_help),
            Stat("Target passes", run.target_passes, delta=run.extra_passes, good="down", help=view.plain_passes),
@@ -339,7 +356,7 @@ elif section == "Speculative decoding":
           say.SPEC_STATS, key="serving_spec_stats")
     if run.rounds:
         plot(figs.cache_length_figure(run), key="serving_cache_length")
-    st.dataframe(figs.spec_table(run), hide_index=True, width="stretch")
+    table(figs.spec_table(run), say.SPEC_TABLE, key="serving_spec_table")
     why(view.why)
     st.caption(say.SPEC_TIME)
 
@@ -366,12 +383,12 @@ else:
             plot(figs.flash_tiles_figure(run, index, head, names[head], plot_px=figs.TILES_PX[state.presenter()]),
                  key="serving_tiles", share=share)
     st.markdown(say.FLASH)
-    st.dataframe(figs.running_table(run, index, head), hide_index=True, width="stretch")
+    table(figs.running_table(run, index, head), say.RUNNING_TABLE, key="serving_running_table")
     stats([Stat("Bytes moved, tiled", view.moved, delta=view.moved_delta, good="down", help=view.moved_help),
            Stat("Fast memory needed", view.fast, help=view.fast_help),
            Stat("Largest |tiled − naive|", view.diff, help=view.diff_help)],
           say.FLASH_STATS, key="serving_flash_stats")
-    st.dataframe(figs.traffic_table(run), hide_index=True, width="stretch")
+    table(figs.traffic_table(run), say.TRAFFIC_TABLE, key="serving_traffic_table")
     shape = (len(scenario.heads), scenario.d_k)
     points = remember("sweep", (shape, bq, bk), lambda: traffic_sweep(scenario, bq, bk))
     large = remember("sweep_large", shape, lambda: traffic_sweep(scenario, TILE_SIZES[-1], TILE_SIZES[-1]))

@@ -14,7 +14,7 @@ from viz.core.engine.presets import DEFAULT_PRESET, VARIED_PRESET, varied_openin
 from viz.core.lessons.stale import repeat_note
 from viz.core.serving.compress import CacheSpec, EvictionPolicy, compare_with_full
 from viz.core.serving.scheduler import serve
-from viz.core.serving.speculative import DraftSpec, speculate
+from viz.core.serving.speculative import DraftSpec, opening_temperature, speculate, with_temperature
 from viz.core.serving.workload import ServingConfig, serving_refusal, workload_preset
 from viz.ui.common import md_escape
 
@@ -43,10 +43,32 @@ def test_the_default_serving_workload_says_different_words():
     assert any(len(set(o.words)) > 1 for o in run.outcomes)  # and a request changes its word
 
 
+def default_speculation():
+    """The Speculative decoding section's opening run: k = 4, 24 words, a draft with the first head
+    only, sampling at the temperature the toy opens at (greedy, every round guessed 'hot' four times)."""
+    sampled = replace(VARIED, sampling=with_temperature(VARIED.sampling, opening_temperature(VARIED.sampling)))
+    return speculate(sampled, 24, 4, DraftSpec("fewer heads", heads=1))
+
+
 def test_the_default_speculative_view_rejects_some_guesses():
-    """k = 4, 24 words, a draft with the first head only: the acceptance rate is strictly between 0 and 1."""
-    run = speculate(VARIED, 24, 4, DraftSpec("fewer heads", heads=1))
-    assert 0 < run.acceptance < 1
+    """The opening run: the acceptance rate is strictly between 0 and 1."""
+    assert 0 < default_speculation().acceptance < 1
+
+
+def test_the_default_draft_guesses_varied_words_kept_and_rejected():
+    """The opening run's draft guesses at least two different words, rounds guess differently, and
+    some guess is kept and some rejected (issue 32: a draft guessing one word every round showed nothing)."""
+    rounds = default_speculation().rounds
+    assert len({word for r in rounds for word in r.guesses}) >= 2
+    assert len({r.guesses for r in rounds}) >= 2
+    assert any(r.accepted > 0 for r in rounds) and any(r.accepted < len(r.guesses) for r in rounds)
+
+
+def test_a_greedy_draft_on_the_varied_preset_would_guess_one_word():
+    """Why the toy opens sampling: greedy, the one-head draft guesses one word in every round."""
+    greedy = speculate(VARIED, 24, 4, DraftSpec("fewer heads", heads=1))
+    assert greedy.greedy and len({word for r in greedy.rounds for word in r.guesses}) == 1
+    assert not default_speculation().greedy
 
 
 def test_the_default_eviction_changes_a_word():
@@ -83,8 +105,17 @@ def test_the_pages_open_on_the_varied_preset(app, page):
 def test_serving_requests_say_different_words_on_the_page(app):
     """The requests table of the default view shows at least two different outputs."""
     at = on_page(app, "pages/serving.py")
-    frames = [d.value for d in at.main.dataframe if "words" in d.value.columns]
+    frames = [d.value for d in at.main.table if "words" in d.value.columns]
     assert frames and frames[0]["words"].nunique() >= 2
+
+
+def test_serving_speculation_opens_on_the_varied_run(app):
+    """The Speculative decoding section's output at first visit is the opening run's, word for word."""
+    at = on_page(app, "pages/serving.py")
+    at.segmented_control(key="serving_section").set_value("Speculative decoding")
+    rerun(at)
+    assert not at.exception
+    assert any(" ".join(default_speculation().words) in m.value for m in at.markdown)
 
 
 def test_decode_says_why_the_seed_repeats(app):

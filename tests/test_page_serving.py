@@ -13,7 +13,7 @@ from viz.core.serving.flash import flash_attention
 from viz.core.engine.presets import sequence
 from viz.core.serving.scheduler import serve
 from viz.core.serving.explain import narrate_chunking, narrate_iteration, narrate_prefix, narrate_visit
-from viz.core.serving.speculative import DraftSpec, speculate
+from viz.core.serving.speculative import TEMPERATURE, DraftSpec, speculate, with_temperature
 from viz.core.serving.workload import PREEMPTION_NOTE, ServingConfig, Sharing, workload_preset
 from viz.ui import state
 from viz.ui.common import md_escape
@@ -108,7 +108,7 @@ def test_a_bad_workload_edit_keeps_the_last_good_workload(at):
     at.session_state[key] = {"edited_rows": {"0": {"new tokens": 2}}, "added_rows": [], "deleted_rows": [1, 2, 3, 4, 5]}
     rerun(at)
     assert not at.error
-    requests = next(d.value for d in at.dataframe if "words" in d.value.columns)
+    requests = next(d.value for d in at.table if "words" in d.value.columns)
     assert requests["request"].tolist() == ["R1"] and requests["words"].iloc[0].count(" ") == 1
 
 
@@ -146,13 +146,18 @@ def test_views_say_how_vllm_preempts_and_which_sharing_they_show(at):
 def test_speculative_section_toy_and_real(at):
     """The toy's output and acceptance are speculate()'s; the real model runs and says it matches itself."""
     section(at, "Speculative decoding")
-    run = speculate(SCENARIO, 24, 4, DraftSpec("fewer heads", heads=2))
+    sampled = replace(SCENARIO, sampling=with_temperature(SCENARIO.sampling, TEMPERATURE))  # the toy opens sampling
+    run = speculate(sampled, 24, 4, DraftSpec("fewer heads", heads=2))
     assert any(" ".join(run.words) in m.value for m in at.markdown)
     assert stat_value(at, "Target passes") == f"{run.target_passes:,}"
     at.segmented_control(key="serving_draft").set_value("prompt lookup")
     rerun(at)
-    lookup = speculate(SCENARIO, 24, 4, DraftSpec("prompt lookup", ngram=1))
+    lookup = speculate(sampled, 24, 4, DraftSpec("prompt lookup", ngram=1))
     assert stat_value(at, "Target passes") == f"{lookup.target_passes:,}"
+    at.slider(key="serving_toy_temperature").set_value(0.0)  # greedy: the target's own words, word for word
+    rerun(at)
+    greedy = speculate(SCENARIO, 24, 4, DraftSpec("prompt lookup", ngram=1))
+    assert any(f"identical to the target alone): {' '.join(greedy.words)}" in m.value for m in at.markdown)
     at.segmented_control(key="serving_spec_model").set_value("real model")
     rerun(at)
     assert any("identical to the target alone" in m.value for m in at.markdown)

@@ -137,3 +137,22 @@ def test_refusals():
     with pytest.raises(ValueError, match="keeps 1 to"):
         draft_scenario(scenario, 0)
     assert draft_scenario(scenario, 2).head_names == scenario.head_names[:2]
+
+
+def test_with_temperature_keeps_the_seed_and_refuses_out_of_range():
+    """0 is greedy; above 0 sampling at that temperature with top-k, top-p and seed kept; out of range is refused."""
+    own = replace(load_preset("content").sampling, seed=5)
+    assert speculative.with_temperature(own, 0).strategy == "greedy"
+    hot = speculative.with_temperature(own, 1.2)
+    assert (hot.strategy, hot.temperature, hot.top_k, hot.seed) == ("sample", 1.2, own.top_k, 5)
+    assert speculative.opening_temperature(load_preset("your soup").sampling) == speculative.TEMPERATURE
+    assert speculative.opening_temperature(own) == own.temperature
+    with pytest.raises(ServingError):
+        speculative.with_temperature(own, speculative.MAX_TEMPERATURE + 0.1)
+
+
+def test_sampled_logit_difference_stops_where_the_words_part():
+    """Sampled, the two runs choose other words; the logits are compared only up to the first such word."""
+    run = speculate(sampled("your soup", 0.7), 24, 4, DraftSpec("fewer heads", heads=1))
+    assert not run.same_words
+    assert run.max_logit_diff <= 1e-5 * max(1.0, float(run.plain_logits.abs().max()))

@@ -27,6 +27,34 @@ LESSONS = {"Chunked prefill": ("serving_step_chunked_forward", "serving_timeline
            "Speculative decoding": ("serving_round_forward", "serving_rounds"),
            "FlashAttention": ("serving_tile_forward", "serving_tiles")}
 SCREENS = {"desk": (DESK, {}), "projector": (PROJECTOR, {"present": 1}), "projector-hd": (PROJECTOR_HD, {"present": 1})}
+# what is cut short in the main area, as "testid: text": a control, label, fold or table past the window's
+# right edge, or whose content is wider than its box (text cut, a table scrolling sideways; ``phone``: a
+# table may scroll inside a box that stays in the window); what a closed fold hides is not on screen
+CUT_SHORT_JS = """phone => {
+  const picks = ['stWidgetLabel', 'stButtonGroup', 'stSlider', 'stTable', 'stDataFrame']
+    .map(id => `[data-testid=stMain] [data-testid=${id}]`).concat(['[data-testid=stMain] summary']).join(',');
+  const found = [];
+  for (const e of document.querySelectorAll(picks)) {
+    const box = e.getBoundingClientRect();
+    if (!box.width || !box.height || e.closest('details:not([open]) > :not(summary)')) continue;
+    const id = e.dataset.testid || e.tagName;
+    const inner = id === 'stSlider' || (phone && (id === 'stTable' || id === 'stDataFrame')) ? [] : [e, ...e.querySelectorAll('*')];
+    if (box.right > window.innerWidth + 0.5 || inner.some(x => x.clientWidth > 0 && x.scrollWidth > x.clientWidth + 1))
+      found.push(`${id}: ${e.innerText.slice(0, 40)}`);
+  }
+  return found;
+}"""
+
+
+def cut_short(app, phone: bool = False) -> list[str]:
+    return app.page.evaluate(CUT_SHORT_JS, phone)
+
+
+def narration_top(app) -> float:
+    """The top of the current round's narration (speculative decoding), in px from the window's top."""
+    note = app.main.get_by_test_id("stAlert").filter(has_text=re.compile(r"Round \d+: "))
+    expect(note).to_be_visible()
+    return note.bounding_box()["y"]
 
 
 def opening_scenario():
@@ -86,8 +114,9 @@ def test_a_request_name_that_looks_like_html_stays_text(app):
 
 
 def test_presenter_mode_fits_projectors_and_phones(app):
-    """Presenter mode at 1280 × 720 and 1920 × 1080, and a phone at 390 × 844: no control cut short."""
-    for width, height, present in ((1280, 720, 1), (1920, 1080, 1), (390, 844, 0)):
+    """Presenter mode at 1280 × 720 and 1920 × 1080, a phone at 390 × 844 and a desk at 1440 × 900: no
+    control, label or table cut short, in continuous batching (its settings open) and speculative decoding."""
+    for width, height, present in ((1280, 720, 1), (1920, 1080, 1), (390, 844, 0), (1440, 900, 0)):
         app.page.set_viewport_size({"width": width, "height": height})
         app.open("/serving", present=present)
         app.assert_no_exception()
@@ -97,12 +126,17 @@ def test_presenter_mode_fits_projectors_and_phones(app):
         assert not app.clipped(app.main.get_by_test_id("stButtonGroup").first)  # the section picker
         assert not app.clipped(settings.get_by_test_id("stButtonGroup").first)  # when blocks run out
         app.screenshot(f"serving-{'presenter' if present else 'phone'}-{width}x{height}")
+        assert cut_short(app, phone=width < 500) == []
+        show(app, "Speculative decoding")  # its five controls: stacked beside the lesson, or wrapped on a phone
+        assert cut_short(app, phone=width < 500) == []
 
 
 @pytest.mark.parametrize("screen", list(SCREENS))
 def test_every_section_opens_with_its_step_control_and_figure_whole(app, screen):
     """At 1440 × 900 and in presenter mode at 1280 × 720 and 1920 × 1080, each section, once chosen,
-    shows its step control and, below it, its lesson figure whole in the first screen (issue 32)."""
+    shows its step control and, below it, its lesson figure whole in the first screen, and no control,
+    label or table cut short; in presenter mode the speculative round's narration starts in the first
+    screen beside its grid (issue 32)."""
     size, params = SCREENS[screen]
     app.page.set_viewport_size(size)
     app.open("/serving", **params)
@@ -112,6 +146,9 @@ def test_every_section_opens_with_its_step_control_and_figure_whole(app, screen)
         above_fold(app, app.main.locator(f".st-key-{figure}"))
         expect(step).to_be_visible()
         assert step.bounding_box()["y"] < app.main.locator(f".st-key-{figure}").bounding_box()["y"]
+        assert cut_short(app) == [], section
+        if section == "Speculative decoding" and params:
+            assert narration_top(app) < size["height"]
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         name = section.lower().replace(" ", "-")
         app.page.screenshot(path=str(SCREENSHOTS / f"serving-{name}-{size['width']}x{size['height']}.png"))

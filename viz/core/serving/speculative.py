@@ -44,6 +44,10 @@ from .workload import ServingError, serving_refusal
 DRAFTS = ("fewer heads", "prompt lookup")
 MAX_K = 8
 MAX_SPEC_TOKENS = 64
+MAX_TEMPERATURE = 1.5
+# the toy's lesson opens sampling: a greedy toy's output repeats a short cycle, so any greedy draft
+# settles on one guess per round and the rounds all look alike (issue 32, item 7)
+TEMPERATURE = 0.7
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,19 @@ class DraftSpec:
 
 def greedy(settings: Sampling) -> bool:
     return settings.strategy == "greedy" or settings.temperature == 0
+
+
+def with_temperature(settings: Sampling, temperature: float) -> Sampling:
+    """``settings`` at ``temperature``: greedy at 0, else sampling; top-k, top-p and the seed kept."""
+    if not 0 <= temperature <= MAX_TEMPERATURE:
+        raise ServingError(f"the temperature is 0 (greedy) to {MAX_TEMPERATURE}")
+    return replace(settings, strategy="sample" if temperature else "greedy", temperature=temperature or 1.0)
+
+
+def opening_temperature(settings: Sampling) -> float:
+    """The temperature the toy's speculative lesson opens at: the scenario's own where it samples,
+    else :data:`TEMPERATURE` (0 gives greedy decoding back)."""
+    return TEMPERATURE if greedy(settings) else min(settings.temperature, MAX_TEMPERATURE)
 
 
 def distribution(logits: torch.Tensor, settings: Sampling) -> tuple[torch.Tensor, int]:
@@ -223,8 +240,11 @@ class SpecRun(RoundsSummary):
 
     @property
     def max_logit_diff(self) -> float:
+        """The largest |logit difference| against plain decoding up to the first word the two chose
+        differently (sampling draws other words; greedy decoding agrees throughout)."""
         n = min(len(self.words), len(self.plain_words))
-        return float((self.logits[:n] - self.plain_logits[:n]).abs().max()) if n else 0.0
+        agree = next((i for i in range(n) if self.words[i] != self.plain_words[i]), n - 1) + 1
+        return float((self.logits[:agree] - self.plain_logits[:agree]).abs().max()) if n else 0.0
 
 
 def draft_scenario(scenario: Scenario, heads: int) -> Scenario:

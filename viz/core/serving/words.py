@@ -73,8 +73,22 @@ SAME_WORD = ("Every word is the same, so any draft guesses right. Pick a scenari
              "(your soup, previous-token, content) or sampling in the sidebar to see guesses rejected.")
 REAL_DRAFT_HELP = ("prompt lookup: tokens that followed an earlier match; early exit: the GPT-2's own first 2 "
                    "layers; the Llama: kvlab's other model, which shares the GPT-2's tokenizer.")
-LOGIT_HELP = ("Against plain decoding: the verification pass sums each row together with the guesses' masked "
-              "keys, which rounds the last bits differently.")
+LOGIT_HELP = ("Against plain decoding, up to the first word the two chose differently (sampling draws other "
+              "words): the verification pass sums each row together with the guesses' masked keys, which "
+              "rounds the last bits differently.")
+# the tables' names for screen readers (each is a real HTML table, wrapping its text to its column)
+ITERATION_TABLE = "Every request during this iteration: what it did, its cache entries, blocks and note"
+REQUESTS_TABLE = "Every request: arrival, prompt, timings, preemptions, prefix hits and its words"
+SPEC_TABLE = "Speculative against plain decoding: passes, work and measured time"
+RUNNING_TABLE = "The current tile's query rows: running maximum, rescale, sum and output"
+TRAFFIC_TABLE = "Every item each pass moves between slow and fast memory"
+SPEC_SETTINGS = "Words, temperature"
+CONTROL_PX = 160  # a slider's width in the row of controls at a desk (the row wraps rather than cut one)
+TEMPERATURE_LABEL = "Temperature (0: greedy)"
+TEMPERATURE_HELP = ("0: greedy, and the output is the target's own, word for word. Above 0 both models sample "
+                    "(the scenario's seed), a guess is kept with probability min(1, p/q), and the output has "
+                    "the target's distribution. The toy opens sampling: its greedy output repeats a short "
+                    "cycle, so a greedy draft would guess the same word round after round.")
 SPEC_TIME = ("Speculation saves target passes. It saves time where a target pass costs far more than a draft "
              "pass, as on a GPU where each pass reads every weight; on this CPU the toy's passes all cost about "
              "the same fixed overhead, so a model draft saves little, and prompt lookup, which costs nothing, "
