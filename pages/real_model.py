@@ -13,7 +13,7 @@ from viz.core.engine.scenario import STRATEGIES, Sampling
 from viz.ui import state
 from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys
 from viz.ui.common import LESSON_SHARE, SIDE_SHARE, defined_caption, for_developers, md_escape, page_lead, plot
-from viz.ui.widgets import stats
+from viz.ui.widgets import stats, table
 
 state.require_frame()
 REAL_CHOICE = "real_choice"  # which shipped model
@@ -174,11 +174,8 @@ with decode_tab:  # the step control, the narration and the cache it grows first
         with for_developers():
             st.caption(words.DECODE_CACHE)
             defined_caption(words.ALLOCATOR_NOTE)
-        left, right = st.columns([2, 3])
-        with left:
-            st.dataframe(figs.cache_table(snap), hide_index=True, width="stretch")
-        with right:
-            plot(figs.cache_growth_figure(list(view.history)), key="real_growth", share=0.6)
+        plot(figs.cache_growth_figure(list(view.growth)), key="real_growth")
+        table(figs.cache_table(snap), words.LAYER_TABLE, key="real_cache_table")  # wraps to fit its column
         plot(figs.top_k_figure(list(view.next_tokens), view.pieces[-1],
                                chosen=0 if strategy == "greedy" else None), key="real_next")
 
@@ -192,7 +189,7 @@ with heads_tab:
           "Cache per token with grouped K/V heads", key="real_gqa_stats")
     if view.shipped:
         st.markdown(words.SHIPPED_TITLE)
-        st.dataframe(figs.shipped_cache_table(list(view.shipped)), hide_index=True, width="stretch")
+        table(figs.shipped_cache_table(list(view.shipped)), words.SHIPPED_TABLE, key="real_shipped_table")
 
 with compare_tab:  # the run's control beside the speed it measured; the numbers below
     st.markdown(words.COMPARE_LEAD)

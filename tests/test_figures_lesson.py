@@ -168,7 +168,8 @@ def test_fit_refits_a_title_for_a_presenter_screen_and_raises_every_text_to_16_p
     fit(fig, width=420, presenter=True)
     assert fig.layout.title.font.size == PRESENTER_FONTS.title
     lines = fig.layout.title.text.count("<br>") + 1
-    assert lines >= 2 and fig.layout.height == base_height + PRESENTER_FONTS.line * (lines - 1) + PRESENTER_EXTRA_PX
+    legend = fig.layout.meta["legend"]  # and room under the plot for the legend's rows there
+    assert lines >= 2 and fig.layout.height == base_height + PRESENTER_FONTS.line * (lines - 1) + PRESENTER_EXTRA_PX + legend
     spec = fig.to_plotly_json()
     assert all(t["textfont"]["size"] >= 16 for t in spec["data"] if "textfont" in t)
     assert spec["layout"]["legend"]["font"]["size"] >= 16

@@ -30,6 +30,13 @@ def _markdown(at) -> str:
     return "\n".join(m.value.replace("\\", "") for m in at.markdown)
 
 
+def _table(at, column: str):
+    """The small table (st.table) with ``column``, as a reader sees it: every cell and name unescaped text."""
+    plain = lambda text: str(text).replace("\\", "")  # noqa: E731
+    frame = next(t.value for t in at.table if column in map(plain, t.value.columns))
+    return frame.rename(columns=plain).map(plain)
+
+
 def _pieces(at):
     return next(df.value for df in at.dataframe if list(df.value.index) == ["piece", "token id"])
 
@@ -111,13 +118,29 @@ def test_decode_steps_grow_the_real_cache(page):
     _button(page, "10 tokens").click().run()
     assert int(stat_value(page, "Tokens in the cache")) == prompt_len + 11
     assert stat_value(page, "Cache bytes (measured)") == stat_value(page, "Formula")
-    table = next(df.value for df in page.dataframe if "K shape" in df.value.columns)
+    table = _table(page, "K shape")
     assert all(shape.endswith(f", {prompt_len + 11}, 32]") for shape in table["K shape"])
     _button(page, "Back").click().run()
     assert int(stat_value(page, "Tokens in the cache")) == prompt_len + 10
     assert stat_value(page, "Tokens generated") == "10"
     _button(page, "Reset to the prompt").click().run()
     assert stat_value(page, "Tokens generated") == "0"
+
+
+def test_measured_vs_formula_opens_as_a_line_of_live_measurements(page):
+    """Before any step the growth chart already compares: the cache measured after several shorter
+    prompts and the whole one (bytes rising with the tokens), each on the formula's line; a step adds
+    a point."""
+    prompt_len = int(stat_value(page, "Tokens in the cache"))
+    growth = figure(page, "Cache bytes: measured vs the formula")
+    formula, measured = (next(t for t in growth["data"] if t["name"] == name) for name in ("formula", "measured"))
+    tokens, sizes = list(measured["x"]), list(measured["y"])
+    assert len(tokens) >= 4 and tokens == sorted(set(tokens)) and tokens[-1] == prompt_len
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1] and sizes == list(formula["y"])
+    assert "tokens in the cache" in growth["layout"]["xaxis"]["title"]["text"]
+    _button(page, "Step").click().run()
+    after = figure(page, "Cache bytes: measured vs the formula")
+    assert list(next(t for t in after["data"] if t["name"] == "measured")["x"]) == tokens + [prompt_len + 1]
 
 
 def test_a_step_shows_in_every_tab_and_the_buttons_at_once(page):
@@ -219,9 +242,9 @@ def test_switching_to_the_llama_shows_grouped_heads_and_a_quarter_cache(page):
     assert stat_value(page, "Cache per token (measured)") == "1,024 B"
     assert stat_value(page, "With a K/V head per query head") == "4,096 B"
     assert stat_value(page, "Smaller by") == "4×"
-    table = next(df.value for df in page.dataframe if "cache per token (measured)" in df.value.columns)
-    assert list(table["cache per token (measured)"]) == ["4,096 B", "1,024 B"]
-    assert list(table["K/V heads"]) == [4, 2]
+    table = _table(page, "").set_index("")  # a column per model, a row per fact
+    assert list(table.loc["cache per token (measured)"]) == ["4,096 B", "1,024 B"]
+    assert list(table.loc["K/V heads"]) == ["4", "2"]
 
 
 def test_llama_decodes_on_its_grouped_cache(page):
@@ -233,7 +256,7 @@ def test_llama_decodes_on_its_grouped_cache(page):
     assert not page.exception
     assert int(stat_value(page, "Tokens in the cache")) == prompt_len + 1
     assert stat_value(page, "Cache bytes (measured)") == stat_value(page, "Formula")
-    table = next(df.value for df in page.dataframe if "K shape" in df.value.columns)
+    table = _table(page, "K shape")
     assert all(shape == f"[1, 2, {prompt_len + 1}, 16]" for shape in table["K shape"])
 
 

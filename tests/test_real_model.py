@@ -13,7 +13,7 @@ from viz.tools.real_bench import bench_real_model
 from viz.tools.real_bench import main as bench_main
 from viz.core.real.model import (LLAMA_DIR, LLAMA_NAME, SHIPPED_DIR, CachedDecoder, DecodeSession, RealModelError,
                                  UncachedDecoder, check_sampling, compare_cache, encode, generate, load_model,
-                                 measure_cache, piece, snapshot)
+                                 measure_cache, piece, prefix_growth, snapshot)
 from viz.core.real.rules_match import (RANDOM_HEADS, TOY_RULES, chance_levels, match_heads, overlap, random_heads,
                                        rule_patterns)
 from viz.tools.train import LLAMA, TrainConfig, train
@@ -174,6 +174,17 @@ def test_rewind_then_redo_gives_the_same_logits(real, prompt):
     assert torch.allclose(decoder.decode_step(7), first, atol=1e-5)
     with pytest.raises(RealModelError):
         decoder.rewind(len(decoder.ids))
+
+
+def test_a_session_measures_the_cache_after_shorter_prompts_too(real, prompt):
+    """A new session measures the cache after a few of the prompt's shorter prefixes, in order, each
+    a fresh prefill whose storage equals the formula; the whole prompt is the history's first point."""
+    session = DecodeSession(real, prompt)
+    lengths = [tokens for tokens, _, _ in session.prefixes]
+    assert len(lengths) >= 3 and lengths == sorted(set(lengths)) and 1 <= lengths[0] and lengths[-1] < len(prompt)
+    assert all(measured == formula == measure_cache(real, prompt.ids[:tokens]).total_bytes
+               for tokens, measured, formula in session.prefixes)
+    assert session.history[0][0] == len(prompt) and prefix_growth(real, prompt.ids[:1]) == []
 
 
 def test_session_back_undoes_a_step(real, prompt):

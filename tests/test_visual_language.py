@@ -254,7 +254,8 @@ def test_titles_fit_the_width_they_are_drawn_at_and_grow_the_figure_above_the_pl
         lines = fig.layout.title.text.split("<br>")
         assert len(lines[0]) <= first or " " not in lines[0], lines
         assert all(len(line) <= rest or " " not in line for line in lines), lines
-        assert fig.layout.height == fig.layout.meta["height"] + font_sizes().line * (len(lines) - 1)
+        legend = fig.layout.meta.get("legend", 0)  # fit() makes room under the plot for a legend there
+        assert fig.layout.height == fig.layout.meta["height"] + font_sizes().line * (len(lines) - 1) + legend
 
 
 def test_a_presenter_title_wraps_sooner_and_pushes_the_plot_down_by_its_lines():

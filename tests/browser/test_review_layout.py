@@ -122,3 +122,79 @@ def test_a_revealed_question_shows_its_options_as_readable_text(app):
         assert element.evaluate(CONTRAST_JS) >= 7
     assert app.page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     app.assert_no_exception()
+
+
+# Every Plotly figure in the main area, measured as drawn: [figure's key, faults, smallest text px].
+# Faults: a legend or colour bar over a plot area, a tick label or an axis title; an axis title over a
+# plot area; two cell numbers of a heatmap over each other (their boxes overlap across and their
+# centres are less than a line apart: the line boxes of neighbouring rows may touch, the glyphs do not).
+FIGURE_FAULTS_JS = """() => {
+  const box = e => { const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; };
+  const over = (a, b) => a[0] < b[0] + b[2] - 0.5 && b[0] < a[0] + a[2] - 0.5
+                         && a[1] < b[1] + b[3] - 0.5 && b[1] < a[1] + a[3] - 0.5;
+  const drawn = (fig, selector) => [...fig.querySelectorAll(selector)]
+    .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0);
+  return [...document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')]
+    .filter(fig => fig.getBoundingClientRect().width > 0).map(fig => {
+      const key = ((fig.closest('[class*=st-key-]') || {className: ''}).className.match(/st-key-(\\S+)/) || [])[1];
+      const areas = [...fig.querySelectorAll('.nsewdrag')].map(box);
+      const titles = drawn(fig, '.g-xtitle text, .g-ytitle text, [class*=g-x][class*=title] text, '
+                                + '[class*=g-y][class*=title] text');
+      const labels = [...drawn(fig, '.xtick text, .ytick text'), ...titles]
+        .map(t => [t.textContent.slice(0, 24), box(t)]);
+      const faults = [];
+      fig.querySelectorAll('.legend .bg, .colorbar .cbbg').forEach(e => {
+        const what = e.closest('.legend') ? 'legend' : 'colour bar', b = box(e);
+        areas.forEach((a, i) => over(b, a) && faults.push(`${what} over plot ${i}`));
+        labels.forEach(([text, t]) => over(b, t) && faults.push(`${what} over '${text}'`));
+      });
+      titles.forEach(t => areas.forEach((a, i) => over(box(t), a)
+        && faults.push(`axis title '${t.textContent}' over plot ${i}`)));
+      const cells = drawn(fig, '.heatmap-label text').map(box);
+      cells.forEach((a, i) => cells.slice(i + 1).forEach(b => {
+        if (over(a, b) && Math.abs(a[1] + a[3] / 2 - b[1] - b[3] / 2) < Math.min(a[3], b[3]) * 0.75)
+          faults.push('cell numbers over each other'); }));
+      const sizes = drawn(fig, 'text').map(t => parseFloat(getComputedStyle(t).fontSize));
+      return [key, [...new Set(faults)], Math.min(...sizes)];
+    });
+}"""
+# tables (st.table) wider than their column: [label, scroll width, visible width]
+TABLES_CUT_JS = """() => [...document.querySelectorAll('[data-testid=stMain] table')]
+    .filter(t => t.getBoundingClientRect().width > 0)
+    .map(t => { const frame = t.parentElement;
+                return [t.getAttribute('aria-label') || t.textContent.slice(0, 30), frame.scrollWidth, frame.clientWidth]; })
+    .filter(([, scroll, width]) => scroll > width + 1)"""
+FIGURE_VIEWS = {  # url path, tab, the figures and the tables that must be there (issue 32's second review)
+    "real-prefill": ("/real_model", "Prefill", {"real_detail", "real_topk"}, ()),
+    "real-decode": ("/real_model", "Decode with the KV cache", {"real_norms", "real_growth", "real_next"},
+                    ("real_cache_table",)),
+    "real-kv-heads": ("/real_model", "K/V heads", {"real_gqa"}, ("real_shipped_table",)),
+    "cost": ("/cost", None, {"cost_decode", "cost_prefill"}, ()),
+    "at-scale-roof": ("/at_scale", "What limits a decode step", {"scale_roofline", "scale_bytes", "scale_throughput"},
+                      ()),
+}
+
+
+@pytest.mark.parametrize("screen", ["desk", "phone"])
+@pytest.mark.parametrize("view", list(FIGURE_VIEWS))
+def test_figures_keep_legends_titles_and_cell_numbers_apart_and_tables_fit(app, view, screen):
+    """At 1440 × 900 and on a 390 × 844 phone: no legend or colour bar covers a plot, a tick label or an
+    axis title; no axis title lies over a plot (Cost's two panels); a heatmap's cell numbers never run
+    into each other; every table fits its column; at a desk no figure text is under 12 px (log axes'
+    minor labels were 9 px)."""
+    app.page.set_viewport_size(DESK if screen == "desk" else PHONE)
+    path, tab, wanted, tables = FIGURE_VIEWS[view]
+    app.open(path)
+    if tab:
+        app.page.get_by_role("tab", name=tab).click()
+    for key in wanted:
+        expect(app.main.locator(f".st-key-{key} .js-plotly-plot .main-svg").first).to_be_visible()
+    for key in tables:  # small tables as st.table, which wraps its cells to the column
+        expect(app.main.locator(f".st-key-{key} table")).to_be_visible()
+    measured = app.page.evaluate(FIGURE_FAULTS_JS)
+    assert wanted <= {key for key, _, _ in measured}, measured
+    assert not [(key, faults) for key, faults, _ in measured if faults], measured
+    if screen == "desk":
+        assert min(least for _, _, least in measured) >= 12, measured
+    assert app.page.evaluate(TABLES_CUT_JS) == []
+    app.assert_no_exception()

@@ -23,6 +23,7 @@ from ..core.lessons.glossary import Term, terms_in
 from .meanings import (BLACK, BLUE, FREE, GREEN, INK, LEFT_OUT, MASKED, MEANINGS, ORANGE, PURPLE, RESERVED,
                        SERIES, SKY, VERMILLION, YELLOW, Meaning, hatch, legend_item, legend_marker, meaning, outline,
                        pattern_marks, series)
+from .room import at_least, cell_text, legend_below
 
 # The colours and what each means live in one table (viz.figures.meanings), imported from here by
 # every figure module; GOLD and RED are the older names of two of them.
@@ -145,10 +146,6 @@ def frame(title_text: str, height: int, top: int = 46, background: str = MASKED,
     return dict(**layout, plot_bgcolor=background, **extra)
 
 
-def _at_least(font: Any, size: int) -> None:
-    font.size = max(font.size or 0, size)
-
-
 def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Figure:
     """Fit a figure to where it is drawn: its title broken again for ``width`` pixels (its height and
     top margin following, so the plot keeps its size and a long title never runs into subplot
@@ -157,7 +154,10 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
     width of the column a figure goes in."""
     sizes = font_sizes(presenter)
     layout = fig.layout
-    meta = layout.meta if isinstance(layout.meta, dict) else {}
+    # the height and bottom margin as built, kept in meta: fitting twice gives what fitting once does
+    meta = {"height": layout.height, "bottom": layout.margin.b or 0,
+            **(layout.meta if isinstance(layout.meta, dict) else {})}
+    layout.meta, layout.height = meta, meta["height"]
     if "title" in meta:
         text, room = meta["title"], title_room(meta["title"], width, presenter)
         room += PRESENTER_EXTRA_PX if presenter else 0
@@ -165,18 +165,23 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
         layout.height, layout.margin.t = meta["height"] + room, meta["top"] + room
         if meta.get("pad"):
             layout.title.pad.t = 8 + room // 2
-    _at_least(layout.font, sizes.base)
-    _at_least(layout.legend.font, sizes.text)
+    at_least(layout.font, sizes.base)
+    at_least(layout.legend.font, sizes.text)
     for note in layout.annotations:
-        _at_least(note.font, sizes.text)
+        at_least(note.font, sizes.text)
     big = dict(tickfont_size=sizes.text, title_font_size=sizes.text)  # Streamlit's theme sizes its own
-    fig.for_each_xaxis(lambda axis: axis.update(big))
-    fig.for_each_yaxis(lambda axis: axis.update(big))
+    # a log axis labels its minor ticks (2, 5) at 0.75 of the tick size: none, only powers of ten
+    fig.for_each_xaxis(lambda axis: axis.update(big, minorloglabels="none" if axis.type == "log" else None))
+    fig.for_each_yaxis(lambda axis: axis.update(big, minorloglabels="none" if axis.type == "log" else None))
     for trace in fig.data:
-        if "textfont" in trace:
-            _at_least(trace.textfont, sizes.text)
+        if trace.type == "heatmap" and trace.texttemplate:
+            cell_text(fig, trace, width, sizes.text, shrink=not presenter)
+        elif "textfont" in trace:
+            at_least(trace.textfont, sizes.text)
         if "colorbar" in trace:
             trace.colorbar.update(big)
+    layout.meta = {**meta, "legend": legend_below(fig, width if presenter else min(width, PHONE_PX), sizes.text,
+                                                 meta["bottom"])}
     return fig
 
 

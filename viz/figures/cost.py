@@ -31,14 +31,17 @@ NAMES = {"recompute": "no cache (recompute)", "kv": "KV cache", "cat": "torch.ca
 # names the device right above the figure)
 PANELS = ("Theory: work", "Practice: time")
 LEGEND_PX = 40  # the legend's row, below the x axis's ticks and title (a presenter's 16-px type)
+PANEL_GAP = 0.08  # between the panels (a share of the width): their y axes are on the outer sides
 
 
 def _layout(fig: go.Figure, title: str, sizes: list[int]) -> go.Figure:
     """Log-log panels, ticks at the measured sizes, seconds on the right panel."""
     fig.update_xaxes(type="log", title_text="sequence length n", tickvals=sizes,
                      ticktext=[f"{n:,}" for n in sizes])
-    fig.update_yaxes(type="log", dtick=1, tickformat="~s")  # powers of ten: 10k, 1M; 100µs, 1ms
-    fig.update_yaxes(ticksuffix="s", row=1, col=2)
+    # powers of ten: 10k, 1M; 100µs, 1ms. Each panel's y ticks and title on its outer side, in a margin
+    # Plotly grows to hold them (automargin), so neither runs into the other panel at any width
+    fig.update_yaxes(type="log", dtick=1, tickformat="~s", automargin=True)
+    fig.update_yaxes(ticksuffix="s", side="right", row=1, col=2)
     layout = titled(title, 400 + LEGEND_PX, 70)
     layout["margin"]["b"] = LEGEND_PX + 55  # the legend at the bottom, under the ticks and the axis title
     fig.update_layout(**layout, legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),
@@ -79,7 +82,7 @@ def _series(measurement: CostMeasurement, mode: str) -> list[DecodePoint]:
 
 def decode_figure(measurement: CostMeasurement) -> go.Figure:
     """Left: multiply-adds per decode step (engine counts). Right: measured time per token."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.16, subplot_titles=PANELS)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=PANEL_GAP, subplot_titles=PANELS)
     for mode in DECODE_MODES:
         points = _series(measurement, mode)
         if not points:
@@ -99,7 +102,7 @@ def prefill_figure(measurement: CostMeasurement) -> go.Figure:
     """Left: multiply-adds to read a prompt both ways. Right: measured time for the whole prompt."""
     points = sorted(measurement.prefill, key=lambda p: p.n)
     n = [p.n for p in points]
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.16, subplot_titles=PANELS)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=PANEL_GAP, subplot_titles=PANELS)
     fig.add_trace(_work_trace("batched", n, [p.batched_work.multiply_adds for p in points], False),
                   row=1, col=1)
     fig.add_trace(_work_trace("one by one", n, [p.one_by_one_work.multiply_adds for p in points], False),

@@ -110,17 +110,16 @@ def cache_table(snap: CacheSnapshot) -> pd.DataFrame:
     })
 
 
+SHIPPED_ROWS = ("layers", "query heads", "K/V heads", "head dim", "cache per token (measured)",
+                "cache after the prompt (measured)")
+
+
 def shipped_cache_table(rows: Sequence[tuple[str, object, CacheSnapshot]]) -> pd.DataFrame:
-    """One row per model: its heads and the cache measured after the same prompt's prefill."""
-    return pd.DataFrame({
-        "model": [name for name, _, _ in rows],
-        "layers": [real.shape.layers for _, real, _ in rows],
-        "query heads": [real.shape.heads for _, real, _ in rows],
-        "K/V heads": [real.shape.kv_heads for _, real, _ in rows],
-        "head dim": [real.shape.head_dim for _, real, _ in rows],
-        "cache per token (measured)": [f"{snap.bytes_per_token:,.0f} B" for _, _, snap in rows],
-        "cache after the prompt (measured)": [f"{snap.total_bytes:,} B" for _, _, snap in rows],
-    })
+    """One column per model (narrow enough for a phone), one row per fact: its heads and the cache
+    measured after the same prompt's prefill."""
+    return pd.DataFrame({"": list(SHIPPED_ROWS), **{
+        name: [real.shape.layers, real.shape.heads, real.shape.kv_heads, real.shape.head_dim,
+               f"{snap.bytes_per_token:,.0f} B", f"{snap.total_bytes:,} B"] for name, real, snap in rows}})
 
 
 GROUP_COLORS = OWNERS  # a K/V head and the query heads reading it: an owner, as a pool's request is
@@ -171,22 +170,23 @@ def key_norms_figure(snap: CacheSnapshot, layer: int, pieces: Sequence[str], hei
                    annotate=seq * kv_heads <= 160 and (height or 100 + 34 * seq) - 100 >= 18 * seq)  # rows with room
 
 
-def cache_growth_figure(history: Sequence[tuple[int, int, int]]) -> go.Figure:
-    """Cache bytes measured after each step (the tensors' storage) against the formula; history rows
-    are (tokens in the cache, measured bytes, formula bytes)."""
-    seq = [h[0] for h in history]
-    lines = [go.Scatter(x=seq, y=[h[2] for h in history], mode="lines+markers", name="formula",
-                        line=dict(color=series(1)[0], width=5, dash=series(1)[1]), marker_size=10,
+def cache_growth_figure(growth: Sequence[tuple[int, int, int]]) -> go.Figure:
+    """Cache bytes measured (the tensors' storage) against the formula, after prompts of a few lengths
+    and after each decode step; rows are (tokens in the cache, measured bytes, formula bytes)."""
+    seq = [g[0] for g in growth]
+    lines = [go.Scatter(x=seq, y=[g[2] for g in growth], mode="lines", name="formula",
+                        line=dict(color=series(1)[0], width=5, dash=series(1)[1]),
                         hovertemplate="%{x} tokens<br>formula %{y:,} bytes<extra></extra>"),
-             go.Scatter(x=seq, y=[h[1] for h in history], mode="markers+lines", name="measured",
-                        line=dict(color=series(0)[0], width=2),
+             go.Scatter(x=seq, y=[g[1] for g in growth], mode="markers", name="measured", marker_size=9,
+                        marker_color=series(0)[0],
                         hovertemplate="%{x} tokens<br>measured %{y:,} bytes<extra></extra>")]
     title = "Cache bytes: measured vs the formula" + (
-        "" if len(history) > 1 else " (one point so far: each decode step adds one)")
-    return figure(lines, frame(title, 320,
-                               background=WHITE, xaxis=dict(title_text="tokens in the cache"),
+        "" if len(growth) > 1 else " (one point so far: each decode step adds one)")
+    return figure(lines, frame(title, 320, background=WHITE,
+                               xaxis=dict(title_text="tokens in the cache (shorter prompts, then each step)",
+                                          rangemode="tozero"),
                                yaxis=dict(title_text="bytes", rangemode="tozero"),
-                               legend=dict(orientation="h", y=-0.3)))
+                               legend=dict(orientation="h", x=0, y=1, yanchor="bottom")))
 
 
 # -- cache vs no cache ---------------------------------------------------------------------------

@@ -272,6 +272,21 @@ def measure_cache(real: RealModel, ids: list[int] | tuple[int, ...]) -> CacheSna
     return snapshot(decoder)
 
 
+PREFIXES = 5  # the prompt's shorter prefixes measured when a session starts (the growth line's first points)
+
+
+def prefix_growth(real: RealModel, ids: list[int] | tuple[int, ...],
+                  points: int = PREFIXES) -> list[tuple[int, int, int]]:
+    """The cache measured after prefilling the prompt's first tokens, for up to ``points`` lengths
+    short of the whole prompt, evenly spread: (tokens, bytes measured, formula bytes) per length."""
+    lengths = sorted({max(1, len(ids) * i // (points + 1)) for i in range(1, points + 1)} - {len(ids)})
+    growth = []
+    for length in lengths:
+        snap = measure_cache(real, ids[:length])
+        growth.append((snap.seq_len, snap.total_bytes, snap.formula_bytes))
+    return growth
+
+
 class DecodeSession:
     """Step-by-step decoding as a person drives it: the prefill (with attention), the cached decoder,
     the tokens chosen so far, the prediction for the next one and the cache size after each step."""
@@ -285,6 +300,7 @@ class DecodeSession:
         self.generator = torch.Generator().manual_seed(seed)
         snap = snapshot(self.decoder)
         self.history = [(snap.seq_len, snap.total_bytes, snap.formula_bytes)]  # (tokens, bytes, formula)
+        self.prefixes = tuple(prefix_growth(real, prompt.ids))  # the same, after shorter prompts
 
     @property
     def room(self) -> int:

@@ -41,6 +41,7 @@ class RealView:
     transcript: str  # the prompt and what followed, plain text
     pieces: tuple[str, ...]  # every token so far (prompt and generated)
     history: tuple[tuple[int, int, int], ...]  # after each step: (tokens, bytes measured, formula bytes)
+    growth: tuple[tuple[int, int, int], ...]  # the same after shorter prompts, then after each step
     next_tokens: tuple[tuple[str, float], ...]  # the next token's most likely pieces, with probabilities
     snapshot: CacheSnapshot
     cache_note: str
@@ -102,6 +103,7 @@ def real_view(session: DecodeSession, rule: str = "",
         report=training_report(real), prompt=prompt, prefill=session.prefill, prompt_note=words.prompt_note(len(prompt)),
         generated=len(session.generated), can_step=session.room >= 1, narration=words.narrate_session(session),
         transcript=session.transcript, pieces=tuple(session.pieces), history=tuple(session.history),
+        growth=session.prefixes + tuple(session.history),
         next_tokens=tuple((piece(real, i), p) for i, p in session.prediction.top_k(NEXT_SHOWN)),
         snapshot=snap, cache_note=words.cache_note(snap), formula_delta=words.formula_delta(snap),
         gqa_lead=words.gqa_lead(s), gqa_intro=words.gqa_intro(s), per_token=words.per_token(snap.bytes_per_token),

@@ -98,6 +98,8 @@ PER_TOKEN_HELP = "The storage of every layer's K and V tensors, divided by the t
 MHA_HELP = "The formula with as many K/V heads as query heads."
 GROUP_HELP = "Query heads per K/V head."
 SHIPPED_TITLE = "**Both shipped models, measured on this prompt** (same tokenizer, same width and depth)"
+SHIPPED_TABLE = "Both shipped models: heads and the cache measured on this prompt"
+LAYER_TABLE = "Every layer's cache after this step: its class, K and V shapes and bytes"
 
 
 def gqa_lead(shape: ModelShape) -> str:

@@ -1,0 +1,72 @@
+"""Tier 1: room inside a figure (viz.figures.room, through viz.figures.base.fit): a heatmap's cell numbers
+are sized by Plotly to fit their cells at a desk (so a phone's narrower cells shrink them rather than
+overlap them) and left out where 12 px would not fit; presenter mode keeps a fixed 16 px; a legend under
+the plot gets a margin of its own under the x axis's ticks and title; log axes draw no 9-px minor labels."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import torch
+
+from viz.figures import real
+from viz.figures.base import DESKTOP_PX, PRESENTER_PX, fit, font_sizes
+from viz.figures.room import ENTRY_PX, cell_px, legend_rows
+
+PIECES = [f"piece {i}" for i in range(16)]
+
+
+def _detail(tokens: int = 16) -> go.Figure:
+    weights = torch.softmax(torch.randn(1, 1, tokens, tokens, generator=torch.Generator().manual_seed(0)), -1)
+    return real.attention_detail(weights, PIECES[:tokens], 0, 0, height=real.DETAIL_PX)
+
+
+def test_cell_numbers_are_plotly_sized_at_a_desk_and_fixed_in_presenter_mode():
+    """At a desk column the cells hold 12-px numbers, so the size is left to Plotly (it shrinks them on a
+    narrower screen instead of letting them overlap); presenter mode sets 16 px, which its cells hold."""
+    desk = fit(_detail(), int(DESKTOP_PX * 0.75))
+    trace = desk.data[0]
+    assert trace.texttemplate == "%{text}" and trace.textfont.size is None
+    assert desk.layout.font.size == font_sizes().base  # Plotly's cap on the size it picks
+    assert cell_px(desk, trace, int(DESKTOP_PX * 0.75), 12)[0] >= 3 * 12 * 0.65  # ".42" fits at 12 px
+    presenter = fit(_detail(), int(PRESENTER_PX * 0.75), presenter=True)
+    assert presenter.data[0].texttemplate == "%{text}" and presenter.data[0].textfont.size == 16
+
+
+def test_cells_too_narrow_for_12_px_numbers_drop_them():
+    """Drawn in a phone's 358 px the 16 × 16 matrix's cells cannot hold '.42' at 12 px: no cell text
+    (the hover and 'As a table' keep every number), never numbers run together."""
+    narrow = fit(_detail(), 358)
+    assert narrow.data[0].texttemplate is None and narrow.data[0].text is not None
+    few = fit(_detail(3), 358)  # three keys fit
+    assert few.data[0].texttemplate == "%{text}"
+
+
+def test_a_legend_under_the_plot_gets_room_under_the_ticks_and_title():
+    """The next-token bars' legend sat at y = -0.02 over the x ticks: fitted, it is anchored to the
+    figure's bottom with a margin that holds the ticks, the axis title and its rows, the figure growing
+    by as much; fitting again changes nothing."""
+    fig = real.top_k_figure([("a", 0.5), ("b", 0.3), ("c", 0.2)], "x", chosen=0)
+    fit(fig, DESKTOP_PX)  # a title of one line there
+    legend, margin = fig.layout.legend, fig.layout.margin
+    assert (legend.yref, legend.y, legend.yanchor) == ("container", 0, "bottom")
+    ticks_and_title = 2 * 12 * 1.4
+    assert margin.b >= ticks_and_title + 12 * 1.5 and fig.layout.meta["legend"] == margin.b - 10
+    assert fig.layout.height == fig.layout.meta["height"] + fig.layout.meta["legend"]
+    again = (fig.layout.height, margin.b)
+    fit(fig, DESKTOP_PX)
+    assert (fig.layout.height, fig.layout.margin.b) == again
+
+
+def test_legend_rows_wrap_at_the_width():
+    """Entries fill a row up to the width and wrap after it."""
+    names = ["no cache (recompute)", "KV cache", "torch.cat cache"]
+    assert legend_rows(names, 2000, 12) == 1
+    assert legend_rows(names, ENTRY_PX + 20 * 12 * 0.6 + 1, 12) == 3
+
+
+def test_log_axes_label_powers_of_ten_only():
+    """A log axis's minor labels (2, 5) are drawn at 0.75 of the tick size (9 px at a desk): none."""
+    fig = go.Figure(go.Scatter(x=[1, 10, 100], y=[1, 2, 3]))
+    fig.update_xaxes(type="log")
+    fit(fig, DESKTOP_PX)
+    assert fig.layout.xaxis.minorloglabels == "none" and fig.layout.yaxis.minorloglabels is None

@@ -1,0 +1,119 @@
+"""Room inside a figure, worked out for the width it is drawn at: whether a heatmap's cells hold their
+numbers, and how much space a legend under the plot needs so that it never covers the plot, its tick
+labels or its axis titles. Used by :func:`viz.figures.base.fit`; pure plotly, no drawing.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+
+def at_least(font: Any, size: int) -> None:
+    font.size = max(font.size or 0, size)
+
+
+# Plotly sizes a heatmap's cell text itself when no size is set (plotly.js heatmap/plot.js, #6061): the
+# largest that fits the narrowest cell, a character taking 0.65 em and a line 1.3 em, and never more
+# than the layout's base size. So at a desk cell numbers shrink on a narrower screen (a phone's, which
+# the server never learns) instead of running into each other. Presenter mode's screen is known (the
+# sidebar folded, 1280 px and up): its cells keep a fixed 16 px (Plotly's 1.3-em line would shrink it).
+CELL_CHAR_EM, CELL_LINE_EM = 0.65, 1.3
+LABEL_CHAR_EM = 0.6  # a tick label's average character, in ems (generous: a label is never underestimated)
+COLORBAR_PX = 90  # a colour bar beside the plot: the bar, its ticks and its title
+
+
+def _longest(labels: Any) -> int:
+    return max((len(html.unescape(str(label))) for label in labels), default=0) if labels is not None else 0
+
+
+def cell_px(fig: go.Figure, trace: go.Heatmap, width: int, text_px: int) -> tuple[float, float]:
+    """The width and height (px) of one cell of heatmap ``trace`` when ``fig`` is drawn ``width`` px
+    wide with ``text_px`` tick labels: the plot's share of the figure (margins, the y tick labels and
+    axis title, a colour bar taken off), its axes' domains, over the columns and rows, less the gaps."""
+    layout = fig.layout
+    xaxis, yaxis = layout[f"xaxis{(trace.xaxis or 'x')[1:]}"], layout[f"yaxis{(trace.yaxis or 'y')[1:]}"]
+    rows, cols = np.shape(trace.z)
+    labels = 0 if yaxis.showticklabels is False else _longest(
+        yaxis.ticktext if yaxis.ticktext is not None else trace.y) * text_px * LABEL_CHAR_EM + 6
+    wide = (width - (layout.margin.l or 0) - (layout.margin.r or 0) - labels
+            - (text_px + 10 if yaxis.title.text else 0) - (COLORBAR_PX if trace.showscale else 0))
+    high = (layout.height or 450) - (layout.margin.t or 0) - (layout.margin.b or 0)
+    x_span, y_span = (axis.domain[1] - axis.domain[0] if axis.domain else 1.0 for axis in (xaxis, yaxis))
+    return wide * x_span / cols - (trace.xgap or 0), high * y_span / rows - (trace.ygap or 0)
+
+
+def cell_text(fig: go.Figure, trace: go.Heatmap, width: int, text_px: int, shrink: bool) -> None:
+    """Cell numbers that never overlap: where every cell holds its text at ``text_px`` at ``width``,
+    sized by Plotly (``shrink``: see above) or at ``text_px``; left out where not (the hover and "As a
+    table" have them)."""
+    cells = [str(cell) for row in (trace.text if trace.text is not None else ()) for cell in row]
+    chars = max((len(html.unescape(line)) for cell in cells for line in cell.split("<br>")), default=0)
+    lines = max((cell.count("<br>") + 1 for cell in cells), default=1)
+    cell_w, cell_h = cell_px(fig, trace, width, text_px)
+    fits = chars * text_px * CELL_CHAR_EM <= cell_w and lines * text_px * (CELL_LINE_EM if shrink else 1) <= cell_h
+    at_least(trace.textfont, text_px)
+    if not fits:
+        trace.texttemplate = None
+    elif shrink:
+        trace.textfont.size = None  # Plotly's: as large as fits, at most the layout's base size
+
+
+# A legend's entry (Plotly's horizontal legend): the symbol's 40 px, then the name; a row is about
+# 1.5 em of its type and the box has 10 px of padding. A tick label's line is about 1.4 em.
+ENTRY_PX, LEGEND_PAD_PX, ROW_EM, TICK_EM = 40, 10, 1.5, 1.4
+
+
+def _entries(fig: go.Figure) -> list[str]:
+    names = [trace.name for trace in fig.data
+             if trace.name and trace.showlegend is not False and trace.visible in (None, True)]
+    return list(dict.fromkeys(names))  # a legend group shows once
+
+
+def legend_rows(names: list[str], width: float, text_px: int) -> int:
+    """The rows a horizontal legend of ``names`` takes in ``width`` px (Plotly wraps it there)."""
+    rows, used = 1, 0.0
+    for name in names:
+        entry = ENTRY_PX + len(html.unescape(name.replace("<br>", " "))) * text_px * LABEL_CHAR_EM
+        if used and used + entry > width:
+            rows, used = rows + 1, 0.0
+        used += entry
+    return rows
+
+
+def _under_plot_px(fig: go.Figure, text_px: int) -> float:
+    """What the x axes draw under their plot: tick labels (turned ones taller) and a title."""
+    below, axes = [0.0], []
+    fig.for_each_xaxis(axes.append)
+    for axis in axes:
+        if axis.side == "top" or axis.visible is False:
+            continue
+        ticks = 0.0 if axis.showticklabels is False else text_px * TICK_EM + 6
+        if axis.tickangle not in (None, 0, "auto"):
+            ticks += 0.5 * text_px * max((len(str(t)) for t in axis.ticktext or ()), default=4)
+        below.append(ticks + (text_px * TICK_EM + 8 if axis.title.text else 0))
+    return max(below)
+
+
+def legend_below(fig: go.Figure, width: int, text_px: int, bottom: int) -> int:
+    """A horizontal legend under the plot, placed where it covers nothing: at the figure's bottom (its
+    container), the bottom margin (``bottom`` as built) grown to hold the x axes' ticks and title and
+    then every row the legend takes at ``width`` px (give the narrowest screen it may be drawn on), and
+    the figure's height with it, so the plot keeps its size. Returns the pixels added. Legends elsewhere
+    (beside or above the plot) stay where they are."""
+    layout, legend = fig.layout, fig.layout.legend
+    below = legend.orientation == "h" and legend.y is not None and (
+        legend.y < 0 if legend.yref != "container" else legend.y == 0 and legend.yanchor == "bottom")
+    names = _entries(fig)
+    if not below or not names or layout.showlegend is False:
+        return 0
+    needed = (_under_plot_px(fig, text_px) + LEGEND_PAD_PX
+              + legend_rows(names, width - 20, text_px) * text_px * ROW_EM)
+    grow = max(0, round(needed) - bottom)
+    legend.update(yref="container", y=0, yanchor="bottom")
+    layout.margin.b = bottom + grow
+    layout.height = (layout.height or 450) + grow
+    return grow
