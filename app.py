@@ -16,7 +16,6 @@ import os
 import streamlit as st
 import torch
 
-from viz.core.lessons.leads import PRESENTER_HINT
 from viz.ui import classroom, guard, sidebar, state
 from viz.ui.common import favicon
 from viz.ui.widgets import presenter_style
@@ -24,11 +23,14 @@ from viz.ui.widgets import presenter_style
 # Many small requests at once: one torch thread per script run keeps sessions from fighting over
 # the cores. KVLAB_TORCH_THREADS raises it (the Cost page's timings use whatever is set here).
 torch.set_num_threads(int(os.environ.get("KVLAB_TORCH_THREADS", "1")))
-# a sidebar wide enough for the editors' tables (Streamlit's documented width, in pixels); presenter
-# mode folds it. Its state is set once a run, below, once the session's view is known (None here:
-# a run that sent this width and then "collapsed" could leave a presenter link's sidebar unfolded)
-SIDEBAR_PX = 400
-st.set_page_config(page_title="kvlab", page_icon=favicon(), layout="wide")
+# The sidebar's one width (sidebar.WIDTH_PX); presenter mode folds it. The browser reads the width once,
+# when it first draws the sidebar (st.navigation's page list draws it), so a session's first run sends
+# it here, before anything else; later runs send only the state, below (a later run that sent the
+# width, then "collapsed", could leave a presenter's sidebar unfolded). Sent after st.navigation, it
+# came too late on some visits: Streamlit's default 300 px (as still for a cold server's very first
+# visitor, whom Streamlit shows the pages/ folder's list before app.py runs).
+st.set_page_config(page_title="kvlab", page_icon=favicon(), layout="wide",
+                   initial_sidebar_state=None if st.session_state.get(state.READY) else sidebar.WIDTH_PX)
 
 # Each url_path is its file's name: until some session has called st.navigation, Streamlit's legacy
 # pages/ discovery answers a first visit by file name (state.require_frame then runs this frame around it).
@@ -52,9 +54,7 @@ page = st.navigation(PAGES)
 state.init(page.url_path, LINKABLE)
 # Presenter mode opens with the sidebar folded and unfolds it on exit (Streamlit applies a changed
 # initial state; a sidebar the visitor folded or unfolded by hand keeps that choice in the browser).
-st.set_page_config(initial_sidebar_state="collapsed" if state.presenter() else SIDEBAR_PX)
-if state.presenter_hint_due():
-    st.toast(PRESENTER_HINT, icon=":material/co_present:")
+st.set_page_config(initial_sidebar_state="collapsed" if state.presenter() else sidebar.WIDTH_PX)
 # a share link opens at / and names its page (state.link_params); an old link there means Prefill
 target = state.link_target()
 if target:

@@ -1,26 +1,61 @@
-"""Presenter mode (issue 32): turning it on says once, in a toast, how the folded sidebar opens
-again; turning it off and a plain rerun say nothing."""
+"""Presenter mode (issue 32): every lesson page keeps its one sentence on its first line, and beside
+it says how the folded sidebar opens again (never a toast, which covered the narration); at a desk
+the sentence is the caption under the title and no hint shows."""
 
 from __future__ import annotations
 
+import html
+
+import pytest
 from streamlit.testing.v1 import AppTest
 
-from viz.core.lessons.leads import PRESENTER_HINT
+from viz.core.lessons import words_decode, words_prefill
+from viz.core.lessons.leads import PAGE_LEADS, PRESENTER_HINT
 from viz.ui import state
 
+# each page's one sentence: Prefill's and Decode's from their words modules, the others' from leads
+SENTENCES = {"prefill": words_prefill.CAPTION, "decode": words_decode.LEAD, "memory": PAGE_LEADS["memory"].sentence}
 
-def _hints(at: AppTest) -> int:
-    return sum(PRESENTER_HINT in toast.value for toast in at.toast)
+
+def _first_lines(at: AppTest) -> list[str]:
+    """The HTML of every st.html element but presenter mode's style."""
+    return [element.proto.body for element in at.get("html") if not element.proto.body.startswith("<style>")]
 
 
-def test_presenter_mode_says_once_how_the_sidebar_opens_again():
+def _opened(page: str, presenter: bool) -> AppTest:
     at = AppTest.from_file("../app.py", default_timeout=120)
-    at.query_params["page"] = "decode"
-    at.run()
-    assert _hints(at) == 0
+    at.query_params["page"] = page
+    if presenter:
+        at.query_params["present"] = "1"
+    return at.run()
+
+
+@pytest.mark.parametrize("page", list(SENTENCES))
+def test_presenter_mode_keeps_the_sentence_and_says_how_the_sidebar_opens(page):
+    """In presenter mode the page's first line holds its sentence and the sidebar's hint, in one element."""
+    at = _opened(page, presenter=True)
+    assert not at.exception and at.session_state[state.PRESENTER]
+    lines = _first_lines(at)
+    assert len(lines) == 1, lines
+    assert html.escape(SENTENCES[page]) in lines[0] and html.escape(PRESENTER_HINT) in lines[0]
+    assert not at.toast
+    assert SENTENCES[page] not in [caption.value for caption in at.caption]  # said once
+
+
+def test_at_a_desk_the_sentence_is_the_caption_and_no_hint_shows():
+    """Without presenter mode Decode's sentence is the caption under its title; the hint is nowhere."""
+    at = _opened("decode", presenter=False)
+    assert not at.exception and not at.session_state[state.PRESENTER]
+    assert [t.value for t in at.title] == [words_decode.TITLE]
+    assert words_decode.LEAD in [caption.value for caption in at.caption]
+    assert not _first_lines(at) and not at.toast
+
+
+def test_turning_presenter_mode_on_shows_the_hint_and_off_removes_it():
+    """The sidebar's switch: on, the hint is on the first line (no toast); off, it is gone."""
+    at = _opened("decode", presenter=False)
     at.toggle(key=state.PRESENTER_TOGGLE).set_value(True).run()
-    assert not at.exception and at.session_state[state.PRESENTER] and _hints(at) == 1
-    at.run()
-    assert _hints(at) == 0  # once, not on every rerun
+    assert not at.exception and not at.toast
+    assert any(html.escape(PRESENTER_HINT) in line for line in _first_lines(at))
     at.toggle(key=state.PRESENTER_TOGGLE).set_value(False).run()
-    assert not at.session_state[state.PRESENTER] and _hints(at) == 0
+    assert not at.session_state[state.PRESENTER] and not _first_lines(at)

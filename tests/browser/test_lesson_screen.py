@@ -2,10 +2,11 @@
 positions at the projector sizes, and the decode view's fragment keeping the share link.
 
 The seed after one decode step (its stale 'last' head) and a 35-token scenario with the same heads
-(15 stale cached keys) are opened from share links; nothing may need scrolling: the step controls,
-the narration, the stale-cache warning and its Fix button, the attention heatmap with its newest
-row, the KV cache and, in the next word's place, head 'last''s cache against recomputation lie
-inside the viewport, and every text inside those figures is at least 16 px.
+(15 stale cached keys) are opened from share links; nothing may need scrolling: the page's one
+sentence, the step controls, the narration, the stale-cache warning and its Fix button, the
+attention heatmap with its newest row, the KV cache and, in the next word's place, head 'last''s
+cache against recomputation lie inside the viewport, and every text inside those figures is at
+least 16 px.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from lesson_fixtures import long_scenario
 from viz import generate, load_preset
 from viz.core.engine.explain import narrate_step
 from viz.core.engine.share import View, decode_scenario, encode_view
+from viz.core.lessons import words_decode, words_prefill
 from viz.tools.server import ROOT
 from viz.ui.common import PRESENTER_TEXT_PX
 
@@ -82,6 +84,7 @@ def test_decode_is_one_screen_in_presenter_mode(app, case, width, height):
     expect(main.get_by_test_id("stAlertContentInfo").first).to_contain_text(
         narrate_step(generate(scenario, step + 1, "kv"), step))
     parts = {
+        "lead": main.get_by_text(words_decode.LEAD, exact=True),  # the page's one sentence, kept
         "Step": button(app, "Step"),
         "Back": button(app, "Back"),
         "Run": button(app, "Run 8"),
@@ -115,6 +118,7 @@ def test_prefill_is_one_screen_in_presenter_mode(app, case, width, height):
     app.open("/prefill", **encode_view(View(scenario, presenter=True, head=1, position=4)))
     main = app.main
     parts = {
+        "lead": main.get_by_text(words_prefill.CAPTION, exact=True),
         "stepper back": main.locator(".st-key-prefill_position_back button").first,
         "stepper forward": main.locator(".st-key-prefill_position_forward button").first,
         "position": main.get_by_role("slider", name="Step · query position"),

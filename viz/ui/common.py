@@ -14,16 +14,17 @@ import streamlit as st
 from ..core.engine.division import DivisionByZero
 from ..core.lessons.lesson import LessonFrame
 from ..core.lessons.glossary import defined, hover
-from ..core.lessons.leads import DEVELOPERS, PAGE_LEADS
+from ..core.lessons.leads import DEVELOPERS, PAGE_LEADS, PRESENTER_HINT
 from ..figures.base import DESKTOP_PX, PRESENTER_PX, figure_table, figure_terms, fit, font_sizes
 from ..figures.board import attention_board, cache_board, fits, words_board
 from ..figures.lesson import attention_figure, cache_figure, frame_tables
 from . import state
 from .board import BACK_KEYS_HELP, STEP_KEYS_HELP, board, button_selector, lesson_keys
 
-# The toolbar shows on hover only (on a phone: after a tap), and short, so it stays clear of titles.
-PLOT_CONFIG = {"displaylogo": False, "displayModeBar": "hover",
-               "modeBarButtonsToRemove": ["lasso2d", "select2d", "zoomIn2d", "zoomOut2d", "autoScale2d"]}
+# No Plotly toolbar (its documented displayModeBar): it lay over the figure's top right, where a title
+# ends, and on a phone a tap left it there. A drag still zooms, a double-click zooms back out, and
+# Streamlit's own toolbar, outside the figure, still offers full screen.
+PLOT_CONFIG = {"displaylogo": False, "displayModeBar": False}
 PRESENTER_TEXT_PX = font_sizes(True).text  # the least any figure text is in presenter mode (16 px)
 
 
@@ -156,11 +157,7 @@ def page_lead(url_path: str) -> None:
     """A page's title and the one sentence of what it teaches (viz.core.lessons.leads), above its
     lesson figure."""
     lead = PAGE_LEADS[url_path]
-    if state.presenter():  # the title for screen readers only, so the figure fits a projector's screen
-        st.html(HIDDEN_HEADING.format(html.escape(lead.title)))
-        st.caption(lead.sentence)
-    else:
-        header(lead.title, lead.sentence)
+    lesson_header(lead.title, lead.sentence)
 
 
 def for_developers():
@@ -294,15 +291,23 @@ def lazy_tabs(labels: tuple[str, ...], key: str, bodies: tuple[Callable[[], None
         _fill_if_open(tab, body)
 
 
-# a heading read by screen readers but not drawn (the visually-hidden pattern, on kvlab's own element)
-HIDDEN_HEADING = ('<h1 style="position: absolute; width: 1px; height: 1px; margin: 0; padding: 0; '
-                  'overflow: hidden; clip-path: inset(50%); white-space: nowrap">{}</h1>')
+# Presenter mode's first line, one element (one gap above the lesson, not two), kvlab's own: the
+# title for screen readers only (the visually-hidden pattern), the page's one sentence at caption size
+# (0.875 rem: 16 px at 1280 × 720) in full contrast, and at its right how the folded sidebar opens again
+# (instead of a toast, which covered the narration); on a narrow screen the hint wraps under it.
+PRESENTER_LEAD = ('<h1 style="position: absolute; width: 1px; height: 1px; margin: 0; padding: 0; '
+                  'overflow: hidden; clip-path: inset(50%); white-space: nowrap">{title}</h1>'
+                  '<div style="display: flex; flex-wrap: wrap; justify-content: space-between; column-gap: 1.5em">'
+                  '<p style="{line}">{sentence}</p><p style="{line}; opacity: 0.7">{hint}</p></div>')
+LEAD_LINE = "margin: 0; font-size: 0.875rem; line-height: 1.3"
 
 
 def lesson_header(title: str, caption: str) -> None:
-    """A lesson page's title and caption; in presenter mode the title is there for screen readers
-    only, so the lesson below fits one projector screen. ``title`` is the app's own text."""
+    """A page's title and its one sentence (plain text, the app's own); in presenter mode the title is
+    there for screen readers only and the sentence shares one line with the hint that says how the
+    folded sidebar opens again, so the lesson below fits one projector screen."""
     if not state.presenter():
         header(title, caption)
         return
-    st.html(HIDDEN_HEADING.format(html.escape(title)))
+    st.html(PRESENTER_LEAD.format(title=html.escape(title), sentence=html.escape(caption),
+                                  hint=html.escape(PRESENTER_HINT), line=LEAD_LINE))

@@ -22,6 +22,9 @@ from . import state, tables
 from .board import BACK_KEYS_HELP, STEP_KEYS_HELP
 from .common import folded, md_escape
 
+# The sidebar's one width (px), wide enough for the editors' tables: Streamlit's documented
+# st.set_page_config(initial_sidebar_state=<int>), which app.py sends on a session's first run
+WIDTH_PX = 400
 PRESET = "kv_preset"  # the scenario pills' key (one key for good: a pick keeps the keyboard's focus in it)
 UPLOAD_SEEN = "kv_upload_seen"  # file id of the last applied upload, so it is applied once
 

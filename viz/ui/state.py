@@ -39,7 +39,6 @@ STEP = "kv_step"
 MODE = "kv_mode"
 PRESENTER = "kv_presenter"
 PRESENTER_TOGGLE = "kv_w_presenter"  # the sidebar toggle's widget key
-PRESENTER_HINT = "kv_presenter_hint"  # presenter mode was just turned on: say how the sidebar opens
 NOTICES = "kv_notices"
 HEAD = "kv_head"  # the head shown in detail (0-based), shared by the pages
 POSITION = "kv_position"  # the Prefill page's query position (1-based)
@@ -225,16 +224,9 @@ def presenter() -> bool:
 
 
 def set_presenter(value: bool) -> None:
-    """Presenter mode on or off; turning it on leaves a hint due (:func:`presenter_hint_due`)."""
-    if value and not st.session_state[PRESENTER]:
-        st.session_state[PRESENTER_HINT] = True
+    """Presenter mode on or off (its first line says how the folded sidebar opens again:
+    :func:`viz.ui.common.page_lead`)."""
     st.session_state[PRESENTER] = bool(value)
-
-
-def presenter_hint_due() -> bool:
-    """Whether presenter mode was just turned on (once: the hint that says how the folded sidebar
-    opens again is shown on the run that follows the switch)."""
-    return bool(st.session_state.pop(PRESENTER_HINT, False))
 
 
 def notices() -> list[str]:

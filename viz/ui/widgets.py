@@ -7,7 +7,7 @@ lives in :mod:`viz.ui.board`.
 * :func:`table`: a small read-only table as ``st.table`` (real HTML rows and cells, which a screen
   reader reads as a table), every cell as :func:`viz.figures.base.plain_table` writes it;
 * :func:`presenter_style`: presenter mode's large type, one ``<style>`` element for the root font
-  size (no selector aimed at Streamlit's own elements).
+  size and inline code (no selector aimed at Streamlit's own elements).
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ def table(rows, label: str, key: str) -> None:
 
 
 # 18.4 px at 720 px high, 21 px from 824 px: Streamlit's widget text (buttons, labels, tabs, captions,
-# 0.875 rem) is then at least 16 px on a projector
-PRESENTER_CSS = "html { font-size: clamp(18.3px, 2.55vh, 21px); }"
+# 0.875 rem) is then at least 16 px on a projector; so is inline code (HTML's own element), which
+# Markdown draws at 0.75 em (13.8 px in a fold's text)
+PRESENTER_CSS = "html { font-size: clamp(18.3px, 2.55vh, 21px); } :root code { font-size: max(16px, 0.75em); }"
 
 
 def presenter_style(presenter: bool) -> None:

@@ -36,8 +36,8 @@ PAGE_LEADS: dict[str, PageLead] = {
                 "new row."),
 }
 
-# Presenter mode folds the sidebar; this says how to open it again (and leave presenter mode).
-PRESENTER_HINT = ("Presenter mode: the sidebar is folded away. Open it again with the » button at the "
-                  "top left; its Presenter mode switch ends presenter mode.")
+# Presenter mode folds the sidebar; this says how to open it again (at the right of the page's one
+# sentence, on the same line at 1280 px: short). The sidebar's switch ends presenter mode.
+PRESENTER_HINT = "Sidebar: » at the top left"
 
 DEVELOPERS = "For developers"  # the fold that holds commands, folders and allocator notes

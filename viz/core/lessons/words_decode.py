@@ -11,8 +11,8 @@ from __future__ import annotations
 from ..engine.model import MODE_LABELS, MODES, WorkCounts
 
 TITLE = "Decode"
-LEAD = ("One new token at a time: its query attends to every key so far. With a KV cache only the new "
-        "token's key and value are computed; without one, everything is redone.")
+LEAD = ("One token at a time: its query attends to every key so far; the KV cache keeps keys and values "
+        "instead of recomputing them.")
 
 # the controls' help (their labels are short and stay on the page)
 TIMELINE_HELP = "Scrub back and forth over the tokens generated so far"
