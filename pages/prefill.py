@@ -120,11 +120,12 @@ def to_word(view: PrefillView) -> None:
 
 
 lesson_header(words.TITLE, words.CAPTION)
-if not state.presenter():
+if not state.presenter():  # folded: on a phone the step control and the lesson open in the first screen
     opened = state.scenario()
-    if matching_preset(opened):
-        st.markdown(words.opened(opened.title, opened.description, md_escape))
-    else:
-        st.caption(words.CUSTOM)
-    defined_caption(words.shape(len(opened.tokens), opened.d_k))
+    with st.expander(words.ABOUT, icon=":material/info:"):
+        if matching_preset(opened):
+            st.markdown(words.opened(opened.title, opened.description, md_escape))
+        else:
+            st.caption(words.CUSTOM)
+        defined_caption(words.shape(len(opened.tokens), opened.d_k))
 prefill_lesson()

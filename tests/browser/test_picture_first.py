@@ -1,20 +1,21 @@
 """Tier 3 (browser): the picture first (issue 32). Memory, At scale, Serving, Real model and Cost open
 with their one sentence and their lesson figure whole in the first screen at 1440 × 900 and in
 presenter mode at 1280 × 720 and 1920 × 1080; on a 390 × 844 phone the pages that step show their
-step control and their lesson figure on one screen; presenter mode folds the sidebar and unfolds it
-on exit; after a click on a choice → never changes it, and steps (the lesson's keys). First
-screens go to docs/screenshots/review/.
+step control and their lesson figure on one screen (Prefill, Memory and Decode as they open); presenter
+mode folds the sidebar, says beside the page's sentence how it opens again, and unfolds it on exit;
+the sidebar is one width on every visit; after a click on a choice → never changes it, and steps
+(the lesson's keys). First screens go to docs/screenshots/review/.
 """
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from playwright.sync_api import expect
 
-from viz.core.lessons.leads import PAGE_LEADS
+from viz.core.lessons import words_decode, words_prefill
+from viz.core.lessons.leads import PAGE_LEADS, PRESENTER_HINT
 from viz.tools.server import ROOT
+from viz.ui.sidebar import WIDTH_PX
 
 from .visitor import SCREENSHOTS
 
@@ -46,19 +47,66 @@ def above_fold(app, locator) -> None:
         f"{box} is not whole inside {view['width']}×{view['height']}"
 
 
-def test_presenter_mode_folds_the_sidebar_and_unfolds_it_on_exit(app):
-    """Turning presenter mode on folds the sidebar and says how it opens again; off unfolds it."""
-    app.page.set_viewport_size(PROJECTOR)
-    app.open("/decode")
+# the element's width once it has stopped changing (the sidebar slides open)
+SETTLED_WIDTH_JS = """box => new Promise(done => {
+    let last = -1;
+    const look = () => { const width = box.getBoundingClientRect().width;
+                         if (width === last) done(width); else { last = width; setTimeout(look, 150); } };
+    look(); })"""
+
+
+def sidebar_px(app) -> float:
+    """The open sidebar's width (px), once it has slid open."""
     expect(app.sidebar).to_have_attribute("data-collapsed", "false")
+    return app.sidebar.evaluate(SETTLED_WIDTH_JS)
+
+
+def test_presenter_mode_folds_the_sidebar_and_unfolds_it_on_exit(app):
+    """Turning presenter mode on folds the sidebar and says how it opens again on the page's first
+    line, beside its sentence and above the narration (no toast over the lesson); off unfolds it, as
+    wide as before."""
+    app.page.set_viewport_size(PROJECTOR)
+    app.open("/")  # a cold server lists the pages/ folder (300 px) until a first session has run app.py
+    app.open("/decode")
+    assert sidebar_px(app) == WIDTH_PX
     app.toggle("Presenter mode")
     expect(app.sidebar).to_have_attribute("data-collapsed", "true")
-    expect(app.page.get_by_text(re.compile("the sidebar is folded away"))).to_be_visible()
+    hint, sentence = app.main.get_by_text(PRESENTER_HINT, exact=True), app.main.get_by_text(words_decode.LEAD)
+    above_fold(app, app.main.locator(".st-key-lesson_attention"))
+    narration = app.main.get_by_test_id("stAlertContentInfo").first.bounding_box()
+    for said in (hint, sentence):
+        expect(said).to_be_visible()
+        box = said.bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= narration["y"], (box, narration)
+    assert abs(hint.bounding_box()["y"] - sentence.bounding_box()["y"]) < 2  # one line at 1280 px
+    expect(app.page.get_by_test_id("stToast")).to_have_count(0)
     app.page.get_by_test_id("stExpandSidebarButton").click()
-    expect(app.sidebar).to_have_attribute("data-collapsed", "false")
+    assert sidebar_px(app) == WIDTH_PX
     app.toggle("Presenter mode")
-    expect(app.sidebar).to_have_attribute("data-collapsed", "false")
+    assert sidebar_px(app) == WIDTH_PX
     app.assert_no_exception()
+
+
+def test_the_sidebar_is_one_width_on_every_visit(app, new_app):
+    """The sidebar opens WIDTH_PX wide (app.py's st.set_page_config) on a page, on the next page, after
+    a reload and once a presenter link leaves presenter mode: Streamlit reads the width once, when it
+    first draws the sidebar (it was 300 px, Streamlit's default, on some visits)."""
+    app.open("/")  # a cold server lists the pages/ folder (300 px) until a first session has run app.py
+    for opened in ({}, {"present": 1}):
+        visitor = new_app()
+        visitor.page.set_viewport_size(DESK)
+        visitor.open("/decode", **opened)
+        if opened:  # a presenter link: the sidebar opened by hand, presenter mode turned off
+            expect(visitor.sidebar).to_have_attribute("data-collapsed", "true")
+            visitor.page.get_by_test_id("stExpandSidebarButton").click()
+            visitor.toggle("Presenter mode")
+        assert sidebar_px(visitor) == WIDTH_PX
+        with visitor.rerun():
+            visitor.sidebar.get_by_role("link", name="Memory").click()
+        assert sidebar_px(visitor) == WIDTH_PX
+        visitor.open_url(visitor.page.url)  # a reload
+        assert sidebar_px(visitor) == WIDTH_PX
+        visitor.assert_no_exception()
 
 
 def test_a_presenter_link_opens_with_the_sidebar_folded(app):
@@ -136,7 +184,16 @@ STEPPED = {
     "memory": (".st-key-memory_snapshot_forward button", LESSON_FIGURES["memory"]),
     "serving": (".st-key-serving_step_continuous_forward button", LESSON_FIGURES["serving"]),
     "decode": (".st-key-decode_step button", ".st-key-lesson_attention"),
+    "prefill": (".st-key-prefill_position_forward button", ".st-key-lesson_attention"),
 }
+# each stepped page's one sentence (Prefill's and Decode's in their words modules)
+SENTENCES = {**{page: lead.sentence for page, lead in PAGE_LEADS.items()},
+             "prefill": words_prefill.CAPTION, "decode": words_decode.LEAD}
+# The pages whose first screen on a phone, before any scroll, shows the sentence, the step control and
+# the figure's top (its title and first row: FIGURE_TOP_PX). Not yet Serving: its section picker,
+# workload and settings stand above its step control (602 px) and its timeline starts at 874.
+OPENS_STEPPING = ("memory", "decode", "prefill")
+FIGURE_TOP_PX = 48
 
 
 # Scroll the step control to the top of the screen, just under Streamlit's header (which covers the
@@ -165,12 +222,18 @@ def scrolled_to_step(app, forward, figure) -> tuple[float, dict, dict]:
 
 @pytest.mark.parametrize("page", list(STEPPED))
 def test_on_a_phone_the_step_control_and_the_figure_share_one_screen(app, page):
-    """At 390 × 844, scrolled to the step control, the lesson figure it steps lies whole below it on
-    the same screen: a student taps forward and sees the change without scrolling."""
+    """At 390 × 844, as the page opens, its first screen shows its sentence, its step control and the
+    top of its figure (OPENS_STEPPING); scrolled to the step control, the lesson figure it steps lies
+    whole below it on the same screen: a student taps forward and sees the change without scrolling."""
     app.page.set_viewport_size(PHONE)
     app.open(f"/{page}", **({"step": 1} if page == "decode" else {}))
     forward, figure = (app.main.locator(f"{selector} >> visible=true").first for selector in STEPPED[page])
     expect(figure).to_be_visible()
+    if page in OPENS_STEPPING:  # the first screen, as the page opens: no scrolling to the step control
+        for said in (app.main.get_by_text(SENTENCES[page]).first, forward):
+            box = said.bounding_box()
+            assert box["y"] >= 0 and box["y"] + box["height"] <= PHONE["height"], (page, box)
+        assert figure.bounding_box()["y"] + FIGURE_TOP_PX <= PHONE["height"], (page, figure.bounding_box())
     scrolled_to_step(app, forward, figure)
     app.page.screenshot(path=str(REVIEW / f"{page}-{PHONE['width']}x{PHONE['height']}.png"))
     app.assert_no_exception()

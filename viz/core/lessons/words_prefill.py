@@ -18,6 +18,7 @@ Escape = Callable[[str], str]
 TITLE = "Prefill"
 CAPTION = ("The whole prompt goes through attention in one batched pass: every query row at "
            "once, with the causal mask hiding the future.")
+ABOUT = "The scenario: its prompt, its heads and their sizes"  # the fold under the sentence
 CUSTOM = "A custom scenario: edited in the sidebar, opened from a file or a link."
 WHOLE_HELP = "Show every row and key, not only those around the position"
 STEP_LABEL = step_label("query position")
