@@ -8,7 +8,7 @@ from viz.figures import serving, toy
 from viz.core.lessons import tour as words
 from viz.core.lessons.tour import Question, option_label, revealed_options, tour_footer, tour_score, tour_view
 from viz.ui import article, classroom, state
-from viz.ui.common import md_escape, plot, stepper
+from viz.ui.common import lesson_header, md_escape, plot, stepper
 from viz.ui.widgets import table
 
 state.require_frame()
@@ -199,7 +199,7 @@ STEPS = list(zip(words.STEP_TITLES, [step_prompt, step_mask, step_contexts, step
                                     step_no_cache, step_cache, step_bug, step_pool, step_batching]))
 
 if state.presenter():  # the room goes to the question, its options large (the frame's style)
-    st.caption(words.PRESENTER_LEAD)
+    lesson_header(words.TOUR_TITLE, words.PRESENTER_LEAD)  # with the hint that says how the sidebar opens
 else:
     st.title(words.TOUR_TITLE)
     st.markdown(words.tour_intro(article.link()))

@@ -9,12 +9,14 @@ import html
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from viz.core.lessons import words_decode, words_prefill
+from viz.core.lessons import tour, words_decode, words_prefill
 from viz.core.lessons.leads import PAGE_LEADS, PRESENTER_HINT
 from viz.ui import state
 
-# each page's one sentence: Prefill's and Decode's from their words modules, the others' from leads
-SENTENCES = {"prefill": words_prefill.CAPTION, "decode": words_decode.LEAD, "memory": PAGE_LEADS["memory"].sentence}
+# each page's one sentence: Prefill's, Decode's and the tour's from their words modules, the others'
+# from leads
+SENTENCES = {"prefill": words_prefill.CAPTION, "decode": words_decode.LEAD, "memory": PAGE_LEADS["memory"].sentence,
+             "tour": tour.PRESENTER_LEAD}
 
 
 def _first_lines(at: AppTest) -> list[str]:
