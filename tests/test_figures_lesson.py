@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lesson_fixtures import long_scenario
+from test_stale_lesson import assert_hatched
 from viz import Scenario, generate, load_preset
 from viz.core.engine.model import MODES
 from viz.core.engine.explain import check_cache, fmt
@@ -41,12 +42,13 @@ def test_seed_step_one_marks_the_stale_key_of_so():
     frame = decode_frame(runs["kv"], runs["kv"], runs["recompute"], 1, 1)
     assert frame.cache.stale == ((1, 3),) and frame.cache.written == (4,)
     fig = lesson.cache_figure(frame, load_preset("seed").head_names)
-    assert [t.name for t in fig.data if t.type == "scatter"] == ["stale key", "new entry"]
-    stale = [s for s in fig.layout.shapes if s.line.color == MEANINGS["stale"].color]
+    assert [t.name for t in fig.data if t.type in ("scatter", "bar")] == ["stale key", "new entry"]
+    stale = [s for s in fig.layout.shapes if s.type == "rect" and s.line.color == MEANINGS["stale"].color]
     assert len(stale) == 1 and (stale[0].x0, stale[0].y0) == (2.5, 0.5)  # column of 'so', row of 'last'
     assert stale[0].line.dash == "dot"
-    hatch = next(t for t in fig.data if t.name == "stale key")  # the pattern over the cell, not a colour alone
-    assert (list(hatch.x), list(hatch.y), hatch.marker.symbol) == ([3], [1], "line-ne-open")
+    assert_hatched(fig, 3, 1)  # the pattern across the cell, as on the board: not a colour alone, not a slash
+    swatch = next(t for t in fig.data if t.name == "stale key")
+    assert swatch.type == "bar" and swatch.marker.pattern.shape == MEANINGS["stale"].pattern
 
 
 def test_stale_summary_is_a_sentence():

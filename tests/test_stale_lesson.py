@@ -68,10 +68,23 @@ def test_the_figure_marks_stale_cells_by_pattern_and_label():
     assert stale_cells == [3, 4]
     assert all("stale" in heat.text[0][c] for c in stale_cells)
     assert not any("stale" in t for c, t in enumerate(heat.text[0]) if c not in stale_cells)
-    marks = [t for t in fig.data if getattr(t, "mode", None) == "markers" and t.x and t.x[0] is not None]
-    assert len(marks) == 1 and len(marks[0].x) == 2 and marks[0].marker.color == MEANINGS["stale"].color
-    assert sum(s.line.color == MEANINGS["stale"].color for s in fig.layout.shapes) == 2
-    assert any(t.name == MEANINGS["stale"].label and t.showlegend is not False for t in fig.data)
+    assert sum(s.type == "rect" and s.line.color == MEANINGS["stale"].color for s in fig.layout.shapes) == 2
+    for c in stale_cells:  # hatched as the board hatches it: stripes across the cell, no slash mark over it
+        assert_hatched(fig, c, 0)
+    assert not [t for t in fig.data if getattr(t, "mode", None) == "markers" and t.x and t.x[0] is not None]
+    legend = [t for t in fig.data if t.name == MEANINGS["stale"].label and t.showlegend is not False]
+    assert len(legend) == 1 and legend[0].marker.pattern.shape == MEANINGS["stale"].pattern  # a hatched swatch
+
+
+def assert_hatched(fig, column: int, row: int) -> None:
+    """The cell at (column, row) of a matrix whose rows run downwards carries the stale stripes, rising to
+    the right on screen as the board's CSS hatch does (its gradient's 135deg points across such stripes)."""
+    lines = [s for s in fig.layout.shapes if s.type == "line" and s.line.color == MEANINGS["stale"].color
+             and column - 0.5 <= min(s.x0, s.x1) and max(s.x0, s.x1) <= column + 0.5
+             and row - 0.5 <= min(s.y0, s.y1) and max(s.y0, s.y1) <= row + 0.5]
+    assert len(lines) >= 3, lines
+    assert all((s.x1 - s.x0) * (s.y1 - s.y0) < 0 for s in lines)  # y grows downwards: rising means y falls
+    assert "135deg" in hatch("stale") and MEANINGS["stale"].pattern == "/"
 
 
 def test_the_board_puts_the_latest_keys_side_by_side_and_marks_the_stale_cells():

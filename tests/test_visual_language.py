@@ -60,6 +60,60 @@ def test_no_two_meanings_share_a_colour_and_each_pair_stays_apart_for_colour_bli
             assert _distance(ma.color, mb.color, matrix) >= 10, (a, b, vision)
 
 
+# charts that compare series (runs, models, modes, parts of a whole): their colours are SERIES' (or the grey
+# baseline), told apart by each chart's own legend; every other figure speaks only in meanings and owners
+SERIES_CHARTS = {"work", "waste board", "contexts compared", "logits compared", "bytes", "reservation", "metrics",
+                 "utilisation", "prefix", "cache length", "traffic", "cache growth", "speed", "memory curve",
+                 "GPU split", "cost decode", "cost prefill", "logit difference", "token times"}
+
+
+def _entries(fig) -> list[tuple[str, str]]:
+    """(colour, words) of every legend entry of a Plotly figure or a board (a board's colour may be a
+    CSS pattern: the meaning's colour is inside it)."""
+    if isinstance(fig, dict):
+        return [(item["color"].lower(), html.unescape(item["label"])) for item in fig["legend"]]
+    return [(colour, html.unescape(words)) for (colour, _, _), words in _legend(fig)]
+
+
+def test_a_colour_means_one_thing_across_every_figure_and_board():
+    """Across the whole app a meaning's colour says that meaning's words, and a meaning's words wear
+    its colour: sky blue cannot be 'another word' in one figure and 'prefill' or 'cached' in the next,
+    nor the stale colour 'swapped out'. Only series charts (listed) reuse the series colours."""
+    colour_of = {label: m.color.lower() for m in MEANINGS.values() for label in m.labels}
+    wrong = []
+    for name in NAMES:
+        for colour, words in _entries(FIGURES[name][0]):
+            if words in colour_of and colour_of[words] not in colour:
+                wrong.append((name, words, colour))  # a meaning's words in another colour
+            meant = [m for m in MEANINGS.values() if m.color.lower() in re.findall(r"#[0-9a-f]{6}", colour)]
+            if name not in SERIES_CHARTS and meant and not any(words in m.labels for m in meant):
+                wrong.append((name, words, colour))  # a meaning's colour saying something else
+    assert not wrong, wrong
+    assert SERIES_CHARTS <= set(NAMES)  # the exceptions are figures that exist
+
+
+def test_waiting_and_an_idle_slot_are_told_apart_from_the_back_row():
+    """Serving's timeline: a waiting request is dotted and at least 15 ΔE from an idle slot's grey with
+    every vision (the two greys it had were 10 apart), so neither is mistaken for the other."""
+    from dataclasses import replace
+
+    from viz import load_preset
+    from viz.core.lessons.tour import TOUR_SERVER, tour_workload
+    from viz.core.serving.scheduler import serve
+    from viz.figures.serving import PHASES, timeline_figure
+
+    waiting, idle = PHASES["waiting"], PHASES["idle"]
+    assert waiting.pattern and not idle.pattern
+    for vision, matrix in CVD.items():
+        assert _distance(waiting.color, idle.color, matrix) >= 15, vision
+    served = load_preset("seed").cache_safe()
+    fig = timeline_figure(serve(served, tour_workload(served), replace(TOUR_SERVER, policy="static")))
+    bars = {t.name: t.marker for t in fig.data if t.type == "bar"}
+    assert {waiting.label, idle.label} <= set(bars), set(bars)
+    assert bars[waiting.label].pattern.shape == "." and bars[waiting.label].color == waiting.color
+    assert not bars[idle.label].pattern.shape and bars[idle.label].color == idle.color
+
+
 def test_owners_of_blocks_never_wear_a_meanings_colour_and_stay_apart_from_every_meaning():
     """Who holds a pool's blocks (a request, a sequence) has its own colours: none is a meaning's, each
     stays at least 10 ΔE from every meaning's colour and from every other owner's, with typical
@@ -78,7 +132,7 @@ def test_every_pool_draws_its_owners_in_owner_colours_never_a_meanings(name):
     """Serving's and Memory's pools: each request's or sequence's legend entry (and so its blocks) is an
     owner colour, so R1 is never the decode blue, R3 never the stale pink, B never a series vermillion."""
     owners = {c.lower() for c in OWNERS}
-    meant = {label for m in MEANINGS.values() for label in m.labels} | {"cached, no holder"}
+    meant = {label for m in MEANINGS.values() for label in m.labels}
     entries = [(colour, words) for (colour, _, _), words in _legend(FIGURES[name][0])
                if html.unescape(words) not in meant]
     assert len(entries) >= 2 and all(colour in owners for colour, _ in entries), entries

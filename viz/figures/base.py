@@ -22,7 +22,7 @@ from ..core.engine.explain import NEAR_ZERO, fmt
 from ..core.lessons.glossary import Term, terms_in
 from .meanings import (BLACK, BLUE, FREE, GREEN, INK, LEFT_OUT, MASKED, MEANINGS, ORANGE, PURPLE, RESERVED,
                        SERIES, SKY, VERMILLION, YELLOW, Meaning, hatch, legend_item, legend_marker, meaning, outline,
-                       pattern_marks, series)
+                       series, stripes)
 from .room import at_least, cell_text, legend_below
 
 # The colours and what each means live in one table (viz.figures.meanings), imported from here by

@@ -17,7 +17,7 @@ import torch
 
 from ..core.engine.explain import fmt
 from ..core.lessons.lesson import CacheView, LessonFrame
-from .base import INK, QUERY_KEY, figure, frame, grid, legend_marker, outline, pattern_marks, safe, short
+from .base import INK, QUERY_KEY, figure, frame, grid, legend_marker, outline, safe, short, stripes
 
 CELL_TEXT_COLUMNS = 16  # cell numbers are drawn up to this many keys (they no longer fit beyond)
 CELL_TEXT_ROWS = 24
@@ -150,9 +150,9 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     shapes, legend = [], []
     at = [(positions.index(position), h) for h, position in sorted(stale)]  # (column, row) of each stale key
     shapes += [outline("stale", c - 0.5, c + 0.5, h - 0.5, h + 0.5, 5 if gap else 1, refs[0]) for c, h in at]
-    if stale:  # the hatch marks each stale cell and is the legend's entry
-        legend.append(pattern_marks("stale", [c for c, _ in at], [h for _, h in at], size=26 if gap else 8,
-                                    ref=refs[0]))
+    if stale:  # each stale cell hatched, as the board hatches it; the legend's swatch is hatched too
+        shapes += stripes("stale", at, count=5 if gap else 3, width=2 if gap else 1, ref=refs[0])
+        legend.append(legend_marker("stale"))
     if len(view.written) == 1 and view.written[0] in positions:
         c = positions.index(view.written[0])
         shapes += [outline("new", c - 0.5, c + 0.5, -0.5, span - 0.5, 3 if gap else 2, ref)

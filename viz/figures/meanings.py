@@ -15,9 +15,11 @@ Series (the things a line or bar chart compares: decode modes, models, runs) tak
 Who holds a block of a pool (a request on Serving, a sequence on Memory) is no meaning and no series:
 owners take the :data:`OWNERS` colours, which no meaning uses and which stay apart from every meaning's
 colour with a colour-vision deficiency, and every block also writes its owner's name.
-A colour marks one meaning per figure (a test holds every figure to it); the series colours repeat
-across charts, identified by each chart's legend. Figures draw a meaning only through the helpers at
-the end (an outline, a Plotly or board legend entry, a pattern over heatmap cells), which refuse
+A colour marks one meaning across every figure and board (a test holds the whole app to it); only the
+series colours repeat across charts, identified by each chart's legend. Serving's phases (prefill,
+decode, waiting, swapped out) and its cached blocks are meanings too, in colours of their own.
+Figures draw a meaning only through the helpers at the end (an outline, a Plotly or board legend
+entry, a pattern's stripes across heatmap cells, as a board hatches its cells), which refuse
 legend words the table does not list; the terms in the legends are defined in the glossary
 (:mod:`viz.core.lessons.glossary`).
 """
@@ -49,6 +51,13 @@ INDIGO = "#332288"
 BROWN = "#8C510A"
 OLIVE = "#999933"
 TAN = "#C7A96B"
+# what a request does in a serving iteration, and a block that only holds cached tokens: colours of their
+# own (no meaning's, no owner's), each at least 10 ΔE from every other with a colour-vision deficiency
+VIOLET = "#906EF7"  # prefill
+FOREST = "#145233"  # decode
+PEACH = "#FABCA8"  # waiting, dotted: far lighter and warmer than the idle slot's grey
+MAROON = "#610505"  # swapped out
+MINT = "#CFFCCF"  # cached, no holder
 
 
 @dataclass(frozen=True)
@@ -75,11 +84,12 @@ MEANINGS: dict[str, Meaning] = {
                      also=("newest query", "current tile", "this iteration", "this round", "selected head",
                            "selected request", "chosen length")),
     "new": Meaning(GREEN, "new key",
-                   also=("new entry", "handed out in this iteration", "bonus word (every guess kept)")),
+                   also=("new entry", "handed out in this iteration", "bonus word (every guess kept)",
+                         "the target's new word")),
     "stale": Meaning(PURPLE, "stale key", dash="dot", pattern="/"),
     "shared": Meaning(YELLOW, "shared by several (ref > 1)"),
     "chosen": Meaning(BLUE, "chosen", also=("kept guess", "best rule")),
-    "candidate": Meaning(SKY, "another word", also=("another token", "kept by top-k/top-p", "the target's own word")),
+    "candidate": Meaning(SKY, "another word", also=("another token", "kept by top-k/top-p")),
     "rejected": Meaning(BLACK, "rejected", pattern="x", also=("does not fit",)),
     "left out": Meaning(LEFT_OUT, "left out", also=("filtered out by top-k/top-p", "evicted", "not checked")),
     "reserved": Meaning(RESERVED, "reserved, still empty",
@@ -87,6 +97,12 @@ MEANINGS: dict[str, Meaning] = {
                               "idle slot (static)")),
     "masked": Meaning(MASKED, "masked: key after the query", also=("above the diagonal: never loaded",)),
     "free": Meaning(FREE, "free"),
+    # Serving: what a request does in an iteration (an idle slot is "reserved"), and prefix caching's blocks
+    "prefill": Meaning(VIOLET, "prefill (prompt or recompute)"),
+    "decode": Meaning(FOREST, "decode one token"),
+    "waiting": Meaning(PEACH, "waiting (arrived, not computing)", pattern="."),
+    "swapped": Meaning(MAROON, "swapped out"),
+    "cached": Meaning(MINT, "cached, no holder", also=("taken from cached blocks",)),
 }
 
 # lines and bars that compare things: a colour and a dash each, in this order (no orange: the focus)
@@ -114,7 +130,8 @@ def series(i: int) -> tuple[str, str]:
     return SERIES[i % len(SERIES)], SERIES_DASHES[i % len(SERIES_DASHES)]
 
 
-_CSS_ANGLES = {"/": "45deg", "\\": "135deg", "x": "45deg"}
+# a CSS gradient's angle points across its stripes: 135deg draws stripes that rise to the right, as "/"
+_CSS_ANGLES = {"/": "135deg", "\\": "45deg", "x": "45deg"}
 
 
 def hatch(name: str, under: str = "#ffffff") -> str:
@@ -124,6 +141,8 @@ def hatch(name: str, under: str = "#ffffff") -> str:
     look = MEANINGS[name]
     if not look.pattern:
         return look.color
+    if look.pattern == ".":  # dots of ink over the meaning's own colour
+        return f"radial-gradient({INK} 1px, {look.color} 1.5px) 0 0 / 6px 6px"
     stripes = f"repeating-linear-gradient({_CSS_ANGLES[look.pattern]}, {look.color} 0 2px, {under} 2px 7px)"
     if look.pattern == "x":
         return f"repeating-linear-gradient(-45deg, {look.color} 0 2px, transparent 2px 7px), {stripes}"
@@ -147,28 +166,42 @@ def outline(name: str, x0: float, x1: float, y0: float, y1: float, width: int = 
                 line=dict(color=MEANINGS[name].color, width=width, dash=MEANINGS[name].dash))
 
 
-def legend_marker(name: str, label: str | None = None, filled: bool = False) -> go.Scatter:
+def legend_marker(name: str, label: str | None = None, filled: bool = False) -> go.Scatter | go.Bar:
     """A Plotly legend entry for the meaning ``name`` (an outline, or with ``filled`` a filled
-    square; a patterned meaning shows its pattern's mark): shapes and cell colours have no legend
-    entry of their own."""
+    square; a striped meaning, a swatch striped as its cells are): shapes and cell colours have no
+    legend entry of their own."""
     look, label = _look(name, label)
+    if look.pattern in ("/", "\\"):  # a bar's legend swatch is the one Plotly legend entry with a pattern
+        return go.Bar(x=[None], y=[None], name=label, hoverinfo="skip",
+                      marker=dict(color=look.color, line=dict(color=look.color, width=1),  # the stripes' colour
+                                  pattern=dict(shape=look.pattern, bgcolor="white", solidity=0.35)))
     symbol = _PATTERN_SYMBOLS.get(look.pattern, "square" if filled else "square-open")
     return go.Scatter(x=[None], y=[None], mode="markers", name=label, hoverinfo="skip",
                       marker=dict(symbol=symbol, size=14, color=look.color,
                                   line=dict(width=3 if not filled or look.pattern else 1, color=look.color)))
 
 
-_PATTERN_SYMBOLS = {"/": "line-ne-open", "\\": "line-nw-open", "x": "x-thin-open"}
+_PATTERN_SYMBOLS = {"x": "x-thin-open", ".": "circle-dot"}
 
 
-def pattern_marks(name: str, x: Sequence[float], y: Sequence[float], size: int = 22,
-                  ref: tuple[str, str] = ("x", "y"), label: str | None = None) -> go.Scatter:
-    """The pattern of the meaning ``name`` laid over heatmap cells (a heatmap cell has no fill
-    pattern): one mark per cell at (x, y), named for the legend."""
-    look, label = _look(name, label)
-    return go.Scatter(x=list(x), y=list(y), mode="markers", name=label, hoverinfo="skip", xaxis=ref[0], yaxis=ref[1],
-                      marker=dict(symbol=_PATTERN_SYMBOLS[look.pattern], size=size, color=look.color,
-                                  line=dict(width=4, color=look.color)))
+_STRIPES = {"/": (1,), "\\": (-1,), "x": (1, -1)}  # which way a pattern's stripes rise (to the right: 1)
+
+
+def stripes(name: str, cells: Sequence[tuple[float, float]], count: int = 5, width: int = 2,
+            ref: tuple[str, str] = ("x", "y")) -> list[dict]:
+    """The stripes of the meaning ``name`` across heatmap cells, as a board hatches its cells (a heatmap
+    cell has no fill pattern): ``count`` lines in its colour across each unit cell centred at (x, y)
+    of a matrix whose rows run downwards (every matrix here), rising as its pattern does."""
+    look = MEANINGS[name]
+    shapes = []
+    for (x, y), rise in ((cell, rise) for cell in cells for rise in _STRIPES[look.pattern]):
+        for k in range(count):
+            t = -1 + (2 * k + 1) / count  # the stripe u - v = t of the unit cell (u right, v up)
+            u0, u1 = max(0.0, t), min(1.0, 1 + t)
+            x0, x1 = (x - 0.5 + u0, x - 0.5 + u1) if rise > 0 else (x + 0.5 - u0, x + 0.5 - u1)
+            shapes.append(dict(type="line", x0=x0, x1=x1, y0=y + 0.5 - (u0 - t), y1=y + 0.5 - (u1 - t),
+                               xref=ref[0], yref=ref[1], line=dict(color=look.color, width=width)))
+    return shapes
 
 
 def legend_item(name: str, label: str | None = None, filled: bool = False) -> dict:

@@ -7,6 +7,7 @@ labels. Request names, prompts and words are HTML-escaped with :func:`safe` befo
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -17,17 +18,16 @@ from ..core.serving.flash import FlashRun, TrafficPoint
 from ..core.scale.memory import format_bytes
 from ..core.serving.speculative import SpecRun
 from ..core.serving.workload import ServingRun
-from .base import (BLUE, FREE, INK, MASKED, MEANINGS, PURPLE, SKY, figure, frame, legend_marker,
+from .base import (BLUE, FREE, INK, MASKED, MEANINGS, figure, frame, legend_marker,
                    outline, rect, safe, series)
 from .meanings import owner
 from .memory import GREY
 
-# what a request does in an iteration: one colour each (no orange: it marks this iteration)
-PHASE_COLORS = {"prefill": SKY, "decode": BLUE, "waiting": MASKED, "swapped": PURPLE,
-                "idle": MEANINGS["reserved"].color}
-PHASE_LABELS = {"prefill": "prefill (prompt or recompute)", "decode": "decode one token",
-                "waiting": "waiting (arrived, not computing)", "swapped": "swapped out", "idle": "idle slot (static)"}
-CACHED = SKY  # a block that only holds cached tokens (prefix caching), and the prompt tokens taken from one
+# what a request does in an iteration: a meaning each, its colour no other meaning's (no orange: it marks
+# this iteration); an idle slot of static batching is reserved and still empty
+PHASES = {"prefill": MEANINGS["prefill"], "decode": MEANINGS["decode"], "waiting": MEANINGS["waiting"],
+          "swapped": MEANINGS["swapped"], "idle": replace(MEANINGS["reserved"], label="idle slot (static)")}
+CACHED = MEANINGS["cached"]  # a block that only holds cached tokens (prefix caching), and the tokens taken from one
 BLOCKS_PER_ROW = 16
 # the timeline's plot height: per request, and per legend entry (on a phone each takes a line under the
 # plot; in presenter mode they stand in a column beside it, in larger type)
@@ -52,7 +52,7 @@ def timeline_figure(run: ServingRun, current: int | None = None, title: str | No
     legend that wraps in a narrow column cannot squeeze the rows together."""
     names = [safe(r.name) for r in run.workload.requests]
     data = []
-    for phase, color in PHASE_COLORS.items():
+    for phase, look in PHASES.items():
         xs, ys, bases, hover = [], [], [], []
         for it in run.iterations:
             for i, s in enumerate(it.states):
@@ -61,11 +61,12 @@ def timeline_figure(run: ServingRun, current: int | None = None, title: str | No
                     ys.append(names[i])
                     bases.append(it.start)
                     note = f" · {safe(s.event)}" if s.event else (f" · {safe(s.reason)}" if s.reason else "")
-                    hover.append(f"{names[i]}, iteration {it.index + 1}: {PHASE_LABELS[phase]}"
+                    hover.append(f"{names[i]}, iteration {it.index + 1}: {look.label}"
                                  + (f", {s.fed} tokens" if s.fed else "") + note)
         if xs:
-            data.append(go.Bar(x=xs, y=ys, base=bases, orientation="h", name=PHASE_LABELS[phase],
-                               marker=dict(color=color, line=dict(color="white", width=0.5)),
+            data.append(go.Bar(x=xs, y=ys, base=bases, orientation="h", name=look.label,
+                               marker=dict(color=look.color, line=dict(color="white", width=0.5),
+                                           pattern=dict(shape=look.pattern, fgcolor=INK, fillmode="overlay")),
                                customdata=hover, hovertemplate="%{customdata}<extra></extra>"))
     tx, ty = [], []
     for i, o in enumerate(run.outcomes):
@@ -103,8 +104,8 @@ def timeline_figure(run: ServingRun, current: int | None = None, title: str | No
 
 def pool_figure(run: ServingRun, index: int) -> go.Figure:
     """The block pool after one iteration: each block coloured by the request holding it (its name
-    written inside), the shared colour and its count when several hold it, sky blue when it only
-    holds cached tokens, the free colour when free; the blocks handed out now outlined as new."""
+    written inside), the shared colour and its count when several hold it, the cached colour when it
+    only holds cached tokens, the free colour when free; the blocks handed out now outlined as new."""
     it = run.iterations[index]
     names = [r.name for r in run.workload.requests]
     size = run.config.block_size
@@ -113,7 +114,7 @@ def pool_figure(run: ServingRun, index: int) -> go.Figure:
     z = np.full((rows, BLOCKS_PER_ROW), np.nan)
     text = np.full((rows, BLOCKS_PER_ROW), "", dtype=object)
     hover = np.full((rows, BLOCKS_PER_ROW), "", dtype=object)
-    palette = [FREE, CACHED, MEANINGS["shared"].color] + [owner(i) for i in range(len(names))]
+    palette = [FREE, CACHED.color, MEANINGS["shared"].color] + [owner(i) for i in range(len(names))]
     for b, block in enumerate(it.blocks):
         r, c = divmod(b, BLOCKS_PER_ROW)
         if len(block.owners) > 1:
@@ -136,7 +137,7 @@ def pool_figure(run: ServingRun, index: int) -> go.Figure:
     held = {o for block in it.blocks for o in block.owners}
     data += [go.Scatter(x=[None], y=[None], mode="markers", name=safe(names[i]), hoverinfo="skip",
                         marker=dict(color=owner(i), size=12, symbol="square")) for i in sorted(held)]
-    for label, color in ((MEANINGS["shared"].label, MEANINGS["shared"].color), ("cached, no holder", CACHED),
+    for label, color in ((MEANINGS["shared"].label, MEANINGS["shared"].color), (CACHED.label, CACHED.color),
                          (MEANINGS["free"].label, FREE)):
         data.append(go.Scatter(x=[None], y=[None], mode="markers", name=label, hoverinfo="skip",
                                marker=dict(color=color, size=12, symbol="square", line=dict(color=GREY, width=1))))
@@ -267,7 +268,7 @@ def prefix_figure(off: ServingRun, on: ServingRun) -> go.Figure:
                    marker_color=GREY, offsetgroup="off"),
             go.Bar(x=names, y=computed, name="computed, with prefix caching", marker_color=BLUE, offsetgroup="on"),
             go.Bar(x=names, y=[o.prefix_hits for o in on.outcomes], base=computed, name="taken from cached blocks",
-                   marker_color=CACHED, offsetgroup="on")]
+                   marker=dict(color=CACHED.color, line=dict(color=GREY, width=1)), offsetgroup="on")]
     return figure(data, _plain("Prompt tokens per request:<br>keys and values computed, or reused", 320,
                                barmode="group", yaxis=dict(title="prompt tokens")))
 
@@ -285,8 +286,8 @@ def rounds_window(count: int, current: int, shown: int) -> range:
 
 def rounds_figure(run, current: int | None = None, *, shown: int | None = None) -> go.Figure:
     """One row per round: the fed word, then each guess kept (the chosen colour) or rejected (black,
-    crossed; the ones after it grey: not checked), then the target's new word (a bonus after every
-    guess was kept, as new; the target's own choice in place of a rejected guess, or with no guess).
+    crossed; the ones after it grey: not checked), then the target's new word, as new (a bonus after
+    every guess was kept; the target's own choice in place of a rejected guess, or with no guess).
     ``shown``: at most that many rounds, around the ``current`` one (every round without it)."""
     rounds = run.rounds
     width = max((len(r.guesses) for r in rounds), default=0) + 2  # the same columns wherever the window is
@@ -303,7 +304,7 @@ def rounds_figure(run, current: int | None = None, *, shown: int | None = None) 
         z[r, width - 1] = 4 if rnd.bonus and rnd.guesses else 5  # no guess: a plain step
         text[r, width - 1] = safe(rnd.new_word)
     palette = [FREE, MEANINGS["chosen"].color, MEANINGS["rejected"].color, MEANINGS["left out"].color,
-               MEANINGS["new"].color, MEANINGS["candidate"].color]
+               MEANINGS["new"].color, MEANINGS["new"].color]
     k = len(palette)
     colorscale = [item for i in range(k) for item in ([i / k, palette[i]], [(i + 1) / k, palette[i]])]
     y = [f"round {r.index + 1}" for r in rounds]
@@ -316,8 +317,7 @@ def rounds_figure(run, current: int | None = None, *, shown: int | None = None) 
     if len(crossed):
         data.append(legend_marker("rejected", "rejected", filled=True))
     data += [legend_marker(name, label, filled=True) for name, label in
-             (("chosen", "kept guess"), ("left out", "not checked"), ("candidate", "the target's own word"),
-              ("new", "bonus word (every guess kept)"))]
+             (("chosen", "kept guess"), ("left out", "not checked"), ("new", "the target's new word"))]
     shapes = [outline("focus", -0.5, width - 0.5, current - 0.5, current + 0.5)] if current is not None else []
     if current is not None:
         data.append(legend_marker("focus", "this round"))

@@ -9,7 +9,7 @@ import torch
 
 from ..core.lessons.stale import StaleLesson
 from .base import heatmap, labels, safe, short
-from .meanings import pattern_marks
+from .meanings import stripes
 
 ROWS = ("with the KV cache", "recomputed")
 WORDY_KEYS = 12  # up to this many keys a cell says "match · 0.25"; beyond, "✓" or "✗" over the weight
@@ -38,7 +38,6 @@ def stale_figure(lesson: StaleLesson) -> go.Figure:
                   axes=("key (columns)", "run (rows)"),  # short: two rows are too low for more
                   hover="%{y}<br>key %{x}<br>weight %{z:.4g}")
     fig.data[0].text = text
-    marks = pattern_marks("stale", [x[c] for _, c in stale], [ROWS[0]] * len(stale), size=26)
-    marks.showlegend = False  # the outline's legend entry already names it
-    fig.add_trace(marks)
+    for shape in stripes("stale", [(c, 0) for _, c in stale], count=7):  # hatched, as the board hatches it
+        fig.add_shape(shape)
     return fig
