@@ -172,6 +172,8 @@ FIGURE_VIEWS = {  # url path, tab, the figures and the tables that must be there
     "cost": ("/cost", None, {"cost_decode", "cost_prefill"}, ()),
     "at-scale-roof": ("/at_scale", "What limits a decode step", {"scale_roofline", "scale_bytes", "scale_throughput"},
                       ()),
+    "at-scale-gpus": ("/at_scale", "On GPUs", {"scale_split"}, ()),  # its legend wrapped over its title
+    "prefill-stages": ("/prefill", "Stages of one head", {"qk", "stage_weights"}, ()),  # K's axis title on Q
 }
 
 

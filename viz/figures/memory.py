@@ -31,7 +31,7 @@ MAX_TEXT_COLUMNS = 40  # label heatmap cells only while they are wide enough to 
 
 def _layout(fig: go.Figure, title: str, height: int, *, legend: bool = True, top: int = 50) -> go.Figure:
     fig.update_layout(**titled(title, height, top), plot_bgcolor="white", showlegend=legend,
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+                      legend=dict(orientation="h", x=0, y=-0.02, yanchor="top"))  # under the plot: fit() makes room
     fig.update_xaxes(gridcolor="#eceff4")
     fig.update_yaxes(gridcolor="#eceff4")
     return fig

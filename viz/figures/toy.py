@@ -82,8 +82,10 @@ def qk_figure(trace: Trace, head: int) -> go.Figure:
             for tensor, ref, scale in ((pre.q[head], refs[0], None), (pre.k[head], refs[1], "entry"))]
     for suffix in ("", "2"):
         layout[f"xaxis{suffix}"].update(title=dict(text=f"dimension (d_k = {d_k})"), showticklabels=d_k <= 16)
+        # K's rows share Q's labels; its panel's title names them (an axis title in the gap between the
+        # panels ran over Q's cells on a phone)
         layout[f"yaxis{suffix}"].update(type="category", autorange="reversed", showticklabels=suffix == "",
-                                        title=dict(text="query (rows)" if suffix == "" else "key (rows)"))
+                                        title=dict(text="query (rows)" if suffix == "" else ""))
     return figure(data, frame(f"Q and K for head '{_head(trace, head)}': Q·K = +d_k where the rule holds, "
                               "−d_k where it does not", max(220, 90 + 34 * len(names)), **layout))
 
