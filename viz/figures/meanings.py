@@ -54,7 +54,7 @@ TAN = "#C7A96B"
 # what a request does in a serving iteration, and a block that only holds cached tokens: colours of their
 # own (no meaning's, no owner's), each at least 10 ΔE from every other with a colour-vision deficiency
 VIOLET = "#906EF7"  # prefill
-FOREST = "#145233"  # decode
+LEAF = "#548A42"  # decode
 PEACH = "#FABCA8"  # waiting, dotted: far lighter and warmer than the idle slot's grey
 MAROON = "#610505"  # swapped out
 MINT = "#CFFCCF"  # cached, no holder
@@ -99,7 +99,7 @@ MEANINGS: dict[str, Meaning] = {
     "free": Meaning(FREE, "free"),
     # Serving: what a request does in an iteration (an idle slot is "reserved"), and prefix caching's blocks
     "prefill": Meaning(VIOLET, "prefill (prompt or recompute)"),
-    "decode": Meaning(FOREST, "decode one token"),
+    "decode": Meaning(LEAF, "decode one token"),
     "waiting": Meaning(PEACH, "waiting (arrived, not computing)", pattern="."),
     "swapped": Meaning(MAROON, "swapped out"),
     "cached": Meaning(MINT, "cached, no holder", also=("taken from cached blocks",)),
