@@ -155,9 +155,12 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
     sizes = font_sizes(presenter)
     layout = fig.layout
     # the height and bottom margin as built, kept in meta: fitting twice gives what fitting once does
+    legend = layout.legend
     meta = {"height": layout.height, "bottom": layout.margin.b or 0,
+            "legend_at": [legend.y, legend.yref, legend.yanchor],
             **(layout.meta if isinstance(layout.meta, dict) else {})}
     layout.meta, layout.height = meta, meta["height"]
+    legend.y, legend.yref, legend.yanchor = meta["legend_at"]
     if "title" in meta:
         text, room = meta["title"], title_room(meta["title"], width, presenter)
         room += PRESENTER_EXTRA_PX if presenter else 0

@@ -103,15 +103,22 @@ def legend_below(fig: go.Figure, width: int, text_px: int, bottom: int) -> int:
     container), the bottom margin (``bottom`` as built) grown to hold the x axes' ticks and title and
     then every row the legend takes at ``width`` px (give the narrowest screen it may be drawn on), and
     the figure's height with it, so the plot keeps its size. Returns the pixels added. Legends elsewhere
-    (beside or above the plot) stay where they are."""
+    (beside or above the plot, or in the container), and one set far enough under it, stay."""
     layout, legend = fig.layout, fig.layout.legend
-    below = legend.orientation == "h" and legend.y is not None and (
-        legend.y < 0 if legend.yref != "container" else legend.y == 0 and legend.yanchor == "bottom")
     names = _entries(fig)
-    if not below or not names or layout.showlegend is False:
+    # a legend in the container was placed with room of its own (Cost's, Serving's): it stays
+    if (legend.orientation != "h" or legend.yref == "container" or legend.y is None or legend.y >= 0
+            or not names or layout.showlegend is False):
         return 0
-    needed = (_under_plot_px(fig, text_px) + LEGEND_PAD_PX
-              + legend_rows(names, width - 20, text_px) * text_px * ROW_EM)
+    under = _under_plot_px(fig, text_px)
+    rows_px = LEGEND_PAD_PX + legend_rows(names, width - 20, text_px) * text_px * ROW_EM
+    # Plotly grows the bottom margin to hold a legend set k of the plot's height under it, out of the
+    # plot, which lifts the legend with the plot's bottom: margin = k (height - top - margin) + legend
+    k, span = -legend.y, (layout.height or 450) - (layout.margin.t or 0)
+    pushed = max(bottom, (k * span + rows_px) / (1 + k))
+    if legend.yanchor == "top" and k * (span - pushed) >= under:
+        return 0  # far enough under the ticks and title already (At scale's roofline at a desk)
+    needed = under + rows_px
     grow = max(0, round(needed) - bottom)
     legend.update(yref="container", y=0, yanchor="bottom")
     layout.margin.b = bottom + grow
