@@ -70,3 +70,28 @@ def test_log_axes_label_powers_of_ten_only():
     fig.update_xaxes(type="log")
     fit(fig, DESKTOP_PX)
     assert fig.layout.xaxis.minorloglabels == "none" and fig.layout.yaxis.minorloglabels is None
+
+
+def _plot_px(fig: go.Figure) -> float:
+    return fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+
+
+def test_a_matrix_keeps_its_top_labels_and_axis_title_under_its_title_and_its_plot_size():
+    """A query × key matrix draws its key labels and axis title on top of the plot: the top margin holds
+    the title's lines and, under them, labels turned 45° (the longer, the taller) and the axis title, on
+    a phone (a title in more lines) as at a desk; the figure grows so the plot keeps its height, and
+    fitting twice changes nothing."""
+    def built(label: str) -> go.Figure:
+        labels = [f"{i} · {label}" for i in range(1, 17)]
+        return real.attention_detail(torch.full((1, 1, 16, 16), 1 / 16), labels, 0, 0, height=real.DETAIL_PX)
+
+    short, long = built("a"), built("␣expression")
+    plot = _plot_px(long)
+    phone, desk = fit(built("␣expression"), 358), fit(built("␣expression"), DESKTOP_PX)
+    assert phone.layout.title.text.count("<br>") > desk.layout.title.text.count("<br>")
+    assert phone.layout.margin.t > desk.layout.margin.t > fit(short, DESKTOP_PX).layout.margin.t
+    assert _plot_px(phone) == _plot_px(desk) == plot
+    # the title's lines, then 45°-turned labels of 16 characters at 12 px, then the axis title's line
+    lines = phone.layout.title.text.count("<br>") + 1
+    assert phone.layout.margin.t >= phone.layout.title.pad.t + lines * font_sizes().line + 16 * 12 * 0.6 * 0.7 + 12 * 1.4
+    assert fit(phone, 358).layout.margin.t == phone.layout.margin.t and fit(phone, 358).layout.height == phone.layout.height

@@ -126,7 +126,7 @@ def test_a_revealed_question_shows_its_options_as_readable_text(app):
 
 # Every Plotly figure in the main area, measured as drawn: [figure's key, faults, smallest text px].
 # Faults: a legend or colour bar over a plot area, a tick label or an axis title; an axis title over a
-# plot area; two cell numbers of a heatmap over each other (their boxes overlap across and their
+# plot area; the figure's title over a tick label or an axis title (a matrix's keys on top); two cell numbers of a heatmap over each other (their boxes overlap across and their
 # centres are less than a line apart: the line boxes of neighbouring rows may touch, the glyphs do not).
 FIGURE_FAULTS_JS = """() => {
   const box = e => { const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; };
@@ -150,6 +150,8 @@ FIGURE_FAULTS_JS = """() => {
       });
       titles.forEach(t => areas.forEach((a, i) => over(box(t), a)
         && faults.push(`axis title '${t.textContent}' over plot ${i}`)));
+      drawn(fig, '.gtitle').forEach(t => labels.forEach(([text, l]) => over(box(t), l)
+        && faults.push(`figure title over '${text}'`)));
       const cells = drawn(fig, '.heatmap-label text').map(box);
       cells.forEach((a, i) => cells.slice(i + 1).forEach(b => {
         if (over(a, b) && Math.abs(a[1] + a[3] / 2 - b[1] - b[3] / 2) < Math.min(a[3], b[3]) * 0.75)
@@ -181,7 +183,8 @@ FIGURE_VIEWS = {  # url path, tab, the figures and the tables that must be there
 @pytest.mark.parametrize("view", list(FIGURE_VIEWS))
 def test_figures_keep_legends_titles_and_cell_numbers_apart_and_tables_fit(app, view, screen):
     """At 1440 × 900 and on a 390 × 844 phone: no legend or colour bar covers a plot, a tick label or an
-    axis title; no axis title lies over a plot (Cost's two panels); a heatmap's cell numbers never run
+    axis title; no axis title lies over a plot (Cost's two panels), and the figure's title over no tick
+    label or axis title (a matrix's keys drawn on top); a heatmap's cell numbers never run
     into each other; every table fits its column; at a desk no figure text is under 12 px (log axes'
     minor labels were 9 px)."""
     app.page.set_viewport_size(DESK if screen == "desk" else PHONE)

@@ -23,7 +23,7 @@ from ..core.lessons.glossary import Term, terms_in
 from .meanings import (BLACK, BLUE, FREE, GREEN, INK, LEFT_OUT, MASKED, MEANINGS, ORANGE, PURPLE, RESERVED,
                        SERIES, SKY, VERMILLION, YELLOW, Meaning, hatch, legend_item, legend_marker, meaning, outline,
                        series, stripes)
-from .room import at_least, cell_text, legend_below
+from .room import at_least, cell_text, legend_below, room_above
 
 # The colours and what each means live in one table (viz.figures.meanings), imported from here by
 # every figure module; GOLD and RED are the older names of two of them.
@@ -156,10 +156,10 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
     layout = fig.layout
     # the height and bottom margin as built, kept in meta: fitting twice gives what fitting once does
     legend = layout.legend
-    meta = {"height": layout.height, "bottom": layout.margin.b or 0,
+    meta = {"height": layout.height, "bottom": layout.margin.b or 0, "margin_top": layout.margin.t or 0,
             "legend_at": [legend.y, legend.yref, legend.yanchor],
             **(layout.meta if isinstance(layout.meta, dict) else {})}
-    layout.meta, layout.height = meta, meta["height"]
+    layout.meta, layout.height, layout.margin.t = meta, meta["height"], meta["margin_top"]
     legend.y, legend.yref, legend.yanchor = meta["legend_at"]
     if "title" in meta:
         text, room = meta["title"], title_room(meta["title"], width, presenter)
@@ -168,6 +168,8 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
         layout.height, layout.margin.t = meta["height"] + room, meta["top"] + room
         if meta.get("pad"):
             layout.title.pad.t = 8 + room // 2
+    lines = len(layout.title.text.split("<br>")) if layout.title.text else 0
+    room_above(fig, sizes.text, (layout.title.pad.t or 0) + lines * sizes.line if lines else 0)
     at_least(layout.font, sizes.base)
     at_least(layout.legend.font, sizes.text)
     for note in layout.annotations:

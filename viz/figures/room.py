@@ -124,3 +124,35 @@ def legend_below(fig: go.Figure, width: int, text_px: int, bottom: int) -> int:
     layout.margin.b = bottom + grow
     layout.height = (layout.height or 450) + grow
     return grow
+
+
+def _top_axis_px(fig: go.Figure, axis: Any, text_px: int) -> float:
+    """What an x axis on top of its plot draws over it: tick labels (a turned label stands as tall as
+    its length along the slant) and its title."""
+    if axis.showticklabels is False:
+        ticks = 0.0
+    else:
+        labels = axis.ticktext
+        if labels is None:  # a category axis: its traces' x values
+            ref = "x" + axis.plotly_name[len("xaxis"):]
+            labels = [x for trace in fig.data if (trace.xaxis or "x") == ref and trace.x is not None for x in trace.x]
+        turned = axis.tickangle not in (None, 0, "auto")
+        ticks = ((_longest(labels) * LABEL_CHAR_EM + 1) * text_px * 0.71 if turned else text_px * TICK_EM) + 6
+    return ticks + (text_px * TICK_EM + 8 if axis.title.text else 0)
+
+
+def room_above(fig: go.Figure, text_px: int, title_px: float) -> int:
+    """A top margin that holds the figure's title (``title_px`` from the top, its pad included) and,
+    under it, what the x axes drawn on top of their plot need (tick labels, axis title), so none of
+    them runs into the title; the figure grows with it, so the plot keeps its size. Returns the pixels
+    added."""
+    axes: list = []
+    fig.for_each_xaxis(axes.append)
+    on_top = [_top_axis_px(fig, axis, text_px) for axis in axes if axis.side == "top" and axis.visible is not False]
+    layout = fig.layout
+    if not on_top:
+        return 0
+    grow = max(0, round(title_px + 4 + max(on_top)) - (layout.margin.t or 0))
+    layout.margin.t = (layout.margin.t or 0) + grow
+    layout.height = (layout.height or 450) + grow
+    return grow
