@@ -40,11 +40,11 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 
 def test_readme_test_command_sets_up_then_runs_every_tier():
-    """The test command runs tests/setup.sh, then pytest with no tier left out (two workers, the browser
-    tier kept on one of them by its xdist group); both scripts are executable."""
+    """The test command runs tests/setup.sh, then pytest on two workers with no tier left out; both
+    scripts are executable."""
     command = _command("Run the tests")
     setup, _, run = command.partition(" && ")
-    assert setup == "tests/setup.sh" and run == ".venv/bin/python -m pytest -n 2 --dist loadgroup", command
+    assert setup == "tests/setup.sh" and run == ".venv/bin/python -m pytest -n 2", command
     assert os.access(SETUP, os.X_OK) and os.access(ROOT / ".ci" / "run", os.X_OK)
 
 

@@ -2,9 +2,9 @@
 
 Fixtures (no import needed):
 
-* ``app_server`` (session): one ``streamlit run app.py`` for the whole run (``viz.tools.server``:
+* ``app_server`` (session): one ``streamlit run app.py`` for the whole run, one per pytest-xdist worker (``viz.tools.server``:
   free loopback port, the repository's settings, ready once ``/_stcore/health`` answers, stopped at
-  the end); its output goes to ``artifacts/browser-server.log`` and a failed check quotes the tail.
+  the end); its output goes to ``artifacts/browser-server.log`` (``-gw0.log`` … under xdist) and a failed check quotes the tail.
 * ``app``: one visitor, a fresh browser context with one page (1400 x 1000), wrapped in
   :class:`visitor.App`; ``new_app()`` gives further independent visitors in the same test (a second
   person opening a shared link), ``new_app(server)`` one on another server. Contexts close after
@@ -51,6 +51,7 @@ own browser download does not work here.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -80,15 +81,6 @@ def app_pages() -> list[RegisteredPage]:
     return registered_pages()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``-n 2 --dist loadgroup``) every browser test runs on one worker, so
-    the run starts one app server and one Chromium, not one per worker."""
-    here = Path(__file__).parent
-    for item in items:
-        if here in item.path.parents:
-            item.add_marker(pytest.mark.xdist_group("browser"))
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test with a ``registered_page`` argument runs once per page in app.py."""
     if "registered_page" in metafunc.fixturenames:
@@ -98,8 +90,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(scope="session")
 def app_server() -> Iterator[StreamlitServer]:
-    """The app, served once for the whole browser run."""
-    server = StreamlitServer(ARTIFACTS / "browser-server.log")
+    """The app, served once for the whole browser run (once per pytest-xdist worker, each its own log)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    server = StreamlitServer(ARTIFACTS / (f"browser-server-{worker}.log" if worker else "browser-server.log"))
     try:
         yield _started(server)
     finally:
