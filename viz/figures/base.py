@@ -71,7 +71,7 @@ def font_sizes(presenter: bool = False) -> FontSizes:
 PHONE_PX = 358
 DESKTOP_PX = 880
 PRESENTER_PX = 1180
-TOOLBAR_PX = 150  # the chart's toolbar (five buttons, top right): the title's first line stays clear of it
+TOOLBAR_PX = 150  # Streamlit's element toolbar (full screen), over the chart's top right on hover: the title's first line stays clear of it
 CHAR_EM = 0.52  # an average character of the title's type, in ems
 
 
