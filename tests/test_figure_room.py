@@ -80,7 +80,8 @@ def test_a_matrix_keeps_its_top_labels_and_axis_title_under_its_title_and_its_pl
     """A query × key matrix draws its key labels and axis title on top of the plot: the top margin holds
     the title's lines and, under them, labels turned 45° (the longer, the taller) and the axis title, on
     a phone (a title in more lines) as at a desk; the figure grows so the plot keeps its height, and
-    fitting twice changes nothing."""
+    fitting twice changes nothing. Presenter mode (a wide column, the figure sized for the projector's
+    screen) keeps the margin its builder gave it."""
     def built(label: str) -> go.Figure:
         labels = [f"{i} · {label}" for i in range(1, 17)]
         return real.attention_detail(torch.full((1, 1, 16, 16), 1 / 16), labels, 0, 0, height=real.DETAIL_PX)
@@ -95,3 +96,5 @@ def test_a_matrix_keeps_its_top_labels_and_axis_title_under_its_title_and_its_pl
     lines = phone.layout.title.text.count("<br>") + 1
     assert phone.layout.margin.t >= phone.layout.title.pad.t + lines * font_sizes().line + 16 * 12 * 0.6 * 0.7 + 12 * 1.4
     assert fit(phone, 358).layout.margin.t == phone.layout.margin.t and fit(phone, 358).layout.height == phone.layout.height
+    presenter = fit(built("␣expression"), PRESENTER_PX, presenter=True)
+    assert presenter.layout.margin.t == fit(built("a"), PRESENTER_PX, presenter=True).layout.margin.t

@@ -168,8 +168,9 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
         layout.height, layout.margin.t = meta["height"] + room, meta["top"] + room
         if meta.get("pad"):
             layout.title.pad.t = 8 + room // 2
-    lines = len(layout.title.text.split("<br>")) if layout.title.text else 0
-    room_above(fig, sizes.text, (layout.title.pad.t or 0) + lines * sizes.line if lines else 0)
+    if not presenter:  # presenter mode's wide column keeps a title to its line, above its builder's top margin
+        lines = len(layout.title.text.split("<br>")) if layout.title.text else 0
+        room_above(fig, sizes.text, (layout.title.pad.t or 0) + lines * sizes.line if lines else 0)
     at_least(layout.font, sizes.base)
     at_least(layout.legend.font, sizes.text)
     for note in layout.annotations:
