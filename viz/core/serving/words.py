@@ -69,8 +69,6 @@ FLASH_STATS = "FlashAttention against the naive pass"
 # speculative decoding
 # the real model's prompt at first
 DEFAULT_REAL_PROMPT = 'The "return" statement leaves the current function call with the expression list'
-SAME_WORD = ("Every word is the same, so any draft guesses right. Pick a scenario whose output varies "
-             "(your soup, previous-token, content) or sampling in the sidebar to see guesses rejected.")
 REAL_DRAFT_HELP = ("prompt lookup: tokens that followed an earlier match; early exit: the GPT-2's own first 2 "
                    "layers; the Llama: kvlab's other model, which shares the GPT-2's tokenizer.")
 LOGIT_HELP = ("Against plain decoding, up to the first word the two chose differently (sampling draws other "
@@ -83,6 +81,9 @@ SPEC_TABLE = "Speculative against plain decoding: passes, work and measured time
 RUNNING_TABLE = "The current tile's query rows: running maximum, rescale, sum and output"
 TRAFFIC_TABLE = "Every item each pass moves between slow and fast memory"
 SPEC_SETTINGS = "Words, temperature"
+SAME_WORD = ("Every word is the same, so any draft guesses right. Pick a scenario whose output varies "
+             f"(your soup, previous-token, content) or a temperature above 0 under “{SPEC_SETTINGS}” to see "
+             "guesses rejected.")
 CONTROL_PX = 160  # a slider's width in the row of controls at a desk (the row wraps rather than cut one)
 TEMPERATURE_LABEL = "Temperature (0: greedy)"
 TEMPERATURE_HELP = ("0: greedy, and the output is the target's own, word for word. Above 0 both models sample "
