@@ -80,7 +80,7 @@ if view.cut_short:
 elif summary is not None:
     with lesson:
         plot(cost.decode_figure(measurement), key="cost_decode", terms=terms)  # its title names it
-    st.caption(view.measured)
+    defined_caption(view.measured)  # 'Measured on cuda': the hover says what CUDA is
     for paragraph in view.decode_reading:
         st.markdown(paragraph)
     with st.expander("Every decode measurement"):

@@ -13,7 +13,7 @@ import pytest
 
 from figure_gallery import gallery, tables
 from viz.core.lessons import glossary
-from viz.core.lessons.glossary import GLOSSARY, hover, lookup, terms_in
+from viz.core.lessons.glossary import GLOSSARY, defined, hover, lookup, terms_in
 from viz.figures.base import figure_terms
 
 DESIGN = Path(__file__).resolve().parents[1] / "docs" / "design.md"
@@ -135,3 +135,10 @@ def test_a_figure_names_the_terms_the_streamlit_layer_defines_beside_it():
     assert {"head", "query", "key"} <= names("attention board")
     assert {"KV cache", "stale key", "entry"} <= names("cache board")
     assert all(figure_terms(fig) for _, fig, matrix in gallery() if matrix)
+
+
+def test_the_device_cuda_is_defined_as_itself_not_as_a_cuda_graph():
+    """Cost's 'Measured on cuda (…)' on a GPU server: its hover defines CUDA, not CUDA graphs (found on an H100)."""
+    hover_text = defined("Measured on cuda (NVIDIA H100 80GB HBM3) (1 CPU thread) in 0.6 s.")
+    assert hover_text.startswith("CUDA: NVIDIA's platform") and "CUDA graph" not in hover_text
+    assert defined("A CUDA graph replays the step.").startswith("CUDA graph: A recorded sequence")

@@ -206,7 +206,9 @@ GLOSSARY: tuple[Term, ...] = (
          "Its memory holds the weights, the KV cache and the activations; its bandwidth and FLOPs set the pace.",
          ("GPUs",)),
     Term("CUDA graph", "A recorded sequence of GPU work replayed as one launch, to save launch time.",
-         "Serving engines reserve memory for them beside the activations' peak.", ("CUDA graphs", "CUDA")),
+         "Serving engines reserve memory for them beside the activations' peak.", ("CUDA graphs",)),
+    Term("CUDA", "NVIDIA's platform for programming its GPUs; PyTorch calls an NVIDIA GPU 'cuda'.",
+         "The app runs on 'cuda' when the server has an NVIDIA GPU, else on the CPU ('mps' on an Apple GPU).", ()),
     Term("activations", "The numbers a pass computes on the way (not weights, not cache), freed after it.",
          "Their peak is reserved on the GPU beside the weights and the cache.", ("activation", "activation peak")),
     Term("bandwidth", "How many bytes per second memory delivers.", "A GPU's HBM delivers terabytes per second.", ()),
@@ -233,7 +235,7 @@ def hover(word: str) -> str:
 # Terms a first-year student would not know: wherever a control's label, a metric or a caption uses one,
 # its hover ("help") carries the definition (:func:`defined`; tests/test_page_terms.py walks the pages).
 UNFAMILIAR = frozenset({"d_k", "√d_k", "MHA", "GQA", "MLA", "TTFT", "TPOT", "tick", "ridge point", "FLOPs per byte",
-                        "FLOPs", "memory-bound", "compute-bound", "bandwidth", "CUDA graph", "activations",
+                        "FLOPs", "memory-bound", "compute-bound", "bandwidth", "CUDA graph", "CUDA", "activations",
                         "multiply-add", "quantisation", "sink", "chunked prefill", "preemption", "copy on write"})
 
 
