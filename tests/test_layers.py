@@ -123,7 +123,9 @@ def test_every_page_lays_out_a_view_born_in_the_core():
 # -- figures draw; the core's words modules write the sentences ------------------------------------
 FIGURES = sorted((ROOT / "viz" / "figures").glob("*.py"))
 PHRASE_WORDS = 20  # the longest title today is 18 words ("Q and K for head '…': Q·K = +d_k where …")
-SENTENCE_END = re.compile(r"[^\W\d_)\]'’\"][.!?](\s|$)")  # a word, quote or bracket, a stop, a space or the end
+# a sentence's end: a letter and a stop, or a closing bracket, quote or placeholder and a full stop (not
+# one opening the text: "{}. option" letters a list), then a space or the end; "0." and "%{y:.4g}" are not
+SENTENCE_END = re.compile(r"[^\W\d_][.!?](\s|$)|(?<=.)(\{\}|[)\]'’\"])\.(\s|$)")
 MARKDOWN = ("**", "`")  # plotly draws <b>; Markdown is for st.markdown, which shows the core's words
 
 
@@ -161,11 +163,14 @@ def test_the_prose_check_tells_sentences_from_titles_labels_and_hover_text():
               '            "`DynamicCache(config=...)` built", f"at most {s.a} sequences fit"]\n'
               'TITLE = f"Q and K for head {h}: Q·K = +d_k where the rule holds, −d_k where it does not"\n'
               'HOVER = "batch %{x}: %{y:,.0f} tokens/s, %{customdata}-bound<extra></extra>"\n'
-              'LABELS = ["multiply-adds per token", f"{i}. {option}: {n} votes", "[0.,]*0[0.,]*", "0."]\n')
+              'LABELS = ["multiply-adds per token", f"{i}. {option}: {n} votes", "[0.,]*0[0.,]*", "0."]\n'
+              'SHORT = [f"The step took {t}.", "Keys (every cached one).", f"Next: \'{w}\'. Then more", r"(?:\\s.*)?",\n'
+              '         "%{y:.4g} at %{x}", f"{a}.{b}"]\n')
     found = texts(source)
-    assert len(found) == 11 and not any(t.startswith("A docstring") for t in found)
+    assert len(found) == 17 and not any(t.startswith("A docstring") for t in found)
     assert found[2].endswith("so it holds fewer)") and found[4] == "at most {} sequences fit"  # pieces joined
-    assert [t for t in found if prose(t)] == found[:4]
+    # short sentences ending on a placeholder, a bracket or a quote are sentences too; a regex, a hover are not
+    assert [t for t in found if prose(t)] == found[:4] + found[11:14]
 
 
 def test_figure_modules_write_no_sentences():
