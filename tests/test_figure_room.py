@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import torch
 
 from viz.figures import real
-from viz.figures.base import DESKTOP_PX, PRESENTER_PX, fit, font_sizes
+from viz.figures.base import CROWDED_ON_A_PHONE, DESKTOP_PX, PRESENTER_PX, fit, font_sizes
 from viz.figures.room import ENTRY_PX, cell_px, legend_rows
 
 PIECES = [f"piece {i}" for i in range(16)]
@@ -39,6 +39,18 @@ def test_cells_too_narrow_for_12_px_numbers_drop_them():
     assert narrow.data[0].texttemplate is None and narrow.data[0].text is not None
     few = fit(_detail(3), 358)  # three keys fit
     assert few.data[0].texttemplate == "%{text}"
+
+
+def test_a_heatmap_whose_cells_hold_numbers_at_a_desk_but_not_on_a_phone_says_so():
+    """Fitted for a desk column, the 16 × 16 matrix keeps its numbers there but is marked crowded on a
+    phone (Plotly drew them 3 px high in a 358-px column); three keys are not, nor is presenter mode
+    (its screen is known), and fitting twice gives the same verdict."""
+    desk = fit(_detail(), int(DESKTOP_PX * 0.7))
+    assert desk.data[0].texttemplate == "%{text}" and desk.layout.meta[CROWDED_ON_A_PHONE] is True
+    assert fit(desk, int(DESKTOP_PX * 0.7)).layout.meta[CROWDED_ON_A_PHONE] is True
+    assert fit(_detail(3), int(DESKTOP_PX * 0.7)).layout.meta[CROWDED_ON_A_PHONE] is False
+    assert fit(_detail(), int(PRESENTER_PX * 0.7), presenter=True).layout.meta[CROWDED_ON_A_PHONE] is False
+    assert fit(_detail(), 358).layout.meta[CROWDED_ON_A_PHONE] is False  # fitted for a phone: no numbers at all
 
 
 def test_a_legend_under_the_plot_gets_room_under_the_ticks_and_title():

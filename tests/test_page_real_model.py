@@ -295,3 +295,18 @@ def test_the_unfamiliar_terms_its_controls_metrics_and_captions_name_are_defined
     from test_page_terms import _undefined
 
     assert not _undefined(page), _undefined(page)
+
+
+def _narrow_styles(at) -> list[str]:
+    return [h.proto.body for h in at.get("html") if "heatmap-label" in h.proto.body]
+
+
+def test_a_head_too_dense_for_a_phone_leaves_its_numbers_to_a_table_there(page):
+    """The 16-token prompt's one-head weights hold their numbers at a desk but would be 3 px on a phone:
+    a style leaves them out on narrow screens, and an "As a table" fold under the figure has them; a
+    three-token prompt keeps them everywhere, with neither."""
+    assert any(".st-key-real_detail .heatmap-label" in style for style in _narrow_styles(page))
+    assert "As a table" in [e.label for e in page.expander]
+    by_label(page.text_area, "Prompt").input("a b c").run()
+    assert not page.exception and len(_pieces(page).columns) <= 4
+    assert not [style for style in _narrow_styles(page) if "real_detail" in style]

@@ -179,16 +179,31 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
     # a log axis labels its minor ticks (2, 5) at 0.75 of the tick size: none, only powers of ten
     fig.for_each_xaxis(lambda axis: axis.update(big, minorloglabels="none" if axis.type == "log" else None))
     fig.for_each_yaxis(lambda axis: axis.update(big, minorloglabels="none" if axis.type == "log" else None))
+    crowded = False  # cell numbers a phone's column could not hold (the server never learns a screen's width)
     for trace in fig.data:
         if trace.type == "heatmap" and trace.texttemplate:
             cell_text(fig, trace, width, sizes.text, shrink=not presenter)
+            crowded |= not presenter and bool(trace.texttemplate) and _crowded_on_a_phone(fig, trace, sizes.text)
         elif "textfont" in trace:
             at_least(trace.textfont, sizes.text)
         if "colorbar" in trace:
             trace.colorbar.update(big)
     layout.meta = {**meta, "legend": legend_below(fig, width if presenter else min(width, PHONE_PX), sizes.text,
-                                                 meta["bottom"])}
+                                                 meta["bottom"]), CROWDED_ON_A_PHONE: crowded}
     return fig
+
+
+CROWDED_ON_A_PHONE = "crowded_on_a_phone"  # fit's verdict in a figure's meta: see _crowded_on_a_phone
+
+
+def _crowded_on_a_phone(fig: go.Figure, trace: go.Heatmap, text_px: int) -> bool:
+    """Whether a heatmap whose cells hold their numbers at a desk could not hold them at ``text_px`` in a
+    phone's column (:data:`PHONE_PX`), where Plotly would shrink them to a few pixels (Real model's 16 ×
+    16 weights: 3 px). Decided from the cells as :func:`~viz.figures.room.cell_text` decides (on a copy);
+    the Streamlit layer then leaves them out on narrow screens and offers the numbers as a table."""
+    probe = go.Heatmap(trace)
+    cell_text(fig, probe, PHONE_PX, text_px, shrink=True)
+    return probe.texttemplate is None
 
 
 def figure_terms(drawn: go.Figure | dict) -> list[Term]:
