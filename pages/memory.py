@@ -217,14 +217,14 @@ def inspect_prediction(view: CompressView, wide: float, below) -> None:
     chosen = stepper(PREDICTION, len(comparison.steps) - 1, words.PREDICTION_STEP, first=0,
                      format_label=view.labels.__getitem__, help=words.PREDICTION_STEP_HELP)
     step = comparison.steps[chosen]
-    if chosen == 0 and not view.quantise:
-        st.caption(words.PREDICTION_ZERO)
     grid = figures.attention_compare_board(step, comparison.tokens, scenario.head_names)  # fits a phone's width
     if grid is None:  # more keys than cell text fits: Plotly, which zooms
         plot(figures.attention_compare_figure(step, comparison.tokens, scenario.head_names), key="memory_attention",
              share=wide)
     else:
         board(grid, key="memory_attention")
+    # what this prediction shows, under the attention (the step control and the figure keep one screen)
+    st.info(md_escape(view.narrations[chosen]), icon=":material/record_voice_over:")
     with below:
         left, right = st.columns(2)
         with left:

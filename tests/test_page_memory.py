@@ -183,10 +183,14 @@ def test_quantise_controls(at):
 
 
 def test_prediction_stepper_selects_the_inspected_step(at):
-    """Choosing prediction 0 notes that prefill reads the whole prompt."""
+    """Each prediction is narrated under the attention: prediction 1 (the first eviction can change)
+    by the keys the smaller cache holds and the word chosen; prediction 0 says the prefill reads the
+    whole prompt."""
     open_compress(at)
+    said = [i.value.replace("\\", "") for i in at.info]
+    assert any(s.startswith("Prediction 1, after ") and "the smaller cache holds" in s for s in said), said
     move_range(at, "memory_prediction_range", 0)
-    assert any("prefill pass" in c.value for c in at.caption)
+    assert any("prefill pass" in i.value for i in at.info)
 
 
 def test_a_prompt_at_the_length_limit_offers_prompts_within_it(at):

@@ -4,6 +4,7 @@ worked out before the tab is drawn, checked against values worked out by hand.""
 from __future__ import annotations
 
 from viz import load_preset
+from viz.core.engine.explain import fmt
 from viz.core.lessons import words_memory as words
 from viz.core.lessons.memory import compress_view, paged_view
 from viz.core.scale.memory import format_bytes
@@ -75,3 +76,23 @@ def test_a_bytes_delta_says_which_way():
     assert words.bytes_delta(2048, format_bytes) == "-2 KiB vs full"
     assert words.bytes_delta(-512, format_bytes) == "+512 B vs full"
     assert words.bytes_delta(0, format_bytes) is None
+
+
+def test_each_prediction_is_narrated_under_the_attention():
+    """A window of 3 without sinks: from prediction 1 on the smaller cache holds 3 of the 10 + k keys and
+    head 'first' (its one key, position 1, evicted) moves most; the narration says so, with its two
+    contexts and whether the word changed. Prediction 0 is the prefill's; quantising holds every key."""
+    view = compress_view(SOUP, 6, CacheSpec(EvictionPolicy(window=3, sinks=0)), False, format_bytes, md_escape)
+    comparison = view.comparison
+    assert view.narrations[0] == words.PREDICTION_ZERO and len(view.narrations) == len(comparison.steps) == 6
+    for k, (step, said) in enumerate(zip(comparison.steps[1:], view.narrations[1:]), start=1):
+        first = SOUP.head_names.index("first")
+        assert said.startswith(f"Prediction {k}, after '{comparison.tokens[9 + k]}': the smaller cache holds "
+                               f"3 of the {10 + k} keys; head 'first' moves most, its context from "
+                               f"{fmt(float(step.context_full[first]))} to {fmt(float(step.context_compressed[first]))}")
+        changed = step.token_full != step.token_compressed
+        assert said.endswith(f"the smaller one '{step.token_compressed}': the word changed." if changed
+                             else f"both caches choose '{step.token_full}'.")
+    quantised = compress_view(SOUP, 2, CacheSpec(bits="int8", scales="per-token"), True, format_bytes, md_escape)
+    assert quantised.narrations[0].startswith("Prediction 0, after 'so': the smaller cache holds all 10 keys, "
+                                              "in fewer bits; no head's context moves; both caches choose")

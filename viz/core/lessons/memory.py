@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..engine.budget import grant_compare, grant_paged
+from ..engine.explain import NEAR_ZERO
 from ..engine.scenario import Scenario
 from ..serving import compress, paged  # called through their modules: the budget tests wrap their functions
 from ..serving.compress import CacheComparison, CacheSpec
@@ -84,6 +85,7 @@ class CompressView:
     first_change: str  # the first prediction whose word changed
     outputs: str  # the words each cache generates
     labels: tuple[str, ...]  # each prediction's name, for the stepper
+    narrations: tuple[str, ...]  # what each prediction shows, plain text, under the attention
     quantise: bool  # the smaller cache quantises (no eviction, no prefill caveat)
     lesson: Lesson | None  # "Why it matters" for eviction (None when quantising)
     note: str  # what quantisation counts and simplifies ("" when evicting)
@@ -103,6 +105,17 @@ def compress_view(scenario: Scenario, steps: int, spec: CacheSpec, quantise: boo
         first_change=words.first_change(comparison.first_change),
         outputs=words.outputs(tokens[n:], spec.label, comparison.free_tokens[n:], esc),
         labels=tuple(words.prediction_label(k, tokens[len(s.positions) - 1]) for k, s in enumerate(comparison.steps)),
+        narrations=tuple(_narration(step, tokens, scenario.head_names, quantise) for step in comparison.steps),
         quantise=quantise,
         lesson=None if quantise else eviction_lesson(spec.policy.sinks if spec.policy else 0, comparison.first_change),
         note=words.QUANTISE_NOTE if quantise else "")
+
+
+def _narration(step: compress.StepComparison, tokens: list[str], heads: list[str], quantise: bool) -> str:
+    """One prediction in words: what the smaller cache holds, the head it moves most, the word chosen."""
+    change = (step.context_compressed - step.context_full).abs()
+    head = int(change.argmax())
+    moved = heads[head] if float(change[head]) > NEAR_ZERO else None
+    return words.prediction_narration(step.index, tokens[len(step.positions) - 1], int(step.kept.sum()),
+                                      len(step.positions), quantise, moved, float(step.context_full[head]),
+                                      float(step.context_compressed[head]), step.token_full, step.token_compressed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ..engine.explain import fmt
 from ..text import step_label
 
 Escape = Callable[[str], str]
@@ -114,6 +115,22 @@ def outputs(full: Sequence[str], label: str, smaller: Sequence[str], esc: Escape
 def prediction_label(k: int, after: str) -> str:
     """The stepper's name for prediction ``k`` (plain text, escaped by the stepper)."""
     return f"{k} · after {after}"
+
+
+def prediction_narration(k: int, after: str, kept: int, total: int, quantise: bool, moved: str | None,
+                         before: float, now: float, full_word: str, smaller_word: str) -> str:
+    """What prediction ``k`` shows, in plain text (the page escapes it): the keys the smaller cache
+    holds, the head whose context moves most (``moved``, None when none moves: ``before`` and ``now``
+    are its contexts) and whether the chosen word changed. Eviction's prediction 0 is the prefill's."""
+    if k == 0 and not quantise:
+        return PREDICTION_ZERO
+    held = (f"the smaller cache holds all {total} keys, in fewer bits" if quantise
+            else f"the smaller cache holds {kept} of the {total} keys")
+    head = (f"head '{moved}' moves most, its context from {fmt(before)} to {fmt(now)}" if moved is not None
+            else "no head's context moves")
+    word = (f"both caches choose '{full_word}'" if full_word == smaller_word
+            else f"the full cache chooses '{full_word}', the smaller one '{smaller_word}': the word changed")
+    return f"Prediction {k}, after '{after}': {held}; {head}; {word}."
 
 
 def drop_label(position: int, token: str) -> str:
