@@ -66,7 +66,7 @@ def _own_config():
                             disabled=upload is not None)
         try:
             name = f"{upload.name}" if upload is not None else OWN
-            with st.spinner("Reading the config with transformers…"):
+            with st.spinner(words.READING_CONFIG):
                 config = read_model(upload.getvalue() if upload is not None else text, name)
         except ConfigError as err:
             st.error(md_escape(words.config_refused(str(err))), icon=":material/error:")
@@ -176,7 +176,7 @@ with library_tab:
         st.info(words.LIBRARY_SHORT, icon=":material/info:")
     else:
         try:
-            with st.spinner("Laying out the cache with transformers…"):
+            with st.spinner(words.LAYING_OUT):
                 layout = library_layout(config, tokens, dtype)
         except ConfigError as err:
             st.error(md_escape(str(err)), icon=":material/error:")

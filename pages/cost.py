@@ -22,7 +22,7 @@ def counts(table) -> dict:
             for column in table.columns if table[column].dtype.kind == "i"}
 
 
-@st.cache_data(max_entries=4, ttl=600, show_spinner="Measuring a quick first sweep on this machine…")
+@st.cache_data(max_entries=4, ttl=600, show_spinner=words.QUICK_SPINNER)
 def quick_measurement(device: str, config: sweep.LiveConfig) -> sweep.CostMeasurement:
     """The small sweep shown on arrival, one per device and configuration, shared for ten minutes
     (a first visit never waits long, and many arrivals do not each time the machine)."""
@@ -51,10 +51,10 @@ with st.container(border=True):
 lesson = st.container()  # the decode figure, right under the Measure row; the notes below it
 
 if measure:
-    bar = st.progress(0.0, text="Starting…")
+    bar = st.progress(0.0, text=words.STARTING)
     try:
         results[device] = sweep.live_cost(
-            device, lambda done, text: bar.progress(done, text=f"Measuring {text}"), live)
+            device, lambda done, text: bar.progress(done, text=words.measuring(text)), live)
         st.session_state[FAILURE] = None
         st.rerun()  # draw the page again around the new results
     except sweep.MeasurementBusy as err:

@@ -17,6 +17,8 @@ from ..timing import format_seconds
 PLAIN = ("Press **Measure** to time decoding on this machine. Until then, the plain version: "
          "without a cache every new token redoes the whole n × n attention, O(n²) work per token; "
          "with a cache it computes one new key and reads the n cached ones, O(n).")
+QUICK_SPINNER = "Measuring a quick first sweep on this machine…"
+STARTING = "Starting…"  # the progress bar's text before the first size is timed
 CUT_SHORT = ("The measurement was cut short before it timed both decode modes at one size; "
              "press Measure again.")
 PREFILL_HEADING = "Prefill: one pass, or one token at a time"
@@ -29,6 +31,11 @@ BENCHMARK = ("**The full benchmark.** The command line runs larger sizes (decode
              "writes JSON:")
 BENCH_COMMANDS = ("python -m viz bench --out results.json      # a few minutes\n"
                   "python -m viz bench --quick                 # a few seconds")
+
+
+def measuring(what: str) -> str:
+    """The progress bar's text while ``what`` (the sweep's own words for a size) is timed."""
+    return f"Measuring {what}"
 
 
 def only_device(device: str) -> str:

@@ -34,6 +34,7 @@ class StatText:
 OWN_CONFIG = ("Paste or upload a Hugging Face config.json (at most 64 KiB). transformers reads it with its own "
               "configuration class and builds the model on the meta device (shapes only, nothing "
               "downloaded, no code from the file run).")
+READING_CONFIG = "Reading the config with transformers…"  # a spinner's
 MODEL_HELP = "Published config.json files shipped with kvlab, or your own."
 DTYPE_HELP = ("Bytes per cached number: 4, 2, 1, 1, ½, ¼. Quantised caches also store scales, "
               "not counted here (the Memory page counts them for the toy).")
@@ -224,6 +225,7 @@ LIBRARY = ("The formula, checked by the library itself: kvlab builds the model f
            "PyTorch's meta device (shapes, no memory), gives it `DynamicCache(config=...)`, which chooses "
            "a full or a sliding-window layer per layer as `generate()` does, and runs the prompt and one "
            "decode step. Then it reads what the cache's tensors hold.")
+LAYING_OUT = "Laying out the cache with transformers…"  # a spinner's
 LIBRARY_SHORT = "Choose a context of at least 2 tokens (a prompt and one decode step)."
 LIBRARY_STATS = "The formula against transformers' own count"
 LIBRARY_BLOCKS = ("One sequence. Serving engines allocate differently: vLLM hands out blocks of 16 tokens, "
