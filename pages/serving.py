@@ -28,8 +28,8 @@ from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BAT
 from viz.figures import serving as figs
 from viz.figures.base import Stat
 from viz.ui import state
-from viz.ui.common import (beside_in_presenter_mode, defined_caption, md_escape, narration_beside, page_lead, plot,
-                           stepper)
+from viz.ui.common import (LESSON_SHARE, SIDE_SHARE, beside_in_presenter_mode, defined_caption, md_escape,
+                           narration_beside, page_lead, plot, stepper)
 from viz.ui.widgets import stats, table
 
 state.require_frame()
@@ -146,26 +146,24 @@ def server_settings() -> ServingConfig:
                          overhead=overhead)
 
 
-def lesson_controls(count: int, row: bool = False, steps_beside: bool = False) -> tuple:
+def lesson_controls(count: int, steps_beside: bool = False) -> tuple:
     """Where a section's few controls go, and its stepped lesson: in presenter mode ``count`` slots
-    stacked in a narrow column beside the lesson (``steps_beside``: under a place at the column's top,
-    for the timelines' step control, whose narration is long, or the rounds' narration); at a desk one
-    row of ``count`` columns above the lesson, so the step control, the narration and the figure fit
-    the first screen (``row``: slots as wide as what they hold, in a row that wraps where they do not
-    fit, so nothing is cut short; their sliders take a width). Returns (the slots, their column or row
-    for anything more, the place atop the column beside the lesson or None, the lesson's place, its
-    share of the main column)."""
+    stacked in a narrow column beside the lesson, at its left (``steps_beside``: under a place at the
+    column's top, for the step control, or the rounds' narration); at a desk the same column at the
+    lesson's right, which a phone stacks under the lesson (columns stack in their order), so the
+    page's sentence, the step control and the top of the figure open a phone's first screen as they
+    open a desk's. Returns (the slots, their column for anything more, the place atop the column beside
+    the lesson or None, the lesson's place, its share of the main column)."""
     if state.presenter() and steps_beside:  # a column wide enough for the step control's one row
         side, stage = st.columns([STEPS_SIDE, 1 - STEPS_SIDE])
         steps = side.container()  # at the top of the column, the other controls under it
         return [side.container() for _ in range(count)], side, steps, stage, 1 - STEPS_SIDE
-    side, stage, wide = beside_in_presenter_mode()
     if state.presenter():
-        return [side.container() for _ in range(count)], side, None, stage, wide
-    if row:
-        line = side.container(horizontal=True, vertical_alignment="bottom")
-        return [line.container(width="content") for _ in range(count)], side, None, stage, wide
-    return list(side.columns(count, vertical_alignment="bottom")), side, None, stage, wide
+        side, stage, wide = beside_in_presenter_mode()
+    else:
+        stage, side = st.columns([LESSON_SHARE, SIDE_SHARE])
+        wide = LESSON_SHARE
+    return [side.container() for _ in range(count)], side, None, stage, wide
 
 
 def step_through(view: Stepped, wide: float = 1.0, steps=None) -> None:
@@ -220,8 +218,8 @@ if serving_refusal(scenario) and section != "FlashAttention":
 
 if section in SUGGESTED:
     slots, side, steps, stage, wide = lesson_controls(2 if section == "Prefix caching" else 3, steps_beside=True)
-    # the requests' editor folds under the stepped lesson: the row above it stays one row high at a desk,
-    # and in presenter mode its columns get the main column's width, not the controls' narrow one
+    # the requests' editor folds under the stepped lesson, its columns the main column's width, not the
+    # controls' narrow one
     edits = st.container()
     with slots[-1].expander(say.SETTINGS, icon=":material/tune:"):
         config = server_settings()
@@ -298,16 +296,15 @@ elif section == "Prefix caching":
     check_identical([on])
 
 elif section == "Speculative decoding":
-    slots, side, beside, stage, wide = lesson_controls(5, row=True, steps_beside=True)
-    width = "stretch" if state.presenter() else say.CONTROL_PX  # at a desk a row that wraps, never cuts
+    slots, side, beside, stage, wide = lesson_controls(5, steps_beside=True)
     model = slots[0].segmented_control("Model", ["toy", "real model"], default="toy", key=MODEL, required=True)
     toy = model == "toy"
     kind = slots[1].segmented_control("Draft", DRAFTS if toy else REAL_DRAFTS, key=DRAFT if toy else REAL_DRAFT,
                                       default=(DRAFTS if toy else REAL_DRAFTS)[0], required=True,
                                       format_func=lambda d: "the Llama" if d == "another model" else d,
                                       help=None if toy else say.REAL_DRAFT_HELP)
-    k = slots[2].slider("Guesses per round (k)", 1, MAX_K, 4, key=K, width=width)
-    with slots[4].expander(say.SPEC_SETTINGS, icon=":material/tune:", width=width):
+    k = slots[2].slider("Guesses per round (k)", 1, MAX_K, 4, key=K)
+    with slots[4].expander(say.SPEC_SETTINGS, icon=":material/tune:"):
         words = st.slider("Words to make", 2, MAX_SPEC_TOKENS, 24, key=WORDS)
         temperature = st.slider(say.TEMPERATURE_LABEL, 0.0, MAX_TEMPERATURE,
                                 opening_temperature(scenario.sampling) if toy else 0.0, 0.1,
@@ -316,10 +313,10 @@ elif section == "Speculative decoding":
     if toy:
         if kind == "fewer heads":
             heads = slots[3].slider("Draft keeps the first … heads", 1, len(scenario.heads),
-                                    max(1, len(scenario.heads) // 2), key=state.widget_key(DRAFT_HEADS), width=width)
+                                    max(1, len(scenario.heads) // 2), key=state.widget_key(DRAFT_HEADS))
             draft = DraftSpec(kind, heads=heads)
         else:
-            draft = DraftSpec(kind, ngram=slots[3].slider("Match the last … tokens", 1, 4, 1, key=NGRAM, width=width))
+            draft = DraftSpec(kind, ngram=slots[3].slider("Match the last … tokens", 1, 4, 1, key=NGRAM))
         sampled = replace(scenario, sampling=with_temperature(scenario.sampling, temperature))
         try:
             run = remember("spec", (sampled, words, k, draft), lambda: speculate(sampled, words, k, draft))
@@ -343,7 +340,8 @@ elif section == "Speculative decoding":
         with stage:  # the rounds stepped through first; the output, the numbers and the reading below
             index = stepper("serving_round", len(run.rounds), say.ROUND_STEP, help=say.ROUND_STEP_HELP) - 1
             plot(figs.rounds_figure(run, index, shown=figs.ROUNDS_SHOWN), key="serving_rounds", share=wide)
-        # under the grid at a desk; in presenter mode atop the controls' column, beside the grid in the first screen
+        # under the grid at a desk and on a phone (the grid keeps its width for the words in its cells); in
+        # presenter mode atop the controls' column, beside the grid in the first screen
         (beside or stage).info(md_escape(view.narration(index)), icon=":material/record_voice_over:")
     st.markdown(say.SPECULATION)
     st.markdown(view.output)
@@ -361,7 +359,7 @@ elif section == "Speculative decoding":
     st.caption(say.SPEC_TIME)
 
 else:
-    slots, side, _, stage, wide = lesson_controls(4)
+    slots, side, steps, stage, wide = lesson_controls(4, steps_beside=True)
     n = slots[0].slider("Tokens (the prompt repeated)", 1, MAX_FLASH_TOKENS, 32, key=FLASH_TOKENS,
                         help=say.FLASH_TOKENS_HELP)
     bq = slots[1].select_slider("Query tile (rows)", TILE_SIZES, 8, key=TILE_Q)
@@ -376,7 +374,8 @@ else:
         fail(err)
     view = flash_view(run, format_bytes)
     with stage:  # the tiles stepped through first; the running sums, the bytes and the sweep below
-        index = stepper("serving_tile", len(run.visits), say.TILE_STEP, help=say.TILE_STEP_HELP) - 1
+        with steps if steps is not None else nullcontext():  # presenter mode: atop the controls' column
+            index = stepper("serving_tile", len(run.visits), say.TILE_STEP, help=say.TILE_STEP_HELP) - 1
         grid, note, share = narration_beside(wide)
         note.info(md_escape(view.narration(index, head)), icon=":material/record_voice_over:")
         with grid:

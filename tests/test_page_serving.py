@@ -184,3 +184,37 @@ def test_flash_section_steps_through_the_tiles(at):
     at.select_slider(key="serving_tile_k").set_value(1)
     rerun(at)
     assert any("choose larger tiles" in e.value for e in at.error)
+
+
+# the kinds of element a visitor sets (what a section's controls are), as AppTest names them
+CONTROLS = ("ButtonGroup", "Selectbox", "Slider", "SelectSlider", "TextInput", "Toggle", "Expander")
+
+
+def in_page_order(node) -> list:
+    """The main area's elements in the order a phone stacks them (columns stack in their order): the
+    page's tree depth first."""
+    found = [node]
+    for key in sorted(getattr(node, "children", None) or {}):
+        found += in_page_order(node.children[key])
+    return found
+
+
+@pytest.mark.parametrize("shown", ["Continuous batching", "Chunked prefill", "Prefix caching",
+                                   "Speculative decoding", "FlashAttention"])
+def test_each_section_opens_with_its_step_control_then_its_figure(at, shown):
+    """Outside presenter mode, in page order (a 390 × 844 phone's stacking), the section picker is
+    followed by the step control and the lesson figure; the section's controls (workload, settings,
+    tiles, draft) come after the figure, beside it at a desk, so they never push the step control
+    and the figure below a phone's first screen (issue 32: the step control was at 602 px and the
+    timeline at 874 px of 844)."""
+    if shown != "Continuous batching":
+        section(at, shown)
+    order = in_page_order(at.main)
+    kinds = [type(e).__name__ for e in order]
+    picker = next(i for i, e in enumerate(order) if getattr(e, "label", None) == "Show")
+    step = next(i for i, e in enumerate(order) if kinds[i] == "SelectSlider" and str(e.label).startswith("Step"))
+    figure = next(i for i in range(step, len(order))
+                  if kinds[i] == "UnknownElement" and type(order[i].proto).__name__ == "PlotlyChart")
+    assert [str(order[i].label) for i in range(picker + 1, figure) if kinds[i] in CONTROLS and i != step] == []
+    later = [str(order[i].label) for i in range(figure, len(order)) if kinds[i] in CONTROLS]
+    assert len(later) >= 2, f"the section's controls are on the page, after its figure: {later}"

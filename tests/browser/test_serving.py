@@ -15,7 +15,8 @@ from viz.core.serving.scheduler import serve
 from viz.core.serving.explain import narrate_iteration
 from viz.core.serving.workload import ServingConfig, serving_refusal, workload_preset
 
-from .test_picture_first import DESK, PROJECTOR, PROJECTOR_HD, above_fold
+from .test_picture_first import DESK, FIGURE_TOP_PX, PHONE, PROJECTOR, PROJECTOR_HD, above_fold
+from .test_review_layout import narration
 from .visitor import SCREENSHOTS
 
 SECTIONS = ("Chunked prefill", "Prefix caching", "Speculative decoding", "FlashAttention")
@@ -48,13 +49,6 @@ CUT_SHORT_JS = """phone => {
 
 def cut_short(app, phone: bool = False) -> list[str]:
     return app.page.evaluate(CUT_SHORT_JS, phone)
-
-
-def narration_top(app) -> float:
-    """The top of the current round's narration (speculative decoding), in px from the window's top."""
-    note = app.main.get_by_test_id("stAlert").filter(has_text=re.compile(r"Round \d+: "))
-    expect(note).to_be_visible()
-    return note.bounding_box()["y"]
 
 
 def opening_scenario():
@@ -131,24 +125,30 @@ def test_presenter_mode_fits_projectors_and_phones(app):
         assert cut_short(app, phone=width < 500) == []
 
 
-@pytest.mark.parametrize("screen", list(SCREENS))
+@pytest.mark.parametrize("screen", [*SCREENS, "phone"])
 def test_every_section_opens_with_its_step_control_and_figure_whole(app, screen):
     """At 1440 × 900 and in presenter mode at 1280 × 720 and 1920 × 1080, each section, once chosen,
-    shows its step control and, below it, its lesson figure whole in the first screen, and no control,
-    label or table cut short; in presenter mode the speculative round's narration starts in the first
-    screen beside its grid (issue 32)."""
-    size, params = SCREENS[screen]
+    shows its step control and, below it, its lesson figure whole in the first screen, the start of
+    its narration (above the figure, beside it or just under it) too, and no control, label or table
+    cut short; on a 390 × 844 phone the step control and the figure's top (its title and first row)
+    open the first screen, the section's controls stacked under the lesson (issue 32: the workload,
+    the settings and the speculative and tile controls stood above the step control, up to 722 px)."""
+    size, params = SCREENS[screen] if screen in SCREENS else (PHONE, {})
     app.page.set_viewport_size(size)
     app.open("/serving", **params)
     for section, (forward, figure) in LESSONS.items():
         show(app, section)
         step = app.main.locator(f".st-key-{forward} button >> visible=true").first
-        above_fold(app, app.main.locator(f".st-key-{figure}"))
+        drawn = app.main.locator(f".st-key-{figure}")
         expect(step).to_be_visible()
-        assert step.bounding_box()["y"] < app.main.locator(f".st-key-{figure}").bounding_box()["y"]
-        assert cut_short(app) == [], section
-        if section == "Speculative decoding" and params:
-            assert narration_top(app) < size["height"]
+        assert step.bounding_box()["y"] < drawn.bounding_box()["y"]
+        if screen == "phone":
+            assert step.bounding_box()["y"] + step.bounding_box()["height"] <= size["height"], section
+            assert drawn.bounding_box()["y"] + FIGURE_TOP_PX <= size["height"], (section, drawn.bounding_box())
+        else:
+            above_fold(app, drawn)
+            assert narration(app).bounding_box()["y"] < size["height"] - 24, section  # its first line shows
+        assert cut_short(app, phone=screen == "phone") == [], section
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         name = section.lower().replace(" ", "-")
         app.page.screenshot(path=str(SCREENSHOTS / f"serving-{name}-{size['width']}x{size['height']}.png"))

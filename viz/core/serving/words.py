@@ -84,7 +84,6 @@ SPEC_SETTINGS = "Words, temperature"
 SAME_WORD = ("Every word is the same, so any draft guesses right. Pick a scenario whose output varies "
              f"(your soup, previous-token, content) or a temperature above 0 under “{SPEC_SETTINGS}” to see "
              "guesses rejected.")
-CONTROL_PX = 160  # a slider's width in the row of controls at a desk (the row wraps rather than cut one)
 TEMPERATURE_LABEL = "Temperature (0: greedy)"
 TEMPERATURE_HELP = ("0: greedy, and the output is the target's own, word for word. Above 0 both models sample "
                     "(the scenario's seed), a guess is kept with probability min(1, p/q), and the output has "
