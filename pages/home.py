@@ -4,11 +4,15 @@ import streamlit as st
 
 from viz.core.lessons.home import home_view
 from viz.ui import article, state
+from viz.ui.common import lesson_header
 
 state.require_frame()
 view = home_view(article.link())
 
-st.title(view.title)
+if state.presenter():  # the projector's first line, as every page's (the title for screen readers): the cards whole in 1280 × 720
+    lesson_header(view.title, view.title)
+else:
+    st.title(view.title)
 # few elements: a first view pays for each one (the two paragraphs are one element, and each card's
 # heading is part of its text)
 st.markdown(view.intro)

@@ -1,0 +1,29 @@
+"""Tier 2 (AppTest): Home at a desk opens with its title; in presenter mode with the projector's first
+line instead (the title for screen readers, shown once at the lead's size beside the sidebar's hint),
+so its three cards fit one 1280 × 720 screen (the large title pushed them 60 px past it)."""
+
+from __future__ import annotations
+
+import html
+
+from streamlit.testing.v1 import AppTest
+
+from viz.core.lessons import words_home
+from viz.core.lessons.leads import PRESENTER_HINT
+
+
+def _opened(presenter: bool) -> AppTest:
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    if presenter:
+        at.query_params["present"] = "1"
+    return at.run()
+
+
+def test_home_has_its_title_at_a_desk_and_the_projectors_first_line_in_presenter_mode():
+    desk = _opened(presenter=False)
+    assert not desk.exception and [t.value for t in desk.title] == [words_home.TITLE]
+    presenter = _opened(presenter=True)
+    assert not presenter.exception and not presenter.title
+    lines = [e.proto.body for e in presenter.get("html") if not e.proto.body.startswith("<style>")]
+    assert len(lines) == 1 and html.escape(words_home.TITLE) in lines[0] and html.escape(PRESENTER_HINT) in lines[0]
+    assert [b.label for b in presenter.button if b.key.startswith("home_")] == ["Present Decode", "Present the tour"]
