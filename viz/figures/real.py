@@ -57,7 +57,8 @@ def attention_grid(attentions: torch.Tensor, layers: Sequence[int],
         layout[f"yaxis{yref[1:]}"].update(showticklabels=False, range=[n + 0.5, 0.5])
     row_height = max(90, min(200, 1000 // heads))
     marks = [legend_marker("focus", "selected head")] if shapes else []
-    layout_ = frame("Attention of every head (rows: queries, columns: keys; grey: the masked future)",
+    # two lines, each short enough for a phone's width (the desk's one line ran 170 px past a phone's figure)
+    layout_ = frame("Attention of every head<br>rows: queries · columns: keys · grey: the masked future",
                     70 + row_height * len(layers) + (30 if marks else 0), top=60, shapes=shapes,
                     showlegend=bool(marks), legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),
                     **layout)
