@@ -34,17 +34,21 @@ st.set_page_config(page_title="kvlab", page_icon=favicon(), layout="wide",
 
 # Each url_path is its file's name: until some session has called st.navigation, Streamlit's legacy
 # pages/ discovery answers a first visit by file name (state.require_frame then runs this frame around it).
-PAGES = [
-    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),  # served at /
-    st.Page("pages/tour.py", title="Guided tour", icon=":material/school:", url_path="tour"),
-    st.Page("pages/prefill.py", title="Prefill", icon=":material/grid_on:", url_path="prefill"),
-    st.Page("pages/decode.py", title="Decode", icon=":material/playlist_add:", url_path="decode"),
-    st.Page("pages/cost.py", title="Cost", icon=":material/speed:", url_path="cost"),
-    st.Page("pages/memory.py", title="Memory", icon=":material/view_module:", url_path="memory"),
-    st.Page("pages/at_scale.py", title="At scale", icon=":material/calculate:", url_path="at_scale"),
-    st.Page("pages/real_model.py", title="Real model", icon=":material/neurology:", url_path="real_model"),
-    st.Page("pages/serving.py", title="Serving", icon=":material/dns:", url_path="serving"),
-]
+# Made once per session (st.Page resolves its file on the disk, a tenth of a follower's rerun in a class of
+# thirty); not once per process, since st.navigation marks the page it returns for the run that calls it.
+if state.PAGE_LIST not in st.session_state:
+    st.session_state[state.PAGE_LIST] = [
+        st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),  # served at /
+        st.Page("pages/tour.py", title="Guided tour", icon=":material/school:", url_path="tour"),
+        st.Page("pages/prefill.py", title="Prefill", icon=":material/grid_on:", url_path="prefill"),
+        st.Page("pages/decode.py", title="Decode", icon=":material/playlist_add:", url_path="decode"),
+        st.Page("pages/cost.py", title="Cost", icon=":material/speed:", url_path="cost"),
+        st.Page("pages/memory.py", title="Memory", icon=":material/view_module:", url_path="memory"),
+        st.Page("pages/at_scale.py", title="At scale", icon=":material/calculate:", url_path="at_scale"),
+        st.Page("pages/real_model.py", title="Real model", icon=":material/neurology:", url_path="real_model"),
+        st.Page("pages/serving.py", title="Serving", icon=":material/dns:", url_path="serving"),
+    ]
+PAGES = st.session_state[state.PAGE_LIST]
 # Pages that read the scenario show its editors; the others (Home, the tour on the seed, Cost on its
 # benchmark scenario, Real model on its own model) leave them out of the sidebar.
 EDITOR_PAGES = {"prefill", "decode", "memory", "at_scale", "serving"}

@@ -25,7 +25,7 @@ from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys
 from viz.ui.common import (defined_caption, division_notices, folded, head_picker, lazy_tabs, lesson_header,
                            lesson_screen, lesson_tables, md_escape, plot, whole_switch)
 from viz.ui.widgets import stats, table
-from viz.ui.runs import decode_traces, decode_traces_ahead
+from viz.ui.runs import decode_traces, kept_view
 
 state.require_frame()
 HORIZON = "decode_horizon"  # the furthest step reached, so the timeline can scrub back and forth
@@ -90,8 +90,9 @@ def decode_lesson() -> None:
     st.session_state[HORIZON] = max(st.session_state.get(HORIZON, 0), step)
     tab = st.session_state.get(TAB) or TABS[0]
     head, whole = state.head(), st.session_state.get(WHOLE, False)  # what the choices below show
-    traces, grants, following = decode_traces_ahead(scenario, step, decode_modes(state.mode(), tab == "Work"))
-    view = decode_view(traces, grants, following, step, state.mode(), head, whole)
+    mode = state.mode()  # the view is worked out once for every session at this step and these choices
+    view = kept_view(scenario, step, decode_modes(mode, tab == "Work"), (mode, head, whole),
+                     lambda traces, grants, following: decode_view(traces, grants, following, step, mode, head, whole))
 
     # the controls, the narration and the choices close together, so the lesson screen below fits
     # 1280 × 720 in presenter mode

@@ -496,3 +496,13 @@ def test_the_tab_icon_is_a_data_url_streamlit_passes_on_as_it_is():
     assert _get_favicon_string(url) == url
     svg = base64.b64decode(url.removeprefix("data:image/svg+xml;base64,")).decode()
     assert svg.count("<rect") == 16 and svg.count("#1f5fa8") == 10  # the lower triangle and diagonal
+
+
+def test_the_pages_are_made_once_per_session_and_every_page_still_opens(app):
+    """app.py makes its st.Page objects on a session's first run and reuses them (each resolves its file
+    on the disk: a tenth of a class follower's rerun); navigating keeps working with the same objects."""
+    made = app.session_state[state.PAGE_LIST]
+    for path in ("pages/decode.py", "pages/prefill.py", "pages/home.py"):
+        app.switch_page(path).run()
+        assert not app.exception and app.session_state[state.PAGE_LIST] is made
+    assert [page.url_path for page in made][:4] == ["", "tour", "prefill", "decode"]

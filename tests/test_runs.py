@@ -144,3 +144,53 @@ def test_the_shared_runs_are_counted_once_and_stay_within_their_bounds(monkeypat
         another_session()
         decode_traces(scenario, 0, ("kv",))
     assert list(runs.SHARED.entries) == [seed.cache_safe(), load_preset("seed").with_prompt("the cat")]
+
+
+def test_a_step_s_view_is_worked_out_once_for_every_session_at_the_same_step_and_choices():
+    """kept_view: thirty students following a teacher get one view object, made once; another step or
+    other choices make their own; a cut view (the budget stopped a run) is never kept; a dropped entry
+    forgets its views, and the views count in the entry's bytes."""
+    seed = load_preset("seed")
+    made = []
+
+    def make(traces, grants, following):
+        made.append((len(traces["kv"].steps), following is not None))
+        return object()
+
+    first = runs.kept_view(seed, 2, MODES, ("kv", 0, False), make)
+    for _ in range(3):
+        another_session()
+        assert runs.kept_view(seed, 2, MODES, ("kv", 0, False), make) is first
+    assert made == [(3, True)]
+    assert runs.kept_view(seed, 2, MODES, ("kv", 1, False), make) is not first  # another head
+    assert runs.kept_view(seed, 3, MODES, ("kv", 0, False), make) is not first  # another step
+    assert len(made) == 3
+    store = st.session_state[RUNS]
+    assert len(store.views) == 3 and store.held > 0
+    store.drop()
+    assert not store.views and store.held == 0
+    assert runs.kept_view(seed, 2, MODES, ("kv", 0, False), make) is not first and len(made) == 4
+
+
+def test_a_view_without_its_step_ahead_is_not_kept():
+    """A view made while the budget held the step ahead back depends on what was computed before: not
+    kept. The next rerun (the steps asked for are done now, so the step ahead fits) makes and keeps it."""
+    seed = load_preset("seed")
+    tight = Budget(ms=sum(g.work.ms for g in grant(seed, MODES, 3).values()) * 1.0001)
+    made = []
+
+    def make(traces, grants, following):
+        made.append(following is not None)
+        return object()
+
+    runs.kept_view(seed, 2, MODES, ("kv", 0, False), make, budget=tight)
+    assert made == [False] and not st.session_state[RUNS].views
+    kept = runs.kept_view(seed, 2, MODES, ("kv", 0, False), make, budget=tight)
+    assert made == [False, True] and list(st.session_state[RUNS].views.values()) == [kept]
+
+
+def test_the_kept_views_stay_within_their_count():
+    seed = load_preset("seed")
+    for step in range(runs.VIEWS_KEPT + 3):
+        runs.kept_view(seed, step, ("kv",), ("kv", 0, False), lambda *a: object())
+    assert len(st.session_state[RUNS].views) == runs.VIEWS_KEPT

@@ -10,7 +10,8 @@ runs its fragments' timed reruns, as a browser does). Then:
    new step (its address bar, written at the end of its run, holds ``step=k``): **follow latency**
    from the teacher's click to each following student's screen;
 2. meanwhile each student explores once (two Steps of its own, then "Back to the teacher's view"):
-   **own-click latency**, click to finished run;
+   **own-click latency**, click to finished run; the servers' CPU over these Steps per student and
+   Step is **the lesson's CPU** (a busy machine stretches latencies far more than it does CPU time);
 3. a quiet stretch with everybody following: the servers' **CPU per following student**;
 4. the teacher opens the tour's first question and all students vote at once; the store's counts
    must equal the votes sent (**lost** and **counted twice**), then the teacher reveals.
@@ -62,6 +63,7 @@ class ClassResult:
     cpu_ms_per_student_s: float  # server CPU per following student per second, in the quiet stretch
     polls_per_student_s: float
     errors: list[str]
+    lesson_cpu_ms_per_student_step: float = 0.0  # server CPU over the Steps (following, exploring, polling) per student per Step
 
     def summary(self) -> dict:
         data = asdict(self)
@@ -259,7 +261,7 @@ async def _lesson(base: str, pids: list[int], students: int, steps: int, gap_s: 
     rng = random.Random(0)
     explorers = asyncio.gather(*(_student(s, random.Random(i), rng.uniform(1, steps * gap_s - 6), result)
                                  for i, s in enumerate(screens)), return_exceptions=True)
-    published = []
+    published, lesson_cpu = [], _cpu_s(pids)
     for step in range(1, steps + 1):
         published.append((step, time.monotonic()))
         await teacher.click("Step")
@@ -268,6 +270,7 @@ async def _lesson(base: str, pids: list[int], students: int, steps: int, gap_s: 
         if isinstance(outcome, BaseException):
             result["errors"].append(f"exploring: {type(outcome).__name__}: {outcome}")
     await asyncio.sleep(3.0)
+    lesson_cpu = (_cpu_s(pids) - lesson_cpu) / steps / students * 1000
     follow, missed = _arrivals(screens, published, result["away"], time.monotonic())
     polls, cpu = sum(s.polls for s in screens), _cpu_s(pids)
     await asyncio.sleep(quiet_s)  # everybody follows, nobody clicks: what following alone costs
@@ -277,7 +280,7 @@ async def _lesson(base: str, pids: list[int], students: int, steps: int, gap_s: 
     for screen in [teacher, *screens]:
         await screen.close()
     return {"follow": follow, "missed": missed, "own": result["own"], "cpu": cpu_rate, "polls": poll_rate,
-            "errors": result["errors"], **votes}
+            "errors": result["errors"], "lesson_cpu": lesson_cpu, **votes}
 
 
 async def _vote(store, started, teacher: Screen, screens: list[Screen], ids: list[str], timeout_s: float,
@@ -335,7 +338,8 @@ def run_class(students: int = 30, processes: int | None = None, store: str = "sq
         if redis:
             redis.stop()
     return ClassResult(students, processes, store, got["follow"], got["own"], got["missed"], got["sent"],
-                       got["counted"], got["lost"], got["twice"], got["cpu"], got["polls"], got["errors"])
+                       got["counted"], got["lost"], got["twice"], got["cpu"], got["polls"], got["errors"],
+                       got["lesson_cpu"])
 
 
 def report(result: ClassResult) -> str:
@@ -351,6 +355,8 @@ def report(result: ClassResult) -> str:
         f"{result.votes_twice} counted twice",
         f"  following costs the servers {result.cpu_ms_per_student_s:.1f} ms of CPU per student per second "
         f"({result.polls_per_student_s:.2f} polls per student per second)",
+        f"  the lesson cost the servers {result.lesson_cpu_ms_per_student_step:.1f} ms of CPU per student per Step "
+        "(following, exploring and polling; steadier than latency on a busy machine)",
         *(f"  {error}" for error in result.errors[:10])])
 
 

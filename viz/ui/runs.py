@@ -12,13 +12,22 @@ changes nothing another session is drawing. Entries can be recomputed, so each r
 viz.ui.server_budget what its entry holds (one entry counted once, however many sessions use it);
 when everything kept is too much, the least recently used are dropped and the next click computes
 them again. :data:`SHARED` itself keeps at most :data:`SHARED_ENTRIES` scenarios.
+
+A page's view of a step (Decode's :class:`~viz.core.lessons.decode.DecodeView`: the frame, the boards'
+numbers, the check against recompute) is the same for every session at the same scenario, step and
+choices, so :func:`kept_view` keeps the last :data:`VIEWS_KEPT` of them in the scenario's entry: a class
+of thirty following its teacher works a step's view out once, not thirty times. Only a view whose runs
+the budget let go all the way is kept (a cut view says so and depends on what was computed before);
+the views count in the entry's bytes and go with it when it is dropped.
 """
 
 from __future__ import annotations
 
 import collections
 import threading
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import streamlit as st
 
@@ -29,6 +38,8 @@ from . import server_budget
 
 RUNS = "kv_decode_runs"  # the session's entry of SHARED (kept alive while the session uses it)
 SHARED_ENTRIES = 64  # scenarios whose runs the process keeps for any session (the bytes: server_budget)
+VIEWS_KEPT = 8  # a scenario's page views kept for every session (the last few steps, heads and modes)
+V = TypeVar("V")
 
 
 @dataclass
@@ -37,14 +48,19 @@ class _Runs:
     model: ToyModel
     runs: dict[str, Generation] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    held: int = 0  # bytes the runs hold, measured when they last grew
+    held: int = 0  # bytes the runs and views hold, measured when they last grew
     counted: tuple = ()  # (mode, predictions) of the runs when they were measured
+    views: collections.OrderedDict = field(default_factory=collections.OrderedDict, repr=False, compare=False)
 
     def drop(self) -> None:
         """Let the runs go (the server keeps too much); skipped while a session is extending them."""
         if self.lock.acquire(blocking=False):
-            self.runs, self.held, self.counted = {}, 0, ()
+            self.runs, self.held, self.counted, self.views = {}, 0, (), collections.OrderedDict()
             self.lock.release()
+
+    def measure(self) -> None:
+        """Count what the runs and the kept views hold (under the lock; storages shared are counted once)."""
+        self.held = tensor_bytes(self.runs, tuple(self.views.values()))
 
 
 class _Shared:
@@ -125,9 +141,38 @@ def _extend(scenario: Scenario, step: int, modes: tuple[str, ...], ahead: bool, 
         result = _extend_runs(store, step, modes, ahead, budget)
         grown = tuple((mode, len(run.steps)) for mode, run in store.runs.items())
         if grown != store.counted:  # the walk visits every step: only when a run grew
-            store.held, store.counted = tensor_bytes(store.runs), grown
+            store.counted = grown
+            store.measure()
     server_budget.keep(store, store.held)  # read after the lock: a drop in between has set it to 0
     return result
+
+
+def kept_view(scenario: Scenario, step: int, modes: tuple[str, ...], choices: Hashable,
+              make: Callable[[dict[str, Trace], dict[str, Grant], dict[str, Trace] | None], V],
+              budget: Budget = BUDGET) -> V:
+    """``make(traces, grants, following)`` for :func:`decode_traces_ahead`'s runs at ``step``, worked out
+    once per scenario, step, ``modes`` and ``choices`` (what else the view depends on: mode, head, …)
+    while it stays among the entry's last :data:`VIEWS_KEPT`; every other session gets the same object."""
+    store = _store(scenario)
+    key = (step, modes, choices)
+    with store.lock:
+        view = store.views.get(key)
+        if view is not None:
+            store.views.move_to_end(key)
+    if view is not None:
+        server_budget.keep(store, store.held)
+        return view
+    traces, grants, following = decode_traces_ahead(scenario, step, modes, budget)
+    view = make(traces, grants, following)
+    if following is not None and not any(g.cut for g in grants.values()):  # the whole step: the same for all
+        with store.lock:
+            if store.runs:  # not dropped meanwhile (a dropped entry's view would outlive its count)
+                store.views[key] = view
+                while len(store.views) > VIEWS_KEPT:
+                    store.views.popitem(last=False)
+                store.measure()
+        server_budget.keep(store, store.held)
+    return view
 
 
 def _extend_runs(store: _Runs, step: int, modes: tuple[str, ...], ahead: bool, budget: Budget

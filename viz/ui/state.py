@@ -52,6 +52,7 @@ LINK_DRAWN = "kv_link_drawn"  # this run drew the sidebar's Copy link box (a fra
 TOUR_STEP = "kv_tour_step"  # the guided tour's step (1-based), kept while other pages show; the tour's stepper key
 LINK_TARGET = "kv_link_target"  # the page a link opened at / asks for (asked once, by app.py)
 TOUR_CHOICES = "tour_choices"  # {question index: the option chosen when it was revealed (None: no vote)}
+PAGE_LIST = "kv_page_list"  # app.py's st.Page objects, made on a session's first run (each resolves its file)
 CLASS_PARAMS = "kv_class_params"  # the address bar's place in a class (viz.ui.classroom): kept across reloads
 
 
