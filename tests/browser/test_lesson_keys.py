@@ -231,6 +231,14 @@ def test_the_class_vote_fits_a_projector_with_its_live_count(new_app, tmp_path):
         for pupil, option in ((student, "C. 12.5"), (other, "A. 5")):  # lettered, as the projector reads them
             expect(pupil.page).to_have_url(re.compile(r"/tour\?.*tour=3"))  # the students follow the teacher
             pupil.settle()
+            answer = pupil.page.get_by_role("radiogroup", name="Your answer", exact=True).get_by_role(
+                "radio", name=option, exact=True)
+            try:  # (CI once waited 60 s here for the second phone's option: say what that phone showed)
+                expect(answer).to_be_visible()
+            except AssertionError:
+                pupil.page.screenshot(path=str(ARTIFACTS / "class-vote-missing-option.png"))
+                raise AssertionError(f"no option {option!r} on a student's phone at {pupil.page.url}; it shows: "
+                                     f"{pupil.main.inner_text()[:600]!r}") from None
             pupil.pick("Your answer", option)
             expect(pupil.main.get_by_text("Your vote is in")).to_be_visible()
         mine = student.page.get_by_role("radiogroup", name="Your answer", exact=True)
