@@ -16,7 +16,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 from ..core.engine.presets import load_preset
@@ -24,20 +23,6 @@ from ..core.engine.scenario import Scenario
 from ..core.engine.share import View, encode_view
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
-
-
-def _explicit_navigation() -> None:
-    """AppTest resets Streamlit's pages/ discovery before each run; app.py registers every page."""
-    original = PagesManager.__init__
-    if getattr(original, "kvlab_explicit", False):
-        return
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    init.kvlab_explicit = True
-    PagesManager.__init__ = init
 
 
 def _timed(action) -> float:
@@ -59,7 +44,6 @@ class ClickLatency:
 
 def measure(scenario: Scenario, step: int, repeats: int) -> ClickLatency:
     """Median seconds per rerun for a Decode step click and a Prefill stepper click."""
-    _explicit_navigation()
     at = AppTest.from_file(str(APP), default_timeout=300)
     for key, value in encode_view(View(scenario, step=step)).items():
         at.query_params[key] = value
@@ -88,7 +72,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.browser:
         from . import paint
         return paint.main(["--repeats", str(min(args.repeats, 50))])
-    _explicit_navigation()
     from ..core.engine.presets import busy_scenario as latency_scenario
 
     cases = [("seed, step 1", load_preset("seed"), 1), ("64 tokens, 8 heads, step 32", latency_scenario(), 32)]

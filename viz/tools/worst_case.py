@@ -91,9 +91,6 @@ def run_case(page: str, link: str) -> CaseResult:
     page's view named in :data:`VIEWS`, with its settings)."""
     from streamlit.testing.v1 import AppTest
 
-    from .latency import _explicit_navigation
-
-    _explicit_navigation()
     script, settings = VIEWS.get(page, (page, {}))
     warm = AppTest.from_file(str(APP), default_timeout=600)
     warm.switch_page(f"pages/{script}.py").run()  # the page itself, as a visitor's link opens it
