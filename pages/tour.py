@@ -37,7 +37,7 @@ def ask(index: int, question: Question) -> bool:
 
     with st.container(border=True, key=f"tour_question_{index}"):
         prompt = md_escape(question.prompt)
-        st.markdown(words.ask_line(prompt, presenter=presenter))
+        st.markdown(words.ask_line(prompt, presenter=presenter, revealed=revealed))
         if not revealed:
             # the options and Reveal on one row (it wraps on a phone), a class's live count in one row
             # under them (the teacher's screen): a long question still fits a 720 px projector
@@ -165,11 +165,11 @@ def step_pool() -> None:
 
 
 def step_batching() -> None:
-    def intro() -> None:
-        st.markdown(words.BATCHING_INTRO)
+    def intro() -> None:  # the picture first: on a projector the timeline lies whole beside the question
         plot(serving.timeline_figure(view.static, title=words.STATIC_TITLE, large_type=state.presenter()),
              key="tour_static",
              share=material_share())
+        st.markdown(words.BATCHING_INTRO)
 
     def answer(share: float) -> None:
         plot(serving.timeline_figure(view.continuous, title=words.CONTINUOUS_TITLE, large_type=state.presenter()),

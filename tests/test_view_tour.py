@@ -41,6 +41,9 @@ def test_the_tour_words_build_the_verdict_and_the_score():
     assert tour.score_line(tour.Score(8, 8, 0, 0)) == "**Your score: 8 of 8** right."
     assert len(tour.STEP_TITLES) == 10 and tour.tour_footer(9, len(tour.STEP_TITLES)).startswith("Optional")
     assert tour.ask_line("Q?", presenter=True) == "#### Vote first: Q?"
+    assert tour.ask_line("Q?", presenter=True, revealed=True) == "**Vote:** Q?"  # body size: the answer fits
+    assert tour.ask_line("Q?", presenter=False) == tour.ask_line("Q?", presenter=False, revealed=True) == \
+        "**Predict first:** Q?"
 
 
 def test_the_footer_says_an_epilogue_follows_and_names_every_key():

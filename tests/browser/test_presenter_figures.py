@@ -131,6 +131,32 @@ def test_the_tours_revealed_figure_has_ticks_that_do_not_collide(app, size, tour
     app.screenshot(f"presenter-tour-{tour}-revealed-{size['width']}x{size['height']}")
 
 
+@pytest.mark.parametrize("tour, question", [(8, 5), (9, 6)])
+def test_a_revealed_long_question_and_its_answer_fit_the_projector(app, tour, question):
+    """At 1280 × 720, after Reveal, the tour's longest questions (the stale-cache bug's, the epilogue's
+    five-line one) with their marked options and their answer lie whole in the first screen: once
+    revealed the question is body text, not a heading (the epilogue's box ended at 727 px)."""
+    app.page.set_viewport_size(PROJECTOR)
+    app.open("/tour", present=1, tour=tour)
+    box = app.main.locator(f".st-key-tour_question_{question}")
+    app.click_button("Reveal", box)
+    expect(box.get_by_text("Answer:")).to_be_visible()
+    assert_inside(app, f"step {tour}'s revealed question", box)
+    app.assert_no_exception()
+
+
+def test_the_static_batching_timeline_is_whole_beside_its_question(app):
+    """At 1280 × 720 the tour's last step opens with static batching's timeline whole beside its
+    question (under its three lines of text it ended at 790 px); the text follows it."""
+    app.page.set_viewport_size(PROJECTOR)
+    app.open("/tour", present=1, tour=10)
+    timeline = app.main.locator(".st-key-tour_static")
+    expect(timeline.locator(".js-plotly-plot .main-svg").first).to_be_visible()
+    assert_inside(app, "static batching's timeline", timeline)
+    assert_inside(app, "the question", app.main.locator(".st-key-tour_question_7"))
+    app.assert_no_exception()
+
+
 @pytest.mark.parametrize("size", [PROJECTOR, PROJECTOR_HD])
 def test_costs_legend_clears_the_axis_titles(app, size):
     """Cost's decode figure: its legend overlaps neither x axis title nor any tick label, and it

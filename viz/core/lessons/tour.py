@@ -244,9 +244,13 @@ def tour_intro(article_link: str) -> str:
             "pages use yours.")
 
 
-def ask_line(prompt: str, *, presenter: bool) -> str:
-    """The question's line: a vote on the projector, a prediction on one screen (``prompt`` escaped)."""
-    return f"#### Vote first: {prompt}" if presenter else f"**Predict first:** {prompt}"
+def ask_line(prompt: str, *, presenter: bool, revealed: bool = False) -> str:
+    """The question's line: a vote on the projector, a prediction on one screen (``prompt`` escaped).
+    Once revealed, the projector's is body text: the answer under it then fits the screen (the
+    epilogue's five-line question and its answer ran past 720 px)."""
+    if presenter and not revealed:
+        return f"#### Vote first: {prompt}"
+    return f"**{'Vote' if presenter else 'Predict first'}:** {prompt}"
 
 
 def verdict(right: str, picked: str | None, explanation: str) -> tuple[str, str]:
