@@ -27,3 +27,16 @@ def test_home_has_its_title_at_a_desk_and_the_projectors_first_line_in_presenter
     lines = [e.proto.body for e in presenter.get("html") if not e.proto.body.startswith("<style>")]
     assert len(lines) == 1 and html.escape(words_home.TITLE) in lines[0] and html.escape(PRESENTER_HINT) in lines[0]
     assert [b.label for b in presenter.button if b.key.startswith("home_")] == ["Present Decode", "Present the tour"]
+
+
+def test_the_tour_card_says_what_the_tour_asks():
+    """The card said each of the steps asks for a number: two steps ask nothing and one answer is a
+    word. It names the main steps' count and says most ask, a number or a word."""
+    from viz.core.lessons.tour import STEP_TITLES, tour_view
+
+    questions, steps = tour_view().questions, len(STEP_TITLES)
+    epilogue = sum(title.startswith("Epilogue") for title in STEP_TITLES)
+    assert len(questions) < steps and "Each asks" not in words_home.TOUR and "Most steps ask" in words_home.TOUR
+    assert {"one": 1, "eight": 8, "ten": 10}[words_home.TOUR.split("\n\n")[1].split()[0].lower()] == steps - epilogue
+    assert any(not option.replace(".", "").isdigit() for q in questions for option in q.options)  # a word answer
+    assert "a number or a word" in words_home.TOUR

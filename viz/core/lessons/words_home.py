@@ -18,7 +18,8 @@ INTRO = ("How does a language model turn a prompt into its next word, and why do
 # each card's heading is part of its text (one element per card)
 TOUR = ("### Take the tour\n\n"
         "Eight short steps through the article's example, then an optional epilogue of two about "
-        "servers. Each asks you to predict a number before it shows it; your score is at the end. "
+        "servers. Most steps ask you to predict a number or a word before they show it; your score is at "
+        "the end. "
         "About 15 minutes.")
 PRESENT = ("### Present in class\n\n"
            "Large type for a projector, editors folded away, ← and → to step. Show decode step by "
