@@ -166,9 +166,10 @@ def lesson_controls(count: int, steps_beside: bool = False) -> tuple:
     return [side.container() for _ in range(count)], side, None, stage, wide
 
 
-def step_through(view: Stepped, wide: float = 1.0, steps=None) -> None:
+def step_through(view: Stepped, wide: float = 1.0, steps=None, below=None) -> None:
     """Stepper (in ``steps`` where given, else above), narration, timeline, memory and the table of
-    one iteration of a run (``wide``: the share of the main column it is drawn in)."""
+    one iteration of a run (``wide``: the share of the main column it is drawn in; ``below``: where
+    the table goes, under the controls' column, so a phone reaches the controls before the table)."""
     run, name = view.run, view.name
     key, count = STEP.format(name), len(run.iterations)
     if st.session_state.get(STEP_COUNT.format(name)) != (count, run.config):
@@ -184,7 +185,8 @@ def step_through(view: Stepped, wide: float = 1.0, steps=None) -> None:
         plot(figs.reservation_figure(run, index), key=f"serving_memory_{name}", share=wide)
     else:
         plot(figs.pool_figure(run, index), key=f"serving_memory_{name}", share=wide)
-    table(figs.iteration_table(run, index), say.ITERATION_TABLE, key=f"serving_iteration_table_{name}")
+    with below if below is not None else nullcontext():
+        table(figs.iteration_table(run, index), say.ITERATION_TABLE, key=f"serving_iteration_table_{name}")
 
 
 def check_identical(runs: list[ServingRun]) -> None:
@@ -218,9 +220,9 @@ if serving_refusal(scenario) and section != "FlashAttention":
 
 if section in SUGGESTED:
     slots, side, steps, stage, wide = lesson_controls(2 if section == "Prefix caching" else 3, steps_beside=True)
-    # the requests' editor folds under the stepped lesson, its columns the main column's width, not the
-    # controls' narrow one
-    edits = st.container()
+    # the iteration's table and the requests' editor (folded) under the stepped lesson and its controls,
+    # the main column's width, not the controls' narrow one
+    below, edits = st.container(), st.container()
     with slots[-1].expander(say.SETTINGS, icon=":material/tune:"):
         config = server_settings()
         defined_caption(say.limits(LIMITS))
@@ -249,7 +251,7 @@ if section == "Continuous batching":
     with lesson:
         policy = slots[1].segmented_control("Step through", ["continuous", "static"], default="continuous",
                                             key=POLICY, required=True)
-        step_through(view.shown(policy), wide, steps)
+        step_through(view.shown(policy), wide, steps, below)
     plot(figs.timeline_figure(view.other(policy).run), key="serving_other_timeline")
     plot(figs.metrics_figure([("continuous", continuous), ("static", static)]), key="serving_metrics")
     plot(figs.utilisation_figure([("continuous", continuous), ("static", static)]), key="serving_use")
@@ -268,7 +270,7 @@ elif section == "Chunked prefill":
         fail(err)
     view = chunking_view(whole, chunked)
     with stage:  # the chunked run stepped through first; what chunking changed and why below it
-        step_through(view.chunked, wide, steps)
+        step_through(view.chunked, wide, steps, below)
     st.markdown(say.CHUNKING)
     st.info(md_escape(view.narration), icon=":material/record_voice_over:")
     plot(figs.token_times_figure(list(zip(view.series, (whole, chunked))), view.longest), key="serving_token_times")
@@ -284,7 +286,7 @@ elif section == "Prefix caching":
         fail(err)
     view = prefix_view(off, on, len(scenario.heads))
     with stage:  # the run with the cache stepped through first; what it saved below it
-        step_through(view.on, wide, steps)
+        step_through(view.on, wide, steps, below)
     st.markdown(say.PREFIX)
     st.info(md_escape(view.text), icon=":material/record_voice_over:")
     defined_caption(md_escape(view.system))

@@ -206,7 +206,7 @@ def test_each_section_opens_with_its_step_control_then_its_figure(at, shown):
     followed by the step control and the lesson figure; the section's controls (workload, settings,
     tiles, draft) come after the figure, beside it at a desk, so they never push the step control
     and the figure below a phone's first screen (issue 32: the step control was at 602 px and the
-    timeline at 874 px of 844)."""
+    timeline at 874 px of 844), and before the iteration's table."""
     if shown != "Continuous batching":
         section(at, shown)
     order = in_page_order(at.main)
@@ -218,3 +218,6 @@ def test_each_section_opens_with_its_step_control_then_its_figure(at, shown):
     assert [str(order[i].label) for i in range(picker + 1, figure) if kinds[i] in CONTROLS and i != step] == []
     later = [str(order[i].label) for i in range(figure, len(order)) if kinds[i] in CONTROLS]
     assert len(later) >= 2, f"the section's controls are on the page, after its figure: {later}"
+    if "Workload" in later:  # a phone reaches the workload before the iteration's table, not after it
+        workload = next(i for i, e in enumerate(order) if getattr(e, "label", None) == "Workload")
+        assert workload < kinds.index("Table"), "the iteration's table comes after the controls"
