@@ -58,7 +58,7 @@ def attention_grid(attentions: torch.Tensor, layers: Sequence[int],
     row_height = max(90, min(200, 1000 // heads))
     marks = [legend_marker("focus", "selected head")] if shapes else []
     # two lines, each short enough for a phone's width (the desk's one line ran 170 px past a phone's figure)
-    layout_ = frame("Attention of every head<br>rows: queries · columns: keys · grey: the masked future",
+    layout_ = frame("Attention of every head<br>rows: queries · columns: keys · grey: masked",
                     70 + row_height * len(layers) + (30 if marks else 0), top=60, shapes=shapes,
                     showlegend=bool(marks), legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),
                     **layout)
@@ -219,7 +219,7 @@ def diff_figure(comparison: CacheComparison) -> go.Figure:
 
 
 # -- heads that look like rules ------------------------------------------------------------------
-CHANCE_ROW = "chance (random heads, 95th percentile)"
+CHANCE_ROW = "chance"  # its label short: a long one left a phone 64 px of plot (the rules tab says what chance is)
 
 
 def matches_table(matches: RuleMatches) -> pd.DataFrame:
@@ -243,7 +243,8 @@ def scores_figure(matches: RuleMatches, selected: str | None = None) -> go.Figur
     columns = [safe(r.name).replace(" ", "<br>") for r in matches.rules]  # one word per line
     z = torch.cat([matches.scores.reshape(layers * heads, rules), matches.chance[None, :]])  # (heads + 1, rules)
     focus = rows.index(selected) if selected in rows else None
-    return heatmap(z, columns, rows, "Every head against every rule (1 = the same attention; last row: chance)",
+    # one line a phone's width holds (its last row's label says it is chance)
+    return heatmap(z, columns, rows, "Every head against every rule (1 = same attention)",
                    hover="head %{y}<br>rule %{x}<br>score %{z:.3f}", kind="values", scale="score",
                    highlight_cells=[(i, m.best) for i, m in enumerate(matches.heads)], cells_mean="chosen",
                    cells_label="best rule", highlight_row=focus, row_label="selected head",
@@ -267,5 +268,5 @@ def head_vs_rule_figure(attentions: torch.Tensor, matches: RuleMatches, layer: i
         layout[f"yaxis{yref[1:]}"].update(type="category", autorange="reversed",
                                          showticklabels=i == 0 and n <= 24,
                                          title=dict(text="query (rows)" if i == 0 else ""))
-    return figure(data, frame(f"Score {match.score:.3f}: the mean overlap of the two rows, queries 2 to {n}",
+    return figure(data, frame(f"Score {match.score:.3f}: the mean overlap of the two rows<br>queries 2 to {n}",
                               max(320, 140 + 18 * n), top=80, **layout))
