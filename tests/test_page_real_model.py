@@ -268,6 +268,8 @@ def test_rules_tab_compares_heads_with_chance(page):
     scores = figure(page, "Every head against every rule")
     assert scores["data"][0]["y"][-1] == "chance"
     assert max(len(label) for label in scores["data"][0]["y"]) <= len("chance")
+    title = scores["data"][0]["colorbar"]["title"]
+    assert (title["text"], title["side"]) == ("score", "top")  # level above the bar, not on end
     table = next(df.value for df in page.dataframe if "beats chance" in df.value.columns)
     assert set(table["beats chance"]) <= {"yes", "no"} and (table["chance"] > 0).all()
 

@@ -540,3 +540,5 @@ def test_the_decode_tabs_cache_picture_reads_on_a_phone(real, prompt):
     assert list(fig.data[0].x) == [str(h) for h in range(real.shape.kv_heads)]
     assert fig.layout.xaxis.title.text == "K/V head (columns)" and "K/V head %{x}" in fig.data[0].hovertemplate
     assert "new entry" in [trace.name for trace in fig.data]
+    # its colour bar's title level above the bar, as the rules scores' (turned on end, '‖k‖' was a smudge)
+    assert fig.data[0].colorbar.title.text == "‖k‖" and fig.data[0].colorbar.title.side == "top"

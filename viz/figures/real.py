@@ -163,12 +163,19 @@ def key_norms_figure(snap: CacheSnapshot, layer: int, pieces: Sequence[str], hei
     seq, kv_heads = norms.shape
     # a short title and bare head numbers: one line and readable ticks in a phone's 358 px too (the
     # legend's "new entry" says which row is the newest, the axis title what the numbers are)
-    return heatmap(norms, [str(h) for h in range(kv_heads)], labels(pieces[:seq]),
-                   f"Layer {layer}: {seq} cached keys, ‖k‖ per head",
-                   kind="values", hover="token %{y}<br>K/V head %{x}<br>‖k‖ = %{z:.3f}", scale="‖k‖",
-                   highlight_cells=[(seq - 1, h) for h in range(kv_heads)], cells_label="new entry",
-                   axes=("K/V head (columns)", "cached token (rows)"), height=height,
-                   annotate=seq * kv_heads <= 160 and (height or 100 + 34 * seq) - 100 >= 18 * seq)  # rows with room
+    fig = heatmap(norms, [str(h) for h in range(kv_heads)], labels(pieces[:seq]),
+                  f"Layer {layer}: {seq} cached keys, ‖k‖ per head",
+                  kind="values", hover="token %{y}<br>K/V head %{x}<br>‖k‖ = %{z:.3f}", scale="‖k‖",
+                  highlight_cells=[(seq - 1, h) for h in range(kv_heads)], cells_label="new entry",
+                  axes=("K/V head (columns)", "cached token (rows)"), height=height,
+                  annotate=seq * kv_heads <= 160 and (height or 100 + 34 * seq) - 100 >= 18 * seq)  # rows with room
+    return level_scale_title(fig)
+
+
+def level_scale_title(fig: go.Figure) -> go.Figure:
+    """The colour bar's short title level above the bar (turned on end beside it, '‖k‖' read as a
+    smudge from the back row)."""
+    return fig.update_traces(colorbar_title_side="top", selector=dict(type="heatmap"))
 
 
 def cache_growth_figure(growth: Sequence[tuple[int, int, int]]) -> go.Figure:
@@ -244,11 +251,11 @@ def scores_figure(matches: RuleMatches, selected: str | None = None) -> go.Figur
     z = torch.cat([matches.scores.reshape(layers * heads, rules), matches.chance[None, :]])  # (heads + 1, rules)
     focus = rows.index(selected) if selected in rows else None
     # one line a phone's width holds (its last row's label says it is chance)
-    return heatmap(z, columns, rows, "Every head against every rule (1 = same attention)",
-                   hover="head %{y}<br>rule %{x}<br>score %{z:.3f}", kind="values", scale="score",
-                   highlight_cells=[(i, m.best) for i, m in enumerate(matches.heads)], cells_mean="chosen",
-                   cells_label="best rule", highlight_row=focus, row_label="selected head",
-                   axes=("toy rule (columns)", "real head (rows)"))
+    return level_scale_title(heatmap(z, columns, rows, "Every head against every rule (1 = same attention)",
+                                     hover="head %{y}<br>rule %{x}<br>score %{z:.3f}", kind="values", scale="score",
+                                     highlight_cells=[(i, m.best) for i, m in enumerate(matches.heads)],
+                                     cells_mean="chosen", cells_label="best rule", highlight_row=focus,
+                                     row_label="selected head", axes=("toy rule (columns)", "real head (rows)")))
 
 
 def head_vs_rule_figure(attentions: torch.Tensor, matches: RuleMatches, layer: int, head: int,
