@@ -292,3 +292,18 @@ def test_the_eviction_board_pairs_each_heads_full_and_compressed_rows_and_marks_
     long = safe.with_tokens(list(safe.tokens) * 4, list(safe.values) * 4)
     wide = compare_with_full(long, 2, CacheSpec(policy=EvictionPolicy(window=2)))
     assert memory.attention_compare_board(wide.steps[-1], wide.tokens, long.head_names) is None
+
+
+def test_the_pool_title_says_the_blocks_not_drawn_are_free():
+    """Memory's pool draws blocks up to the last one in use: its title says the rest are free blocks
+    not drawn (it said "25 more below, not drawn", as if something were missing under the picture)."""
+    from viz.core.serving.paged import decode_together, variants
+    from viz.figures import memory
+    scenario = load_preset("cache-safe")
+    run = decode_together(scenario, variants(scenario, 2), 4, max_new_tokens=16)
+    snapshot, names = run.snapshots[-1], [s.name for s in run.sequences]
+    used = [b for b, count in enumerate(snapshot.refcounts) if count]
+    hidden = len(snapshot.refcounts) - (max(used) + 1)
+    spec = memory.pool_board(run, snapshot, names)
+    assert hidden > 0 and spec["title"].endswith(f"; {hidden} free blocks not drawn"), spec["title"]
+    assert len(spec["groups"][0]["rows"]) == max(used) + 1

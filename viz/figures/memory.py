@@ -189,8 +189,9 @@ def _pool(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]):
             cells.append((color if filled else (1 if owners else 0), token if filled else "",
                           (f"block {block}, slot {slot}", token if filled else "empty", f"held by {holder}")))
         rows.append((f"block {block} · ref {snapshot.refcounts[block]}", cells))
+    rest_free = not any(snapshot.refcounts[len(shown):])  # the blocks past the last one drawn
     title = (f"Physical blocks after {snapshot.label}: {len(used)} in use, {snapshot.copies} copied on write"
-             + (f"; {hidden} more below, not drawn" if hidden else ""))
+             + (f"; {hidden} {'free ' if rest_free else 'more '}blocks not drawn" if hidden else ""))
     seen = {color for _, cells in rows for color, _, _ in cells}  # a legend entry for each colour drawn
     legend = [(f"sequence {name}", palette[3 + i]) for i, name in enumerate(names) if 3 + i in seen]
     legend += [(label, palette[i]) for i, label in ((2, SHARED.label), (1, "empty slot in a used block"),
