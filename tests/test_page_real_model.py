@@ -109,11 +109,13 @@ def test_layer_and_head_pick_the_detail_view(page):
 
 
 def test_decode_steps_grow_the_real_cache(page):
-    """Step adds one entry to every layer's cache, 10 tokens ten more, Back takes one off, Reset all;
-    the bytes equal the formula."""
+    """Step adds one entry to every layer's cache (the picture outlines it as new, none before), 10
+    tokens ten more, Back takes one off, Reset all; the bytes equal the formula."""
     prompt_len = int(stat_value(page, "Tokens in the cache"))
+    names = lambda: [trace.get("name") for trace in figure(page, "cached keys")["data"]]  # noqa: E731
+    assert "new entry" not in names()  # after the prefill no row is the one a step appended
     _button(page, "Step").click().run()
-    assert stat_value(page, "Tokens generated") == "1"
+    assert stat_value(page, "Tokens generated") == "1" and "new entry" in names()
     assert int(stat_value(page, "Tokens in the cache")) == prompt_len + 1
     _button(page, "10 tokens").click().run()
     assert int(stat_value(page, "Tokens in the cache")) == prompt_len + 11

@@ -542,3 +542,6 @@ def test_the_decode_tabs_cache_picture_reads_on_a_phone(real, prompt):
     assert "new entry" in [trace.name for trace in fig.data]
     # its colour bar's title level above the bar, as the rules scores' (turned on end, '‖k‖' was a smudge)
     assert fig.data[0].colorbar.title.text == "‖k‖" and fig.data[0].colorbar.title.side == "top"
+    # right after the prefill no row is the one just appended: no outline, no "new entry" in the legend
+    prefilled = figs.key_norms_figure(snap, 0, list(prompt.pieces), height=figs.CACHE_PX, appended=False)
+    assert "new entry" not in [trace.name for trace in prefilled.data] and not prefilled.layout.shapes

@@ -155,10 +155,12 @@ def gqa_figure(heads: int, kv_heads: int) -> go.Figure:
 CACHE_PX = 330  # the cached keys' height, however many tokens: whole in a projector's first screen
 
 
-def key_norms_figure(snap: CacheSnapshot, layer: int, pieces: Sequence[str], height: int | None = None) -> go.Figure:
+def key_norms_figure(snap: CacheSnapshot, layer: int, pieces: Sequence[str], height: int | None = None,
+                     appended: bool = True) -> go.Figure:
     """One layer's cached keys as a picture: a row per token, a column per kv head, the colour the
-    key vector's length ‖k‖. The newest row (the entry just appended) is outlined as new. ``height``:
-    the plot's, else one that grows with the cache."""
+    key vector's length ‖k‖. The newest row is outlined as the entry just appended, where a decode
+    step appended one (``appended``; after the prefill every row is as new: none is). ``height``: the
+    plot's, else one that grows with the cache."""
     norms = snap.layers[layer].key_norms.T  # (seq, kv_heads)
     seq, kv_heads = norms.shape
     # a short title and bare head numbers: one line and readable ticks in a phone's 358 px too (the
@@ -166,7 +168,7 @@ def key_norms_figure(snap: CacheSnapshot, layer: int, pieces: Sequence[str], hei
     fig = heatmap(norms, [str(h) for h in range(kv_heads)], labels(pieces[:seq]),
                   f"Layer {layer}: {seq} cached keys, ‖k‖ per head",
                   kind="values", hover="token %{y}<br>K/V head %{x}<br>‖k‖ = %{z:.3f}", scale="‖k‖",
-                  highlight_cells=[(seq - 1, h) for h in range(kv_heads)], cells_label="new entry",
+                  highlight_cells=[(seq - 1, h) for h in range(kv_heads)] if appended else (), cells_label="new entry",
                   axes=("K/V head (columns)", "cached token (rows)"), height=height,
                   annotate=seq * kv_heads <= 160 and (height or 100 + 34 * seq) - 100 >= 18 * seq)  # rows with room
     return level_scale_title(fig)
