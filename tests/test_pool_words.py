@@ -24,10 +24,11 @@ def soup_run(block_size: int = 4, share: bool = True, requests: list[Request] | 
 
 
 def test_the_sequences_are_named_by_how_their_prompts_begin():
-    """A is the scenario's prompt; B (its last word swapped) repeats its first 9 tokens, C (one word added) all 10."""
+    """A's prompt is quoted (the page may open on another preset than the sidebar's, which "the
+    scenario's" named); B (its last word swapped) repeats its first 9 tokens, C (one word added) all 10."""
     assert sequences_key(soup_run()) == (
-        "A, B and C are the 3 sequences (requests) decoded together on one pool: A's prompt is the "
-        "scenario's; B's repeats its first 9 tokens and C's its first 10.")
+        "A, B and C are the 3 sequences (requests) decoded together on one pool: A's prompt is 'this "
+        "morning my friend said that your soup is so'; B's repeats its first 9 tokens and C's its first 10.")
 
 
 def test_prefills_say_which_blocks_are_shared_and_which_copied_on_write():

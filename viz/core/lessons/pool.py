@@ -31,18 +31,23 @@ def _common_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
+KEY_WORDS = 12  # the first prompt's tokens the key quotes
+
+
 def sequences_key(run: PagedRun) -> str:
-    """What the pool's colours A, B, C… stand for: the sequences decoded together, and how each later
-    prompt begins like the first (the scenario's)."""
+    """What the pool's colours A, B, C… stand for: the sequences decoded together, the first's prompt
+    (its first :data:`KEY_WORDS` tokens) and how each later prompt begins like it."""
     names = [s.name for s in run.sequences]
     prompts = [s.tokens[: s.prompt_length] for s in run.sequences]
+    # quoted, not "the scenario's": Memory may open on another preset than the sidebar's (presets.varied_opening)
+    first = " ".join(prompts[0][:KEY_WORDS]) + (" …" if len(prompts[0]) > KEY_WORDS else "")
     if len(names) == 1:
-        return f"{names[0]} is the sequence decoded on the pool: the scenario's prompt."
+        return f"{names[0]} is the sequence decoded on the pool, its prompt '{first}'."
     common = [_common_prefix(prompts[0], prompt) for prompt in prompts[1:]]
     alike = [f"{names[1]}'s repeats its first {common[0]} token{'s' if common[0] != 1 else ''}"]
     alike += [f"{name}'s its first {n}" if n else f"{name}'s none" for name, n in zip(names[2:], common[1:])]
     return (f"{joined(names)} are the {len(names)} sequences (requests) decoded together on one pool: "
-            f"{names[0]}'s prompt is the scenario's; {joined(alike)}.")
+            f"{names[0]}'s prompt is '{first}'; {joined(alike)}.")
 
 
 def _stored(run: PagedRun, snap: PoolSnapshot, before: PoolSnapshot, i: int) -> str:
