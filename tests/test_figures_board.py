@@ -307,3 +307,20 @@ def test_the_pool_title_says_the_blocks_not_drawn_are_free():
     spec = memory.pool_board(run, snapshot, names)
     assert hidden > 0 and spec["title"].endswith(f"; {hidden} free blocks not drawn"), spec["title"]
     assert len(spec["groups"][0]["rows"]) == max(used) + 1
+
+
+def test_the_pool_names_each_block_copied_on_write():
+    """The title counts the copies; each copied block's row says 'copy' (within the board's 9-em label
+    column) and its cells' tips say which block it copied: not a colour alone."""
+    from viz.core.serving.paged import decode_together, variants
+    from viz.figures import memory
+    soup = load_preset("your soup").cache_safe()
+    run = decode_together(soup, variants(soup, 4), 4, share_prefix=True, max_new_tokens=32)
+    snapshot, names = run.snapshots[-1], [s.name for s in run.sequences]
+    rows = memory.pool_board(run, snapshot, names)["groups"][0]["rows"]
+    assert snapshot.copied_from
+    for block, source in snapshot.copied_from:
+        assert rows[block]["label"] == f"block {block} · copy" and len(rows[block]["label"]) <= 15
+        assert all(f"copied from block {source} on write" in cell["tip"] for cell in rows[block]["cells"])
+    copied = {block for block, _ in snapshot.copied_from}
+    assert all("copy" not in row["label"] for b, row in enumerate(rows) if b not in copied)

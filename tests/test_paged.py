@@ -251,3 +251,22 @@ def test_same_outputs_tells_runs_apart():
     b = decode_together(scenario, variants(scenario, 3), 4, share_prefix=False, device="cpu")
     other = decode_together(scenario, variants(scenario, 3)[::-1], 4, device="cpu")
     assert same_outputs(a, b) and not same_outputs(a, other)
+
+
+def test_each_block_copied_on_write_is_named_with_the_block_it_copied_while_held():
+    """'your soup' shared by three forks in blocks of 4: each copy-on-write gives the writer a private
+    block, and the snapshot names it with the shared block it copied (its shared tokens kept in front);
+    a freed copy is forgotten (the pool hands the block out again as a fresh one)."""
+    soup = load_preset("your soup").cache_safe()
+    run = decode_together(soup, variants(soup, 4), 4, share_prefix=True, max_new_tokens=32)
+    last = run.snapshots[-1]
+    assert last.copies >= 1 and len(last.copied_from) == last.copies
+    for block, source in last.copied_from:
+        assert last.refcounts[block] == 1 and block != source and last.slots[block][0] == last.slots[source][0]
+    pool = BlockManager(4, 2, 1, 3)
+    shared = pool.allocate()
+    pool.refcount[shared] += 1  # a second holder
+    copy = pool.copy_on_write(shared)
+    assert pool.copied_from == {copy: shared}
+    pool.release(copy)
+    assert pool.copied_from == {}

@@ -178,17 +178,20 @@ def _pool(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]):
     shown = list(range(min(MAX_BLOCK_ROWS, (max(used) + 1) if used else 0)))
     hidden = len(snapshot.refcounts) - len(shown)
     palette = [FREE, EMPTY.color, SHARED.color] + [owner(i) for i in range(len(names))]
+    copies = dict(snapshot.copied_from)
     rows = []
     for block in shown:
         owners = snapshot.owners[block]
         color = (2 if len(owners) > 1 else 3 + owners[0]) if owners else 0
         holder = ", ".join(names[i] for i in owners) or "nobody (free)"
+        copy = copies.get(block)  # copied on write: said in its label and tips, not by a colour
+        made = () if copy is None else (f"copied from block {copy} on write",)
         cells = []
         for slot, token in enumerate(snapshot.slots[block]):
             filled = bool(token) and bool(owners)
             cells.append((color if filled else (1 if owners else 0), token if filled else "",
-                          (f"block {block}, slot {slot}", token if filled else "empty", f"held by {holder}")))
-        rows.append((f"block {block} · ref {snapshot.refcounts[block]}", cells))
+                          (f"block {block}, slot {slot}", token if filled else "empty", f"held by {holder}", *made)))
+        rows.append((_block_label(block, snapshot.refcounts[block], copy is not None), cells))
     rest_free = not any(snapshot.refcounts[len(shown):])  # the blocks past the last one drawn
     title = (f"Physical blocks after {snapshot.label}: {len(used)} in use, {snapshot.copies} copied on write"
              + (f"; {hidden} {'free ' if rest_free else 'more '}blocks not drawn" if hidden else ""))
@@ -197,6 +200,14 @@ def _pool(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]):
     legend += [(label, palette[i]) for i, label in ((2, SHARED.label), (1, "empty slot in a used block"),
                                                     (0, MEANINGS["free"].label)) if i in seen]
     return palette, rows, title, legend
+
+
+def _block_label(block: int, refs: int, copied: bool) -> str:
+    """A pool row's label, short enough for the board's 9-em label column: 'block 3 · ref 1', and for a
+    private copy made on write 'block 3 · copy' (its tips say which block it copied)."""
+    if copied and refs == 1:
+        return f"block {block} · copy"
+    return f"block {block} · ref {refs}" + (" · copy" if copied else "")
 
 
 def pool_figure(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]) -> go.Figure:

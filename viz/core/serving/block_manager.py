@@ -74,6 +74,7 @@ class BlockManager:
         self.refcount = [0] * num_blocks
         self._free = list(range(num_blocks))  # a heap: the lowest free block is handed out first
         self.copies = 0  # copy-on-write events
+        self.copied_from: dict[int, int] = {}  # a block made by copy-on-write, while held -> the block it copied
         self.by_key: dict[BlockKey, int] = {}  # prefix caching: a full block's name -> the block
         self.key_of: dict[int, BlockKey] = {}
         self.evictable: OrderedDict[int, None] = OrderedDict()  # named, unheld, least recently freed first
@@ -119,6 +120,7 @@ class BlockManager:
         assert self.refcount[block] > 0, "block released twice"
         self.refcount[block] -= 1
         if self.refcount[block] == 0:
+            self.copied_from.pop(block, None)
             self.returned.append(block)
             if block in self.key_of:
                 self.evictable[block] = None
@@ -134,6 +136,7 @@ class BlockManager:
             tensor[new] = tensor[block]
         self.release(block)
         self.copies += 1
+        self.copied_from[new] = block
         return new
 
     def write(self, block: int, start: int, keys: torch.Tensor, values: torch.Tensor, info: TokenInfo) -> None:

@@ -66,6 +66,7 @@ class PoolSnapshot:
     owners: tuple[tuple[int, ...], ...]  # per physical block: the sequences whose table holds it
     slots: tuple[tuple[str, ...], ...]  # per physical block: the token in each slot ("" if empty)
     copies: int  # copy-on-write events so far
+    copied_from: tuple[tuple[int, int], ...] = ()  # (block, the block it copied) for each copy still held
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def _snapshot(label: str, pool: BlockManager, seqs: list[Sequence]) -> PoolSnaps
     return PoolSnapshot(label=label, tables=tuple(tuple(s.cache.table) for s in seqs),
                         lengths=tuple(len(s.cache) for s in seqs), refcounts=tuple(pool.refcount),
                         owners=tuple(tuple(o) for o in owners), slots=tuple(tuple(s) for s in slots),
-                        copies=pool.copies)
+                        copies=pool.copies, copied_from=tuple(sorted(pool.copied_from.items())))
 
 
 def _waste(pool: BlockManager, seqs: list[Sequence], max_new_tokens: int) -> WasteReport:
