@@ -537,6 +537,7 @@ def test_the_decode_tabs_cache_picture_reads_on_a_phone(real, prompt):
     snap = snapshot(decoder)
     fig = figs.key_norms_figure(snap, 0, list(prompt.pieces), height=figs.CACHE_PX)
     assert len(fig.layout.meta["title"]) <= title_chars(PHONE_PX)[1], fig.layout.meta["title"]
+    assert "length ‖k‖" in fig.layout.meta["title"]  # the symbol said in words (a first-year reads ‖k‖ as noise)
     assert list(fig.data[0].x) == [str(h) for h in range(real.shape.kv_heads)]
     assert fig.layout.xaxis.title.text == "K/V head (columns)" and "K/V head %{x}" in fig.data[0].hovertemplate
     assert "new entry" in [trace.name for trace in fig.data]

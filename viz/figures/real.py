@@ -166,7 +166,7 @@ def key_norms_figure(snap: CacheSnapshot, layer: int, pieces: Sequence[str], hei
     # a short title and bare head numbers: one line and readable ticks in a phone's 358 px too (the
     # legend's "new entry" says which row is the newest, the axis title what the numbers are)
     fig = heatmap(norms, [str(h) for h in range(kv_heads)], labels(pieces[:seq]),
-                  f"Layer {layer}: {seq} cached keys, ‖k‖ per head",
+                  f"Layer {layer}: {seq} cached keys, length ‖k‖ per head",  # the symbol said in words
                   kind="values", hover="token %{y}<br>K/V head %{x}<br>‖k‖ = %{z:.3f}", scale="‖k‖",
                   highlight_cells=[(seq - 1, h) for h in range(kv_heads)] if appended else (), cells_label="new entry",
                   axes=("K/V head (columns)", "cached token (rows)"), height=height,
