@@ -53,3 +53,12 @@ def test_the_footer_says_an_epilogue_follows_and_names_every_key():
     assert tour.tour_footer(2, steps) == ("Step 3 of 8 (then an optional epilogue) · → (or PageDown, Space) "
                                           "goes on, ← (or PageUp) goes back.")
     assert tour.tour_footer(9, steps) == "Optional epilogue · → (or PageDown, Space) goes on, ← (or PageUp) goes back."
+
+
+def test_the_epilogues_timeline_titles_fit_a_phone():
+    """Plotly titles do not wrap: the batching step's two titles fit one line of a phone's figure (the
+    static one, 61 characters, ran past it)."""
+    from viz.figures.base import PHONE_PX, title_chars
+
+    for title in (tour.STATIC_TITLE, tour.CONTINUOUS_TITLE):
+        assert len(title) <= title_chars(PHONE_PX)[1], title
