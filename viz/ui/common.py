@@ -26,10 +26,7 @@ from .board import BACK_KEYS_HELP, STEP_KEYS_HELP, board, button_selector, lesso
 # Streamlit's own toolbar, outside the figure, still offers full screen.
 PLOT_CONFIG = {"displaylogo": False, "displayModeBar": False}
 PRESENTER_TEXT_PX = font_sizes(True).text  # the least any figure text is in presenter mode (16 px)
-# A heatmap's cell numbers on a narrow screen (Streamlit stacks columns under 640 px: a phone), where
-# fit found its cells too small for them (figures.base.CROWDED_ON_A_PHONE): left out, not 3 px; the
-# hover and the "As a table" fold under the figure have every number.
-NARROW_CELLS_CSS = "@media (max-width: 640px) {{ .st-key-{key} .heatmap-label {{ display: none; }} }}"
+
 
 
 def column_px(share: float = 1.0) -> int:
@@ -62,14 +59,13 @@ def plot(fig: go.Figure, key: str | None = None, table: bool = False, share: flo
     """Show a plotly figure at full width, fitted (:func:`viz.figures.base.fit`) to its column
     (``share`` of the main column): its title broken for that width, every text at least 12 px at a
     desk and 16 px in presenter mode. ``table`` adds a folded "As a table" under it (its numbers, built
-    only when opened), as does a heatmap whose cell numbers a phone could not hold, which then leaves
-    them out on narrow screens (``key`` names it); ``terms`` (the page's set of terms already defined)
-    adds a folded "Terms"."""
+    only when opened), as does a heatmap whose cell numbers a phone could not hold (Plotly shrinks them
+    to a few pixels there; no documented way lets the app hide them by width); ``terms`` (the page's set
+    of terms already defined) adds a folded "Terms"."""
     fit(fig, width=column_px(share), presenter=state.presenter())
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key=key)
-    if key is not None and fig.layout.meta[CROWDED_ON_A_PHONE]:  # cell numbers a phone would shrink to dots
-        st.html(f"<style>{NARROW_CELLS_CSS.format(key=key)}</style>")  # a <style>-only st.html takes no room
-        table = True  # the numbers, on every screen
+    if key is not None and fig.layout.meta[CROWDED_ON_A_PHONE]:  # numbers a phone shrinks to dots: a table there
+        table = True
     if table:
         folded("As a table", f"{key}_table",
                lambda: st.dataframe(figure_table(fig), hide_index=True, width="stretch", height=240))
