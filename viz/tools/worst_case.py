@@ -26,7 +26,7 @@ from pathlib import Path
 from ..core.rules.language import MAX_RULE_CHARS
 from ..core.engine.scenario import (MAX_D_K, MAX_DECODE_STEPS, MAX_HEADS, MAX_TOKEN_CHARS, MAX_TOKENS, MAX_VOCAB,
                              Scenario)
-from ..core.engine.share import View, encode_view
+from ..core.engine.share import LINK_PAGE, View, encode_view
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 # Memory's views at their heaviest settings (its widgets, which a link does not carry)
@@ -93,15 +93,15 @@ def run_case(page: str, link: str) -> CaseResult:
 
     script, settings = VIEWS.get(page, (page, {}))
     warm = AppTest.from_file(str(APP), default_timeout=600)
-    warm.switch_page(f"pages/{script}.py").run()  # the page itself, as a visitor's link opens it
+    warm.run()  # a first run registers the pages (st.navigation); then the page itself
+    warm.switch_page(f"pages/{script}.py").run()
     baseline = _rss_mb()
     params = worst_links()[link]
     at = AppTest.from_file(str(APP), default_timeout=600)
-    for key, value in params.items():
-        at.query_params[key] = value
+    for key, value in {**params, LINK_PAGE: script}.items():  # as a visitor's share link opens it: at /,
+        at.query_params[key] = value  # naming its page, which app.py switches to in the same run
     for key, value in settings.items():
         at.session_state[key] = value
-    at.switch_page(f"pages/{script}.py")
     start = time.perf_counter()
     at.run()
     seconds = time.perf_counter() - start
