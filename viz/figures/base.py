@@ -67,7 +67,8 @@ def font_sizes(presenter: bool = False) -> FontSizes:
 # Widths a figure is drawn at (px): a phone's chart (390-px screen), the main column at 1440 × 900
 # beside the sidebar, and presenter mode's at 1280 × 720 with the sidebar folded. Plotly does not
 # wrap titles: :func:`titled` breaks them for the width it is told, a phone's unless the Streamlit
-# layer, which knows its columns, re-fits the figure (:func:`fit`).
+# layer, which knows its columns, re-fits the figure (:func:`fit`). Outside presenter mode (whose
+# screen is known) a line is never longer than a phone's figure holds: the same page may be a phone's.
 PHONE_PX = 358
 DESKTOP_PX = 880
 PRESENTER_PX = 1180
@@ -108,6 +109,9 @@ def title_chars(width: int = PHONE_PX, presenter: bool = False) -> tuple[int, in
 
 def _title_lines(text: str, width: int = PHONE_PX, presenter: bool = False) -> list[str]:
     first, rest = title_chars(width, presenter)
+    if not presenter:  # the server never learns a screen's width: a desk's line is one a phone's figure holds too
+        phone = title_chars(PHONE_PX)[1]
+        first, rest = min(first, phone), min(rest, phone)
     return [wrapped for line in text.split("<br>") for wrapped in _wrap(line, first, rest)]
 
 
@@ -168,9 +172,10 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
         layout.height, layout.margin.t = meta["height"] + room, meta["top"] + room
         if meta.get("pad"):
             layout.title.pad.t = 8 + room // 2
+    above = 0
     if not presenter:  # presenter mode's wide column keeps a title to its line, above its builder's top margin
         lines = len(layout.title.text.split("<br>")) if layout.title.text else 0
-        room_above(fig, sizes.text, (layout.title.pad.t or 0) + lines * sizes.line if lines else 0)
+        above = room_above(fig, sizes.text, (layout.title.pad.t or 0) + lines * sizes.line if lines else 0)
     at_least(layout.font, sizes.base)
     at_least(layout.legend.font, sizes.text)
     for note in layout.annotations:
@@ -189,7 +194,7 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
         if "colorbar" in trace:
             trace.colorbar.update(big)
     layout.meta = {**meta, "legend": legend_below(fig, width if presenter else min(width, PHONE_PX), sizes.text,
-                                                 meta["bottom"]), CROWDED_ON_A_PHONE: crowded}
+                                                 meta["bottom"]), "above": above, CROWDED_ON_A_PHONE: crowded}
     return fig
 
 
@@ -200,7 +205,7 @@ def _crowded_on_a_phone(fig: go.Figure, trace: go.Heatmap, text_px: int) -> bool
     """Whether a heatmap whose cells hold their numbers at a desk could not hold them at ``text_px`` in a
     phone's column (:data:`PHONE_PX`), where Plotly would shrink them to a few pixels (Real model's 16 ×
     16 weights: 3 px). Decided from the cells as :func:`~viz.figures.room.cell_text` decides (on a copy);
-    the Streamlit layer then leaves them out on narrow screens and offers the numbers as a table."""
+    the Streamlit layer then offers the numbers in an "As a table" fold (a phone still draws them small)."""
     probe = go.Heatmap(trace)
     cell_text(fig, probe, PHONE_PX, text_px, shrink=True)
     return probe.texttemplate is None

@@ -28,7 +28,6 @@ PLOT_CONFIG = {"displaylogo": False, "displayModeBar": False}
 PRESENTER_TEXT_PX = font_sizes(True).text  # the least any figure text is in presenter mode (16 px)
 
 
-
 def column_px(share: float = 1.0) -> int:
     """The width (px) of a column taking ``share`` of the main column: at a desk beside the sidebar
     (1440 × 900), or in presenter mode with the sidebar folded (1280 × 720)."""
