@@ -4,8 +4,11 @@ bare mode; a new session is one without the runs' key."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import streamlit as st
+import torch
 
 from viz import load_preset
 from viz.core.engine.budget import Budget, grant
@@ -166,7 +169,7 @@ def test_a_step_s_view_is_worked_out_once_for_every_session_at_the_same_step_and
     assert runs.kept_view(seed, 3, MODES, ("kv", 0, False), make) is not first  # another step
     assert len(made) == 3
     store = st.session_state[RUNS]
-    assert len(store.views) == 3 and store.held > 0
+    assert len(store.views) == 3
     store.drop()
     assert not store.views and store.held == 0
     assert runs.kept_view(seed, 2, MODES, ("kv", 0, False), make) is not first and len(made) == 4
@@ -189,7 +192,23 @@ def test_a_view_without_its_step_ahead_is_not_kept():
     assert made == [False, True] and list(st.session_state[RUNS].views.values()) == [kept]
 
 
+def test_a_kept_view_counts_in_its_entry_s_bytes():
+    """What a kept view holds beyond its runs (here a 4,000-byte tensor) is in the entry's bytes, which
+    the server's ledger reads; a view that is not kept adds nothing."""
+    seed = load_preset("seed")
+    decode_traces_ahead(seed, 2, MODES)
+    store = st.session_state[RUNS]
+    runs_only = store.held
+    runs.kept_view(seed, 2, MODES, ("kv", 0, False), lambda *ran: SimpleNamespace(tensor=torch.zeros(1000)))
+    assert store.held == runs_only + 4000
+    tight = Budget(ms=1e-9)  # a view of a further step cut by the budget: made, not kept, not counted
+    runs.kept_view(seed, 6, MODES, ("kv", 0, False), lambda *ran: SimpleNamespace(tensor=torch.zeros(1000)),
+                   budget=tight)
+    assert store.held == runs_only + 4000 and len(store.views) == 1
+
+
 def test_the_kept_views_stay_within_their_count():
+    """The entry keeps its last VIEWS_KEPT views, the oldest forgotten first."""
     seed = load_preset("seed")
     for step in range(runs.VIEWS_KEPT + 3):
         runs.kept_view(seed, step, ("kv",), ("kv", 0, False), lambda *a: object())

@@ -17,8 +17,10 @@ A page's view of a step (Decode's :class:`~viz.core.lessons.decode.DecodeView`: 
 numbers, the check against recompute) is the same for every session at the same scenario, step and
 choices, so :func:`kept_view` keeps the last :data:`VIEWS_KEPT` of them in the scenario's entry: a class
 of thirty following its teacher works a step's view out once, not thirty times. Only a view whose runs
-the budget let go all the way is kept (a cut view says so and depends on what was computed before);
-the views count in the entry's bytes and go with it when it is dropped.
+the budget let go all the way, the step ahead included, is kept (a cut view says so and depends on
+what was computed before); sessions asking for the same view together wait for the first one's; the
+views count in the entry's bytes and go with it when it is dropped. Views are shared: nobody may
+change one.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class _Runs:
     held: int = 0  # bytes the runs and views hold, measured when they last grew
     counted: tuple = ()  # (mode, predictions) of the runs when they were measured
     views: collections.OrderedDict = field(default_factory=collections.OrderedDict, repr=False, compare=False)
+    making: dict = field(default_factory=dict, repr=False, compare=False)  # a lock per view being made
 
     def drop(self) -> None:
         """Let the runs go (the server keeps too much); skipped while a session is extending them."""
@@ -152,26 +155,44 @@ def kept_view(scenario: Scenario, step: int, modes: tuple[str, ...], choices: Ha
               budget: Budget = BUDGET) -> V:
     """``make(traces, grants, following)`` for :func:`decode_traces_ahead`'s runs at ``step``, worked out
     once per scenario, step, ``modes`` and ``choices`` (what else the view depends on: mode, head, …)
-    while it stays among the entry's last :data:`VIEWS_KEPT`; every other session gets the same object."""
+    while it stays among the entry's last :data:`VIEWS_KEPT`; every other session gets the same object
+    (sessions asking together wait for the first one's). Views are shared: nobody may change one."""
     store = _store(scenario)
     key = (step, modes, choices)
+    with store.lock:
+        making = store.making.setdefault(key, threading.Lock())
+    with making:
+        try:
+            view = _kept(store, key)
+            if view is None:
+                view = _make_and_keep(store, key, make, decode_traces_ahead(scenario, step, modes, budget))
+        finally:
+            with store.lock:
+                store.making.pop(key, None)
+    server_budget.keep(store, store.held)
+    return view
+
+
+def _kept(store: _Runs, key: tuple):
     with store.lock:
         view = store.views.get(key)
         if view is not None:
             store.views.move_to_end(key)
-    if view is not None:
-        server_budget.keep(store, store.held)
         return view
-    traces, grants, following = decode_traces_ahead(scenario, step, modes, budget)
+
+
+def _make_and_keep(store: _Runs, key: tuple, make: Callable, ran: tuple):
+    """The view of ``ran`` (traces, grants, following), kept when the budget let every run go the whole
+    way, the step ahead included (a view cut short depends on what was computed before it)."""
+    traces, grants, following = ran
     view = make(traces, grants, following)
-    if following is not None and not any(g.cut for g in grants.values()):  # the whole step: the same for all
+    if following is not None and not any(g.cut for g in grants.values()):
         with store.lock:
             if store.runs:  # not dropped meanwhile (a dropped entry's view would outlive its count)
                 store.views[key] = view
                 while len(store.views) > VIEWS_KEPT:
                     store.views.popitem(last=False)
                 store.measure()
-        server_budget.keep(store, store.held)
     return view
 
 
