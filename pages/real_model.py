@@ -163,7 +163,7 @@ with decode_tab:  # the step control, the narration and the cache it grows first
     side.info(md_escape(view.narration), icon=":material/record_voice_over:")
     with picture:
         plot(figs.key_norms_figure(snap, cache_layer, list(view.pieces), height=figs.CACHE_PX,
-                                   appended=view.generated > 0), key="real_norms", share=LESSON_SHARE)
+                                   appended=view.appended), key="real_norms", share=LESSON_SHARE)
     with below:
         st.code(view.transcript, language=None, wrap_lines=True)
         stats([Stat("Tokens generated", view.generated), Stat("Tokens in the cache", snap.seq_len),

@@ -277,5 +277,5 @@ def head_vs_rule_figure(attentions: torch.Tensor, matches: RuleMatches, layer: i
         layout[f"yaxis{yref[1:]}"].update(type="category", autorange="reversed",
                                          showticklabels=i == 0 and n <= 24,
                                          title=dict(text="query (rows)" if i == 0 else ""))
-    return figure(data, frame(f"Score {match.score:.3f}: the mean overlap of the two rows<br>queries 2 to {n}",
+    return figure(data, frame(f"Score {match.score:.3f}: the mean overlap of the two rows<br>over queries 2 to {n}",
                               max(320, 140 + 18 * n), top=80, **layout))

@@ -63,6 +63,11 @@ class RealView:
     beats_chance: int  # heads above chance on their best rule
     chance_line: str  # Markdown: how many heads beat chance, or that none does
 
+    @property
+    def appended(self) -> bool:
+        """Whether a decode step has appended an entry to the cache (after the prefill none has)."""
+        return self.generated > 0
+
     def prefill_top(self, k: int) -> list[tuple[str, float]]:
         """The ``k`` most likely tokens after the prompt, as pieces with their probabilities."""
         return [(piece(self.real, i), p) for i, p in self.prefill.prediction.top_k(k)]
