@@ -69,11 +69,45 @@ def test_a_legend_under_the_plot_gets_room_under_the_ticks_and_title():
     assert (fig.layout.height, fig.layout.margin.b) == again
 
 
+def test_a_legend_under_a_small_plot_is_placed_under_it_not_pushed_into_it():
+    """The tour's pool (one row of blocks, no x axis) set its legend 0.18 of the plot under it: on a phone
+    its three rows needed Plotly to push the bottom margin past what the small plot allows, and were
+    drawn over the blocks. Fitted, the legend is anchored to the figure's bottom with a margin holding
+    every phone row, and the plot keeps its height."""
+    from viz.core.lessons.tour import tour_view
+    from viz.figures import serving
+    from viz.figures.room import LEGEND_PAD_PX, ROW_EM, _entries
+
+    view = tour_view()
+    fig = serving.pool_figure(view.continuous, view.shared_iteration)
+    plot = _plot_px(fig)
+    fit(fig, DESKTOP_PX)
+    legend, rows = fig.layout.legend, legend_rows(_entries(fig), 358 - 20, 12)
+    assert rows >= 2 and (legend.yref, legend.y, legend.yanchor) == ("container", 0, "bottom")
+    assert fig.layout.margin.b >= LEGEND_PAD_PX + rows * 12 * ROW_EM and _plot_px(fig) == plot
+
+
+def test_a_desks_title_lines_are_ones_a_phones_figure_holds():
+    """The server never learns a screen's width: a title fitted for a desk's column is in lines a phone's
+    figure holds (the tour's cache title ran 201 px past it), balanced; presenter mode's known screen
+    keeps its long line."""
+    from viz.figures.base import PHONE_PX, frame, title_chars
+
+    text = "KV cache: 5 entries after the prompt, one more for every new token"
+    fig = fit(go.Figure(layout=frame(text, 200)), DESKTOP_PX)
+    lines = fig.layout.title.text.split("<br>")
+    assert len(lines) == 2 and " ".join(lines) == text and all(len(line) <= title_chars(PHONE_PX)[1] for line in lines)
+    assert fit(fig, PRESENTER_PX, presenter=True).layout.title.text == text
+
+
 def test_legend_rows_wrap_at_the_width():
     """Entries fill a row up to the width and wrap after it."""
     names = ["no cache (recompute)", "KV cache", "torch.cat cache"]
     assert legend_rows(names, 2000, 12) == 1
     assert legend_rows(names, ENTRY_PX + 20 * 12 * 0.6 + 1, 12) == 3
+    # more than one row: every entry as wide as the widest (Plotly's columns), so on a phone the pool's
+    # long entry puts each on a row of its own (two rows were counted, four drawn)
+    assert legend_rows(["A", "B", "C", "handed out in this iteration"], 338, 12) == 4
 
 
 def test_log_axes_label_powers_of_ten_only():
@@ -101,8 +135,8 @@ def test_a_matrix_keeps_its_top_labels_and_axis_title_under_its_title_and_its_pl
     short, long = built("a"), built("␣expression")
     plot = _plot_px(long)
     phone, desk = fit(built("␣expression"), 358), fit(built("␣expression"), DESKTOP_PX)
-    assert phone.layout.title.text.count("<br>") > desk.layout.title.text.count("<br>")
-    assert phone.layout.margin.t > desk.layout.margin.t > fit(short, DESKTOP_PX).layout.margin.t
+    assert phone.layout.title.text.count("<br>") >= desk.layout.title.text.count("<br>")
+    assert phone.layout.margin.t >= desk.layout.margin.t > fit(short, DESKTOP_PX).layout.margin.t
     assert _plot_px(phone) == _plot_px(desk) == plot
     # the title's lines, then 45°-turned labels of 16 characters at 12 px, then the axis title's line
     lines = phone.layout.title.text.count("<br>") + 1

@@ -309,17 +309,18 @@ def test_titles_fit_the_width_they_are_drawn_at_and_grow_the_figure_above_the_pl
         assert len(lines[0]) <= first or " " not in lines[0], lines
         assert all(len(line) <= rest or " " not in line for line in lines), lines
         legend = fig.layout.meta.get("legend", 0)  # fit() makes room under the plot for a legend there
-        assert fig.layout.height == fig.layout.meta["height"] + font_sizes().line * (len(lines) - 1) + legend
+        above = fig.layout.meta.get("above", 0)  # and above it for a top axis's labels under the title's lines
+        assert fig.layout.height == fig.layout.meta["height"] + font_sizes().line * (len(lines) - 1) + legend + above
 
 
 def test_a_presenter_title_wraps_sooner_and_pushes_the_plot_down_by_its_lines():
     """A title that fits one desktop line takes more in presenter type at the same width, and the top
     margin grows by the presenter line height for each."""
-    # a title of its own (a page's titles change): one desktop line at 700 px, not one presenter line
-    fig = go.Figure(layout=frame("Each round: the guesses, which the target kept, and the word it adds", 250, top=90))
-    fit(fig, 700)
+    # a title of its own (a page's titles change): one desktop line at 400 px, not one presenter line
+    fig = go.Figure(layout=frame("Each round: the guesses kept", 250, top=90))
+    fit(fig, 400)
     desk_lines, desk_top = fig.layout.title.text.count("<br>") + 1, fig.layout.margin.t
-    fit(fig, 700, presenter=True)
+    fit(fig, 400, presenter=True)
     lines = fig.layout.title.text.count("<br>") + 1
     assert lines > desk_lines and fig.layout.margin.t == (fig.layout.meta["top"] + PRESENTER_FONTS.line * (lines - 1)
                                                           + PRESENTER_EXTRA_PX)

@@ -74,14 +74,14 @@ def _entries(fig: go.Figure) -> list[str]:
 
 
 def legend_rows(names: list[str], width: float, text_px: int) -> int:
-    """The rows a horizontal legend of ``names`` takes in ``width`` px (Plotly wraps it there)."""
-    rows, used = 1, 0.0
-    for name in names:
-        entry = ENTRY_PX + len(html.unescape(name.replace("<br>", " "))) * text_px * LABEL_CHAR_EM
-        if used and used + entry > width:
-            rows, used = rows + 1, 0.0
-        used += entry
-    return rows
+    """The rows a horizontal legend of ``names`` takes in ``width`` px. Plotly wraps it there, and a
+    legend that takes more than one row gives every entry the widest one's width (plotly.js
+    legend/draw.js: columns of ``maxItemWidth``): on a phone a long entry puts each on a row of its own."""
+    entries = [ENTRY_PX + len(html.unescape(name.replace("<br>", " "))) * text_px * LABEL_CHAR_EM for name in names]
+    if sum(entries) <= width:
+        return 1
+    per_row = max(1, int(width // max(entries)))
+    return -(-len(entries) // per_row)
 
 
 def _under_plot_px(fig: go.Figure, text_px: int) -> float:
@@ -116,8 +116,11 @@ def legend_below(fig: go.Figure, width: int, text_px: int, bottom: int) -> int:
     # plot, which lifts the legend with the plot's bottom: margin = k (height - top - margin) + legend
     k, span = -legend.y, (layout.height or 450) - (layout.margin.t or 0)
     pushed = max(bottom, (k * span + rows_px) / (1 + k))
-    if legend.yanchor == "top" and k * (span - pushed) >= under:
-        return 0  # far enough under the ticks and title already (At scale's roofline at a desk)
+    # far enough under the ticks and title already (At scale's roofline at a desk), and held by the bottom
+    # margin as built: a push shrinks the plot, and Plotly stops pushing at a small plot (the tour's pool,
+    # one row of blocks, had its legend's three phone rows drawn over it)
+    if legend.yanchor == "top" and k * (span - pushed) >= under and pushed <= bottom:
+        return 0
     needed = under + rows_px
     grow = max(0, round(needed) - bottom)
     legend.update(yref="container", y=0, yanchor="bottom")
