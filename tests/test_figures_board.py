@@ -324,3 +324,12 @@ def test_the_pool_names_each_block_copied_on_write():
         assert all(f"copied from block {source} on write" in cell["tip"] for cell in rows[block]["cells"])
     copied = {block for block, _ in snapshot.copied_from}
     assert all("copy" not in row["label"] for b, row in enumerate(rows) if b not in copied)
+
+
+def test_a_pool_row_label_fits_the_label_column_whatever_the_block():
+    """'block 12 · ref 2 · copy' ran past the board's 9-em label column: a copy shared again says its
+    references only (its tips say it is a copy); every label stays within 16 characters."""
+    from viz.figures.memory import _block_label
+
+    labels = [_block_label(block, refs, copied) for block in (3, 12, 99) for refs in (1, 2, 9) for copied in (False, True)]
+    assert max(len(label) for label in labels) <= 16 and "block 12 · copy" in labels and "block 12 · ref 2" in labels

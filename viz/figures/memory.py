@@ -204,10 +204,9 @@ def _pool(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]):
 
 def _block_label(block: int, refs: int, copied: bool) -> str:
     """A pool row's label, short enough for the board's 9-em label column: 'block 3 · ref 1', and for a
-    private copy made on write 'block 3 · copy' (its tips say which block it copied)."""
-    if copied and refs == 1:
-        return f"block {block} · copy"
-    return f"block {block} · ref {refs}" + (" · copy" if copied else "")
+    private copy made on write 'block 3 · copy' (its tips say which block it copied); a copy shared
+    again later says its references, as any shared block (its tips still say it is a copy)."""
+    return f"block {block} · copy" if copied and refs == 1 else f"block {block} · ref {refs}"
 
 
 def pool_figure(run: PagedRun, snapshot: PoolSnapshot, names: Sequence[str]) -> go.Figure:
