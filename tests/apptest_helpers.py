@@ -52,8 +52,9 @@ def figures(at) -> list[dict]:
 
 
 def figure(at, title_part: str) -> dict:
+    """The figure whose title holds ``title_part``, read as one line (titles break with <br> to fit a phone)."""
     for spec in figures(at):
-        if title_part in spec["layout"].get("title", {}).get("text", ""):
+        if title_part in spec["layout"].get("title", {}).get("text", "").replace("<br>", " "):
             return spec
     raise AssertionError(f"no figure titled {title_part!r}")
 

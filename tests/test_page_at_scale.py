@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest_helpers import errors, figures, on_page, rerun, stat_labels, stat_value
+from apptest_helpers import errors, figure, figures, on_page, rerun, stat_labels, stat_value
 
 import json
 
@@ -14,14 +14,6 @@ from viz.core.scale.model_config import preset, preset_text
 from viz.core.scale.roofline import decode_step
 
 PAGE = "pages/at_scale.py"
-
-
-def figure(at, title_part: str) -> dict:
-    """The figure whose title holds ``title_part``, read as one line (titles wrap with <br> to fit a phone)."""
-    for spec in figures(at):
-        if title_part in spec["layout"].get("title", {}).get("text", "").replace("<br>", " "):
-            return spec
-    raise AssertionError(f"no figure titled {title_part!r}")
 
 
 @pytest.fixture

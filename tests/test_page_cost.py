@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -12,7 +11,7 @@ from viz.core.engine.cost import CostMeasurement, LiveConfig, summarize_cost
 from viz.core.timing import TimingPlan
 from viz.figures import cost
 from viz.ui import state
-from apptest_helpers import flip, rerun
+from apptest_helpers import figure, flip, rerun
 from cost_fixtures import measurement
 
 PAGE = "pages/cost.py"
@@ -45,14 +44,6 @@ def measure_button(at: AppTest):
 def click_measure(at: AppTest) -> AppTest:
     measure_button(at).click()
     return rerun(at)
-
-
-def figure(at: AppTest, title_part: str) -> dict:
-    for chart in at.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
-        if title_part in spec["layout"]["title"]["text"]:
-            return spec
-    raise AssertionError(f"no figure titled {title_part!r}")
 
 
 def markdown(at: AppTest) -> str:

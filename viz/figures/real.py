@@ -58,7 +58,7 @@ def attention_grid(attentions: torch.Tensor, layers: Sequence[int],
     row_height = max(90, min(200, 1000 // heads))
     marks = [legend_marker("focus", "selected head")] if shapes else []
     # two lines, each short enough for a phone's width (the desk's one line ran 170 px past a phone's figure)
-    layout_ = frame("Attention of every head<br>rows: queries · columns: keys · grey: masked",
+    layout_ = frame("Attention of every head<br>rows: queries, columns: keys · grey: masked",
                     70 + row_height * len(layers) + (30 if marks else 0), top=60, shapes=shapes,
                     showlegend=bool(marks), legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),
                     **layout)
