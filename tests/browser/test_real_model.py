@@ -56,7 +56,7 @@ def test_real_model_page_end_to_end(app):
     app.screenshot("real-model-compare")
 
     open_tab(app, "Heads that look like rules")
-    expect(app.main.get_by_text("Every head against every rule")).to_be_visible()
+    expect(app.figure_title("Every head against every rule")).to_be_visible()
     app.screenshot("real-model-rules")
     with app.rerun():
         app.main.get_by_role("button", name="Add '").click()

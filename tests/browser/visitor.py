@@ -88,6 +88,12 @@ class App:
     def main(self) -> Locator:
         return self.page.get_by_test_id("stMain")
 
+    def figure_title(self, text: str) -> Locator:
+        """The title of a Plotly figure in the main area that reads ``text``, wherever ``fit`` broke it
+        into lines (each line is its own tspan, so the title's text runs its lines together)."""
+        words = r"\s*".join(re.escape(word) for word in text.split())
+        return self.main.locator(".gtitle").filter(has_text=re.compile(words))
+
     def stat(self, label: str) -> Locator:
         """The value of the figure labelled ``label`` in a stats row (st.metric, viz.ui.widgets.stats)."""
         return self.metric(label).get_by_test_id("stMetricValue")
