@@ -23,7 +23,7 @@ from ..core.lessons.glossary import Term, terms_in
 from .meanings import (BLACK, BLUE, FREE, GREEN, INK, LEFT_OUT, MASKED, MEANINGS, ORANGE, PURPLE, RESERVED,
                        SERIES, SKY, VERMILLION, YELLOW, Meaning, hatch, legend_item, legend_marker, meaning, outline,
                        series, stripes)
-from .room import at_least, cell_text, legend_below, room_above
+from .room import at_least, cell_text, cells_hold_text, legend_below, room_above
 
 # The colours and what each means live in one table (viz.figures.meanings), imported from here by
 # every figure module; GOLD and RED are the older names of two of them.
@@ -204,11 +204,9 @@ CROWDED_ON_A_PHONE = "crowded_on_a_phone"  # fit's verdict in a figure's meta: s
 def _crowded_on_a_phone(fig: go.Figure, trace: go.Heatmap, text_px: int) -> bool:
     """Whether a heatmap whose cells hold their numbers at a desk could not hold them at ``text_px`` in a
     phone's column (:data:`PHONE_PX`), where Plotly would shrink them to a few pixels (Real model's 16 ×
-    16 weights: 3 px). Decided from the cells as :func:`~viz.figures.room.cell_text` decides (on a copy);
-    the Streamlit layer then offers the numbers in an "As a table" fold (a phone still draws them small)."""
-    probe = go.Heatmap(trace)
-    cell_text(fig, probe, PHONE_PX, text_px, shrink=True)
-    return probe.texttemplate is None
+    16 weights: 3 px). Decided from the cells as :func:`~viz.figures.room.cell_text` decides; the
+    Streamlit layer then offers the numbers in an "As a table" fold (a phone still draws them small)."""
+    return not cells_hold_text(fig, trace, PHONE_PX, text_px, shrink=True)
 
 
 def figure_terms(drawn: go.Figure | dict) -> list[Term]:

@@ -46,17 +46,21 @@ def cell_px(fig: go.Figure, trace: go.Heatmap, width: int, text_px: int) -> tupl
     return wide * x_span / cols - (trace.xgap or 0), high * y_span / rows - (trace.ygap or 0)
 
 
-def cell_text(fig: go.Figure, trace: go.Heatmap, width: int, text_px: int, shrink: bool) -> None:
-    """Cell numbers that never overlap: where every cell holds its text at ``text_px`` at ``width``,
-    sized by Plotly (``shrink``: see above) or at ``text_px``; left out where not (the hover and "As a
-    table" have them)."""
+def cells_hold_text(fig: go.Figure, trace: go.Heatmap, width: int, text_px: int, shrink: bool) -> bool:
+    """Whether every cell of ``trace`` holds its text at ``text_px`` when the figure is ``width`` px wide."""
     cells = [str(cell) for row in (trace.text if trace.text is not None else ()) for cell in row]
     chars = max((len(html.unescape(line)) for cell in cells for line in cell.split("<br>")), default=0)
     lines = max((cell.count("<br>") + 1 for cell in cells), default=1)
     cell_w, cell_h = cell_px(fig, trace, width, text_px)
-    fits = chars * text_px * CELL_CHAR_EM <= cell_w and lines * text_px * (CELL_LINE_EM if shrink else 1) <= cell_h
+    return chars * text_px * CELL_CHAR_EM <= cell_w and lines * text_px * (CELL_LINE_EM if shrink else 1) <= cell_h
+
+
+def cell_text(fig: go.Figure, trace: go.Heatmap, width: int, text_px: int, shrink: bool) -> None:
+    """Cell numbers that never overlap: where every cell holds its text at ``text_px`` at ``width``,
+    sized by Plotly (``shrink``: see above) or at ``text_px``; left out where not (the hover and "As a
+    table" have them)."""
     at_least(trace.textfont, text_px)
-    if not fits:
+    if not cells_hold_text(fig, trace, width, text_px, shrink):
         trace.texttemplate = None
     elif shrink:
         trace.textfont.size = None  # Plotly's: as large as fits, at most the layout's base size

@@ -50,7 +50,7 @@ class _Runs:
     model: ToyModel
     runs: dict[str, Generation] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    held: int = 0  # bytes the runs and views hold, measured when they last grew
+    held: int = 0  # bytes the runs and kept views hold, measured when a run grew or a view was kept
     counted: tuple = ()  # (mode, predictions) of the runs when they were measured
     views: collections.OrderedDict = field(default_factory=collections.OrderedDict, repr=False, compare=False)
     making: dict = field(default_factory=dict, repr=False, compare=False)  # a lock per view being made
