@@ -20,12 +20,14 @@ def _opened(presenter: bool) -> AppTest:
 
 
 def test_home_has_its_title_at_a_desk_and_the_projectors_first_line_in_presenter_mode():
+    """At a desk Home's title; in presenter mode one first line with its sentence (what the page teaches,
+    not the title said again) and the sidebar's hint."""
     desk = _opened(presenter=False)
     assert not desk.exception and [t.value for t in desk.title] == [words_home.TITLE]
     presenter = _opened(presenter=True)
     assert not presenter.exception and not presenter.title
     lines = [e.proto.body for e in presenter.get("html") if not e.proto.body.startswith("<style>")]
-    assert len(lines) == 1 and html.escape(words_home.TITLE) in lines[0] and html.escape(PRESENTER_HINT) in lines[0]
+    assert len(lines) == 1 and html.escape(words_home.LEAD) in lines[0] and html.escape(PRESENTER_HINT) in lines[0]
     assert [b.label for b in presenter.button if b.key.startswith("home_")] == ["Present Decode", "Present the tour"]
 
 

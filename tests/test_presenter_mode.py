@@ -9,14 +9,18 @@ import html
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from viz.core.lessons import tour, words_decode, words_prefill
+from viz.core.lessons import tour, words_decode, words_home, words_prefill
 from viz.core.lessons.leads import PAGE_LEADS, PRESENTER_HINT
 from viz.ui import state
 
 # each page's one sentence: Prefill's, Decode's and the tour's from their words modules, the others'
 # from leads
 SENTENCES = {"prefill": words_prefill.CAPTION, "decode": words_decode.LEAD, "memory": PAGE_LEADS["memory"].sentence,
-             "tour": tour.PRESENTER_LEAD}
+             "tour": tour.PRESENTER_LEAD, "home": words_home.LEAD}
+# every page's title and the sentence presenter mode shows in its place
+TITLED = {"prefill": (words_prefill.TITLE, words_prefill.CAPTION), "decode": (words_decode.TITLE, words_decode.LEAD),
+          "tour": (tour.TOUR_TITLE, tour.PRESENTER_LEAD), "home": (words_home.TITLE, words_home.LEAD),
+          **{page: (lead.title, lead.sentence) for page, lead in PAGE_LEADS.items()}}
 
 
 def _first_lines(at: AppTest) -> list[str]:
@@ -42,6 +46,14 @@ def test_presenter_mode_keeps_the_sentence_and_says_how_the_sidebar_opens(page):
     assert html.escape(SENTENCES[page]) in lines[0] and html.escape(PRESENTER_HINT) in lines[0]
     assert not at.toast
     assert SENTENCES[page] not in [caption.value for caption in at.caption]  # said once
+
+
+@pytest.mark.parametrize("page", list(TITLED))
+def test_every_pages_sentence_says_what_it_teaches_not_its_title_again(page):
+    """Presenter mode shows a page's sentence instead of its title: a sentence (several words, a full
+    stop) that is more than the title said again (Home passed its title as its sentence)."""
+    title, sentence = TITLED[page]
+    assert sentence.rstrip(".").lower() != title.lower() and len(sentence.split()) >= 8 and sentence.endswith(".")
 
 
 def test_at_a_desk_the_sentence_is_the_caption_and_no_hint_shows():

@@ -9,9 +9,11 @@ from . import words_home as words
 
 @dataclass(frozen=True)
 class HomeView:
-    """The Home page's text: its title, the introduction, the three cards and the closing line."""
+    """The Home page's text: its title, its one sentence, the introduction, the three cards and the closing
+    line."""
 
     title: str
+    lead: str  # what the page teaches, in one sentence (presenter mode's first line)
     intro: str
     tour: str
     present: str
@@ -21,5 +23,5 @@ class HomeView:
 
 def home_view(article_link: str) -> HomeView:
     """The Home page for the article at ``article_link`` (a Markdown link, the app's own text)."""
-    return HomeView(title=words.TITLE, intro=words.INTRO.format(article=article_link), tour=words.TOUR,
+    return HomeView(title=words.TITLE, lead=words.LEAD, intro=words.INTRO.format(article=article_link), tour=words.TOUR,
                     present=words.PRESENT, explore=words.EXPLORE, pages=words.PAGES)

@@ -6,6 +6,10 @@ Data only (no torch). Fixed text, no visitor text: the page shows it as Markdown
 from __future__ import annotations
 
 TITLE = "kvlab: from prompt to prediction"
+# the one sentence of what the page teaches: presenter mode's first line (the title is there only for screen
+# readers), one line beside the sidebar's hint at 1280 px
+LEAD = ("How a language model reads a prompt in one pass, adds one word at a time, and why the KV cache "
+        "makes that cheap.")
 
 # the two paragraphs are one element (a first view pays for each); the article's link goes in {article}
 INTRO = ("How does a language model turn a prompt into its next word, and why does it keep a **KV "
