@@ -27,7 +27,6 @@ RESERVE = "memory_reserve"
 SHARE = "memory_share"
 CACHE_SAFE = "memory_cache_safe"
 SNAPSHOT = "memory_snapshot"
-SNAPSHOT_COUNT = "memory_snapshot_count"  # iterations in the last run: a new run starts at its end
 METHOD = "memory_method"
 EVICT_STEPS = "memory_evict_steps"
 WINDOW = "memory_window"  # these three depend on the prompt's length: keyed per scenario version
@@ -92,20 +91,20 @@ def paged() -> None:
             requests.append(default)
     with lesson:
         pooled(paged_view(paged_scenario, requests, steps, block_size, reserve, share, format_bytes), wide,
-               notes=controls if state.presenter() else None)
+               notes=controls if state.presenter() else None,
+               settings=(paged_scenario, tuple(requests), block_size, reserve, share))
 
 
-def pooled(view: PagedView, wide: float = 1.0, notes=None) -> None:
+def pooled(view: PagedView, wide: float = 1.0, notes=None, settings: object = None) -> None:
     """The paged pool stepped through its scheduler iterations, then what it saved (``wide``: the
     share of the main column it is drawn in; ``notes``: where the narration goes when not above the
-    pool, as beside it in presenter mode)."""
+    pool, as beside it in presenter mode; ``settings``: what it was made from, new ones open the pool
+    again at the view's opening iteration)."""
     if view.grant_note:
         st.warning(view.grant_note, icon=":material/hourglass_top:")
     run, names = view.run, list(view.names)
-    if st.session_state.get(SNAPSHOT_COUNT) != len(run.snapshots):
-        st.session_state[SNAPSHOT_COUNT] = len(run.snapshots)
-        st.session_state[SNAPSHOT] = len(run.snapshots) - 1
     snapshot_index = stepper(SNAPSHOT, len(run.snapshots) - 1, words.ITERATION_STEP, first=0,
+                             opening=view.opening, run=settings,
                              format_label=view.labels.__getitem__, help=words.ITERATION_STEP_HELP)
     snapshot = run.snapshots[snapshot_index]
     (notes or st).info(md_escape(view.narrations[snapshot_index]), icon=":material/record_voice_over:")
@@ -161,7 +160,7 @@ def compress() -> None:
         st.markdown(words.COMPRESS_INTRO)
         against_full(view)
     with lesson:
-        inspect_prediction(view, wide, below)
+        inspect_prediction(view, wide, below, settings=(scenario, evict_steps, spec))
     with below:
         if view.lesson is not None:
             why(view.lesson)
@@ -209,12 +208,13 @@ def against_full(view: CompressView) -> None:
     st.markdown(view.outputs)
 
 
-def inspect_prediction(view: CompressView, wide: float, below) -> None:
+def inspect_prediction(view: CompressView, wide: float, below, settings: object = None) -> None:
     """One prediction, stepped to: attention both ways (the lesson figure, ``wide``: its share of the
-    main column); contexts and logits both ways, then every prediction's table, in ``below``."""
+    main column); contexts and logits both ways, then every prediction's table, in ``below``
+    (``settings``: what it was made from, new ones open it again at the view's opening prediction)."""
     comparison = view.comparison
-    st.session_state.setdefault(PREDICTION, 1)  # the first prediction eviction can change
-    chosen = stepper(PREDICTION, len(comparison.steps) - 1, words.PREDICTION_STEP, first=0,
+    chosen = stepper(PREDICTION, len(comparison.steps) - 1, words.PREDICTION_STEP, first=0, opening=view.opening,
+                     run=settings,
                      format_label=view.labels.__getitem__, help=words.PREDICTION_STEP_HELP)
     step = comparison.steps[chosen]
     grid = figures.attention_compare_board(step, comparison.tokens, scenario.head_names)  # fits a phone's width

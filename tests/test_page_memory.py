@@ -40,6 +40,11 @@ def open_compress(at):
     return rerun(at)
 
 
+def to_last_iteration(at):
+    """Step the pool to its last scheduler iteration (it opens at its first), as a visitor drags the slider."""
+    return move_range(at, "memory_snapshot_range", range_data(at, "memory_snapshot_range")["max"])
+
+
 def frame(at, column: str):
     """The first table with this column: a data grid's frame, or a plain table's text as a frame."""
     grid = next((d.value for d in at.main.dataframe if column in d.value.columns), None)
@@ -91,6 +96,7 @@ def test_block_size_and_reserve_change_the_picture(at):
     """Block size 1 leaves no empty slots; a larger reservation wastes more contiguous memory."""
     at.select_slider(key="memory_block_size").set_value(1)
     rerun(at)
+    to_last_iteration(at)
     table = frame(at, "logical 0")
     assert "logical 6" in table.columns  # one block per token: 7 tokens in A
     before = stat_value(at, "Never filled")
@@ -113,11 +119,39 @@ def test_editing_a_variant_prompt_changes_what_is_shared(at):
 
 
 def test_iteration_stepper_walks_the_snapshots(at):
-    """The scheduler iteration control moves from the first prefill to later decode iterations."""
-    assert frame(at, "tokens")["sequence"].tolist() == ["A", "B", "C"]
-    move_range(at, "memory_snapshot_range", 0)
+    """The pool opens at its first scheduler iteration (A's prefill), like Serving and Decode, so the
+    forward button (→ for a presenter) moves to the second (B's prefill) and on to the decode iterations."""
+    assert range_data(at, "memory_snapshot_range")["value"] == 0
     table = frame(at, "tokens")
     assert table["sequence"].tolist() == ["A"] and table["tokens"].tolist() == ["4"]
+    at.button(key="memory_snapshot_forward").click()
+    rerun(at)
+    assert range_data(at, "memory_snapshot_range")["value"] == 1
+    assert frame(at, "tokens")["sequence"].tolist() == ["A", "B"]
+    to_last_iteration(at)
+    assert frame(at, "tokens")["sequence"].tolist() == ["A", "B", "C"]
+    assert at.button(key="memory_snapshot_forward").disabled
+
+
+def test_a_new_run_opens_again_at_its_first_frame(at):
+    """Changed settings make a new run: the pool goes back to its first iteration and the eviction
+    stepper to its first prediction the smaller cache answers (1); a look at the other tab is no new run."""
+    to_last_iteration(at)
+    at.select_slider(key="memory_block_size").set_value(2)
+    rerun(at)
+    assert range_data(at, "memory_snapshot_range")["value"] == 0
+    open_compress(at)
+    assert range_data(at, "memory_prediction_range")["value"] == 1
+    at.button(key="memory_prediction_forward").click()
+    rerun(at)
+    assert range_data(at, "memory_prediction_range")["value"] == 2
+    at.session_state["memory_tab"] = "Paged blocks"
+    rerun(at)
+    open_compress(at)
+    assert range_data(at, "memory_prediction_range")["value"] == 2
+    by_label(at.slider, "Window (recent tokens kept)").set_value(4)
+    rerun(at)
+    assert range_data(at, "memory_prediction_range")["value"] == 1
 
 
 def test_eviction_window_changes_the_comparison(at):

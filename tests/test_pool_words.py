@@ -36,8 +36,8 @@ def test_prefills_say_which_blocks_are_shared_and_which_copied_on_write():
     each gets a copy of the half-filled block 2 (blocks 3 and 4) before writing its own next token."""
     run = soup_run()
     assert [s.label for s in run.snapshots[:3]] == ["prefill A", "prefill B", "prefill C"]
-    assert pool_narration(run, 0) == ("A's prompt (10 tokens) is stored in blocks 0, 1 and 2 of 4 slots; "
-                                      "2 slots of block 2 wait for the next tokens.")
+    assert pool_narration(run, 0) == ("The pool starts empty: A's prompt (10 tokens) is stored in blocks 0, 1 and "
+                                      "2 of 4 slots; 2 slots of block 2 wait for the next tokens.")
     assert pool_narration(run, 1) == (
         "B's prompt begins with A's first 9 tokens, so B shares A's blocks 0 and 1 (ref 2 now) instead of "
         "storing them again; A's partly filled block 2 is copied to block 3 before B writes into it (copy on write).")
@@ -70,7 +70,8 @@ def test_without_sharing_every_prompt_has_blocks_of_its_own():
 def test_long_runs_of_blocks_read_as_ranges_and_a_fork_without_full_blocks_still_says_so():
     """Blocks of 1: A's prompt is blocks 0–9. Blocks of 16: B forks A inside A's only, partly filled
     block, so nothing is shared for long: block 0 is copied to block 1 at once."""
-    assert pool_narration(soup_run(1), 0) == "A's prompt (10 tokens) is stored in blocks 0–9 of 1 slot."
+    assert pool_narration(soup_run(1), 0) == ("The pool starts empty: A's prompt (10 tokens) is stored in blocks "
+                                                "0–9 of 1 slot.")
     assert pool_narration(soup_run(1), 1).startswith("B's prompt begins with A's first 9 tokens, so B shares "
                                                      "A's blocks 0–8 (ref 2 now)")
     assert pool_narration(soup_run(16), 1) == (
@@ -99,14 +100,14 @@ def at(app):
 
 
 def test_the_memory_page_narrates_the_iteration_shown_and_names_the_sequences(at):
-    """The pool's narration follows the stepper (last iteration first, the first prefill at 0); the
-    caption says who A, B and C are, and the legend says they are sequences."""
+    """The pool's narration follows the stepper (the first prefill first, as the pool opens; the last
+    iteration at its end); the caption says who A, B and C are, and the legend says they are sequences."""
     scenario = load_preset("seed").cache_safe()
     run = decode_together(scenario, variants(scenario, 4), 4, max_new_tokens=32)
     infos = [i.value for i in at.info]
-    assert md_escape(pool_narration(run, len(run.snapshots) - 1)) in infos
+    assert md_escape(pool_narration(run, 0)) in infos
     assert md_escape(sequences_key(run)) in [c.value for c in at.caption]
+    move_range(at, "memory_snapshot_range", len(run.snapshots) - 1)
+    assert md_escape(pool_narration(run, len(run.snapshots) - 1)) in [i.value for i in at.info]
     legend = [item["label"] for item in board(at, "Physical blocks")["legend"]]
     assert legend[:3] == ["sequence A", "sequence B", "sequence C"]
-    move_range(at, "memory_snapshot_range", 0)
-    assert md_escape(pool_narration(run, 0)) in [i.value for i in at.info]

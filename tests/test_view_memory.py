@@ -27,8 +27,9 @@ def test_the_paged_view_holds_the_pools_stats_narrations_and_the_sharing_check()
     assert view.names == ("A", "B", "C")
     assert view.labels == ("prefill A", "prefill B", "prefill C", "decode 1", "decode 2", "decode 3")
     assert len(view.narrations) == 6
-    assert view.narrations[0] == ("A's prompt (10 tokens) is stored in blocks 0, 1 and 2 of 4 slots; "
-                                  "2 slots of block 2 wait for the next tokens.")
+    assert view.narrations[0] == ("The pool starts empty: A's prompt (10 tokens) is stored in blocks 0, 1 and "
+                                  "2 of 4 slots; 2 slots of block 2 wait for the next tokens.")
+    assert view.opening == 0  # the pool opens on A's prompt in its blocks, as that iteration says
     assert view.key.startswith("A, B and C are the 3 sequences (requests) decoded together on one pool")
     assert (view.contiguous, view.never_filled, view.paged, view.shared) == ("24.3 KiB", "16.7 KiB", "6.12 KiB",
                                                                              "16 tokens")
@@ -85,6 +86,7 @@ def test_each_prediction_is_narrated_under_the_attention():
     view = compress_view(SOUP, 6, CacheSpec(EvictionPolicy(window=3, sinks=0)), False, format_bytes, md_escape)
     comparison = view.comparison
     assert view.narrations[0] == words.PREDICTION_ZERO and len(view.narrations) == len(comparison.steps) == 6
+    assert view.opening == 1  # the stepper opens on the first prediction eviction acts on
     for k, (step, said) in enumerate(zip(comparison.steps[1:], view.narrations[1:]), start=1):
         first = SOUP.head_names.index("first")
         assert said.startswith(f"Prediction {k}, after '{comparison.tokens[9 + k]}': the smaller cache holds "
@@ -94,5 +96,7 @@ def test_each_prediction_is_narrated_under_the_attention():
         assert said.endswith(f"the smaller one '{step.token_compressed}': the word changed." if changed
                              else f"both caches choose '{step.token_full}'.")
     quantised = compress_view(SOUP, 2, CacheSpec(bits="int8", scales="per-token"), True, format_bytes, md_escape)
+    single = compress_view(SOUP, 1, CacheSpec(bits="int8", scales="per-token"), True, format_bytes, md_escape)
+    assert quantised.opening == 1 and single.opening == 0  # one prediction: the prefill's is all there is
     assert quantised.narrations[0].startswith("Prediction 0, after 'so': the smaller cache holds all 10 keys, "
                                               "in fewer bits; no head's context moves; both caches choose")

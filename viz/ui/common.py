@@ -196,15 +196,20 @@ def narration_beside(share: float = 1.0) -> tuple:
     figure, note = st.columns([FIGURE_SHARE, 1 - FIGURE_SHARE])
     return figure, note, share * FIGURE_SHARE
 
-def stepper(key: str, count: int, label: str, *, first: int = 1,
+def stepper(key: str, count: int, label: str, *, first: int = 1, opening: int | None = None, run: object = None,
             format_label: Callable[[int], str] = str, help: str | None = None) -> int:
     """A slider from ``first`` to ``count`` between ← and → buttons (also the lesson's keys: → PageDown
     Space, ← PageUp, whatever has focus; :func:`viz.ui.board.lesson_keys`); returns the chosen value.
 
     The value lives in the session under ``key``, so it survives while the stepper is not drawn (a
-    tab that is closed, another page). ``label`` and ``format_label`` (each value's name) are plain
-    text, which may quote visitor text: both are escaped here (Streamlit renders them as Markdown)."""
-    current = min(max(int(st.session_state.get(key, first)), first), count)
+    tab that is closed, another page). It opens at ``opening`` (default ``first``), and so does each
+    new run: ``run`` is what the frames were made from (settings, compared with ==; None: the value
+    stays whatever the run). ``label`` and ``format_label`` (each value's name) are plain text, which
+    may quote visitor text: both are escaped here (Streamlit renders them as Markdown)."""
+    opening = first if opening is None else opening
+    if run is not None and st.session_state.get(f"{key}_run") != run:  # a new run opens at its opening
+        st.session_state[f"{key}_run"], st.session_state[key] = run, opening
+    current = min(max(int(st.session_state.get(key, opening)), first), count)
     st.session_state[key] = current
 
     def move(delta: int) -> None:

@@ -43,6 +43,7 @@ class PagedView:
     helps: tuple[str, str, str, str]  # the four stats' help lines, in that order
     lesson: Lesson  # "Why it matters"
     check: str  # the outputs with shared blocks against each sequence alone ("" when not run)
+    opening: int  # the iteration the stepper opens on, and a new run again: the first (A's prompt in its blocks)
 
 
 def paged_view(scenario: Scenario, requests: list[Request], steps: int, block_size: int, reserve: int,
@@ -68,7 +69,7 @@ def paged_view(scenario: Scenario, requests: list[Request], steps: int, block_si
         helps=words.waste_helps(waste.contiguous_slots, reserve, waste.contiguous_waste, waste.paged_slots,
                                 waste.paged_blocks, waste.fragmentation, size(waste.nbytes(waste.shared))),
         lesson=paged_lesson(waste.tokens, waste.contiguous_slots, waste.paged_slots, waste.block_size),
-        check=check)
+        check=check, opening=0)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class CompressView:
     quantise: bool  # the smaller cache quantises (no eviction, no prefill caveat)
     lesson: Lesson | None  # "Why it matters" for eviction (None when quantising)
     note: str  # what quantisation counts and simplifies ("" when evicting)
+    opening: int  # the prediction the stepper opens on, and a new run again (see compress_view)
 
 
 def compress_view(scenario: Scenario, steps: int, spec: CacheSpec, quantise: bool, size: words.Size,
@@ -108,7 +110,10 @@ def compress_view(scenario: Scenario, steps: int, spec: CacheSpec, quantise: boo
         narrations=tuple(_narration(step, tokens, scenario.head_names, quantise) for step in comparison.steps),
         quantise=quantise,
         lesson=None if quantise else eviction_lesson(spec.policy.sinks if spec.policy else 0, comparison.first_change),
-        note=words.QUANTISE_NOTE if quantise else "")
+        note=words.QUANTISE_NOTE if quantise else "",
+        # prediction 1, the first the smaller cache answers: prediction 0 comes from the prefill pass,
+        # which reads the prompt itself, so both sides of its attention are the same
+        opening=min(1, len(comparison.steps) - 1))
 
 
 def _narration(step: compress.StepComparison, tokens: list[str], heads: list[str], quantise: bool) -> str:

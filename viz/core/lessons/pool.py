@@ -92,11 +92,13 @@ def _admitted(run: PagedRun, snap: PoolSnapshot, before: PoolSnapshot | None) ->
 
 def pool_narration(run: PagedRun, index: int) -> str:
     """What scheduler iteration ``index`` of ``run`` did to the pool, in one or two sentences: a
-    prefill's blocks (its own, or shared by a fork and copied on write), or each sequence's new token
-    and where it went."""
+    prefill's blocks (its own, or shared by a fork and copied on write; the first into an empty pool),
+    or each sequence's new token and where it went."""
     snap = run.snapshots[index]
     before = run.snapshots[index - 1] if index else None
-    if before is None or snap.label.startswith("prefill"):  # the first iteration is always a prefill
+    if before is None:  # the first iteration, a prefill: the frame the page opens on says where it starts
+        return "The pool starts empty: " + _admitted(run, snap, before)
+    if snap.label.startswith("prefill"):
         return _admitted(run, snap, before)
     wrote = [i for i in range(len(snap.tables)) if snap.lengths[i] > before.lengths[i]]  # the unfinished
     text = f"{snap.label.capitalize()}: " + "; ".join(_stored(run, snap, before, i) for i in wrote) + "."
