@@ -69,7 +69,12 @@ def test_rounds_are_narrated_with_the_rule_that_decided_them():
         if not rnd.guesses:  # the last word: a plain step
             assert "a plain decode step" in text
             continue
-        assert f"from {rnd.cache_before} to {rnd.cache_verified}" in text and f"back to {rnd.cache_after}" in text
+        assert f"from {rnd.cache_before} to {rnd.cache_verified}" in text
+        if rnd.bonus:  # every guess kept: nothing to cut (it said "cut back to 15" after growing to 15)
+            assert f"Nothing is cut: the cache keeps all {rnd.cache_after} entries" in text and "cut back" not in text
+        else:
+            assert f"cut back to {rnd.cache_after}, dropping " in text
+    assert any(r.bonus for r in greedy.rounds) and any(r.guesses and not r.bonus for r in greedy.rounds)
     scenario = load_preset("cache-safe")
     sampled = replace(scenario, sampling=replace(scenario.sampling, strategy="sample", temperature=2.0, seed=3))
     run = speculate(sampled, 16, 3, DraftSpec("fewer heads", heads=2))

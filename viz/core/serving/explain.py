@@ -172,8 +172,18 @@ def narrate_round(rnd: Round, greedy: bool) -> str:
               else f"the target puts '{rnd.new_word}' in place of the first rejected guess")
     return (f"Round {rnd.index + 1}: the draft guesses {', '.join(repr(g) for g in rnd.guesses)}. One target "
             f"pass over '{rnd.fed}' and the guesses grows the cache from {rnd.cache_before} to "
-            f"{rnd.cache_verified}; " + "; ".join(checks) + f"; {ending}. The cache is cut back to "
-            f"{rnd.cache_after}: {rnd.accepted + 1} new word{'s' if rnd.accepted else ''} for one pass.")
+            f"{rnd.cache_verified}; " + "; ".join(checks) + f"; {ending}. {_cache_kept(rnd)}: "
+            f"{rnd.accepted + 1} new word{'s' if rnd.accepted else ''} for one pass.")
+
+
+def _cache_kept(rnd: Round) -> str:
+    """What the round leaves in the cache: cut back past the rejected guesses, or all of it kept (a
+    round that keeps every guess cuts nothing)."""
+    cut = rnd.cache_verified - rnd.cache_after
+    if not cut:
+        return f"Nothing is cut: the cache keeps all {rnd.cache_after} entries"
+    dropped = "the rejected guess" if cut == 1 else f"the {cut} guesses from the first rejected one on"
+    return f"The cache is cut back to {rnd.cache_after}, dropping {dropped}"
 
 
 def narrate_visit(run: FlashRun, index: int, head: int) -> str:
