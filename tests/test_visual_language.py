@@ -351,3 +351,22 @@ def test_a_rejected_guess_is_crossed_in_its_own_text_and_only_it():
     rejected = [t for z, t in cells if z == 2]
     assert rejected and all(t.startswith("✗ ") and len(t) > 2 for t in rejected)
     assert not any("✗" in t for z, t in cells if z != 2)
+
+
+def test_a_legend_names_why_a_mark_stands_out():
+    """Chunked prefill's token times mark the request with the longest prompt, the one chunking is about,
+    and the legend says so (it said 'selected request', where nobody selects anything)."""
+    from viz import load_preset
+    from viz.core.serving.scheduler import serve
+    from viz.core.serving.view import chunking_view
+    from viz.core.serving.workload import ServingConfig, workload_preset
+    from viz.figures.serving import token_times_figure
+
+    scenario = load_preset("cache-safe")
+    workload = workload_preset(scenario, "one long prompt among short ones")
+    whole = serve(scenario, workload, ServingConfig(num_blocks=32))
+    view = chunking_view(whole, serve(scenario, workload, ServingConfig(num_blocks=32, chunk_size=8)))
+    fig = token_times_figure([("whole prompts", whole)], view.longest)
+    marked = {trace.y[0] for trace in fig.data if trace.y and trace.y[0] and trace.marker.color == ORANGE}
+    assert marked == {workload.requests[view.longest].name}
+    assert [trace.name for trace in fig.data if trace.showlegend is not False and trace.name] == ["the longest prompt"]

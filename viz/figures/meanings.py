@@ -82,7 +82,7 @@ class Meaning:
 MEANINGS: dict[str, Meaning] = {
     "focus": Meaning(ORANGE, "query in focus",
                      also=("newest query", "current tile", "this iteration", "this round", "selected head",
-                           "selected request", "chosen length")),
+                           "the longest prompt", "chosen length")),
     "new": Meaning(GREEN, "new key",
                    also=("new entry", "handed out in this iteration", "bonus word (every guess kept)",
                          "the target's new word")),

@@ -235,7 +235,8 @@ def iteration_table(run: ServingRun, index: int) -> pd.DataFrame:
 
 
 def token_times_figure(runs: Sequence[tuple[str, ServingRun]], highlight: int) -> go.Figure:
-    """When each request's tokens are ready, one panel per run; the highlighted request as the focus."""
+    """When each request's tokens are ready, one panel per run; the request with the longest prompt
+    (``highlight``, the one chunking is about) as the focus, its legend saying so."""
     data, annotations = [], []
     height = 1 / len(runs)
     layout: dict = {}
@@ -255,7 +256,7 @@ def token_times_figure(runs: Sequence[tuple[str, ServingRun]], highlight: int) -
         layout[f"yaxis{suffix}"] = dict(domain=[top - height + 0.08, top - 0.04], type="category")
         annotations.append(dict(text=safe(label), x=0, y=top - 0.02, xref="paper", yref="paper", showarrow=False,
                                 xanchor="left", yanchor="bottom", font=dict(size=13)))
-    data.append(legend_marker("focus", "selected request", filled=True))
+    data.append(legend_marker("focus", "the longest prompt", filled=True))  # nobody selects it
     return figure(data, _plain("Every dot is a token ready; long gaps are<br>requests stalled behind a prefill",
                                140 + 180 * len(runs), annotations=annotations, **layout))
 
