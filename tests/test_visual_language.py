@@ -370,3 +370,35 @@ def test_a_legend_names_why_a_mark_stands_out():
     marked = {trace.y[0] for trace in fig.data if trace.y and trace.y[0] and trace.marker.color == ORANGE}
     assert marked == {workload.requests[view.longest].name}
     assert [trace.name for trace in fig.data if trace.showlegend is not False and trace.name] == ["the longest prompt"]
+
+
+def test_the_pools_legend_lists_only_the_blocks_its_run_draws():
+    """Serving's pool: without prefix caching no block is ever shared or cached, so the legend does not
+    offer those colours (it listed them in every section); with it, both are listed at every step, so
+    the legend does not change as one steps."""
+    from viz import load_preset
+    from viz.core.serving.scheduler import serve
+    from viz.core.serving.workload import ServingConfig, workload_preset
+    from viz.figures.serving import pool_figure
+
+    scenario = load_preset("cache-safe")
+    words = {MEANINGS["shared"].label, "cached, no holder"}
+
+    def legend(run, index):
+        return {trace.name for trace in pool_figure(run, index).data if trace.name}
+
+    plain = serve(scenario, workload_preset(scenario, "a burst"), ServingConfig(num_blocks=32))
+    assert not words & legend(plain, 0) and MEANINGS["free"].label in legend(plain, 0)
+    shared = workload_preset(scenario, "a shared system prompt")
+    cached = serve(scenario, shared, ServingConfig(num_blocks=32, prefix_caching=True))
+    assert all(words <= legend(cached, i) for i in (0, len(cached.iterations) - 1))
+
+
+def test_a_log_axis_says_what_it_counts():
+    """A log axis's ticks (100, 1000) say nothing alone: every log axis has a title (FlashAttention's
+    bytes chart had tokens on an untitled axis)."""
+    untitled = [(name, axis.plotly_name) for name in PLOTLY for axis in
+                [*FIGURES[name][0].select_xaxes(), *FIGURES[name][0].select_yaxes()]
+                if axis.type == "log" and not (axis.title and axis.title.text)]
+    assert not untitled, untitled
+    assert any(axis.type == "log" for axis in FIGURES["traffic"][0].select_xaxes())

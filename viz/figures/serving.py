@@ -137,8 +137,7 @@ def pool_figure(run: ServingRun, index: int) -> go.Figure:
     held = {o for block in it.blocks for o in block.owners}
     data += [go.Scatter(x=[None], y=[None], mode="markers", name=safe(names[i]), hoverinfo="skip",
                         marker=dict(color=owner(i), size=12, symbol="square")) for i in sorted(held)]
-    for label, color in ((MEANINGS["shared"].label, MEANINGS["shared"].color), (CACHED.label, CACHED.color),
-                         (MEANINGS["free"].label, FREE)):
+    for label, color in _pool_meanings(run):
         data.append(go.Scatter(x=[None], y=[None], mode="markers", name=label, hoverinfo="skip",
                                marker=dict(color=color, size=12, symbol="square", line=dict(color=GREY, width=1))))
     if it.allocated:
@@ -150,6 +149,17 @@ def pool_figure(run: ServingRun, index: int) -> go.Figure:
                     shapes=shapes,
                     xaxis=dict(visible=False), yaxis=dict(visible=False, autorange="reversed"))
     return figure(data, layout)
+
+
+def _pool_meanings(run: ServingRun) -> list[tuple[str, str]]:
+    """The legend's block meanings the run draws at some iteration (shared, cached, free): the same at
+    every step, and none the figure never shows (without prefix caching no block is shared or cached)."""
+    blocks = [block for it in run.iterations for block in it.blocks]
+    drawn = {"shared": any(len(b.owners) > 1 for b in blocks), "cached": any(b.cached and not b.owners for b in blocks),
+             "free": any(not b.owners and not b.cached for b in blocks)}
+    looks = {"shared": (MEANINGS["shared"].label, MEANINGS["shared"].color), "cached": (CACHED.label, CACHED.color),
+             "free": (MEANINGS["free"].label, FREE)}
+    return [looks[name] for name, shown in drawn.items() if shown]
 
 
 def reservation_figure(run: ServingRun, index: int) -> go.Figure:
@@ -459,4 +469,5 @@ def traffic_figure(points: Sequence[TrafficPoint], block_q: int, block_k: int,
                                customdata=[format_bytes(p.flash) for p in large],
                                hovertemplate="n = %{x}: %{customdata}<extra></extra>"))
     return figure(data, _plain("Bytes between slow and fast memory per prefill<br>pass, against tokens", 360,
-                               xaxis=dict(type="log"), yaxis=dict(title="bytes", type="log")))
+                               xaxis=dict(type="log", title="tokens in the prompt (n)"),
+                               yaxis=dict(title="bytes", type="log")))
