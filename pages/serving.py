@@ -63,7 +63,7 @@ TILE_Q = "serving_tile_q"
 TILE_K = "serving_tile_k"
 FLASH_HEAD = "serving_flash_head"
 SECTIONS = ("Continuous batching", "Chunked prefill", "Prefix caching", "Speculative decoding", "FlashAttention")
-SUGGESTED = {"Continuous batching": "a burst", "Chunked prefill": "one long prompt among short ones",
+SUGGESTED = {"Continuous batching": "a burst", "Chunked prefill": "one long prompt, four short",
              "Prefix caching": "a shared system prompt"}
 STEPS_SIDE = 0.32  # presenter mode: the share of the controls' column when the step control is in it
 

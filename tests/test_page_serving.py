@@ -115,7 +115,7 @@ def test_a_bad_workload_edit_keeps_the_last_good_workload(at):
 def test_chunked_prefill_section_narrates_the_trade(at):
     """The chunked-prefill line is the engine's comparison for the long request."""
     section(at, "Chunked prefill")
-    workload = workload_preset(SCENARIO, "one long prompt among short ones")
+    workload = workload_preset(SCENARIO, "one long prompt, four short")
     whole = serve(SCENARIO, workload, DEFAULT)
     chunked = serve(SCENARIO, workload, replace(DEFAULT, chunk_size=8))
     assert md_escape(narrate_chunking(whole, chunked, 3)) in narration(at)

@@ -44,7 +44,7 @@ def test_waiting_requests_are_grouped_by_their_reason():
 
 def test_comparisons_quote_the_runs():
     """The policy comparison, the chunking trade and the prefix saving quote the runs' own numbers."""
-    workload = workload_preset(SCENARIO, "one long prompt among short ones")
+    workload = workload_preset(SCENARIO, "one long prompt, four short")
     continuous = serve(SCENARIO, workload, ServingConfig(num_blocks=32))
     static = serve(SCENARIO, workload, ServingConfig(num_blocks=32, policy="static"))
     comparison = compare_policies(continuous, static)
@@ -99,7 +99,7 @@ def test_tiles_are_narrated_with_their_running_max_and_final_context():
 def test_a_chunked_prompts_first_chunk_is_a_chunk_not_a_recompute():
     """The first chunk of a long prompt starts from an empty cache, as a recompute does: it is
     narrated as so many tokens of the prompt now cached, never as computing them all again."""
-    workload = workload_preset(SCENARIO, "one long prompt among short ones")
+    workload = workload_preset(SCENARIO, "one long prompt, four short")
     run = serve(SCENARIO, workload, ServingConfig(num_blocks=32, chunk_size=4))
     long = max(range(len(workload.requests)), key=lambda i: len(workload.requests[i].tokens))
     name, length = workload.requests[long].name, len(workload.requests[long].tokens)

@@ -139,7 +139,7 @@ def test_the_caching_pool_evicts_the_oldest_cached_block_first():
 def test_chunked_prefill_trades_the_long_prompts_first_token_for_the_others_pace():
     """With chunks, no iteration computes more prompt tokens than the chunk; the long request's first token
     comes later, and the short requests' longest gap between tokens shrinks."""
-    workload = workload_preset(SCENARIO, "one long prompt among short ones")
+    workload = workload_preset(SCENARIO, "one long prompt, four short")
     whole = serve(SCENARIO, workload, ServingConfig(num_blocks=60))
     chunked = serve(SCENARIO, workload, ServingConfig(num_blocks=60, chunk_size=8))
     for it in chunked.iterations:

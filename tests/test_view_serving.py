@@ -46,9 +46,9 @@ def test_the_batching_view_holds_the_stats_deltas_helps_and_stepper_labels():
 
 
 def test_the_chunking_view_follows_the_longest_prompt():
-    """'one long prompt among short ones': the fourth request (index 3) has the long prompt."""
+    """'one long prompt, four short': the fourth request (index 3) has the long prompt."""
     scenario = load_preset("cache-safe")
-    workload = workload_preset(scenario, "one long prompt among short ones")
+    workload = workload_preset(scenario, "one long prompt, four short")
     whole = serve(scenario, workload, ServingConfig(num_blocks=32))
     chunked = serve(scenario, workload, ServingConfig(num_blocks=32, chunk_size=8))
     view = chunking_view(whole, chunked)
@@ -110,3 +110,11 @@ def test_the_limits_and_the_identical_check_read_as_before():
 def test_a_refused_edit_says_what_is_shown_instead():
     assert words.refused_edit("R1: *no* prompt", md_escape) == ("R1\\: \\*no\\* prompt — showing the last workload "
                                                                 "that worked.")
+
+
+def test_every_workload_presets_name_is_whole_in_its_picker():
+    """Serving's workload picker stands in the narrow controls' column: each preset's name fits it at
+    1440 × 900 ('one long prompt among short ones' was cut to 'one long prompt among short o')."""
+    from viz.core.serving.workload import PRESET_CHARS, WORKLOADS
+
+    assert WORKLOADS and all(len(name) <= PRESET_CHARS for name in WORKLOADS), WORKLOADS

@@ -363,7 +363,7 @@ def test_a_legend_names_why_a_mark_stands_out():
     from viz.figures.serving import token_times_figure
 
     scenario = load_preset("cache-safe")
-    workload = workload_preset(scenario, "one long prompt among short ones")
+    workload = workload_preset(scenario, "one long prompt, four short")
     whole = serve(scenario, workload, ServingConfig(num_blocks=32))
     view = chunking_view(whole, serve(scenario, workload, ServingConfig(num_blocks=32, chunk_size=8)))
     fig = token_times_figure([("whole prompts", whole)], view.longest)

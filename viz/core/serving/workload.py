@@ -3,8 +3,9 @@ settings and limits, and the typed results a run returns, with the metrics read 
 
 1. **Requests** (:class:`~viz.core.serving.sequence.Request`): a name, an arrival time, a prompt (tokens and values on the
    scenario's heads and vocabulary) and the most new tokens it may produce. A **workload** is a
-   list of them; :data:`WORKLOADS` holds the presets ("a burst", "one long prompt among short
-   ones", "a shared system prompt", "a steady trickle").
+   list of them; :data:`WORKLOADS` holds the presets ("a burst", "one long prompt, four
+   short", "a shared system prompt", "a steady trickle"), each name short enough for the picker in
+   Serving's controls' column (:data:`PRESET_CHARS`).
 2. **Settings** (:class:`ServingConfig`): the block pool (blocks × block size), how many sequences
    may run at once, static or continuous batching (:class:`Policy`), whole or chunked prefill, prefix
    caching, and what to do when the pool runs out (:class:`Preemption`: recompute, as current vLLM
@@ -166,7 +167,7 @@ def workload_preset(scenario: Scenario, name: str) -> Workload:
     prompt = " ".join(scenario.tokens) if len(scenario.tokens) <= 16 else " ".join(scenario.tokens[:16])
     if name == "a burst":
         rows = [(f"R{i + 1}", 0, _QUESTIONS[i] if i else prompt, 6 + 2 * (i % 3)) for i in range(6)]
-    elif name == "one long prompt among short ones":
+    elif name == "one long prompt, four short":
         long = " ".join([prompt] + _QUESTIONS * 2)
         rows = [("R1", 0, _QUESTIONS[0], 12), ("R2", 0, _QUESTIONS[1], 12), ("R3", 4, _QUESTIONS[2], 12),
                 ("long", 20, long, 4), ("R4", 40, _QUESTIONS[3], 10)]
@@ -179,7 +180,8 @@ def workload_preset(scenario: Scenario, name: str) -> Workload:
     return Workload(name, check_workload([make_request(scenario, *row) for row in rows]))
 
 
-WORKLOADS = ("a burst", "one long prompt among short ones", "a shared system prompt", "a steady trickle")
+WORKLOADS = ("a burst", "one long prompt, four short", "a shared system prompt", "a steady trickle")
+PRESET_CHARS = 28  # the most characters Serving's narrow controls' column shows in a picker at 1440 × 900
 
 
 @dataclass(frozen=True)
