@@ -279,13 +279,17 @@ def test_the_class_vote_fits_a_projector_with_its_live_count(new_app, tmp_path):
 @pytest.mark.parametrize("present", [0, 1], ids=["desk", "presenter"])
 def test_a_focused_slider_keeps_its_arrows_at_a_desk_and_steps_on_a_projector(app, present):
     """At a desk a keyboard user sets a focused slider with ← →; in presenter mode the same keys step
-    the lesson (the teacher's clicker never moves a setting). ←: the pool opens at its last iteration.
-    The setting is the block size, which never changes the number of iterations (fewer predictions
-    would end the pool at an earlier one once the run comes back, whatever the key did)."""
+    the lesson (the teacher's clicker never moves a setting). ←: the pool opens at its first iteration,
+    so in presenter mode it is first stepped forward one, for ← to go back to. At a desk the new block
+    size is a new run, which opens at its first iteration too: the iteration shown stays the same."""
     app.page.set_viewport_size({"width": 1440, "height": 900})
     app.open("/memory", **({"present": 1} if present else {}))
     setting = app.main.get_by_role("slider", name="Block size (tokens)")  # 1, 2, 4 (shown first), 8, 16, 32
     iteration = app.main.get_by_role("slider", name="Step · scheduler iteration")
+    if present:
+        with app.rerun():
+            app.main.locator(".st-key-memory_snapshot_forward button").first.click()
+        expect(iteration).to_have_attribute("aria-valuetext", "prefill B")
     before, shown = setting.get_attribute("aria-valuetext"), iteration.get_attribute("aria-valuetext")
     setting.focus()
     if present:

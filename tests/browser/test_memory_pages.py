@@ -35,10 +35,13 @@ def test_at_scale_page_switches_model(app):
 
 
 def test_memory_page_paged_blocks_and_eviction(app):
-    """Memory draws the pool and its waste; quantisation and sinks show their comparison without errors."""
+    """Memory draws the pool (opening at its first iteration, stepped forward to its last) and its waste;
+    quantisation and sinks show their comparison without errors."""
     app.open("/memory")
     app.assert_no_exception()
     expect(app.page.get_by_role("dialog")).to_have_count(0)
+    expect(app.main.get_by_text("Physical blocks after prefill A")).to_be_visible()
+    app.step_to_last("memory_snapshot")
     expect(app.main.get_by_text("Physical blocks after decode 3")).to_be_visible()
     expect(app.main.get_by_text("identical to decoding each sequence alone", exact=False)).to_be_visible()
     app.screenshot("memory-paged")

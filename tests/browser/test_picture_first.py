@@ -157,14 +157,18 @@ def test_a_key_never_changes_a_choice_and_steps_wherever_the_focus_is(app):
 
 
 def test_the_arrow_keys_step_memorys_pool(app):
-    """Memory's pool has the same step control and keys as Decode: ← goes back one iteration."""
+    """Memory's pool has the same step control and keys as Decode: it opens at its first iteration,
+    → goes forward one iteration and ← back one."""
     app.page.set_viewport_size(DESK)
     app.open("/memory")
     slider = app.main.get_by_role("slider", name="Step · scheduler iteration")
-    start = slider.get_attribute("aria-valuetext")
+    expect(slider).to_have_attribute("aria-valuetext", "prefill A")
+    with app.rerun():
+        app.page.keyboard.press("ArrowRight")
+    expect(slider).to_have_attribute("aria-valuetext", "prefill B")
     with app.rerun():
         app.page.keyboard.press("ArrowLeft")
-    expect(slider).not_to_have_attribute("aria-valuetext", start)
+    expect(slider).to_have_attribute("aria-valuetext", "prefill A")
     app.assert_no_exception()
 
 

@@ -53,20 +53,27 @@ def test_servings_narration_sits_above_its_whole_timeline(app, screen):
 @pytest.mark.parametrize("screen", list(SCREENS))
 def test_memory_narrates_its_pool_above_it_or_beside_it(app, screen):
     """Memory narrates the iteration its pool shows: above the pool at a desk, in the controls' column
-    beside it in presenter mode; the narration and the pool are whole in the first screen."""
+    beside it in presenter mode; the narration and the pool are whole in the first screen, at the
+    first iteration (where the pool opens) and at the last (its most blocks)."""
     size, params = SCREENS[screen]
     app.page.set_viewport_size(size)
     app.open("/memory", **params)
-    expect(narration(app)).to_contain_text("Decode")
-    said = narration(app).bounding_box()
-    pool = app.main.locator(".st-key-memory_pool").bounding_box()
-    if params:
-        assert said["x"] + said["width"] <= pool["x"], (said, pool)
-    else:
-        assert said["y"] + said["height"] <= pool["y"], (said, pool)
-    whole_on_screen(app, said, "the narration")
-    whole_on_screen(app, pool, "the pool")
-    expect(app.main.get_by_text("sequence A", exact=True)).to_be_visible()  # the legend says what A is
+
+    def narrated(text: str) -> None:
+        expect(narration(app)).to_contain_text(text)
+        said = narration(app).bounding_box()
+        pool = app.main.locator(".st-key-memory_pool").bounding_box()
+        if params:
+            assert said["x"] + said["width"] <= pool["x"], (said, pool)
+        else:
+            assert said["y"] + said["height"] <= pool["y"], (said, pool)
+        whole_on_screen(app, said, "the narration")
+        whole_on_screen(app, pool, "the pool")
+        expect(app.main.get_by_text("sequence A", exact=True)).to_be_visible()  # the legend says what A is
+
+    narrated("The pool starts empty")
+    app.step_to_last("memory_snapshot")
+    narrated("Decode")
     app.assert_no_exception()
 
 

@@ -157,6 +157,17 @@ class App:
             box.fill(text)
             box.press("Enter")
 
+    def step_to_last(self, key: str, most: int = 50) -> None:
+        """Click the → of the stepper under ``key`` (viz.ui.common.stepper) until it is disabled, one
+        run at a time, as a visitor does: the stepper then shows its last frame."""
+        forward = self.main.locator(f".st-key-{key}_forward button").first
+        for _ in range(most):
+            if not forward.is_enabled():
+                return
+            with self.rerun():
+                forward.click()
+        expect(forward).to_be_disabled()
+
     def click_button(self, name: str, scope: Locator | None = None) -> None:
         """Click the button labelled ``name`` (a keyboard shortcut, if any, adds " Shortcut →" to its
         accessible name; an icon-only button is named by its tooltip)."""
