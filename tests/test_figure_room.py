@@ -144,3 +144,27 @@ def test_a_matrix_keeps_its_top_labels_and_axis_title_under_its_title_and_its_pl
     assert fit(phone, 358).layout.margin.t == phone.layout.margin.t and fit(phone, 358).layout.height == phone.layout.height
     presenter = fit(built("␣expression"), PRESENTER_PX, presenter=True)
     assert presenter.layout.margin.t == fit(built("a"), PRESENTER_PX, presenter=True).layout.margin.t
+
+
+def test_a_matrixs_column_labels_never_run_together_level():
+    """Every matrix in the gallery, fitted for a phone's column, a desk's and the tour's half of a
+    projector: level column labels fit within their columns, or fit turns them (the tour's contexts
+    read '1 · Today2 · weather' on a phone), and fitting again at a wide column brings them back level."""
+    from figure_gallery import gallery
+    from viz.core.lessons.tour import tour_view
+    from viz.figures import toy
+    from viz.figures.room import level_labels_fit
+
+    figures = [fig for _, fig, _ in gallery() if isinstance(fig, go.Figure)]
+    figures.append(toy.contexts_figure(tour_view().prefill))
+    for fig in figures:
+        for width, presenter in ((358, False), (DESKTOP_PX, False), (PRESENTER_PX // 2, True)):
+            fit(fig, width, presenter)
+            for trace in fig.data:
+                axis = fig.layout[f"xaxis{(trace.xaxis or 'x')[1:]}"]
+                if trace.type == "heatmap" and axis.tickangle == 0:
+                    assert level_labels_fit(fig, trace, min(width, 358) if not presenter else width,
+                                            font_sizes(presenter).text), (fig.layout.title.text, width)
+    contexts = fit(toy.contexts_figure(tour_view().prefill), 358)
+    assert contexts.layout.xaxis.tickangle == -45
+    assert fit(contexts, PRESENTER_PX, presenter=True).layout.xaxis.tickangle == 0

@@ -134,7 +134,8 @@ def test_a_revealed_question_shows_its_options_as_readable_text(app):
 # Every Plotly figure in the main area, measured as drawn: [figure's key, faults, smallest text px].
 # Faults: a legend or colour bar over a plot area, a tick label or an axis title; a legend too tall for
 # its room (Plotly then scrolls it: the tour's pool on a phone hid half its entries); an axis title over a
-# plot area; the figure's title over a tick label or an axis title (a matrix's keys on top); two cell numbers of a heatmap over each other (their boxes overlap across and their
+# plot area; the figure's title over a tick label or an axis title (a matrix's keys on top); two x tick labels
+# over each other (the tour's contexts read '1 · Today2 · weather' on a phone); two cell numbers of a heatmap over each other (their boxes overlap across and their
 # centres are less than a line apart: the line boxes of neighbouring rows may touch, the glyphs do not).
 FIGURE_FAULTS_JS = """() => {
   const box = e => { const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; };
@@ -162,6 +163,10 @@ FIGURE_FAULTS_JS = """() => {
         && faults.push(`axis title '${t.textContent}' over plot ${i}`)));
       drawn(fig, '.gtitle').forEach(t => labels.forEach(([text, l]) => over(box(t), l)
         && faults.push(`figure title over '${text}'`)));
+      const ticks = drawn(fig, '.xtick text')  // level labels (a turned one's box is taller than a line)
+        .filter(t => box(t)[3] < 2 * parseFloat(getComputedStyle(t).fontSize)).map(t => [t.textContent, box(t)]);
+      ticks.forEach(([a, ab], i) => ticks.slice(i + 1).forEach(([b, bb]) => over(ab, bb)
+        && faults.push(`tick labels '${a}' and '${b}' run together`)));
       const cells = drawn(fig, '.heatmap-label text').map(box);
       cells.forEach((a, i) => cells.slice(i + 1).forEach(b => {
         if (over(a, b) && Math.abs(a[1] + a[3] / 2 - b[1] - b[3] / 2) < Math.min(a[3], b[3]) * 0.75)

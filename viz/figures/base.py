@@ -23,7 +23,7 @@ from ..core.lessons.glossary import Term, terms_in
 from .meanings import (BLACK, BLUE, FREE, GREEN, INK, LEFT_OUT, MASKED, MEANINGS, ORANGE, PURPLE, RESERVED,
                        SERIES, SKY, VERMILLION, YELLOW, Meaning, hatch, legend_item, legend_marker, meaning, outline,
                        series, stripes)
-from .room import at_least, cell_text, cells_hold_text, legend_below, room_above
+from .room import at_least, cell_text, cells_hold_text, legend_below, room_above, turn_crowded_labels
 
 # The colours and what each means live in one table (viz.figures.meanings), imported from here by
 # every figure module; GOLD and RED are the older names of two of them.
@@ -165,6 +165,8 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
             **(layout.meta if isinstance(layout.meta, dict) else {})}
     layout.meta, layout.height, layout.margin.t = meta, meta["height"], meta["margin_top"]
     legend.y, legend.yref, legend.yanchor = meta["legend_at"]
+    for axis in meta.get("turned", []):  # as built: level
+        layout[axis].tickangle = 0
     if "title" in meta:
         text, room = meta["title"], title_room(meta["title"], width, presenter)
         room += PRESENTER_EXTRA_PX if presenter else 0
@@ -172,8 +174,10 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
         layout.height, layout.margin.t = meta["height"] + room, meta["top"] + room
         if meta.get("pad"):
             layout.title.pad.t = 8 + room // 2
+    # column labels that would run together level (a phone's column, the tour's half of a projector) turn
+    turned = turn_crowded_labels(fig, width if presenter else min(width, PHONE_PX), sizes.text)
     above = 0
-    if not presenter:  # presenter mode's wide column keeps a title to its line, above its builder's top margin
+    if not presenter or turned:  # presenter mode's wide column keeps a title to its line, above its builder's top margin
         lines = len(layout.title.text.split("<br>")) if layout.title.text else 0
         above = room_above(fig, sizes.text, (layout.title.pad.t or 0) + lines * sizes.line if lines else 0)
     at_least(layout.font, sizes.base)
@@ -194,7 +198,7 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
         if "colorbar" in trace:
             trace.colorbar.update(big)
     layout.meta = {**meta, "legend": legend_below(fig, width if presenter else min(width, PHONE_PX), sizes.text,
-                                                 meta["bottom"]), "above": above, CROWDED_ON_A_PHONE: crowded}
+                                                 meta["bottom"]), "above": above, "turned": turned, CROWDED_ON_A_PHONE: crowded}
     return fig
 
 

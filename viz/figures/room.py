@@ -66,6 +66,33 @@ def cell_text(fig: go.Figure, trace: go.Heatmap, width: int, text_px: int, shrin
         trace.textfont.size = None  # Plotly's: as large as fits, at most the layout's base size
 
 
+TURNED_DEG = -45  # a matrix's column labels, turned where level ones would run together
+
+
+def level_labels_fit(fig: go.Figure, trace: go.Heatmap, width: int, text_px: int) -> bool:
+    """Whether the column labels of heatmap ``trace`` fit level, each within its column, when the figure
+    is ``width`` px wide with ``text_px`` labels (level labels wider than their columns run together:
+    '1 · Today2 · weather' on a phone)."""
+    axis = fig.layout[f"xaxis{(trace.xaxis or 'x')[1:]}"]
+    labels = axis.ticktext if axis.ticktext is not None else trace.x
+    column = cell_px(fig, trace, width, text_px)[0] + (trace.xgap or 0)
+    return _longest(labels) * text_px * LABEL_CHAR_EM + 4 <= column
+
+
+def turn_crowded_labels(fig: go.Figure, width: int, text_px: int) -> list[str]:
+    """Turn the level column labels of every heatmap whose labels would run together at ``width`` px
+    (:func:`level_labels_fit`) to :data:`TURNED_DEG`, as a matrix with many columns has them; returns the
+    axes turned (fit keeps them, so fitting again at another width starts from level labels)."""
+    turned = []
+    for trace in fig.data:
+        name = f"xaxis{(trace.xaxis or 'x')[1:]}"
+        if (trace.type == "heatmap" and fig.layout[name].tickangle == 0
+                and not level_labels_fit(fig, trace, width, text_px)):
+            fig.layout[name].tickangle = TURNED_DEG
+            turned.append(name)
+    return turned
+
+
 # A legend's entry (Plotly's horizontal legend): the symbol's 40 px, then the name; a row is about
 # 1.5 em of its type and the box has 10 px of padding. A tick label's line is about 1.4 em.
 ENTRY_PX, LEGEND_PAD_PX, ROW_EM, TICK_EM = 40, 10, 1.5, 1.4
