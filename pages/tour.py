@@ -13,6 +13,7 @@ from viz.ui.widgets import table
 
 state.require_frame()
 PENDING = "tour_pending"  # {question index: the option picked, not revealed yet}: kept while the tour steps
+BATCHING_COLUMNS, BATCHING_SHARE = (3, 2), 0.6  # the last step: the timelines' column, three fifths of the main one
 
 view = tour_view()  # every run and question of the tour, worked out before a step is drawn
 seed, prefill = view.scenario, view.prefill
@@ -165,20 +166,22 @@ def step_pool() -> None:
 
 
 def step_batching() -> None:
-    def intro() -> None:  # the picture first: on a projector the timeline lies whole beside the question
-        plot(serving.timeline_figure(view.static, title=words.STATIC_TITLE, large_type=state.presenter()),
-             key="tour_static",
-             share=material_share())
+    """The last question beside static batching's timeline (the timeline wider than in :func:`step`: its
+    legend stands beside it on a projector; a phone stacks them). Once revealed, continuous
+    batching's timeline joins it under the same time axis, so the answer is read off beside the marked
+    option, below the timeline the question is about, and neither moves."""
+    runs = [(words.STATIC_TITLE, view.static)]
+    if 7 in state.tour_choices():  # revealed
+        runs.append((words.CONTINUOUS_TITLE, view.continuous))
+    material, asked = st.columns(BATCHING_COLUMNS, gap="medium")
+    with asked:
+        if ask(7, view.questions[7]):  # under the answer (on a phone too, where the columns stack)
+            st.markdown(words.SERVERS_NOTE)
+            st.page_link("pages/serving.py", label="Open the Serving page", icon=":material/dns:")
+    with material:
+        plot(serving.timelines_figure(runs, words.BATCHING_TITLE, legend_beside=state.presenter(),
+                                      large_type=state.presenter()), key="tour_batching", share=BATCHING_SHARE)
         st.markdown(words.BATCHING_INTRO)
-
-    def answer(share: float) -> None:
-        plot(serving.timeline_figure(view.continuous, title=words.CONTINUOUS_TITLE, large_type=state.presenter()),
-             key="tour_continuous",
-             share=share)
-        st.markdown(words.SERVERS_NOTE)
-        st.page_link("pages/serving.py", label="Open the Serving page", icon=":material/dns:")
-
-    step(intro, 7, view.questions[7], answer)
 
 
 def score() -> None:

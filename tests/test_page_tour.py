@@ -250,3 +250,30 @@ def test_presenter_mode_puts_the_question_beside_the_material_and_the_answer_on_
     next(b for b in tour.button if b.key == "tour_reveal_button_1").click().run()
     material = [kinds(c) for c in tour.main.columns if "table" in kinds(c)]
     assert len(material) == 1 and material[0][0] == "plotly_chart" and material[0][-2:] == ["markdown", "table"], material
+
+
+@pytest.mark.parametrize("presenter", [False, True], ids=["student", "presenter"])
+def test_the_last_step_adds_the_answers_timeline_under_the_one_asked_about(tour, presenter):
+    """The last step draws static batching's timeline beside its question; once revealed, continuous
+    batching's joins it in the same figure, under it, on the same time axis: the timeline the question
+    is about stays first and in place (presenter mode put the answer's timeline first and pushed the
+    static one to y = 960), and the question stays beside it."""
+    from apptest_helpers import figure
+    from viz.core.lessons.tour import BATCHING_TITLE, CONTINUOUS_TITLE, STATIC_TITLE
+
+    def labels(spec: dict) -> list[str]:
+        return [note["text"] for note in spec["layout"]["annotations"]]
+
+    if presenter:
+        flip(tour, state.PRESENTER_TOGGLE, True)
+    _go_to(tour, 10)
+    assert labels(figure(tour, BATCHING_TITLE)) == [STATIC_TITLE] and len(tour.get("plotly_chart")) == 1
+    next(b for b in tour.button if b.key == "tour_reveal_button_7").click().run()
+    assert not tour.exception and len(tour.get("plotly_chart")) == 1
+    spec = figure(tour, BATCHING_TITLE)
+    assert labels(spec) == [STATIC_TITLE, CONTINUOUS_TITLE]
+    assert spec["layout"]["xaxis2"]["matches"] == "x"  # one time axis
+    names = [trace["name"] for trace in spec["data"] if trace.get("showlegend", True)]
+    assert len(names) == len(set(names))  # one legend entry per meaning
+    columns = [c for c in tour.main.columns if c.children]
+    assert len(columns) == 2  # the figure's column, the question's beside it

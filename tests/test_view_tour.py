@@ -62,3 +62,21 @@ def test_the_epilogues_timeline_titles_fit_a_phone():
 
     for title in (tour.STATIC_TITLE, tour.CONTINUOUS_TITLE):
         assert len(title) <= title_chars(PHONE_PX)[1], title
+
+
+def test_the_batching_figure_stacks_the_two_timelines_on_one_time_axis():
+    """The epilogue's figure draws static batching's timeline over continuous batching's, each as its own
+    timeline draws it, on one time axis (numbered at the foot), with one legend entry per meaning."""
+    from viz.figures.serving import timeline_figure, timelines_figure
+
+    view = tour.tour_view()
+    fig = timelines_figure([(tour.STATIC_TITLE, view.static), (tour.CONTINUOUS_TITLE, view.continuous)],
+                           tour.BATCHING_TITLE)
+    assert [note.text for note in fig.layout.annotations] == [tour.STATIC_TITLE, tour.CONTINUOUS_TITLE]
+    assert fig.layout.yaxis.domain[0] > fig.layout.yaxis2.domain[1]  # static above
+    for run, axis in ((view.static, "x"), (view.continuous, "x2")):
+        alone = [(t.name, t.x, t.y) for t in timeline_figure(run).data]
+        assert [(t.name, t.x, t.y) for t in fig.data if t.xaxis == axis] == alone
+    assert fig.layout.xaxis2.matches == "x" and fig.layout.xaxis.showticklabels is False
+    listed = [t.name for t in fig.data if t.showlegend]
+    assert sorted(listed) == sorted({t.name for t in fig.data})

@@ -124,7 +124,7 @@ def test_the_keys_step_the_tour_and_never_change_the_answer(app):
 # The tour's question steps: (step, question index, the element the revealed answer is drawn in)
 QUESTION_STEPS = [(2, 0, ".st-key-tour_mask"), (3, 1, ".st-key-tour_multiples"), (4, 2, ".st-key-tour_nothing"),
                   (5, 3, ".st-key-tour_prediction"), (6, 4, "[data-testid=stAlertContentInfo]"),
-                  (8, 5, ".st-key-tour_compare"), (9, 6, ".st-key-tour_pool"), (10, 7, ".st-key-tour_continuous")]
+                  (8, 5, ".st-key-tour_compare"), (9, 6, ".st-key-tour_pool"), (10, 7, ".st-key-tour_batching")]
 
 
 @pytest.mark.parametrize(("step", "index", "answer"), QUESTION_STEPS, ids=[f"step{s[0]}" for s in QUESTION_STEPS])

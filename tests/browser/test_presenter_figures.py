@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 from viz import load_preset
 from viz.core.engine.share import View, encode_view
 from viz.core.lessons.leads import DEVELOPERS
+from viz.core.lessons.tour import RIGHT_MARK
 from viz.ui.common import PRESENTER_TEXT_PX
 
 from .test_lesson_screen import assert_inside
@@ -145,16 +146,29 @@ def test_a_revealed_long_question_and_its_answer_fit_the_projector(app, tour, qu
     app.assert_no_exception()
 
 
-def test_the_static_batching_timeline_is_whole_beside_its_question(app):
-    """At 1280 × 720 the tour's last step opens with static batching's timeline whole beside its
-    question (under its three lines of text it ended at 790 px); the text follows it."""
-    app.page.set_viewport_size(PROJECTOR)
-    app.open("/tour", present=1, tour=10)
-    timeline = app.main.locator(".st-key-tour_static")
+@pytest.mark.parametrize("size, present", [(PROJECTOR, True), (PROJECTOR_HD, True), (DESK, False)])
+def test_the_static_batching_timeline_is_whole_beside_its_question(app, size, present):
+    """The tour's last step opens with static batching's timeline whole beside its question (under its
+    three lines of text it ended at 790 px); after Reveal continuous batching's timeline is drawn under
+    it in the same figure, whole in the first screen beside the option marked right (presenter mode
+    drew it first and pushed the static one to y = 960; at 1440 × 900 it started at 990)."""
+    app.page.set_viewport_size(size)
+    app.open("/tour", tour=10, **({"present": 1} if present else {}))
+    timeline = app.main.locator(".st-key-tour_batching")
     expect(timeline.locator(".js-plotly-plot .main-svg").first).to_be_visible()
     assert_inside(app, "static batching's timeline", timeline)
-    assert_inside(app, "the question", app.main.locator(".st-key-tour_question_7"))
+    box = app.main.locator(".st-key-tour_question_7")
+    assert_inside(app, "the question", box)
+    app.click_button("Reveal", box)
+    labels = timeline.locator(".annotation-text")
+    expect(labels).to_have_count(2)
+    static, continuous = (labels.nth(i).bounding_box() for i in range(2))
+    assert static["y"] < continuous["y"], (static, continuous)
+    assert "Static" in labels.nth(0).text_content() and "Continuous" in labels.nth(1).text_content()
+    assert_inside(app, "both timelines", timeline)
+    assert_inside(app, "the option marked right", box.locator("strong", has_text=RIGHT_MARK))
     app.assert_no_exception()
+    app.screenshot(f"tour-batching-revealed-{size['width']}x{size['height']}")
 
 
 @pytest.mark.parametrize("size", [PROJECTOR, PROJECTOR_HD])

@@ -18,7 +18,7 @@ from ..core.serving.flash import FlashRun, TrafficPoint
 from ..core.scale.memory import format_bytes
 from ..core.serving.speculative import SpecRun
 from ..core.serving.workload import ServingRun
-from .base import (BLUE, FREE, INK, MASKED, MEANINGS, figure, frame, legend_marker,
+from .base import (BLUE, FREE, INK, MASKED, MEANINGS, figure, frame, grid, legend_marker,
                    outline, rect, safe, series)
 from .meanings import owner
 from .memory import GREY
@@ -43,14 +43,12 @@ def _plain(title: str, height: int, top: int = 50, **extra) -> dict:
 
 
 # -- continuous batching ------------------------------------------------------------------------
-def timeline_figure(run: ServingRun, current: int | None = None, title: str | None = None, *,
-                    legend_beside: bool = False, large_type: bool = False) -> go.Figure:
-    """One row per request, one bar per iteration coloured by what it did, a dot per token produced.
-    ``legend_beside`` (presenter mode): the legend in a column right of the plot instead of rows under
-    it, so a projector's first screen holds the narration above the whole figure. ``large_type``
-    (presenter mode, legend under the plot): rows and legend lines measured at presenter type, so a
-    legend that wraps in a narrow column cannot squeeze the rows together."""
-    names = [safe(r.name) for r in run.workload.requests]
+def _timeline_traces(run: ServingRun, names: list[str], axes: tuple[str, str] = ("x", "y"),
+                     listed: set[str] | None = None) -> list:
+    """A run's timeline drawn on ``axes``: a bar per request and iteration coloured by what it did, a mark
+    per token produced, a triangle per arrival. Each meaning is listed in the legend once: ``listed``
+    holds the names already there (a figure of several timelines shares one legend)."""
+    listed = set() if listed is None else listed
     data = []
     for phase, look in PHASES.items():
         xs, ys, bases, hover = [], [], [], []
@@ -77,6 +75,26 @@ def timeline_figure(run: ServingRun, current: int | None = None, title: str | No
     ax = [r.arrival for r in run.workload.requests]
     data.append(go.Scatter(x=ax, y=names, mode="markers", name="arrives", hovertemplate="arrives at %{x}<extra></extra>",
                            marker=dict(symbol="triangle-right", size=11, color=INK)))
+    for trace in data:
+        trace.update(xaxis=axes[0], yaxis=axes[1], legendgroup=trace.name, showlegend=trace.name not in listed)
+        listed.add(trace.name)
+    return data
+
+
+def _requests_axis(names: list[str], **extra) -> dict:
+    """A timeline's y axis: one row per request, the first at the top."""
+    return dict(type="category", categoryorder="array", categoryarray=names[::-1], title=dict(text="request"), **extra)
+
+
+def timeline_figure(run: ServingRun, current: int | None = None, title: str | None = None, *,
+                    legend_beside: bool = False, large_type: bool = False) -> go.Figure:
+    """One row per request, one bar per iteration coloured by what it did, a dot per token produced.
+    ``legend_beside`` (presenter mode): the legend in a column right of the plot instead of rows under
+    it, so a projector's first screen holds the narration above the whole figure. ``large_type``
+    (presenter mode, legend under the plot): rows and legend lines measured at presenter type, so a
+    legend that wraps in a narrow column cannot squeeze the rows together."""
+    names = [safe(r.name) for r in run.workload.requests]
+    data = _timeline_traces(run, names)
     shapes = []
     if current is not None:
         it = run.iterations[current]
@@ -91,14 +109,44 @@ def timeline_figure(run: ServingRun, current: int | None = None, title: str | No
     # short enough for a phone's width on one line (Plotly titles do not wrap)
     layout = _plain(title or f"{run.config.policy.capitalize()} batching by iteration (time in ticks)",
                     72 + plot_px, top=42, barmode="overlay", shapes=shapes,
-                    xaxis=dict(rangemode="tozero"),
-                    yaxis=dict(type="category", categoryorder="array", categoryarray=names[::-1],
-                               title=dict(text="request")))
-    if legend_beside:
-        layout["legend"] = dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top",
-                                maxheight=PRESENTER_LEGEND_LINE_PX * (len(data) + 1))  # px: never a scroll bar
-    else:  # at the figure's foot, under the axis's numbers however short the plot is
-        layout["legend"] = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left")
+                    xaxis=dict(rangemode="tozero"), yaxis=_requests_axis(names))
+    layout["legend"] = _legend(legend_beside, len(data))
+    return figure(data, layout)
+
+
+TIMELINES_GAP_PX = 36  # between two timelines of one figure: the lower one's label (one time axis, ticked at the foot)
+
+
+def _legend(beside: bool, entries: int) -> dict:
+    """A timeline's legend: in a column right of the plot (presenter mode), else in rows at the figure's
+    foot, under the axis's numbers however short the plot is."""
+    if beside:  # each meaning is a legend group of its own: no gap between groups
+        return dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top", tracegroupgap=0,
+                    maxheight=PRESENTER_LEGEND_LINE_PX * (entries + 1))  # px: never a scroll bar
+    return dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left", tracegroupgap=0)
+
+
+def timelines_figure(runs: Sequence[tuple[str, ServingRun]], title: str, *, legend_beside: bool = False,
+                     large_type: bool = False) -> go.Figure:
+    """The same requests served several ways, one timeline above the other on one time axis (ticks, at the
+    foot), each under its label, one legend for every meaning: a comparison read down the page (the tour's
+    static and continuous batching, the request in question at the same height in both).
+    ``legend_beside`` and ``large_type`` as for :func:`timeline_figure`."""
+    names = [safe(r.name) for r in runs[0][1].workload.requests]
+    row_px, line_px = (PRESENTER_ROW_PX, PRESENTER_LEGEND_LINE_PX) if large_type else (TIMELINE_ROW_PX, LEGEND_LINE_PX)
+    rows_px = row_px * len(names) * len(runs) + TIMELINES_GAP_PX * (len(runs) - 1)
+    axes, refs = grid(len(runs), 1, [safe(label) for label, _ in runs], vspace=TIMELINES_GAP_PX / rows_px)
+    listed: set[str] = set()
+    data = [trace for (_, run), ref in zip(runs, refs) for trace in _timeline_traces(run, names, ref, listed)]
+    for i, (x, _) in enumerate(refs):  # one time axis: every timeline spans the longest one's ticks
+        axes[f"xaxis{x[1:]}"].update(rangemode="tozero", matches="x" if i else None,
+                                     showticklabels=i == len(refs) - 1)
+        axes[f"yaxis{x[1:]}"].update(_requests_axis(names))
+    legend_px = 0 if legend_beside else line_px * len(listed)  # a phone's column: an entry a line
+    # the title and the first timeline's label above, the time axis's numbers and the legend below
+    layout = _plain(title, 96 + max(rows_px, line_px * (len(listed) + 1) if legend_beside else 0) + legend_px,
+                    top=66, barmode="overlay", **axes)
+    layout["legend"] = _legend(legend_beside, len(listed))
     return figure(data, layout)
 
 

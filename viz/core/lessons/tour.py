@@ -229,7 +229,10 @@ POOL_INTRO = ("One sequence keeps one growing cache. A server keeps **many** at 
 BATCHING_INTRO = ("At every **iteration** the server decides who computes: new prompts (prefill), one more "
                   "token for each running request (decode), or nobody while memory is short. Time is counted in "
                   "**ticks**: one per token computed, plus a fixed cost per iteration. Two requests fit at once.")
-# the two timelines' titles: one line a phone's figure holds (Plotly titles do not wrap; the static one ran past it)
+# the batching figure's title and its two timelines' labels (static batching's alone until Reveal, then
+# continuous batching's under it on the same time axis): one line a phone's figure holds (Plotly titles do
+# not wrap; the static one ran past it)
+BATCHING_TITLE = "Three requests, two slots (time in ticks)"
 STATIC_TITLE = "Static batching: C waits for the whole batch"
 CONTINUOUS_TITLE = "Continuous batching: C takes B's freed slot"
 SERVERS_NOTE = ("The same ideas run real servers (vLLM, TGI, TensorRT-LLM): paged blocks, continuous "
