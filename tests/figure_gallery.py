@@ -26,13 +26,14 @@ from viz.core.real.rules_match import match_heads
 from viz.core.scale.gpus import DEFAULT_GPU, GPU_BY_NAME
 from viz.core.scale.memory import cache_memory, gpu_fit, memory_curve
 from viz.core.scale.model_config import DEFAULT_MODEL, preset, preset_names
+from viz.core.scale.roofline import batch_sweep, decode_step, prefill_step
 from viz.core.serving.compress import CacheSpec, EvictionPolicy, compare_with_full
 from viz.core.serving.flash import flash_attention, traffic_sweep
 from viz.core.serving.paged import decode_together, variants
 from viz.core.serving.scheduler import serve
 from viz.core.serving.speculative import speculate
 from viz.core.timing import Timing
-from viz.figures import board, cost, lesson, memory, real, serving, stale, toy
+from viz.figures import board, cost, lesson, memory, real, roofline, serving, stale, toy
 
 QK, MATRIX = "query-key", "matrix"
 
@@ -133,12 +134,19 @@ def _real() -> list[tuple[str, object, str | None]]:
 
 
 def _scale() -> list[tuple[str, object, str | None]]:
-    """At scale's memory figures (its roofline is drawn elsewhere): two models' curves, one GPU's split."""
+    """At scale's figures: two models' curves, one GPU's split, and what limits a decode step (the
+    roofline with decode and prefill on it, the bytes and the throughput of a batch sweep)."""
     configs = [preset(DEFAULT_MODEL), preset(next(n for n in preset_names() if n != DEFAULT_MODEL))]
-    fit = gpu_fit(cache_memory(configs[0], 4096), GPU_BY_NAME[DEFAULT_GPU])
+    gpu = GPU_BY_NAME[DEFAULT_GPU]
+    fit = gpu_fit(cache_memory(configs[0], 4096), gpu)
+    sweep = list(batch_sweep(configs[0], gpu, 4096, limit=1024))
+    steps = [("decode, batch 1", decode_step(configs[0], gpu, 1, 4096)), ("prefill", prefill_step(configs[0], gpu, 4096))]
     return [("memory curve", memory.memory_curve_figure([(c.name, memory_curve(c, 8192)) for c in configs], 4096,
                                                         fit.capacity_bytes, configs[0].max_context), None),
-            ("GPU split", memory.gpu_split_figure(fit, 10_000), None)]
+            ("GPU split", memory.gpu_split_figure(fit, 10_000), None),
+            ("roofline", roofline.roofline_figure(steps), None),
+            ("decode bytes", roofline.bytes_figure(sweep, 7), None),
+            ("throughput", roofline.throughput_figure(sweep, 29), None)]
 
 
 def _cost() -> list[tuple[str, object, str | None]]:

@@ -64,7 +64,8 @@ def test_no_two_meanings_share_a_colour_and_each_pair_stays_apart_for_colour_bli
 # baseline), told apart by each chart's own legend; every other figure speaks only in meanings and owners
 SERIES_CHARTS = {"work", "waste board", "contexts compared", "logits compared", "bytes", "reservation", "metrics",
                  "utilisation", "prefix", "cache length", "traffic", "cache growth", "speed", "memory curve",
-                 "GPU split", "cost decode", "cost prefill", "logit difference", "token times"}
+                 "GPU split", "cost decode", "cost prefill", "logit difference", "token times", "roofline",
+                 "decode bytes", "throughput"}
 
 
 def _entries(fig) -> list[tuple[str, str]]:

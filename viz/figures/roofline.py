@@ -3,7 +3,10 @@
 Pure functions from :class:`viz.core.scale.roofline.StepCost` results to plotly figures and pandas tables
 (the roofline's reading in words is the page's, :func:`viz.core.scale.words.roof_reading`); no arithmetic
 beyond unit conversion. Model names come from a visitor's config.json, so
-every label goes through :func:`~viz.figures.toy.safe`.
+every label goes through :func:`~viz.figures.toy.safe`. Colours follow one visual language
+(:mod:`viz.figures.meanings`): steps and bounds are series, in the series colours and dashes; a marker
+line labelled where it stands (the ridge point, what fits in memory) is neutral ink, dotted, as the
+cache curve's chosen length is; no colour of its own, never the focus orange beside vermillion.
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ import plotly.graph_objects as go
 
 from ..core.scale.memory import GIB, format_bytes
 from ..core.scale.roofline import StepCost, format_flops, format_seconds
-from .memory import GREEN, GREY, _layout
-from .toy import BLUE, GOLD, RED, safe
+from .meanings import INK, series
+from .memory import GREY, _layout
+from .toy import safe
 
 TFLOP = 1e12
-ORANGE = "#e67e22"
 
 
 def roofline_figure(points: Sequence[tuple[str, StepCost]]) -> go.Figure:
@@ -31,13 +34,12 @@ def roofline_figure(points: Sequence[tuple[str, StepCost]]) -> go.Figure:
     high = max([ridge * 30] + [s.intensity * 3 for _, s in points])
     xs = [low, ridge, high]
     roof = go.Scatter(x=xs, y=[min(peak, bandwidth * x) / TFLOP for x in xs], mode="lines", name="the roof",
-                      line=dict(color="#444", width=3),
+                      line=dict(color=INK, width=3),
                       hovertemplate="intensity %{x:.3g} FLOP/byte<br>at most %{y:.4g} TFLOP/s<extra></extra>")
-    colors = [BLUE, ORANGE, GREEN, "#8e44ad", RED]
     marks = [go.Scatter(x=[s.intensity], y=[s.attainable_flops / TFLOP], mode="markers+text", name=safe(label),
                         text=[safe(label)], cliponaxis=False,  # under the roof's line, towards the plot's middle
                         textposition="bottom right" if s.intensity < ridge else "bottom left",
-                        marker=dict(size=14, color=colors[i % len(colors)], line=dict(color="white", width=1)),
+                        marker=dict(size=14, color=series(i)[0], line=dict(color="white", width=1)),
                         hovertemplate=(f"{safe(label)}<br>%{{x:.3g}} FLOP/byte<br>%{{y:.4g}} TFLOP/s "
                                        f"attainable<br>{s.bound}-bound<extra></extra>"))
              for i, (label, s) in enumerate(points)]
@@ -52,9 +54,10 @@ def roofline_figure(points: Sequence[tuple[str, StepCost]]) -> go.Figure:
 
 
 def _vertical(x: float, y0: float, y1: float, label: str) -> go.Scatter:
-    """A dashed vertical marker as a trace (shapes on a log axis would need log coordinates)."""
+    """A dotted vertical marker in ink, labelled at its top, as a trace (shapes on a log axis would need
+    log coordinates)."""
     return go.Scatter(x=[x, x], y=[y0, y1], mode="lines+text", name=label, text=["", label],
-                      textposition="top center", line=dict(color=GOLD, dash="dash", width=2),
+                      textposition="top center", line=dict(color=INK, dash="dot", width=2),
                       hovertemplate=f"{label}<extra></extra>", showlegend=False, cliponaxis=False)
 
 
@@ -64,7 +67,7 @@ def bytes_figure(sweep: Sequence[StepCost], overtakes: int | None) -> go.Figure:
     bars = [go.Bar(x=batches, y=[getattr(s, field) / GIB for s in sweep], name=name, marker_color=color,
                    customdata=[format_bytes(getattr(s, field)) for s in sweep],
                    hovertemplate="batch %{x}: %{customdata}<extra>" + name + "</extra>")
-            for field, name, color in (("weight_bytes", "weights", GREY), ("cache_bytes", "KV cache", BLUE))]
+            for field, name, color in (("weight_bytes", "weights", GREY), ("cache_bytes", "KV cache", series(0)[0]))]
     fig = go.Figure(bars)
     fig.update_layout(barmode="stack")
     fig.update_xaxes(title="batch (sequences decoded together)", type="category")
@@ -72,25 +75,26 @@ def bytes_figure(sweep: Sequence[StepCost], overtakes: int | None) -> go.Figure:
     fig = _layout(fig, "Bytes per decode step", 360)
     if overtakes:
         fig.update_layout(annotations=[dict(text=f"cache > weights from a batch of {overtakes:,}", xref="paper",
-                                            yref="paper", x=0.01, y=0.98, showarrow=False, font_color=BLUE)])
+                                            yref="paper", x=0.01, y=0.98, showarrow=False, font_color=series(0)[0])])
     return fig
 
 
 def throughput_figure(sweep: Sequence[StepCost], fit_limit: int | None = None) -> go.Figure:
     """Tokens per second against batch: what memory bandwidth allows, what compute allows, and the
-    smaller of the two (the step's bound)."""
+    smaller of the two (the step's bound), drawn first so the dashed bounds show on top of it where
+    one of them is the step (memory's, at small batches)."""
     batches = [s.batch for s in sweep]
     lines = [
-        go.Scatter(x=batches, y=[s.memory_tokens_per_second for s in sweep], name="memory allows",
-                   mode="lines", line=dict(color=BLUE, dash="dash"),
-                   hovertemplate="batch %{x}: %{y:,.0f} tokens/s if only bytes counted<extra></extra>"),
-        go.Scatter(x=batches, y=[s.compute_tokens_per_second for s in sweep], name="compute allows",
-                   mode="lines", line=dict(color=RED, dash="dash"),
-                   hovertemplate="batch %{x}: %{y:,.0f} tokens/s if only FLOPs counted<extra></extra>"),
         go.Scatter(x=batches, y=[s.tokens_per_second for s in sweep], name="the step (the smaller)",
-                   mode="lines+markers", line=dict(color="#222", width=3),
+                   mode="lines+markers", line=dict(color=INK, width=4),
                    customdata=[s.bound for s in sweep],
                    hovertemplate="batch %{x}: %{y:,.0f} tokens/s, %{customdata}-bound<extra></extra>"),
+        go.Scatter(x=batches, y=[s.memory_tokens_per_second for s in sweep], name="memory allows",
+                   mode="lines", line=dict(color=series(0)[0], dash="dash", width=2),
+                   hovertemplate="batch %{x}: %{y:,.0f} tokens/s if only bytes counted<extra></extra>"),
+        go.Scatter(x=batches, y=[s.compute_tokens_per_second for s in sweep], name="compute allows",
+                   mode="lines", line=dict(color=series(1)[0], dash="dashdot", width=2),
+                   hovertemplate="batch %{x}: %{y:,.0f} tokens/s if only FLOPs counted<extra></extra>"),
     ]
     if fit_limit and fit_limit <= batches[-1]:
         rates = [s.tokens_per_second for s in sweep]

@@ -193,6 +193,8 @@ GLOSSARY: tuple[Term, ...] = (
          "A multiply-add is 2 FLOPs.", ("multiply-adds",)),
     Term("FLOPs", "Floating-point operations: additions and multiplications of numbers.",
          "A GPU's speed is quoted in FLOPs per second.", ("FLOP",)),
+    Term("TFLOP/s", "A trillion (10¹²) FLOPs per second: how a GPU's arithmetic speed is quoted.",
+         "An H100 does about 989 TFLOP/s of dense fp16/bf16 at its peak; the roofline's height.", ("TFLOP", "TFLOPs")),
     Term("FLOPs per byte", "Work done per byte read from memory (arithmetic intensity).",
          "Low FLOPs per byte means waiting for memory; high means waiting for arithmetic.",
          ("arithmetic intensity",)),
