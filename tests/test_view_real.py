@@ -8,6 +8,7 @@ import pytest
 from viz.core.real import words
 from viz.core.real.model import LLAMA_DIR, DecodeSession, encode, load_model
 from viz.core.real.view import real_view
+from viz.core.text import PICKER_CHARS
 
 PROMPT = "The cat sat on the mat"  # 9 tokens for the shipped tokenizer
 
@@ -49,7 +50,9 @@ def test_the_view_scores_heads_and_says_why_a_rule_is_refused(gpt2):
     line = view.chance_line
     assert line == (words.above_chance(view.beats_chance, 16) if view.beats_chance else words.none_above(16))
     match, rule = view.head_match("L0H0")
-    assert view.head_options()["L0H0"] == f"L0H0 · looks like '{rule.name}' ({match.score:.2f})"
+    assert view.head_options()["L0H0"] == f"L0H0 ≈ {rule.name} ({match.score:.2f})"
+    # whole in the picker's narrow column ('L0H1 · looks like 'everything' (0.' was cut), the visitor's rule too
+    assert all(len(option) <= PICKER_CHARS for option in view.head_options().values()), view.head_options()
     short = real_view(DecodeSession(gpt2, encode(gpt2, "The"), 0), "q.pos < 3")
     assert short.matches is None and short.head_options() == {} and short.rule_error == ""
 

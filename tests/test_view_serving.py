@@ -115,6 +115,7 @@ def test_a_refused_edit_says_what_is_shown_instead():
 def test_every_workload_presets_name_is_whole_in_its_picker():
     """Serving's workload picker stands in the narrow controls' column: each preset's name fits it at
     1440 × 900 ('one long prompt among short ones' was cut to 'one long prompt among short o')."""
-    from viz.core.serving.workload import PRESET_CHARS, WORKLOADS
+    from viz.core.serving.workload import WORKLOADS
+    from viz.core.text import PICKER_CHARS
 
-    assert WORKLOADS and all(len(name) <= PRESET_CHARS for name in WORKLOADS), WORKLOADS
+    assert WORKLOADS and all(len(name) <= PICKER_CHARS for name in WORKLOADS), WORKLOADS

@@ -18,6 +18,11 @@ from __future__ import annotations
 
 import re
 
+# the most characters a picker (a selectbox) shows whole in a page's narrow controls' column
+# (viz.ui.common.SIDE_SHARE of the main column: about 200 px of 16 px type at 1440 × 900): its options'
+# names stay within it (Serving's workload presets, Real model's heads)
+PICKER_CHARS = 28
+
 _NONCHARACTERS = "\ufdd0-\ufdef" + "".join(
     chr(plane << 16 | 0xFFFE) + chr(plane << 16 | 0xFFFF) for plane in range(17))
 _CONTROLS = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"

@@ -183,8 +183,10 @@ def none_above(heads: int) -> str:
 
 
 def head_option(match: HeadMatch, rule: str) -> str:
-    """A real head in the picker: its label, the rule it looks most like and its score."""
-    return f"{match.label} · looks like '{rule}' ({match.score:.2f})"
+    """A real head in the picker: its label, the rule it looks most like and its score, short enough to
+    show whole in the narrow column beside the figure (:data:`viz.core.text.PICKER_CHARS`; 'L0H1 · looks
+    like 'everything' (0.' was cut)."""
+    return f"{match.label} ≈ {rule} ({match.score:.2f})"
 
 
 def add_label(name: str, rule: str) -> str:

@@ -5,7 +5,7 @@ settings and limits, and the typed results a run returns, with the metrics read 
    scenario's heads and vocabulary) and the most new tokens it may produce. A **workload** is a
    list of them; :data:`WORKLOADS` holds the presets ("a burst", "one long prompt, four
    short", "a shared system prompt", "a steady trickle"), each name short enough for the picker in
-   Serving's controls' column (:data:`PRESET_CHARS`).
+   Serving's controls' column (:data:`viz.core.text.PICKER_CHARS`).
 2. **Settings** (:class:`ServingConfig`): the block pool (blocks × block size), how many sequences
    may run at once, static or continuous batching (:class:`Policy`), whole or chunked prefill, prefix
    caching, and what to do when the pool runs out (:class:`Preemption`: recompute, as current vLLM
@@ -181,7 +181,6 @@ def workload_preset(scenario: Scenario, name: str) -> Workload:
 
 
 WORKLOADS = ("a burst", "one long prompt, four short", "a shared system prompt", "a steady trickle")
-PRESET_CHARS = 28  # the most characters Serving's narrow controls' column shows in a picker at 1440 × 900
 
 
 @dataclass(frozen=True)
