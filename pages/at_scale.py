@@ -190,11 +190,12 @@ with library_tab:
             st.caption(words.LIBRARY_BLOCKS)
 
 with roof_tab:
-    st.markdown(view.roof_intro(md_escape))
+    st.markdown(words.ROOF_INTRO)
     prefill_tokens = int(st.number_input("Prompt length for prefill (tokens)", 1, MAX_TOKENS,
                                          value=min(tokens, config.max_context), key=PREFILL))
     sweep, overtakes, points = view.sweep, view.cache_overtakes, view.points(prefill_tokens)
     plot(roof.roofline_figure(points), key="scale_roofline", share=wide)  # the picture first, then its reading
+    st.caption(view.roof_sources(md_escape))
     stats(as_stats(view.roof_stats), words.ROOF_STATS, key="scale_roof_stats")
     for line in view.roof_reading(prefill_tokens):
         st.markdown(line)

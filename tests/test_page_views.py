@@ -3,6 +3,8 @@ view (their prose from one words module per lesson), checked here against values
 
 from __future__ import annotations
 
+import re
+
 from viz import generate, load_preset
 
 
@@ -31,6 +33,7 @@ def test_the_at_scale_view_holds_its_sentences_and_stats():
     from viz.core.scale.gpus import GPU_BY_NAME
     from viz.core.scale.model_config import preset
     from viz.core.scale.view import ScaleInputs, scale_view
+    from viz.core.scale import words
 
     llama, h100 = preset("Llama-2-7B"), GPU_BY_NAME["H100 SXM"]
     toy = generate(load_preset("seed"), 1, "kv").cache
@@ -50,7 +53,8 @@ def test_the_at_scale_view_holds_its_sentences_and_stats():
     assert roof["FLOPs per step"].value == "1.54 TFLOP" and roof["Time per token"].value == "68 ms"
     assert roof["Time per token"].delta == f"{view.decode.bound}-bound" and roof["Time per token"].good is None
     assert view.beyond_context_text(marked).startswith("4,096 tokens is longer than the 4,096 tokens ‹Llama-2-7B›")
-    assert "Sources: ‹" in view.gpu_caption(marked) and "per GPU: ‹" in view.roof_intro(marked)
+    assert "Sources: ‹" in view.gpu_caption(marked) and "Sources: ‹" in view.roof_sources(marked)
+    assert not re.search(r"#\d|docs/|Sources", words.ROOF_INTRO)  # the lesson's sentence cites nothing (a caption does)
     assert view.model_summary == "MHA · 32 layers · 32 query heads · 32 K/V heads × 128 dims · 6.74 B parameters"
     assert "Source: ‹" in view.source_caption(marked) and view.model_line(marked) == f"**‹Llama-2-7B›** · {view.model_summary}"
     assert view.formula == "bytes = 2 · 32 layers · 32 K/V heads · 128 dims · 4,096 tokens · 100 sequences · 2 bytes"

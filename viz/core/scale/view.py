@@ -110,8 +110,8 @@ class ScaleView:
     def gpu_caption(self, esc: Callable[[str], str]) -> str:
         return words.gpu_caption(self.inputs.gpu, esc)
 
-    def roof_intro(self, esc: Callable[[str], str]) -> str:
-        return words.roof_intro(self.inputs.gpu, esc)
+    def roof_sources(self, esc: Callable[[str], str]) -> str:
+        return words.roof_sources(self.inputs.gpu, esc)
 
     @property
     def sequences(self) -> int | None:

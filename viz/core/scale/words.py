@@ -290,11 +290,16 @@ ROOF_CAVEATS = ("Lower bounds at peak bandwidth and FLOP/s: real kernels reach a
                 "read only the experts their tokens are routed to (uniform routing assumed).")
 
 
-def roof_intro(gpu: Gpu, esc: Callable[[str], str]) -> str:
-    return ("Each decode step reads **all the weights** once and **every sequence's KV cache** once, and "
-            "does about two FLOPs per weight per sequence. Whether the bytes or the arithmetic take longer "
-            f"decides what limits it (vendor peak figures, dense, per GPU: {esc(gpu.source)}; "
-            "docs/scale.md lists them all).")
+ROOF_INTRO = ("Each decode step reads **all the weights** once and **every sequence's KV cache** once, and "
+              "does about two FLOPs per weight per sequence. Whether the bytes or the arithmetic take longer, "
+              "at the GPU's peak, decides what limits it.")
+
+
+def roof_sources(gpu: Gpu, esc: Callable[[str], str]) -> str:
+    """Where the roofline's peak figures come from: a caption under it, not the lesson's sentence (it
+    quoted issue numbers and docs/ in the tab's first paragraph, on a projector too)."""
+    return (f"{gpu.name}'s peak figures are the vendor's, dense, per GPU. Sources: {esc(gpu.source)}; "
+            "docs/scale.md lists them all.")
 
 
 def roof_stats(step: StepCost) -> tuple[StatText, ...]:
