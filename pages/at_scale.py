@@ -118,7 +118,14 @@ if view.gpus_refused:
 cache_tab, library_tab, gpu_tab, roof_tab = body.tabs(
     ["Cache memory", "transformers' own count", "On GPUs", "What limits a decode step"], key=TAB, on_change="rerun")
 
-with gpu_tab:
+with gpu_tab:  # the split first (and whether the batch fits); the share it is drawn from, its inputs below
+    if view.fit_alert is not None:
+        kind, text = view.fit_alert
+        if kind == "error":
+            st.error(text, icon=":material/memory:")
+        else:
+            st.warning(text, icon=":material/warning:")
+    plot(figures.gpu_split_figure(fit, batch), key="scale_split", share=wide)
     st.markdown(words.GPU_SHARE)
     cols = st.columns(2)
     cols[0].slider("gpu_memory_utilization", 0.5, 1.0, DEFAULT_UTILIZATION, 0.01, key=USABLE,
@@ -126,15 +133,8 @@ with gpu_tab:
     cols[1].number_input(words.RESERVE_LABEL, 0.0, 1024.0, DEFAULT_RESERVE_GIB,
                          0.25, key=RESERVE, help=defined(words.RESERVE_LABEL, words.RESERVE_HELP))
     stats(as_stats(view.fit_stats), words.FIT_STATS, key="scale_fit_stats")
-    if view.fit_alert is not None:
-        kind, text = view.fit_alert
-        if kind == "error":
-            st.error(text, icon=":material/memory:")
-        else:
-            st.warning(text, icon=":material/warning:")
     if view.parallel_text:
         st.info(view.parallel_text, icon=":material/info:")
-    plot(figures.gpu_split_figure(fit, batch), key="scale_split", share=wide)
     st.markdown(view.every_gpu)
     gpu_table = figures.gpu_table(list(view.fits))
     st.dataframe(gpu_table, hide_index=True, width="stretch",  # every header in full

@@ -317,3 +317,17 @@ def test_the_first_tab_uses_an_input_a_later_tab_holds(at):
     fit = gpu_fit(cache_memory(preset("Llama-2-7B"), 4096), GPU_BY_NAME["H100 SXM"], 1, "fp16/bf16", 0.5)
     assert f"hold, {format_bytes(fit.capacity_bytes)}," in held(at) and held(at) != before
     assert [t.label for t in at.tabs][:3] == ["Cache memory", "transformers' own count", "On GPUs"]
+
+
+def test_the_gpu_tab_opens_with_its_split(at):
+    """'On GPUs' opens with where the GPU's memory goes (the picture first, issue 32), then the engine's share
+    it is drawn from, its two inputs and the numbers: a projector showed a paragraph, two inputs and four
+    numbers before the figure, which started at 612 px of 720."""
+    from test_page_serving import in_page_order
+
+    tab = next(t for t in at.tabs if t.label == "On GPUs")
+    kinds = [(type(e).__name__, getattr(e, "label", None), type(getattr(e, "proto", None)).__name__)
+             for e in in_page_order(tab)]
+    chart = next(i for i, k in enumerate(kinds) if k[2] == "PlotlyChart")
+    later = [i for i, k in enumerate(kinds) if k[0] in ("Slider", "NumberInput", "Markdown", "Metric")]
+    assert later and chart < min(later), kinds
