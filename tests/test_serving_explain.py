@@ -82,6 +82,8 @@ def test_rounds_are_narrated_with_the_rule_that_decided_them():
     assert rejected
     text = narrate_round(rejected[0], False)
     assert "rejected (p = " in text and "min(1, p/q)" in text
+    # p and q are said before they are used (a first-year student meets them here first)
+    assert text.index("p is the target's probability of a guess, q the draft's") < text.index("(p = ")
 
 
 def test_tiles_are_narrated_with_their_running_max_and_final_context():

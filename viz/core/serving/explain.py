@@ -158,7 +158,7 @@ def narrate_round(rnd: Round, greedy: bool) -> str:
     if not rnd.guesses:
         return (f"Round {rnd.index + 1}: no guess (nothing to look up, or the last word to make); the target "
                 f"feeds '{rnd.fed}' alone and picks '{rnd.new_word}', a plain decode step.")
-    checks = []
+    checks = [] if greedy else ["p is the target's probability of a guess, q the draft's"]  # p, q said once
     for i, (guess, p, q) in enumerate(zip(rnd.guesses, rnd.p_guess, rnd.q_guess)):
         kept = i < rnd.accepted
         if greedy:

@@ -52,7 +52,8 @@ PREFIX = ("Automatic prefix caching (vLLM) names every **full** block by its tok
           "always computed, because its query gives the first prediction.")
 SPECULATION = ("A cheap **draft** guesses the next k words; the target checks all of them in **one** pass "
                "over the last word and the guesses. Greedy keeps a guess while it is the target's own choice; "
-               "sampling keeps it with probability min(1, p/q) and draws a replacement from max(0, p − q), "
+               "sampling keeps it with probability min(1, p/q), where p is the target's probability of the guess and "
+               "q the draft's, and draws a replacement from max(0, p − q), "
                "which leaves the target's distribution exactly as it was. Rejected guesses are cut from the cache.")
 FLASH = ("The naive pass writes the whole n × n score matrix to slow memory and reads it back, twice. "
          "**FlashAttention** computes the same attention tile by tile in fast memory: a running maximum "
