@@ -403,3 +403,19 @@ def test_a_log_axis_says_what_it_counts():
                 if axis.type == "log" and not (axis.title and axis.title.text)]
     assert not untitled, untitled
     assert any(axis.type == "log" for axis in FIGURES["traffic"][0].select_xaxes())
+
+
+def test_the_flash_grid_names_the_tiles_still_to_come():
+    """FlashAttention's grid draws the tiles still to come white, edged in ink: its legend names them while
+    any remain (it named the current tile and the masked ones only), and not after the last tile."""
+    from viz import load_preset
+    from viz.core.serving.flash import flash_attention
+    from viz.figures.serving import flash_tiles_figure
+
+    run = flash_attention(load_preset("cache-safe"), 2, 2)
+
+    def legend(index):
+        return [trace.name for trace in flash_tiles_figure(run, index, 0, "first").data if trace.type == "scatter"]
+
+    assert legend(0) == ["current tile", "above the diagonal: never loaded", "tile still to come"]
+    assert "tile still to come" not in legend(len(run.visits) - 1)

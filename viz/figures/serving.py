@@ -457,6 +457,9 @@ def flash_tiles_figure(run: FlashRun, index: int, head: int, head_name: str, *, 
                        hovertemplate="query %{y}<br>key %{x}<br>score %{z}<extra></extra>"),
             legend_marker("focus", "current tile"),
             legend_marker("masked", "above the diagonal: never loaded", filled=True)]
+    if index < len(run.visits) - 1:  # the white tiles, edged in ink: no meaning's colour, named all the same
+        data.append(go.Scatter(x=[None], y=[None], mode="markers", name="tile still to come", hoverinfo="skip",
+                               marker=dict(symbol="square", size=14, color="white", line=dict(color=INK, width=1))))
     cell = min(30, plot_px // n)  # ticks stay 12 px: thinner rows label every k-th token
     layout = frame(f"Head '{safe(head_name)}': tile {index + 1} of {len(run.visits)}, scores Q·Kᵀ/√d_k",
                    170 + cell * n, top=110, background="white", shapes=shapes, showlegend=True,
