@@ -69,7 +69,7 @@ guard.begin()
 presenter_style(state.presenter())
 editors = page.url_path in EDITOR_PAGES
 with guard.frame("the sidebar", st.sidebar):
-    sidebar.render(editors, page.url_path)
+    sidebar.render(editors, page.url_path, following=classroom.following())
     classroom.panel()
 top = st.container()  # the guard's message goes above whatever the page drew before it failed
 refused = state.refused_edits() if editors else []

@@ -20,7 +20,7 @@ from viz.figures.stale import stale_figure
 from viz.figures import toy
 from viz.figures.base import Stat
 from viz.figures.board import stale_board
-from viz.ui import guard, state
+from viz.ui import classroom, guard, state
 from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys
 from viz.ui.common import (defined_caption, division_notices, folded, head_picker, lazy_tabs, lesson_header,
                            lesson_screen, lesson_tables, md_escape, plot, whole_switch)
@@ -95,9 +95,12 @@ def decode_lesson() -> None:
                      lambda traces, grants, following: decode_view(traces, grants, following, step, mode, head, whole))
 
     # the controls, the narration and the choices close together, so the lesson screen below fits
-    # 1280 × 720 in presenter mode
+    # 1280 × 720 in presenter mode. A student's screen that follows the teacher's shows the lesson as
+    # the projector does: no controls, choices or tabs of its own ("Explore on my own" brings them)
+    own = not classroom.following()
     with st.container(gap="xsmall"):
-        controls(step)
+        if own:
+            controls(step)
         for note in view.budget_notes:
             st.warning(note, icon=":material/hourglass_top:")
         narration = md_escape(view.narration)
@@ -108,13 +111,15 @@ def decode_lesson() -> None:
         else:
             st.info(narration, icon=":material/record_voice_over:")
         division_notices(list(view.divisions))
-        choices(scenario, view)
+        if own:
+            choices(scenario, view)
     lesson_screen(view.frame, list(view.heads), head, newest_key=view.newest_key,
-                  turns=((view.after, STEP), (view.before, BACK)),
+                  turns=((view.after, STEP), (view.before, BACK)) if own else (),
                   beside={step: stale_board(lesson) for step, lesson in view.beside.items()})
     if view.repeat:  # a side note, under the lesson: never pushing it down
         st.caption(md_escape(view.repeat))
-
+    if not own:
+        return
     lazy_tabs(TABS, TAB, (lambda: compare(view), lambda: work(view),
                           lambda: text_and_table(view), lambda: replay(view, scenario, head),
                           lambda: lesson_tables(view.frame, list(view.heads))))

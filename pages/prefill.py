@@ -13,9 +13,10 @@ from viz.core.lessons.prefill import PrefillView, prefill_view
 from viz.figures import toy
 from viz.figures.base import figure_table
 from viz.figures.board import attention_board, contexts_board, fits
-from viz.ui import guard, state
+from viz.ui import classroom, guard, state
 from viz.ui.common import (defined_caption, division_notices, folded, head_picker, lazy_tabs, lesson_header,
-                           lesson_screen, lesson_tables, md_escape, plot, stepper, whole_switch)
+                           held_step, lesson_screen, lesson_tables, md_escape, plot, stepper,
+                           whole_switch)
 from viz.ui.board import board
 from viz.ui.widgets import grid, table
 from viz.ui.runs import decode_traces
@@ -38,19 +39,25 @@ def prefill_lesson() -> None:
     tokens = trace.prefill.tokens
     heads = scenario.head_names
     st.session_state.setdefault(POSITION, state.position())  # a share link's position, on the first run
+    # a student's screen that follows the teacher's shows the lesson as the projector does: no stepper,
+    # choices or tabs of its own ("Explore on my own" brings them)
+    own = not classroom.following()
     position = stepper(POSITION, len(tokens), words.STEP_LABEL, format_label=words.position_labels(tokens).__getitem__,
-                       help=words.STEP_HELP)
+                       help=words.STEP_HELP) if own else held_step(POSITION, len(tokens))
     state.set_position(position)
     # the head and Whole as their controls below hold them (a control's value is in the session before it is drawn)
     view = prefill_view(trace, position, state.head(), st.session_state.get(WHOLE, False), md_escape)
     st.info(view.narration, icon=":material/record_voice_over:")
     division_notices(list(view.divisions))
-    with st.container(horizontal=True, vertical_alignment="center"):
-        head_picker(HEAD)
-        whole_switch(WHOLE, words.WHOLE_HELP)
+    if own:
+        with st.container(horizontal=True, vertical_alignment="center"):
+            head_picker(HEAD)
+            whole_switch(WHOLE, words.WHOLE_HELP)
     # the positions either side: the board draws them at the click
-    turns = ((view.ahead, f"{POSITION}_forward"), (view.behind, f"{POSITION}_back"))
+    turns = ((view.ahead, f"{POSITION}_forward"), (view.behind, f"{POSITION}_back")) if own else ()
     lesson_screen(view.frame, heads, view.head, turns=turns)
+    if not own:
+        return
 
     lazy_tabs(TABS, TAB, (lambda: every_head(view), lambda: stages(view), lambda: tokens_and_mask(trace),
                           lambda: to_word(view), lambda: lesson_tables(view.frame, heads)))

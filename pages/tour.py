@@ -7,7 +7,7 @@ import streamlit as st
 from viz.figures import serving, toy
 from viz.core.lessons import tour as words
 from viz.core.lessons.tour import Question, option_label, revealed_options, tour_footer, tour_score, tour_view
-from viz.ui import article, classroom, state
+from viz.ui import article, class_votes, classroom, state
 from viz.ui.common import lesson_header, md_escape, plot, stepper
 from viz.ui.widgets import table
 
@@ -48,13 +48,13 @@ def ask(index: int, question: Question) -> bool:
                     format_func=label, label_visibility="visible" if presenter else "collapsed",
                     **state.bound(f"tour_answer_{index}", pending.get(index),
                                   lambda picked: pending.__setitem__(index, picked)))
-                if classroom.may_reveal() and st.button(
+                if class_votes.may_reveal() and st.button(
                         "Reveal", key=f"tour_reveal_button_{index}", icon=":material/visibility:",
                         type="primary" if presenter else "secondary"):
                     state.reveal(index, choice)
-                    classroom.revealed(index)  # in a class: on every student's screen
+                    class_votes.revealed(index)  # in a class: on every student's screen
                     st.rerun()
-            classroom.vote(index, question.prompt, question.options, choice)  # in a class: votes and counts
+            class_votes.vote(index, question.prompt, question.options, choice)  # in a class: votes and counts
             return False
         # options are engine numbers and the seed's words
         st.markdown(" · ".join(f"**{md_escape(text)}**" if right else md_escape(text) for text, right in
@@ -63,7 +63,7 @@ def ask(index: int, question: Question) -> bool:
         kind, text = words.verdict(md_escape(right), None if picked is None else md_escape(picked),
                                    md_escape(question.explanation))
         {"info": st.info, "success": st.success, "error": st.error}[kind](text)
-        classroom.counted(index, question.options)  # in a class, the teacher's screen: the final count
+        class_votes.counted(index, question.options)  # in a class, the teacher's screen: the final count
     return True
 
 

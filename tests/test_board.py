@@ -87,3 +87,14 @@ def test_a_lesson_page_draws_its_boards_each_with_a_new_draw_number(app):
     again = boards(decode)
     assert min(b["draw"] for b in again) > max(b["draw"] for b in first)
     assert len({b["draw"] for b in first + again}) == 6
+    assert all(b["turns"] for b in first + again)
+
+
+def test_a_board_without_turns_keeps_its_draw_number_so_unchanged_data_is_not_redrawn(app):
+    """Prefill's "Every head" boards have no turns (no click draws them): each render sends 0, so the
+    data of an unchanged board is the same and the script keeps what is on screen."""
+    prefill = on_page(app, "pages/prefill.py")
+    first = [b for b in boards(prefill) if not b["turns"]]
+    prefill.run()
+    again = [b for b in boards(prefill) if not b["turns"]]
+    assert first and {b["draw"] for b in first + again} == {0} and again == first

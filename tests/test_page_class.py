@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_helpers import stat_value, widget
+from apptest_helpers import board, boards, cells, stat_value, widget
 from viz.core.classroom import RecentReads, recent as recent_module
 from viz.ui import classroom, runs, state
 from viz.tools.server import free_port
@@ -199,9 +199,69 @@ def test_students_follow_the_teachers_decode_steps_on_the_runs_the_teacher_compu
         press(at, "decode_step")
     pupil.run()
     assert pupil.session_state[classroom.PAGE] == "decode" and pupil.session_state[state.STEP] == 2
-    assert stat_value(pupil, "Entries") == stat_value(at, "Entries") == "6"
+    assert stat_value(at, "Entries") == "6"
+    # the student's lesson screen is the teacher's: the same boards, the cache's six entries
+    assert [b["title"] for b in boards(pupil)] == [b["title"] for b in boards(at)]
+    assert cells(board(pupil, "KV cache"), 0) == cells(board(at, "KV cache"), 0)
+    assert len(cells(board(pupil, "KV cache"), 0)[0]) == 6  # a row per head, a column per entry
     assert pupil.session_state[runs.RUNS] is at.session_state[runs.RUNS]
     assert any("Following the teacher" in t for t in texts(pupil))
+
+
+def test_a_following_screen_shows_the_lesson_without_its_own_controls_until_the_student_explores():
+    """Following, a student's Decode shows the teacher's lesson (narration and boards) without Step,
+    choices, tabs or the sidebar's editors; "Explore on my own" brings them all, from the teacher's
+    view, and "Back to the teacher's view" leaves them again."""
+    at, seat = teacher()
+    pupil = student(seat.code)
+    at.switch_page("pages/decode.py").run()
+    press(at, "decode_step")
+    pupil.run()
+    keys = {b.key for b in pupil.button}
+    assert "decode_step" not in keys and "kv_class_explore" in keys and not pupil.tabs
+    assert not pupil.text_input and boards(pupil) and pupil.info
+    assert any("Explore on my own" in t and "editors" in t for t in texts(pupil))  # the sidebar says where they are
+    press(pupil, "kv_class_explore")
+    assert not pupil.session_state[classroom.SEAT].following and pupil.session_state[state.STEP] == 1
+    assert "decode_step" in {b.key for b in pupil.button} and pupil.tabs and pupil.text_input
+    assert any("Exploring on your own" in t for t in texts(pupil))
+    press(pupil, "decode_step")  # their own step: the teacher's screen stays where it was
+    assert pupil.session_state[state.STEP] == 2 and at.run().session_state[state.STEP] == 1
+    press(pupil, "kv_class_return").run()
+    assert pupil.session_state[classroom.SEAT].following and pupil.session_state[state.STEP] == 1
+    assert "decode_step" not in {b.key for b in pupil.button}
+
+
+def test_a_following_lesson_takes_a_step_itself_and_reruns_the_app_for_another_page_or_scenario():
+    """On Decode a following student's lesson polls the class itself (the bar draws its line once): the
+    teacher's Step is drawn by the lesson's own run; another page or another scenario reruns the whole
+    app there."""
+    at, seat = teacher()
+    pupil = student(seat.code)
+    at.switch_page("pages/decode.py").run()
+    pupil.run()
+    assert pupil.session_state[classroom.PAGE] in classroom.LESSON_POLLS
+    press(at, "decode_step")
+    pupil.run()
+    assert pupil.session_state[state.STEP] == 1 and pupil.session_state[classroom.SEAT].following
+    at.switch_page("pages/prefill.py").run()
+    pupil.run()
+    assert pupil.session_state[classroom.PAGE] == "prefill" and pupil.session_state[classroom.SEAT].following
+    assert any("Following the teacher" in t for t in texts(pupil))
+
+
+def test_a_following_prefill_screen_shows_the_teachers_position_without_its_stepper():
+    """Following on Prefill, the student's lesson is at the teacher's position, with no stepper of its own."""
+    at, seat = teacher()
+    pupil = student(seat.code)
+    at.switch_page("pages/prefill.py").run()
+    press(at, f"{state.PREFILL_POSITION}_forward")
+    pupil.run()
+    assert pupil.session_state[classroom.PAGE] == "prefill"
+    assert pupil.session_state[state.PREFILL_POSITION] == at.session_state[state.PREFILL_POSITION] == 2
+    assert f"{state.PREFILL_POSITION}_forward" not in {b.key for b in pupil.button} and not pupil.tabs
+    shown = [b["title"] for b in boards(pupil)]  # the lesson screen's boards (the teacher's tabs draw more below)
+    assert len(shown) == 3 and shown == [b["title"] for b in boards(at)][:3]
 
 
 class CountingStore:

@@ -87,10 +87,14 @@ def test_a_class_follows_explores_votes_and_shares(new_app, class_server):
     teacher.click_button("Step")
     for student in (ana, bo):
         expect(student.page).to_have_url(re.compile(r"/decode\?.*step=2"))
+        # the teacher's lesson, its step drawn by the lesson's own poll: no Step of the student's own
+        expect(student.main.locator(".st-key-lesson_cache figure.board")).to_contain_text("6 entries")
+        expect(student.main.get_by_role("button", name="Step")).to_have_count(0)
     ana.screenshot("class-phone-following")
 
-    ana.click_button("Step")  # her own click: she explores
+    ana.click_button("Explore on my own")  # she explores: the page's own controls come back
     expect(ana.main.get_by_text("Exploring on your own")).to_be_visible()
+    ana.click_button("Step")  # her own step
     expect(ana.page).to_have_url(re.compile(r"step=3"))
     expect(bo.page).to_have_url(re.compile(r"step=2"))
     ana.page.get_by_role("button", name="Back to the teacher's view").click()

@@ -9,7 +9,8 @@ runs its fragments' timed reruns, as a browser does). Then:
 1. the teacher clicks Step on Decode every ``--gap`` seconds; each student's screen must show the
    new step (its address bar, written at the end of its run, holds ``step=k``): **follow latency**
    from the teacher's click to each following student's screen;
-2. meanwhile each student explores once (two Steps of its own, then "Back to the teacher's view"):
+2. meanwhile each student explores once ("Explore on my own", two Steps of its own, then "Back to
+   the teacher's view"):
    **own-click latency**, click to finished run; the servers' CPU over these Steps per student and
    Step is **the lesson's CPU** (a busy machine stretches latencies far more than it does CPU time);
 3. a quiet stretch with everybody following: the servers' **CPU per following student**;
@@ -46,6 +47,7 @@ from .server import ROOT
 MAX_STUDENTS = 60
 MAX_STEPS = 40
 RETURN = "kv_class_return"
+EXPLORE = "kv_class_explore"
 
 
 @dataclass
@@ -109,9 +111,15 @@ class Screen:
             if what == "script_finished" and ends_run(message):  # a run cut short for a rerun: still busy
                 self.waiting = False
             elif what == "new_session":
-                self.fragments[message.metadata.run.script_run_id] = set(message.metadata.run.fragment_ids)
+                ran = set(message.metadata.run.fragment_ids)
+                self.fragments[message.metadata.run.script_run_id] = ran
+                if not ran:  # as Streamlit's client: a whole run ends every timed rerun; it declares its own again
+                    self.timed.clear()
             elif what == "auto_rerun":
                 self.timed[message.auto_rerun.fragment_id] = message.auto_rerun.interval
+            elif what == "stop_auto_rerun":
+                for fragment in message.stop_auto_rerun.fragment_ids:
+                    self.timed.pop(fragment, None)
             elif what == "page_info_changed":
                 self.addresses.append((time.monotonic(), dict(parse_qsl(message.page_info_changed.query_string))))
             elif what == "delta" and message.delta.new_element.WhichOneof("type") in ("radio", "button_group"):
@@ -211,12 +219,14 @@ def _cpu_s(pids: list[int]) -> float:
 
 
 async def _student(screen: Screen, rng: random.Random, explore_at: float, result: dict) -> None:
-    """Follow; once, at ``explore_at`` seconds, take two Steps of one's own and come back."""
+    """Follow; once, at ``explore_at`` seconds, explore (the button), take two Steps of one's own and come back."""
     await asyncio.sleep(explore_at)
-    if screen.log.page_hash != screen.log.pages.get("decode") or not screen.session.can_click("Step"):
+    if screen.log.page_hash != screen.log.pages.get("decode") or not screen.session.can_click(EXPLORE):
         return
     start = time.monotonic()
     try:
+        result["own"].append(await screen.click(EXPLORE))  # a following screen shows no Step of its own
+        await screen.until(lambda: screen.session.can_click("Step"), 10)
         for _ in range(2):
             result["own"].append(await screen.click("Step"))
             await asyncio.sleep(rng.uniform(0.5, 1.5))

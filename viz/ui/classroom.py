@@ -28,7 +28,7 @@ import streamlit as st
 from ..core.classroom import (JOIN_CHARS, LINK_CHARS, ClassError, ClassState, ClassStore, StoreUnavailable,
                               RecentReads, normalise, open_store, shown, store_address)
 from ..core.engine.share import decode_view, encode_view
-from ..figures.classroom import join_qr_png, tally_lines
+from ..figures.classroom import join_qr_png
 from . import state
 from .common import folded, md_escape
 
@@ -57,6 +57,9 @@ TEACHER_POLL_S = 2.0  # the teacher's count of students and live votes
 SEEN_EVERY_S = 10.0
 SHORT_LIMIT = 20
 SHARED_READ_S = 0.1  # the students of a class on one process share a read of it this long
+# pages whose lesson fragment polls for a following student (viz.ui.guard.fragment, lesson_poll): the
+# bar above them then draws its line once per whole run instead of polling too
+LESSON_POLLS = frozenset({"decode", "prefill"})
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ def _opened(address: str) -> ClassStore:
     return open_store(address)
 
 
-def _try(work, where: str = ""):
+def store_call(work, where: str = ""):
     """``work(store)``, or None with its refusal kept for the bar (a down store included)."""
     try:
         return work(_store())
@@ -100,7 +103,7 @@ RECENT = RecentReads(SHARED_READ_S)
 
 def _class_now(code: str) -> ClassState | None:
     """The class as a following student's poll reads it (shared on this process: RecentReads)."""
-    return _try(lambda store: RECENT.get(store, code))
+    return store_call(lambda store: RECENT.get(store, code))
 
 
 def seat() -> Seat | None:
@@ -148,7 +151,7 @@ def open_short_link() -> None:
     if code is None:
         st.session_state[PROBLEM] = "This short link is damaged: ask for the link again."
         return
-    query = _try(lambda store: store.expand(code), "Short link: ")
+    query = store_call(lambda store: store.expand(code), "Short link: ")
     if query is not None:
         st.query_params.from_dict(query)
 
@@ -168,18 +171,18 @@ def begin(pages: dict, url_path: str) -> None:
         st.session_state[PANEL] = True
     code = normalise(params["class"], JOIN_CHARS) if params["class"] else None
     if code and params["teach"]:
-        if _try(lambda store: store.is_teacher(code, params["teach"])):
+        if store_call(lambda store: store.is_teacher(code, params["teach"])):
             _sit(Seat(code, "teacher", params["teach"]))
         elif PROBLEM not in st.session_state:
             st.session_state[PROBLEM] = "This teacher's link is not the class's: ask the teacher for it again."
-    elif code and params["as"] and _try(lambda store: store.is_student(code, params["as"])):
+    elif code and params["as"] and store_call(lambda store: store.is_student(code, params["as"])):
         _sit(Seat(code, "student", params["as"]))
 
 
 # -- the sidebar: start, join, leave ---------------------------------------------------------------
 def _start() -> None:
     page, view = _view()
-    started = _try(lambda store: store.start(page, view))
+    started = store_call(lambda store: store.start(page, view))
     if started:
         _sit(Seat(started.code, "teacher", started.secret))
         st.session_state[PUBLISHED] = (page, view)
@@ -195,7 +198,7 @@ def _join() -> None:
                                      "shows it (ABCD-EFGH).")
         return
     nickname = st.session_state.get(NICKNAME, "")
-    student = _try(lambda store: store.join(code, nickname))
+    student = store_call(lambda store: store.join(code, nickname))
     if student:
         _sit(Seat(code, "student", student, nickname.strip()))
         st.session_state.pop(APPLIED, None)
@@ -245,7 +248,7 @@ def short_link(url_path: str) -> None:
         if made >= SHORT_LIMIT:
             st.session_state[PROBLEM] = f"Short links: this session has made {SHORT_LIMIT}, its limit."
             return
-        code = _try(lambda store: store.shorten(query), "Short link: ")
+        code = store_call(lambda store: store.shorten(query), "Short link: ")
         if code:
             st.session_state[SHORT_MADE] = made + 1
             st.session_state[SHORT] = (shown_now, _link({"v": code}))
@@ -297,7 +300,7 @@ def _teacher_live() -> None:
     here = seat()
     if here is None:
         return
-    found = _try(lambda store: (store.state(here.code), store.connected(here.code)))
+    found = store_call(lambda store: (store.state(here.code), store.connected(here.code)))
     if found is None:
         st.warning(md_escape(st.session_state.pop(PROBLEM, "")), icon=":material/cloud_off:")
         return
@@ -310,7 +313,7 @@ def _teacher_live() -> None:
 def _flag(setter: str, value: bool) -> None:
     here = seat()
     if here is not None:
-        _try(lambda store: getattr(store, setter)(here.code, here.token, value))
+        store_call(lambda store: getattr(store, setter)(here.code, here.token, value))
         RECENT.forget(here.code)
 
 
@@ -322,7 +325,7 @@ def _results(code: str, secret: str) -> str:
 
 
 def _teacher_controls(here: Seat) -> None:
-    now = _try(lambda store: store.state(here.code))
+    now = store_call(lambda store: store.state(here.code))
     if now is None:
         return
     with st.container(horizontal=True, vertical_alignment="center", key="kv_class_controls", width="content"):
@@ -345,9 +348,57 @@ def _teacher_controls(here: Seat) -> None:
             st.code(_link({"class": here.code, "teach": here.token}), language=None, wrap_lines=True)
 
 
+def following() -> bool:
+    """Whether this screen follows a teacher's: a student's screen in a class, following. A page then
+    shows its lesson as the projector does, without its own controls and tabs ("Explore on my own"
+    brings them), and the sidebar leaves its editors out: each rerun a teacher's click causes costs
+    the server about half as much (docs/class-mode.md)."""
+    here = seat()
+    return here is not None and not here.teacher and here.following
+
+
 def _student_line() -> None:
+    """The student's line and, while following, the button to explore (drawn by the whole run, not by
+    every poll: its click reruns the whole page with its controls). The line is a poll (:func:`_follow`),
+    except while following on a page whose lesson polls itself (:data:`LESSON_POLLS`)."""
     with st.container(border=True, key="kv_class_bar"):
-        _follow()
+        if not following():
+            _follow()
+            return
+        line, button = st.columns([3, 2], vertical_alignment="center")
+        with line:
+            if st.session_state.get(PAGE) in LESSON_POLLS:
+                _following_line(seat())
+            else:
+                _follow()
+        button.button("Explore on my own", key="kv_class_explore", icon=":material/explore:", on_click=_explore,
+                      help="Your own steps, choices and edits, from the teacher's view; one button brings you back")
+
+
+def _explore() -> None:
+    """Explore on one's own (a button's callback): the whole page, its controls, tabs and editors."""
+    here = seat()
+    if here is not None:
+        _sit(replace(here, following=False))
+
+
+def _read(here: Seat) -> ClassState | None:
+    """A poll's read of the class: None (with its message drawn) when the store cannot answer. A class
+    that ended gives a following screen back to its student (the whole app reruns)."""
+    now = _class_now(here.code)
+    if now is None:
+        st.warning(md_escape(st.session_state.pop(PROBLEM, "")), icon=":material/cloud_off:")
+        return None
+    _still_here(here)
+    if now.ended and here.following:  # the screen is the student's again: the whole page, controls and all
+        _sit(replace(here, following=False))
+        st.rerun(scope="app")
+    return now
+
+
+def _following_line(here: Seat) -> None:
+    name = f" as {md_escape(here.nickname)}" if here.nickname else ""
+    st.markdown(f":material/cast_for_education: **Following the teacher** in class {shown(here.code)}{name}.")
 
 
 @st.fragment(run_every=POLL_S)
@@ -355,13 +406,9 @@ def _follow() -> None:
     """A student's screen: read the class; when its version moved, take the teacher's view (if
     following) and its reveals, and rerun the app. Says which view the screen shows."""
     here = seat()
-    if here is None:
-        return
-    now = _class_now(here.code)
+    now = None if here is None else _read(here)
     if now is None:
-        st.warning(md_escape(st.session_state.pop(PROBLEM, "")), icon=":material/cloud_off:")
         return
-    _still_here(here)
     name = f" as {md_escape(here.nickname)}" if here.nickname else ""
     if now.ended:
         st.info(f"Class {shown(here.code)} has ended{name}. Your screen is yours again.", icon=":material/groups:")
@@ -371,8 +418,8 @@ def _follow() -> None:
     if applied is None or applied[0] != now.version:
         if _take(now, here.following):
             _go(now.page if here.following else None)
-    if here.following:
-        st.markdown(f":material/cast_for_education: **Following the teacher** in class {shown(here.code)}{name}.")
+    if here.following:  # one line: every poll draws it again (the Explore button is the whole run's)
+        _following_line(here)
     else:
         left, right = st.columns([3, 2], vertical_alignment="center")
         left.markdown(f":material/explore: **Exploring on your own** in class {shown(here.code)}{name}: "
@@ -381,11 +428,29 @@ def _follow() -> None:
                      icon=":material/cast_for_education:")
 
 
+def lesson_poll() -> None:
+    """At the start of each run of a following student's lesson fragment (which reruns every POLL_S on
+    the pages of :data:`LESSON_POLLS`, viz.ui.guard.fragment): the class's new view. A move the lesson
+    shows itself (a step, a position, the mode or the head, on the same page and scenario) is drawn by
+    this very run, so a teacher's Step costs each follower one lesson's run, not a poll and then a
+    whole page; anything else (another page or scenario, a reveal) reruns the whole app."""
+    here = seat()
+    if here is None or not following():
+        return
+    now = _read(here)
+    applied = st.session_state.get(APPLIED)
+    if now is None or (applied is not None and applied[0] == now.version):
+        return
+    page, scenario, revealed = st.session_state.get(PAGE), state.scenario(), set(state.tour_choices())
+    if _take(now, True) and (now.page != page or state.scenario() != scenario or now.revealed - revealed):
+        _go(now.page)
+
+
 def _still_here(here: Seat) -> None:
     """Tell the store this student's screen is open (every SEEN_EVERY_S, not every poll)."""
     if time.monotonic() - st.session_state.get(SEEN_AT, 0.0) >= SEEN_EVERY_S:
         st.session_state[SEEN_AT] = time.monotonic()
-        _try(lambda store: store.seen(here.code, here.token))
+        store_call(lambda store: store.seen(here.code, here.token))
 
 
 def _take(now: ClassState, view_too: bool) -> bool:
@@ -438,76 +503,10 @@ def sync() -> None:
     page, view = _view()
     if here.teacher:
         if st.session_state.get(PUBLISHED) != (page, view):
-            if _try(lambda store: store.publish(here.code, here.token, page, view)) is not None:
+            if store_call(lambda store: store.publish(here.code, here.token, page, view)) is not None:
                 st.session_state[PUBLISHED] = (page, view)
                 RECENT.forget(here.code)
     elif here.following:
         applied = st.session_state.get(APPLIED)
         if applied and applied[1] is not None and (applied[1], applied[2]) != (page, view):
             _sit(replace(here, following=False))
-
-
-# -- the tour's questions ------------------------------------------------------------------------------
-def may_reveal() -> bool:
-    """In a class only the teacher reveals (on every screen at once)."""
-    here = seat()
-    return here is None or here.teacher
-
-
-def revealed(index: int) -> None:
-    """The teacher pressed Reveal on question ``index``."""
-    here = seat()
-    if here is not None and here.teacher:
-        _try(lambda store: store.reveal(here.code, here.token, index))
-        RECENT.forget(here.code)
-
-
-def counting() -> bool:
-    """Whether this screen shows a class's count of the votes (the teacher's)."""
-    here = seat()
-    return here is not None and here.teacher
-
-
-def vote(index: int, prompt: str, options: list[str], choice: str | None) -> None:
-    """Under an unrevealed question: the teacher sees the live count, a student sends their choice."""
-    here = seat()
-    if here is None:
-        return
-    if here.teacher:
-        asked = st.session_state.setdefault(ASKED, set())
-        if index not in asked and _try(lambda store: store.ask(here.code, here.token, index, prompt, options)):
-            asked.add(index)
-        _live_tally(index, tuple(options))
-        return
-    sent = st.session_state.setdefault(VOTES, {})
-    if choice is not None and sent.get(index) != choice:
-        if _try(lambda store: store.vote(here.code, here.token, index, options.index(choice)) or True):
-            sent[index] = choice
-    if sent.get(index) is not None:
-        st.caption(f"Your vote is in: {md_escape(sent[index])}. You can change it until the teacher reveals.")
-    else:
-        st.caption("Vote on your own device; the teacher reveals the answer on every screen.")
-
-
-def counted(index: int, options: list[str]) -> None:
-    """Beside a revealed question on the teacher's screen: the class's final count (the store takes
-    no vote after Reveal), for the class to talk about with the answer in view."""
-    if counting():
-        _tally(index, tuple(options))
-
-
-@st.fragment(run_every=TEACHER_POLL_S)
-def _live_tally(index: int, options: tuple[str, ...]) -> None:
-    _tally(index, options)
-
-
-def _tally(index: int, options: tuple[str, ...]) -> None:
-    here = seat()
-    tally = _try(lambda store: store.tally(here.code, index)) if here else None
-    if tally is None or len(tally.counts) != len(options):
-        return
-    # counts only (nothing marks the answer), in one row under the options: a 720 px projector keeps
-    # a long question, its options, Reveal and the count in its first screen
-    with st.container(key=f"kv_class_tally_{index}"):
-        for column, (label, share) in zip(st.columns(len(options), gap="small"), tally_lines(options, tally)):
-            column.progress(share, text=md_escape(label))

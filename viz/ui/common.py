@@ -196,6 +196,14 @@ def narration_beside(share: float = 1.0) -> tuple:
     figure, note = st.columns([FIGURE_SHARE, 1 - FIGURE_SHARE])
     return figure, note, share * FIGURE_SHARE
 
+def held_step(key: str, count: int, first: int = 1, opening: int | None = None) -> int:
+    """The value a stepper under ``key`` holds (``opening``, default ``first``, until it has one), kept
+    within ``first``..``count``; also where no stepper is drawn (a student's screen following a teacher's)."""
+    current = min(max(int(st.session_state.get(key, first if opening is None else opening)), first), count)
+    st.session_state[key] = current
+    return current
+
+
 def stepper(key: str, count: int, label: str, *, first: int = 1, opening: int | None = None, run: object = None,
             format_label: Callable[[int], str] = str, help: str | None = None) -> int:
     """A slider from ``first`` to ``count`` between ← and → buttons (also the lesson's keys: → PageDown
@@ -209,8 +217,7 @@ def stepper(key: str, count: int, label: str, *, first: int = 1, opening: int | 
     opening = first if opening is None else opening
     if run is not None and st.session_state.get(f"{key}_run") != run:  # a new run opens at its opening
         st.session_state[f"{key}_run"], st.session_state[key] = run, opening
-    current = min(max(int(st.session_state.get(key, opening)), first), count)
-    st.session_state[key] = current
+    current = held_step(key, count, first, opening)
 
     def move(delta: int) -> None:
         st.session_state[key] = min(max(st.session_state[key] + delta, first), count)

@@ -108,6 +108,7 @@ def fragment(func: Callable[..., None]) -> Callable[..., None]:
     def guarded(*args, **kwargs) -> None:
         with frame(f"the fragment {func.__name__}"):
             classroom.sync()  # a click's callback moved the view: a class sees it before this run computes
+            classroom.lesson_poll()  # a following student's: the teacher's step, drawn by this run
             func(*args, **kwargs)
             # a fragment's own rerun never reaches what app.py does after the page: the link and memory
             state.sync_url()
@@ -115,4 +116,12 @@ def fragment(func: Callable[..., None]) -> Callable[..., None]:
             sidebar.refresh_share_link()
             classroom.sync()  # and once more if the run moved it
 
-    return st.fragment(guarded)
+    plain, polled = st.fragment(guarded), st.fragment(guarded, run_every=classroom.POLL_S)
+
+    @functools.wraps(func)
+    def run(*args, **kwargs) -> None:
+        """The fragment; on a following student's screen it also reruns every POLL_S, as that
+        screen's poll of the class (classroom.lesson_poll)."""
+        (polled if classroom.following() else plain)(*args, **kwargs)
+
+    return run

@@ -271,18 +271,24 @@ def refresh_share_link() -> None:
         st.session_state.pop(LINK_SLOT, None)
 
 
-def render(editors: bool = True, url_path: str = "") -> None:
+FOLLOWING_CAPTION = ("You are following the teacher, whose scenario this page shows: **Explore on my own**, "
+                     "above the page, brings its editors, steps and choices.")
+
+
+def render(editors: bool = True, url_path: str = "", following: bool = False) -> None:
     """The whole sidebar, with a place for the Copy link box (in its fold, while open) that
     :func:`share_link` (or the page's fragment) fills once the page has run; ``url_path`` is the
     page's path.
 
     In presenter mode only the toggle, the preset, the badge and the link remain; on a page that
-    does not read the scenario (``editors`` False) the preset picker and the editors are left out."""
+    does not read the scenario (``editors`` False) the preset picker and the editors are left out;
+    on a student's screen that follows a teacher's (``following``) they are left out too, and one
+    line says where they are."""
     with st.sidebar:
         st.toggle("Presenter mode", **state.bound(state.PRESENTER_TOGGLE, state.presenter(), state.set_presenter),
                   help="Large type for a projector; the sidebar folds away (» at the top left opens it); "
                   f"{STEP_KEYS_HELP} step, {BACK_KEYS_HELP} step back.")
-        if editors:
+        if editors and not following:
             _preset_picker()
         st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")
         for notice in state.notices():
@@ -290,10 +296,12 @@ def render(editors: bool = True, url_path: str = "") -> None:
         fold = st.expander("Copy link", icon=":material/link:", key=LINK_OPEN, on_change="rerun")
         if fold.open:  # folded (as on a first view): no box, and nothing for share_link() to draw
             st.session_state[LINK_SLOT] = (fold.container(key="kv_share_link"), url_path)
-        if not editors:
+        if following and editors:
+            st.caption(FOLLOWING_CAPTION)
+        elif not editors:
             st.caption("This page does not use the scenario editors; they are on Prefill, Decode, Memory, "
                        "Serving and At scale.")
-        if state.presenter() or not editors:
+        if state.presenter() or not editors or following:
             return
         _prompt(state.scenario())
         # each panel builds its widgets only while open: a first view neither sends nor lays out

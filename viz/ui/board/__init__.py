@@ -51,11 +51,16 @@ def board_data(spec: dict, *, presenter: bool, turns: list[dict], draw: int) -> 
 def board(spec: dict, key: str, turns: list[dict] = ()) -> None:
     """Draw one spec at full width; larger type in presenter mode. Each of ``turns`` is drawn the
     moment its button is clicked (the rerun the click starts brings the same spec)."""
-    # a new number on every draw: the browser redraws the board from this run's data even when the
-    # spec is unchanged (over a frame the board drew at a click, should the server have answered otherwise)
-    st.session_state[DRAWS] = st.session_state.get(DRAWS, 0) + 1
-    _mount(key=key, data=board_data(spec, presenter=state.presenter(), turns=list(turns),
-                                    draw=st.session_state[DRAWS]), width="stretch", height="content")
+    # with turns, a new number on every draw: the browser redraws the board from this run's data even
+    # when the spec is unchanged (over a frame the board drew at a click, should the server have answered
+    # otherwise). Without turns nothing but the server's data is ever drawn, so the number stays 0 and the
+    # script keeps a board whose data did not change (a following student's lesson, rerun every poll)
+    draw = 0
+    if turns:
+        st.session_state[DRAWS] = st.session_state.get(DRAWS, 0) + 1
+        draw = st.session_state[DRAWS]
+    _mount(key=key, data=board_data(spec, presenter=state.presenter(), turns=list(turns), draw=draw),
+           width="stretch", height="content")
 
 
 def keys_data(step: str, back: str, *, presenter: bool = False) -> list[dict]:

@@ -223,6 +223,10 @@ export default function (component) {
   const data = Array.isArray(component.data) ? component.data[0] : null;  // README.md: the data contract
   if (!data) return;
   if (data.kind === "keys") return register(parentElement, data.keys, data.presenter);  // keys only: nothing drawn
-  draw(parentElement, data);
+  // the same data as the board on screen (a render without turns, whose draw number stays 0): keep it,
+  // so a hover or a selection survives a rerun that changed nothing (a following student's poll)
+  const sent = JSON.stringify(data);
+  if (parentElement.__kvlabSent !== sent || !parentElement.querySelector("figure.board")) draw(parentElement, data);
+  parentElement.__kvlabSent = sent;
   return listen(parentElement, data);
 }
