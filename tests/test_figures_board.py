@@ -18,7 +18,7 @@ from viz.core.engine.model import MODES
 from viz.core.engine.explain import fmt
 from viz.core.lessons.lesson import decode_frame, prefill_frame
 from viz.figures import board
-from viz.figures.base import MEANINGS, Stat, hatch, plain_table, short, stats_row
+from viz.figures.base import MASKED, MEANINGS, Stat, hatch, plain_table, short, stats_row
 from viz.figures.lesson import CONTEXTS_TITLE
 
 BOARD_JS = Path(board.__file__).resolve().parents[1] / "ui" / "board" / "board.js"
@@ -79,7 +79,8 @@ def test_a_value_of_a_million_fits_its_cache_cell_and_keeps_every_digit_in_the_t
 
 
 def test_attention_cells_read_as_people_write_numbers_and_masked_cells_are_empty():
-    """A third reads .33, a near-zero 0; keys after the query are grey, empty and say 'masked'."""
+    """A third reads .33, a near-zero 0; keys after the query are grey, empty and say 'masked' (in
+    their tips and, since a student asked what the grey is, in the legend)."""
     frame = _frame(load_preset("seed"), 1)
     spec = board.attention_board(frame, "last", newest_key=True)
     rows = spec["groups"][0]["rows"]
@@ -89,7 +90,8 @@ def test_attention_cells_read_as_people_write_numbers_and_masked_cells_are_empty
     assert rows[4]["cells"][0]["tip"].endswith(f"weight {fmt(5.6e-8)}")
     assert spec["outlines"] == [{"group": 0, "row": 4, "col": None, "color": FOCUS},
                                 {"group": 0, "row": 4, "col": 4, "color": NEW}]
-    assert [item["label"] for item in spec["legend"]] == ["newest query", "new key"]
+    assert [item["label"] for item in spec["legend"]] == ["newest query", "new key", MEANINGS["masked"].label]
+    assert spec["legend"][-1] == {"label": MEANINGS["masked"].label, "color": MASKED, "fill": True}  # the grey named
     assert spec["axes"] == {"rows": "queries", "columns": "keys"} and spec["title"].endswith(
         "rows: queries, columns: keys")
 

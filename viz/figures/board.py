@@ -123,6 +123,8 @@ def attention_board(frame_: LessonFrame, head: str, *, newest_key: bool = False)
             outlines.append({"group": 0, "row": focus, "col": window.keys.index(frame_.focus),
                              "color": _color("new")})
             legend.append(legend_item("new"))
+    if any(cell["bg"] == MASKED for row in rows for cell in row["cells"]):  # grey says what it is
+        legend.append(legend_item("masked", filled=True))
     return {"kind": "matrix", **named, "columns": columns, "groups": [{"rows": rows}],
             "outlines": outlines, "gap_after": 0 if window.skipped else None, "legend": legend,
             "label": f"{named['title']}: attention weights"}
