@@ -419,3 +419,20 @@ def test_the_flash_grid_names_the_tiles_still_to_come():
 
     assert legend(0) == ["current tile", "above the diagonal: never loaded", "tile still to come"]
     assert "tile still to come" not in legend(len(run.visits) - 1)
+
+
+def test_grey_masked_cells_without_their_word_have_a_legend_entry():
+    """Real model's one head over a 16-token prompt leaves the keys after each query grey with no word in
+    them (too narrow for 'masked'): its legend says what grey is; a short matrix writes 'masked' in the
+    cells and needs no entry."""
+    import torch
+
+    from viz.figures.real import attention_detail
+
+    def legend(n):
+        causal = torch.triu(torch.ones(n, n, dtype=torch.bool), 1)
+        weights = torch.softmax(torch.zeros(1, 1, n, n).masked_fill(causal, -float("inf")), -1)
+        fig = attention_detail(weights, [f"t{i}" for i in range(n)], 0, 0)
+        return [trace.name for trace in fig.data if trace.type == "scatter"]
+
+    assert legend(16) == [MEANINGS["masked"].label] and legend(4) == []
