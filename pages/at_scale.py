@@ -40,6 +40,7 @@ LAST_PRESET = "scale_last_preset"  # the preset the config.json editor starts fr
 PREFILL = "scale_prefill_tokens"
 TAB = "scale_tab"  # the open tab: transformers' count is laid out only while its tab is open
 OWN = "Your config.json"
+INPUT_PX = (200, 140, 180, 160)  # model, cache dtype, context, batch: each pair within a phone's 358 px
 
 
 def as_stats(items) -> list[Stat]:
@@ -80,13 +81,15 @@ page_lead("at_scale")
 st.session_state.setdefault(MODEL, DEFAULT_MODEL)
 st.session_state.setdefault(TOKENS, preset(DEFAULT_MODEL).max_context)
 side, body, wide = beside_in_presenter_mode()  # presenter mode: the inputs in a column beside the tabs
-top = [side] * 4 if state.presenter() else side.columns([3, 2, 2, 2])
-name = top[0].selectbox("Model", [*preset_names(), OWN], key=MODEL, on_change=_model_changed,
-                        help=words.MODEL_HELP)
-dtype = top[1].selectbox("Cache dtype", list(DTYPE_BITS), index=1, key=DTYPE,
-                         help=words.DTYPE_HELP)
-tokens = int(top[2].number_input("Context length (tokens)", 1, MAX_TOKENS, key=TOKENS, step=1024))
-batch = int(top[3].number_input("Batch (sequences)", 1, MAX_BATCH, value=1, key=BATCH))
+# presenter mode: stacked in the column beside the tabs; else one row that wraps, two inputs a row on a
+# phone (four stacked columns pushed the cache curve below a phone's first screen)
+row = side if state.presenter() else side.container(horizontal=True)
+widths = ("stretch",) * 4 if state.presenter() else INPUT_PX
+name = row.selectbox("Model", [*preset_names(), OWN], key=MODEL, on_change=_model_changed,
+                     help=words.MODEL_HELP, width=widths[0])
+dtype = row.selectbox("Cache dtype", list(DTYPE_BITS), index=1, key=DTYPE, help=words.DTYPE_HELP, width=widths[1])
+tokens = int(row.number_input("Context length (tokens)", 1, MAX_TOKENS, key=TOKENS, step=1024, width=widths[2]))
+batch = int(row.number_input("Batch (sequences)", 1, MAX_BATCH, value=1, key=BATCH, width=widths[3]))
 
 with side:
     config = _own_config() if name == OWN else preset(name)

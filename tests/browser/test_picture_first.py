@@ -242,3 +242,22 @@ def test_on_a_phone_the_step_control_and_the_figure_share_one_screen(app, page):
     scrolled_to_step(app, forward, figure)
     app.page.screenshot(path=str(REVIEW / f"{page}-{PHONE['width']}x{PHONE['height']}.png"))
     app.assert_no_exception()
+
+
+def test_on_a_phone_at_scales_inputs_take_two_rows_and_its_curve_starts_on_the_first_screen(app):
+    """At 390 × 844 At scale's four inputs wrap two to a row (four stacked columns put the cache curve's
+    title at 750 px), so the first screen shows the sentence, the inputs and the curve's top; at a desk
+    they stay one row."""
+    for size, rows in ((PHONE, 2), (DESK, 1)):
+        app.page.set_viewport_size(size)
+        app.open("/at_scale")
+        inputs = [app.main.get_by_test_id(kind).nth(i) for kind in ("stSelectbox", "stNumberInput") for i in (0, 1)]
+        tops = {round(box.bounding_box()["y"]) for box in inputs}
+        assert len(tops) == rows, (size, tops)
+        assert max(box.bounding_box()["x"] + box.bounding_box()["width"] for box in inputs) <= size["width"]
+    curve = app.main.locator(LESSON_FIGURES["at_scale"])
+    expect(curve).to_be_visible()
+    app.page.set_viewport_size(PHONE)
+    app.open("/at_scale")
+    assert curve.bounding_box()["y"] + FIGURE_TOP_PX <= PHONE["height"], curve.bounding_box()
+    app.assert_no_exception()
