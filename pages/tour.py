@@ -67,28 +67,21 @@ def ask(index: int, question: Question) -> bool:
     return True
 
 
-def material_share() -> float:
-    """The share of the main column a step's material takes: half in presenter mode, where the
-    question sits beside it (:func:`step`), else all of it."""
-    return 0.5 if state.presenter() else 1.0
+MATERIAL_SHARE = 0.5  # a step's material: half the main column, the question in the other half (:func:`step`)
 
 
 def step(intro: Callable[[], None], index: int, question: Question, answer: Callable[[float], None]) -> None:
-    """A step with a question: its material (``intro``), the question, and once revealed ``answer``
-    (drawn for a share of the main column). In presenter mode the question sits beside the material,
-    whole on a projector's screen, and once revealed the answer takes the top of the material's
-    column, so the figure with the answer is in view beside the marked option."""
-    if not state.presenter():
-        intro()
-        if ask(index, question):
-            answer(material_share())
-        return
+    """A step with a question: its material (``intro``) with the question beside it, and once revealed
+    ``answer`` (drawn for :data:`MATERIAL_SHARE` of the main column) at the top of the material's column,
+    so the figure with the answer is in view beside the marked option, on a projector and at a desk
+    alike (at 1440 × 900 under the question it started at 809 px); a phone stacks the columns, the answer
+    under the step's title, near the step control."""
     material, asked = st.columns(2, gap="medium")
     with asked:
         revealed = ask(index, question)
     with material:
         if revealed:
-            answer(material_share())
+            answer(MATERIAL_SHARE)
         intro()
 
 

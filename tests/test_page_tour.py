@@ -236,14 +236,17 @@ def test_a_picked_answer_is_kept_while_the_tour_steps_and_recorded_at_reveal(tou
     assert tour.session_state[state.TOUR_CHOICES] == {1: "20"} and "you chose 20" in tour.error[0].value
 
 
-def test_presenter_mode_puts_the_question_beside_the_material_and_the_answer_on_top(tour):
-    """In presenter mode a step with a question is two columns: the question in the second; once
-    revealed, the answer's figure comes first in the first column, above the step's table."""
+@pytest.mark.parametrize("presenter", [False, True], ids=["student", "presenter"])
+def test_the_question_sits_beside_the_material_and_the_answer_goes_on_top(tour, presenter):
+    """At a desk as in presenter mode a step with a question is two columns: the question in the second;
+    once revealed, the answer's figure comes first in the first column, above the step's table (at a
+    desk it came under the question, its top at 809 px of 900)."""
     def kinds(block) -> list[str]:  # the elements inside, in order, through containers
         return [kind for child in block.children.values()
                 for kind in (kinds(child) if hasattr(child, "children") else [child.type])]
 
-    flip(tour, state.PRESENTER_TOGGLE, True)
+    if presenter:
+        flip(tour, state.PRESENTER_TOGGLE, True)
     _go_to(tour, 3)
     material = [kinds(c) for c in tour.main.columns if "table" in kinds(c)]
     assert material == [["markdown", "table"]]  # the step's text and table, the question beside them

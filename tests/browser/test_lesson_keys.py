@@ -158,6 +158,21 @@ def test_the_vote_screen_fits_a_projector(app, step, index, answer):
         app.page.screenshot(path=str(REVIEW / "tour-revealed-1280x720.png"))
 
 
+@pytest.mark.parametrize(("step", "index", "answer"), QUESTION_STEPS, ids=[f"step{s[0]}" for s in QUESTION_STEPS])
+def test_at_a_desk_the_revealed_answer_is_whole_beside_the_marked_option(app, step, index, answer):
+    """At 1440 × 900 (the sidebar open), after Reveal, the answer's figure (or table, or line) lies whole
+    in the first screen beside the option marked right: under the question it started at 809 px."""
+    app.page.set_viewport_size({"width": 1440, "height": 900})
+    app.open("/tour", tour=step)
+    box = app.main.locator(f".st-key-tour_question_{index}")
+    app.click_button("Reveal", box)
+    top = app.main.locator(answer).first
+    expect(top).to_be_visible()
+    inside(app, "the answer", top)
+    inside(app, "the marked option", box.locator("strong", has_text=RIGHT_MARK))
+    app.assert_no_exception()
+
+
 def test_the_vote_screen_at_1920x1080(app):
     """The tour's vote screen on a 1920 × 1080 projector, before and after Reveal, for review."""
     app.page.set_viewport_size({"width": 1920, "height": 1080})
