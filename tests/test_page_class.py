@@ -291,3 +291,31 @@ def test_a_class_read_is_shared_by_its_students_polls_for_a_moment(monkeypatch):
     assert recent.get(store, "ABCDEFGH") == ("ABCDEFGH", 3) and store.reads == 3
     recent.get(store, "OTHERCLS")
     assert store.reads == 4
+
+
+def test_a_join_link_offers_its_class_above_the_page_where_a_phone_shows_no_sidebar():
+    """A phone opens the join link with its sidebar folded away: the page itself names the class and
+    joins it with one tap (the sidebar's nickname box still counts); joined, the offer is gone."""
+    _, seat = teacher()
+    pupil = arrive(join=seat.code)
+    assert any(f"{seat.code[:4]}-{seat.code[4:]}" in t and "Join class" in t for t in texts(pupil))
+    next(w for w in pupil.text_input if w.key == classroom.NICKNAME).input("Bo")
+    press(pupil, "kv_class_join_here")
+    here = pupil.session_state[classroom.SEAT]
+    assert here.role == "student" and here.code == seat.code and here.nickname == "Bo"
+    assert "kv_class_join_here" not in {b.key for b in pupil.button}
+
+
+def test_an_ended_class_gives_the_student_their_screen_back_in_words_that_read():
+    """After "End the class" a following student's Decode has its own Step and tabs again, and the bar
+    says so in one plain sentence (it said 'has ended as Ana')."""
+    at, seat = teacher()
+    pupil = student(seat.code, "Ana")
+    at.switch_page("pages/decode.py").run()
+    pupil.run()
+    assert "decode_step" not in {b.key for b in pupil.button}
+    press(at, "kv_class_end")
+    pupil.run()
+    assert "decode_step" in {b.key for b in pupil.button} and pupil.tabs
+    ended = [t for t in texts(pupil) if "has ended" in t]
+    assert ended and not any("ended as" in t for t in ended)

@@ -47,6 +47,7 @@ SHORT = "kv_class_short"  # (the view's query, its short link), the last one mad
 SHORT_MADE = "kv_class_short_made"  # short links this session made (a flood stops at SHORT_LIMIT)
 PANEL = "kv_class_panel"  # the sidebar's Class panel is open
 JOIN_CODE = "kv_class_join_code"
+INVITED = "kv_class_invited"  # the class a join link named (offered above the page until joined)
 NICKNAME = "kv_class_nickname"
 JOIN_SCREEN = "kv_class_join_screen"  # the teacher's projector shows the big join screen
 PREFILL_POSITION = state.PREFILL_POSITION  # pages/prefill.py's stepper key: a follower's position goes there too
@@ -169,6 +170,7 @@ def begin(pages: dict, url_path: str) -> None:
     if params["join"]:
         st.session_state[JOIN_CODE] = params["join"][:4 * JOIN_CHARS]
         st.session_state[PANEL] = True
+        st.session_state[INVITED] = normalise(params["join"], JOIN_CHARS)
     code = normalise(params["class"], JOIN_CHARS) if params["class"] else None
     if code and params["teach"]:
         if store_call(lambda store: store.is_teacher(code, params["teach"])):
@@ -206,7 +208,7 @@ def _join() -> None:
 
 def _leave() -> None:
     _sit(None)
-    for key in (APPLIED, PUBLISHED, VOTES, ASKED):
+    for key in (APPLIED, PUBLISHED, VOTES, ASKED, INVITED):
         st.session_state.pop(key, None)
 
 
@@ -265,11 +267,21 @@ def bar() -> None:
         st.warning(md_escape(problem), icon=":material/groups:")
     here = seat()
     if here is None:
-        return
-    if here.teacher:
+        _invitation(st.session_state.get(INVITED))
+    elif here.teacher:
         _teacher_bar(here)
     else:
         _student_line()
+
+
+def _invitation(code: str | None) -> None:
+    """A join link's class, offered above the page: a phone opens with its sidebar folded away."""
+    if code:
+        with st.container(border=True, horizontal=True, vertical_alignment="center", key="kv_class_invitation"):
+            st.markdown(f":material/groups: Join class **{shown(code)}** to follow the teacher's screen; "
+                        "a nickname is optional (the sidebar's *Class mode*, » at the top left).")
+            st.button("Join the class", on_click=_join, type="primary", key="kv_class_join_here",
+                      icon=":material/login:")
 
 
 def _teacher_bar(here: Seat) -> None:
@@ -411,7 +423,8 @@ def _follow() -> None:
         return
     name = f" as {md_escape(here.nickname)}" if here.nickname else ""
     if now.ended:
-        st.info(f"Class {shown(here.code)} has ended{name}. Your screen is yours again.", icon=":material/groups:")
+        st.info(f"Class {shown(here.code)} has ended: your screen is yours again, with its own controls.",
+                icon=":material/groups:")
         st.button("Leave the class", on_click=_leave, key="kv_class_leave_ended")
         return
     applied = st.session_state.get(APPLIED)

@@ -271,8 +271,9 @@ def refresh_share_link() -> None:
         st.session_state.pop(LINK_SLOT, None)
 
 
+# true on every page a follower sees: Prefill and Decode also hide their steps and choices, the others keep theirs
 FOLLOWING_CAPTION = ("You are following the teacher, whose scenario this page shows: **Explore on my own**, "
-                     "above the page, brings its editors, steps and choices.")
+                     "above the page, brings the scenario's editors here.")
 
 
 def render(editors: bool = True, url_path: str = "", following: bool = False) -> None:
