@@ -86,12 +86,17 @@ def step(intro: Callable[[], None], index: int, question: Question, answer: Call
 
 
 def step_prompt() -> None:
-    st.markdown(words.PROMPT_VALUES)
-    table({"token": prefill.prefill.tokens, "value": list(seed.values)}, "The prompt's tokens and their values",
-          key="tour_tokens")
-    st.markdown(words.PROMPT_HEADS)
-    table({"head": seed.head_names, "rule": [h.rule for h in seed.heads], "in words": words.HEAD_RULES_IN_WORDS},
-          "The four heads and their rules", key="tour_heads")
+    """The prompt's values and the four heads side by side (a phone stacks them): both tables whole in a
+    projector's first screen (the heads' ran past 720 px under the values')."""
+    values, heads = st.columns(2, gap="medium")
+    with values:
+        st.markdown(words.PROMPT_VALUES)
+        table({"token": prefill.prefill.tokens, "value": list(seed.values)}, "The prompt's tokens and their values",
+              key="tour_tokens")
+    with heads:
+        st.markdown(words.PROMPT_HEADS)
+        table({"head": seed.head_names, "rule": [h.rule for h in seed.heads], "in words": words.HEAD_RULES_IN_WORDS},
+              "The four heads and their rules", key="tour_heads")
 
 
 def step_mask() -> None:

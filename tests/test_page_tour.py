@@ -280,3 +280,13 @@ def test_the_last_step_adds_the_answers_timeline_under_the_one_asked_about(tour,
     assert len(names) == len(set(names))  # one legend entry per meaning
     columns = [c for c in tour.main.columns if c.children]
     assert len(columns) == 2  # the figure's column, the question's beside it
+
+
+def test_the_first_step_lays_its_two_tables_side_by_side(tour):
+    """Step 1's values and heads stand in two columns, a table each (a phone stacks them): one under the
+    other, the heads' table ran past a 720-px projector's first screen."""
+    def tables(block) -> int:
+        return sum(tables(child) if hasattr(child, "children") else child.type == "table"
+                   for child in block.children.values())
+
+    assert [tables(column) for column in tour.main.columns if tables(column)] == [1, 1]
