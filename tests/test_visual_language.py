@@ -436,3 +436,21 @@ def test_grey_masked_cells_without_their_word_have_a_legend_entry():
         return [trace.name for trace in fig.data if trace.type == "scatter"]
 
     assert legend(16) == [MEANINGS["masked"].label] and legend(4) == []
+
+
+def test_a_markers_label_stands_clear_of_the_charts_lines():
+    """At scale's ridge point and 'fit in memory' markers write their label where no other line runs at
+    that x (within half a decade of a log axis): the ridge's sat on the roof's corner, the fit's on the
+    compute line."""
+    def at(trace, x):  # the trace's y at x, interpolated on log axes
+        xs, ys = np.log10(np.array(trace.x, float)), np.log10(np.array(trace.y, float))
+        return float(np.interp(np.log10(x), xs, ys))
+
+    for name in ("roofline", "throughput"):
+        fig = FIGURES[name][0]
+        markers = [t for t in fig.data if t.mode == "lines+text"]
+        lines = [t for t in fig.data if t.mode in ("lines", "lines+markers") and len(t.x) > 1]
+        assert markers and lines, name
+        for marker in markers:
+            y = np.log10(marker.y[[bool(text) for text in marker.text].index(True)])
+            assert all(abs(at(line, marker.x[0]) - y) > 0.5 for line in lines), (name, marker.name)

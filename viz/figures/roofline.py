@@ -44,7 +44,8 @@ def roofline_figure(points: Sequence[tuple[str, StepCost]]) -> go.Figure:
                                        f"attainable<br>{s.bound}-bound<extra></extra>"))
              for i, (label, s) in enumerate(points)]
     bottom = min([bandwidth * low] + [s.attainable_flops for _, s in points]) / TFLOP
-    fig = go.Figure([roof, _vertical(ridge, bottom, peak / TFLOP, f"ridge point: {ridge:,.0f} FLOPs per byte"),
+    fig = go.Figure([roof, _vertical(ridge, bottom, peak / TFLOP, f"ridge point: {ridge:,.0f} FLOPs per byte",
+                               low=True),
                      *marks])
     fig.update_xaxes(type="log", title="arithmetic intensity (FLOPs per byte read)")
     fig.update_yaxes(type="log", title="attainable TFLOP/s")
@@ -53,11 +54,12 @@ def roofline_figure(points: Sequence[tuple[str, StepCost]]) -> go.Figure:
     return fig
 
 
-def _vertical(x: float, y0: float, y1: float, label: str) -> go.Scatter:
-    """A dotted vertical marker in ink, labelled at its top, as a trace (shapes on a log axis would need
-    log coordinates)."""
-    return go.Scatter(x=[x, x], y=[y0, y1], mode="lines+text", name=label, text=["", label],
-                      textposition="top center", line=dict(color=INK, dash="dot", width=2),
+def _vertical(x: float, y0: float, y1: float, label: str, low: bool = False) -> go.Scatter:
+    """A dotted vertical marker in ink from ``y0`` to ``y1``, labelled above its top, or with ``low`` to
+    the right of its foot (clear of a line that meets its top, as the roof does at the ridge), as a
+    trace (shapes on a log axis would need log coordinates)."""
+    return go.Scatter(x=[x, x], y=[y0, y1], mode="lines+text", name=label, text=[label, ""] if low else ["", label],
+                      textposition="top right" if low else "top center", line=dict(color=INK, dash="dot", width=2),
                       hovertemplate=f"{label}<extra></extra>", showlegend=False, cliponaxis=False)
 
 
@@ -98,7 +100,7 @@ def throughput_figure(sweep: Sequence[StepCost], fit_limit: int | None = None) -
     ]
     if fit_limit and fit_limit <= batches[-1]:
         rates = [s.tokens_per_second for s in sweep]
-        lines.append(_vertical(fit_limit, min(rates), max(s.compute_tokens_per_second for s in sweep),
+        lines.append(_vertical(fit_limit, min(rates), max(rates) * 3,  # its label between the step and compute's line
                                f"{fit_limit:,} fit in memory"))
     fig = go.Figure(lines)
     fig.update_xaxes(type="log", title="batch (sequences decoded together)")
