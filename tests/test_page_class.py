@@ -319,3 +319,13 @@ def test_an_ended_class_gives_the_student_their_screen_back_in_words_that_read()
     assert "decode_step" in {b.key for b in pupil.button} and pupil.tabs
     ended = [t for t in texts(pupil) if "has ended" in t]
     assert ended and not any("ended as" in t for t in ended)
+
+
+def test_the_pages_whose_lesson_polls_are_the_pages_with_a_guarded_fragment():
+    """classroom.LESSON_POLLS names the pages whose lesson fragment is a follower's poll (guard.fragment
+    polls on any page that has one): a page added to one and not the other would poll twice (the bar
+    too) or never draw the teacher's moves."""
+    from pathlib import Path
+    pages = Path(__file__).resolve().parent.parent / "pages"
+    guarded = {page.stem for page in pages.glob("*.py") if "@guard.fragment" in page.read_text()}
+    assert guarded and guarded == classroom.LESSON_POLLS

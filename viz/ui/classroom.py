@@ -408,9 +408,13 @@ def _read(here: Seat) -> ClassState | None:
     return now
 
 
+def _in_class(here: Seat) -> str:
+    """'in class ABCD-EFGH as <nickname>', the nickname escaped (visitor text)."""
+    return f"in class {shown(here.code)}" + (f" as {md_escape(here.nickname)}" if here.nickname else "")
+
+
 def _following_line(here: Seat) -> None:
-    name = f" as {md_escape(here.nickname)}" if here.nickname else ""
-    st.markdown(f":material/cast_for_education: **Following the teacher** in class {shown(here.code)}{name}.")
+    st.markdown(f":material/cast_for_education: **Following the teacher** {_in_class(here)}.")
 
 
 @st.fragment(run_every=POLL_S)
@@ -421,7 +425,6 @@ def _follow() -> None:
     now = None if here is None else _read(here)
     if now is None:
         return
-    name = f" as {md_escape(here.nickname)}" if here.nickname else ""
     if now.ended:
         st.info(f"Class {shown(here.code)} has ended: your screen is yours again, with its own controls.",
                 icon=":material/groups:")
@@ -435,7 +438,7 @@ def _follow() -> None:
         _following_line(here)
     else:
         left, right = st.columns([3, 2], vertical_alignment="center")
-        left.markdown(f":material/explore: **Exploring on your own** in class {shown(here.code)}{name}: "
+        left.markdown(f":material/explore: **Exploring on your own** {_in_class(here)}: "
                       "the teacher's screen may show something else.")
         right.button("Back to the teacher's view", on_click=_return, key="kv_class_return", type="primary",
                      icon=":material/cast_for_education:")
@@ -447,10 +450,9 @@ def lesson_poll() -> None:
     shows itself (a step, a position, the mode or the head, on the same page and scenario) is drawn by
     this very run, so a teacher's Step costs each follower one lesson's run, not a poll and then a
     whole page; anything else (another page or scenario, a reveal) reruns the whole app."""
-    here = seat()
-    if here is None or not following():
+    if not following():
         return
-    now = _read(here)
+    now = _read(seat())
     applied = st.session_state.get(APPLIED)
     if now is None or (applied is not None and applied[0] == now.version):
         return
