@@ -33,4 +33,5 @@ with explore.container(border=True, height="stretch"):
     st.markdown(view.explore)
     st.page_link("pages/prefill.py", label="Open Prefill", icon=":material/grid_on:")
 
-st.caption(view.pages)
+if not state.presenter():  # the folded sidebar lists the pages; on a projector the line ran past 720 px
+    st.caption(view.pages)

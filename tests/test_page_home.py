@@ -29,6 +29,9 @@ def test_home_has_its_title_at_a_desk_and_the_projectors_first_line_in_presenter
     lines = [e.proto.body for e in presenter.get("html") if not e.proto.body.startswith("<style>")]
     assert len(lines) == 1 and html.escape(words_home.LEAD) in lines[0] and html.escape(PRESENTER_HINT) in lines[0]
     assert [b.label for b in presenter.button if b.key.startswith("home_")] == ["Present Decode", "Present the tour"]
+    # the pages' line at a desk only: on a projector it ran past the first screen, cut mid-sentence
+    assert words_home.PAGES in [c.value for c in desk.caption]
+    assert words_home.PAGES not in [c.value for c in presenter.caption]
 
 
 def test_the_tour_card_says_what_the_tour_asks():
