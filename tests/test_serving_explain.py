@@ -25,7 +25,7 @@ def test_every_iteration_is_narrated_with_its_ticks_blocks_and_requests():
     for it in run.iterations:
         text = narrate_iteration(run, it.index)
         assert text.startswith(f"Iteration {it.index + 1}, ticks {it.start}–{it.end} "
-                               f"({run.config.overhead} fixed + {it.tokens} tokens)")
+                               f"({run.config.overhead} ticks of fixed cost + {it.tokens} tokens)")
         for request, state in zip(workload.requests, it.states):
             if state.fed:
                 assert request.name in text

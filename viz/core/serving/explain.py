@@ -59,7 +59,7 @@ def narrate_iteration(run: ServingRun, index: int) -> str:
         memory.append(f"{it.reserved_slots} of {run.config.slots} slots reserved, {it.filled_slots} filled")
     else:
         memory.append(f"{it.reserved_slots // run.config.block_size} of {run.config.num_blocks} blocks in use")
-    cost = f"{run.config.overhead} fixed + {it.tokens} tokens" + (f" + {it.padding} padding" if it.padding else "")
+    cost = f"{run.config.overhead} ticks of fixed cost + {it.tokens} tokens"  # "8 fixed" said nothing + (f" + {it.padding} padding" if it.padding else "")
     return (f"Iteration {index + 1}, ticks {it.start}–{it.end} ({cost}): " + "; ".join(parts)
             + ". " + "; ".join(memory).capitalize() + ".")
 
