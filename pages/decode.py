@@ -130,7 +130,7 @@ def choices(scenario, view: DecodeView) -> None:
     row's end (not a row of their own: the lesson screen below fits 1280 × 720)."""
     with st.container(horizontal=True, vertical_alignment="center", gap="xsmall"):
         head_picker(HEAD)
-        whole_switch(WHOLE, words.WHOLE_HELP)
+        whole_switch(WHOLE, words.WHOLE_HELP, view.frame.window)
         st.segmented_control("Show the run", MODES, format_func=words.MODE_SHORT.get, required=True,
                              label_visibility="collapsed", help=words.MODE_HELP,
                              **state.bound(MODE_PICKER, state.mode(), state.set_mode))

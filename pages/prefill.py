@@ -52,7 +52,7 @@ def prefill_lesson() -> None:
     if own:
         with st.container(horizontal=True, vertical_alignment="center"):
             head_picker(HEAD)
-            whole_switch(WHOLE, words.WHOLE_HELP)
+            whole_switch(WHOLE, words.WHOLE_HELP, view.frame.window)
     # the positions either side: the board draws them at the click
     turns = ((view.ahead, f"{POSITION}_forward"), (view.behind, f"{POSITION}_back")) if own else ()
     lesson_screen(view.frame, heads, view.head, turns=turns)

@@ -3,7 +3,7 @@ toggles): what each shows, the value the app decided, and the callbacks a change
 
 from __future__ import annotations
 
-from apptest_helpers import choice_data, flip, pick, rerun
+from apptest_helpers import by_label, choice_data, flip, pick, rerun, widget
 from viz.ui import sidebar, state
 
 HEAD, MODE, RUN, WHOLE = "decode_head", "decode_mode_picker", "decode_run_n", "decode_whole_switch"
@@ -34,12 +34,23 @@ def test_a_pick_runs_the_callback_and_the_rerun_shows_it(decode):
 
 def test_a_flip_runs_the_callback(decode):
     """A flip turns the toggle on (and off again)."""
+    by_label(decode.button, "Run 8").click().run()  # 12 tokens: more than a window holds, Whole matters
     flip(decode, WHOLE, True)
     assert choice_data(decode, WHOLE)["value"] is True and decode.session_state["decode_whole"] is True
     flip(decode, state.PRESENTER_TOGGLE, True)
     assert decode.session_state[state.PRESENTER]
     flip(decode, state.PRESENTER_TOGGLE, False)
     assert not decode.session_state[state.PRESENTER]
+
+
+def test_a_switch_that_would_change_nothing_is_off_limits_and_says_why(decode):
+    """On the seed's 4 tokens every row and key shows already, so Whole is off limits, its help saying
+    when it matters (a student flipped it and nothing changed); past 8 tokens it is offered."""
+    from viz.core.lessons.lesson import WHOLE_ALL_SHOWN
+
+    assert widget(decode, WHOLE).disabled and choice_data(decode, WHOLE)["help"] == WHOLE_ALL_SHOWN
+    by_label(decode.button, "Run 8").click().run()
+    assert not widget(decode, WHOLE).disabled and choice_data(decode, WHOLE)["help"] != WHOLE_ALL_SHOWN
 
 
 def test_a_control_shows_the_value_the_app_decided(decode):

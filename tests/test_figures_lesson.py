@@ -180,3 +180,13 @@ def test_fit_refits_a_title_for_a_presenter_screen_and_raises_every_text_to_16_p
     desk = lesson.attention_figure(frame, "last").to_plotly_json()
     assert desk["layout"]["font"]["size"] >= font_sizes().text
     assert all(t["textfont"]["size"] >= 12 for t in desk["data"] if t.get("texttemplate"))
+
+
+def test_whole_shows_more_only_past_a_windows_size():
+    """Whole changes what shows only for a matrix larger than the window, whether Whole is on or off."""
+    from viz.core.lessons.lesson import WINDOW, make_window
+
+    for whole in (False, True):
+        assert not make_window(WINDOW, WINDOW, 0, whole=whole).whole_shows_more
+        assert make_window(WINDOW + 1, WINDOW + 1, 0, whole=whole).whole_shows_more
+        assert make_window(WINDOW + 1, WINDOW + 1, 0, whole=whole).complete == whole

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ..core.engine.division import DivisionByZero
-from ..core.lessons.lesson import LessonFrame
+from ..core.lessons.lesson import WHOLE_ALL_SHOWN, LessonFrame, Window
 from ..core.lessons.glossary import defined, hover
 from ..core.lessons.leads import DEVELOPERS, PAGE_LEADS, PRESENTER_HINT
 from ..figures.base import CROWDED_ON_A_PHONE, DESKTOP_PX, PRESENTER_PX, figure_table, figure_terms, fit, font_sizes
@@ -248,14 +248,17 @@ def head_picker(key: str, label: str = "Head") -> int:
     return state.head()
 
 
-def whole_switch(key: str, help: str) -> bool:
+def whole_switch(key: str, help: str, window: Window) -> bool:
     """A lesson's Whole toggle (every row and key, or only those around the focus), off at first;
-    whether it is on lives under ``key``, so it survives a tab or a page that does not draw it."""
+    whether it is on lives under ``key``, so it survives a tab or a page that does not draw it. Off
+    limits, saying why, while ``window`` (the one shown) would look the same either way: a control that
+    changes nothing is not offered."""
     def flipped(on: bool) -> None:
         st.session_state[key] = on
 
-    whole = st.session_state.get(key, False)
-    st.toggle("Whole", help=help, **state.bound(f"{key}_switch", whole, flipped))
+    whole, shows_more = st.session_state.get(key, False), window.whole_shows_more
+    st.toggle("Whole", help=help if shows_more else WHOLE_ALL_SHOWN, disabled=not shows_more,
+              **state.bound(f"{key}_switch", whole, flipped))
     return whole
 
 

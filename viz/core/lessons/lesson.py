@@ -23,6 +23,8 @@ from ..engine.explain import check_cache, fmt
 
 WINDOW = 8  # query rows and keys a lesson view shows, unless the whole matrix is asked for
 WHOLE_CELLS = 256 * 256  # the largest matrix drawn whole; a bigger one shows its last 256 rows and keys
+# the Whole switch's help while every row and key already shows (it is off limits then: it would change nothing)
+WHOLE_ALL_SHOWN = f"Every row and key shows already: Whole matters once the sequence passes {WINDOW} tokens"
 TOP_WORDS = 8  # words the next-word view lists (the most likely ones)
 
 
@@ -39,6 +41,7 @@ class Window:
     total_rows: int
     total_keys: int
     capped: bool = False  # the whole matrix was asked for but is larger than WHOLE_CELLS
+    size: int = WINDOW  # the rows and keys a window holds without Whole
 
     @property
     def skipped(self) -> int:
@@ -49,16 +52,22 @@ class Window:
     def complete(self) -> bool:
         return len(self.rows) == self.total_rows and len(self.keys) == self.total_keys
 
+    @property
+    def whole_shows_more(self) -> bool:
+        """Whether Whole changes what shows: the matrix has more rows or keys than a window holds (the
+        seed's 4 tokens never have, so its Whole switch would do nothing)."""
+        return max(self.total_rows, self.total_keys) > self.size
+
 
 def make_window(total_rows: int, total_keys: int, focus: int, size: int = WINDOW, *,
                 centre: bool = False, whole: bool = False) -> Window:
     """A window of ``size`` rows holding row ``focus`` (at the end, or near the middle with
     ``centre``) and the ``size`` keys ending at the last key its last row can see, the first key
     kept in front; ``whole`` asks for everything, up to WHOLE_CELLS cells."""
-    capped = False
+    capped, held = False, max(2, size)
     if whole:
         if total_rows * total_keys <= WHOLE_CELLS:
-            return Window(tuple(range(total_rows)), tuple(range(total_keys)), total_rows, total_keys)
+            return Window(tuple(range(total_rows)), tuple(range(total_keys)), total_rows, total_keys, size=held)
         size, capped = math.isqrt(WHOLE_CELLS), True
     size = max(2, size)
     focus = min(max(focus, 0), total_rows - 1)
@@ -73,7 +82,7 @@ def make_window(total_rows: int, total_keys: int, focus: int, size: int = WINDOW
         keys = (0,) + keys
     elif first > 1:  # keep the first key in front of the recent ones
         keys = (0,) + keys[1:]
-    return Window(rows, keys, total_rows, total_keys, capped)
+    return Window(rows, keys, total_rows, total_keys, capped, held)
 
 
 def attention_window(trace: Trace, head: int, window: Window) -> torch.Tensor:
