@@ -8,7 +8,7 @@ from viz.figures import serving, toy
 from viz.core.lessons import tour as words
 from viz.core.lessons.tour import Question, option_label, revealed_options, tour_footer, tour_score, tour_view
 from viz.ui import article, class_votes, classroom, state
-from viz.ui.common import lesson_header, md_escape, plot, stepper
+from viz.ui.common import defined_markdown, lesson_header, md_escape, plot, stepper
 from viz.ui.widgets import table
 
 state.require_frame()
@@ -38,7 +38,7 @@ def ask(index: int, question: Question) -> bool:
 
     with st.container(border=True, key=f"tour_question_{index}"):
         prompt = md_escape(question.prompt)
-        st.markdown(words.ask_line(prompt, presenter=presenter, revealed=revealed))
+        defined_markdown(words.ask_line(prompt, presenter=presenter, revealed=revealed))
         if not revealed:
             # the options and Reveal on one row (it wraps on a phone), a class's live count in one row
             # under them (the teacher's screen): a long question still fits a 720 px projector
@@ -90,27 +90,27 @@ def step_prompt() -> None:
     projector's first screen (the heads' ran past 720 px under the values')."""
     values, heads = st.columns(2, gap="medium")
     with values:
-        st.markdown(words.PROMPT_VALUES)
+        defined_markdown(words.PROMPT_VALUES)
         table({"token": prefill.prefill.tokens, "value": list(seed.values)}, "The prompt's tokens and their values",
               key="tour_tokens")
     with heads:
-        st.markdown(words.PROMPT_HEADS)
+        defined_markdown(words.PROMPT_HEADS)
         table({"head": seed.head_names, "rule": [h.rule for h in seed.heads], "in words": words.HEAD_RULES_IN_WORDS},
               "The four heads and their rules", key="tour_heads")
 
 
 def step_mask() -> None:
-    step(lambda: st.markdown(words.MASK_INTRO), 0, view.questions[0], lambda share: plot(toy.causal_mask_figure(prefill), key="tour_mask", share=share))
+    step(lambda: defined_markdown(words.MASK_INTRO), 0, view.questions[0], lambda share: plot(toy.causal_mask_figure(prefill), key="tour_mask", share=share))
 
 
 def step_contexts() -> None:
     def intro() -> None:
-        st.markdown(words.CONTEXTS_INTRO)
+        defined_markdown(words.CONTEXTS_INTRO)
         table(toy.positions_table(prefill), toy.POSITIONS_LABEL, key="tour_positions")
 
     def answer(share: float) -> None:
         plot(toy.small_multiples(prefill), key="tour_multiples", share=share)
-        st.markdown(words.LAST_POSITION)
+        defined_markdown(words.LAST_POSITION)
         for row in view.last_position:
             st.markdown(f"- {md_escape(row.text)}")
         plot(toy.contexts_figure(prefill), key="tour_contexts", share=share)
@@ -119,13 +119,13 @@ def step_contexts() -> None:
 
 
 def step_nothing() -> None:
-    step(lambda: st.markdown(words.NOTHING_INTRO), 2, view.questions[2],
+    step(lambda: defined_markdown(words.NOTHING_INTRO), 2, view.questions[2],
          lambda share: plot(toy.stage_figure(prefill, 0, "weights", 0), key="tour_nothing", share=share))
 
 
 def step_logits() -> None:
     def intro() -> None:
-        st.markdown(words.LOGITS_INTRO)
+        defined_markdown(words.LOGITS_INTRO)
         table(toy.vocab_table(prefill), toy.VOCAB_LABEL, key="tour_vocab")
 
     step(intro, 3, view.questions[3],
@@ -133,12 +133,12 @@ def step_logits() -> None:
 
 
 def step_no_cache() -> None:
-    step(lambda: st.markdown(words.NO_CACHE_INTRO), 4, view.questions[4],
+    step(lambda: defined_markdown(words.NO_CACHE_INTRO), 4, view.questions[4],
          lambda share: st.info(md_escape(view.keys_answer)))
 
 
 def step_cache() -> None:
-    st.markdown(words.CACHE_INTRO)
+    defined_markdown(words.CACHE_INTRO)
     plot(toy.cache_figure(view.cache_run), key="tour_cache")
     plot(toy.work_figure(view.runs, cumulative=True), key="tour_work")
     st.caption(words.CACHE_NOTE)
@@ -147,15 +147,15 @@ def step_cache() -> None:
 def step_bug() -> None:
     def answer(share: float) -> None:
         table(toy.comparison_table(view.cache_check), toy.COMPARISON_LABEL, key="tour_compare")
-        st.markdown(words.BUG_FIX)
+        defined_markdown(words.BUG_FIX)
 
-    step(lambda: st.markdown(words.BUG_INTRO), 5, view.questions[5], answer)
+    step(lambda: defined_markdown(words.BUG_INTRO), 5, view.questions[5], answer)
 
 
 def step_pool() -> None:
     def intro() -> None:
         st.caption(words.EPILOGUE_NOTE)
-        st.markdown(words.POOL_INTRO)
+        defined_markdown(words.POOL_INTRO)
 
     def answer(share: float) -> None:
         plot(serving.pool_figure(view.continuous, view.shared_iteration), key="tour_pool", share=share)
@@ -174,12 +174,12 @@ def step_batching() -> None:
     material, asked = st.columns(BATCHING_COLUMNS, gap="medium")
     with asked:
         if ask(7, view.questions[7]):  # under the answer (on a phone too, where the columns stack)
-            st.markdown(words.SERVERS_NOTE)
+            defined_markdown(words.SERVERS_NOTE)
             st.page_link("pages/serving.py", label="Open the Serving page", icon=":material/dns:")
     with material:
         plot(serving.timelines_figure(runs, words.BATCHING_TITLE, legend_beside=state.presenter(),
                                       large_type=state.presenter()), key="tour_batching", share=BATCHING_SHARE)
-        st.markdown(words.BATCHING_INTRO)
+        defined_markdown(words.BATCHING_INTRO)
 
 
 def score() -> None:

@@ -290,3 +290,24 @@ def test_the_first_step_lays_its_two_tables_side_by_side(tour):
                    for child in block.children.values())
 
     assert [tables(column) for column in tour.main.columns if tables(column)] == [1, 1]
+
+
+def test_every_paragraph_that_names_an_unfamiliar_term_defines_it_in_its_hover(tour):
+    """Every step, its answers revealed: a paragraph naming a term a first-year student would not know
+    (glossary.UNFAMILIAR: '√d_k' in step 3, 'ticks' in the epilogue) carries its definition in its hover
+    (step 3 said '+√d_k = +8' and nowhere what d_k is)."""
+    from viz.core.lessons.glossary import UNFAMILIAR, terms_in
+
+    named = set()
+    for step, question in [(step, None) for step in (1, 7)] + [(s, q) for q, s in STEP_OF_QUESTION.items()]:
+        tour.session_state[state.TOUR_STEP] = step
+        tour.run()
+        if question is not None:
+            next(b for b in tour.button if b.key == f"tour_reveal_button_{question}").click().run()
+        assert not tour.exception
+        for paragraph in tour.markdown:
+            text, help_ = paragraph.value.replace("\\", ""), str(paragraph.proto.help or "").replace("\\", "")
+            for term in (t for t in terms_in(text) if t.term in UNFAMILIAR):
+                named.add(term.term)
+                assert term.short in help_, (step, term.term, text[:60])
+    assert {"d_k", "tick"} <= named  # the test saw the terms it is about

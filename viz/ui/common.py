@@ -47,10 +47,20 @@ def terms_caption(drawn: go.Figure | dict, shown: set[str] | None = None) -> Non
         st.markdown("  \n".join(md_escape(hover(t.term)) for t in terms))  # "term: its definition"
 
 
+def _defining(body: str) -> str | None:
+    """The hover of Markdown ``body`` from the core: the definitions of the unfamiliar terms it uses (d_k,
+    TTFT, ticks, …: :func:`viz.core.lessons.glossary.defined`), None where it uses none."""
+    return md_escape(defined(body.replace("\\", ""))) or None
+
+
 def defined_caption(body: str, where=st) -> None:
-    """A caption (Markdown from the core) whose hover defines the unfamiliar terms it uses (d_k, TTFT,
-    ticks, …: :func:`viz.core.lessons.glossary.defined`), drawn in ``where``."""
-    where.caption(body, help=md_escape(defined(body.replace("\\", ""))) or None)
+    """A caption (Markdown from the core) whose hover defines the unfamiliar terms it uses, drawn in ``where``."""
+    where.caption(body, help=_defining(body))
+
+
+def defined_markdown(body: str) -> None:
+    """A paragraph (Markdown from the core) whose hover defines the unfamiliar terms it uses."""
+    st.markdown(body, help=_defining(body))
 
 
 def plot(fig: go.Figure, key: str | None = None, table: bool = False, share: float = 1.0,

@@ -206,7 +206,8 @@ HEAD_RULES_IN_WORDS = ["tokens at even positions", "the last token", "the first 
 MASK_INTRO = ("Prefill handles every position of the prompt **in one pass**. To keep a token from "
               "looking ahead, a causal mask hides some positions before the softmax.")
 CONTEXTS_INTRO = ("Each head scores every visible key: +√d_k = +8 where its rule holds, −8 where it does "
-                  "not. Softmax turns the scores into weights, and the context is the weighted sum of values.")
+                  "not (d_k = 64). Softmax turns the scores into weights, and the context is the weighted sum of "
+                  "values.")
 LAST_POSITION = "At the last position, every head:"
 NOTHING_INTRO = "What does a head do when its rule matches **no** visible key?"
 LOGITS_INTRO = ("The context of the last position, one number per head, is multiplied by W_vocab: one "
