@@ -77,7 +77,7 @@ if refused:  # the sidebar shows each message next to its editor; the page says 
     top.warning(f"Your last edit of the {', '.join(refused)} was refused (the sidebar says why): "
                 "this page still shows the last good scenario.", icon=":material/history:")
 with guard.frame(f"the page {page.title}", top):
-    classroom.bar()  # a class's join screen, or a student's following line
+    classroom.bar(explore=editors)  # a class's join screen, or a student's following line
     state.framed(page.run)
 guard.remember()
 with guard.frame("the link to this view", st.sidebar, admit=False):  # computes nothing: never waits

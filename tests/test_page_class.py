@@ -321,6 +321,35 @@ def test_an_ended_class_gives_the_student_their_screen_back_in_words_that_read()
     assert ended and not any("ended as" in t for t in ended)
 
 
+def test_an_ended_class_is_read_slowly_and_opened_again_it_reaches_the_student():
+    """Once the class ended the student's line is the slow poll (every ENDED_POLL_S, not every POLL_S);
+    opened again by the teacher, the student's screen learns it and explores, one button from the teacher."""
+    at, seat = teacher()
+    pupil = student(seat.code)
+    press(at, "kv_class_end")
+    pupil.run()
+    assert pupil.session_state[classroom.ENDED] == seat.code and classroom.ENDED_POLL_S > classroom.POLL_S
+    assert "kv_class_leave_ended" in {b.key for b in pupil.button}
+    press(at, "kv_class_reopen")
+    pupil.run()
+    assert classroom.ENDED not in pupil.session_state and not any("has ended" in t for t in texts(pupil.run()))
+    assert "kv_class_return" in {b.key for b in pupil.button}
+
+
+def test_explore_is_offered_only_where_a_following_screen_leaves_something_out():
+    """Following on Decode (no controls of its own, no editors) the bar offers "Explore on my own"; on
+    Home, which has neither, it does not (nothing there would change)."""
+    at, seat = teacher()
+    pupil = student(seat.code)
+    at.switch_page("pages/home.py").run()
+    pupil.run()
+    assert pupil.session_state[classroom.PAGE] == ""  # Home, at /
+    assert "kv_class_explore" not in {b.key for b in pupil.button}
+    at.switch_page("pages/decode.py").run()
+    pupil.run()
+    assert "kv_class_explore" in {b.key for b in pupil.button}
+
+
 def test_the_pages_whose_lesson_polls_are_the_pages_with_a_guarded_fragment():
     """classroom.LESSON_POLLS names the pages whose lesson fragment is a follower's poll (guard.fragment
     polls on any page that has one): a page added to one and not the other would poll twice (the bar

@@ -49,12 +49,14 @@ PANEL = "kv_class_panel"  # the sidebar's Class panel is open
 JOIN_CODE = "kv_class_join_code"
 INVITED = "kv_class_invited"  # the class a join link named (offered above the page until joined)
 NICKNAME = "kv_class_nickname"
+ENDED = "kv_class_ended"  # the code of this student's class once it has ended (its poll slows down)
 JOIN_SCREEN = "kv_class_join_screen"  # the teacher's projector shows the big join screen
 PREFILL_POSITION = state.PREFILL_POSITION  # pages/prefill.py's stepper key: a follower's position goes there too
 
 log = logging.getLogger("kvlab.app")
 POLL_S = float(os.environ.get("KVLAB_CLASS_POLL_S", "0.5"))
 TEACHER_POLL_S = 2.0  # the teacher's count of students and live votes
+ENDED_POLL_S = 5.0  # a student's screen after its class ended: in case the teacher opens it again
 SEEN_EVERY_S = 10.0
 SHORT_LIMIT = 20
 SHARED_READ_S = 0.1  # the students of a class on one process share a read of it this long
@@ -260,8 +262,9 @@ def short_link(url_path: str) -> None:
 
 
 # -- above the page: the projector's join screen, a student's line ---------------------------------
-def bar() -> None:
-    """Above the page: a refusal kept for this run, then the class's screen for this seat."""
+def bar(explore: bool = True) -> None:
+    """Above the page: a refusal kept for this run, then the class's screen for this seat (``explore``:
+    the page has something a following screen leaves out, its controls or the sidebar's editors)."""
     problem = st.session_state.pop(PROBLEM, None)
     if problem:
         st.warning(md_escape(problem), icon=":material/groups:")
@@ -271,7 +274,7 @@ def bar() -> None:
     elif here.teacher:
         _teacher_bar(here)
     else:
-        _student_line()
+        _student_line(explore)
 
 
 def _invitation(code: str | None) -> None:
@@ -369,12 +372,16 @@ def following() -> bool:
     return here is not None and not here.teacher and here.following
 
 
-def _student_line() -> None:
-    """The student's line and, while following, the button to explore (drawn by the whole run, not by
-    every poll: its click reruns the whole page with its controls). The line is a poll (:func:`_follow`),
-    except while following on a page whose lesson polls itself (:data:`LESSON_POLLS`)."""
+def _student_line(explore: bool) -> None:
+    """The student's line and, while following on a page where it brings something (``explore``), the
+    button to explore (drawn by the whole run, not by every poll: its click reruns the whole page with
+    its controls). The line is a poll (:func:`_follow`), except while following on a page whose lesson
+    polls itself (:data:`LESSON_POLLS`), and a slow one (:func:`_ended`) once the class has ended."""
     with st.container(border=True, key="kv_class_bar"):
-        if not following():
+        if st.session_state.get(ENDED) == seat().code:
+            _ended()
+            return
+        if not (following() and explore):
             _follow()
             return
         line, button = st.columns([3, 2], vertical_alignment="center")
@@ -402,8 +409,10 @@ def _read(here: Seat) -> ClassState | None:
         st.warning(md_escape(st.session_state.pop(PROBLEM, "")), icon=":material/cloud_off:")
         return None
     _still_here(here)
-    if now.ended and here.following:  # the screen is the student's again: the whole page, controls and all
-        _sit(replace(here, following=False))
+    if now.ended and st.session_state.get(ENDED) != here.code:  # once: the screen is the student's again,
+        st.session_state[ENDED] = here.code                       # the whole page and a slower poll
+        if here.following:
+            _sit(replace(here, following=False))
         st.rerun(scope="app")
     return now
 
@@ -425,11 +434,6 @@ def _follow() -> None:
     now = None if here is None else _read(here)
     if now is None:
         return
-    if now.ended:
-        st.info(f"Class {shown(here.code)} has ended: your screen is yours again, with its own controls.",
-                icon=":material/groups:")
-        st.button("Leave the class", on_click=_leave, key="kv_class_leave_ended")
-        return
     applied = st.session_state.get(APPLIED)
     if applied is None or applied[0] != now.version:
         if _take(now, here.following):
@@ -442,6 +446,22 @@ def _follow() -> None:
                       "the teacher's screen may show something else.")
         right.button("Back to the teacher's view", on_click=_return, key="kv_class_return", type="primary",
                      icon=":material/cast_for_education:")
+
+
+@st.fragment(run_every=ENDED_POLL_S)
+def _ended() -> None:
+    """A student's line once the class ended, read again every ENDED_POLL_S: opened again, the class
+    reruns the app (the screen explores, with Back to the teacher's view)."""
+    here = seat()
+    now = None if here is None else _read(here)
+    if now is None:
+        return
+    if not now.ended:
+        st.session_state.pop(ENDED, None)
+        st.rerun(scope="app")
+    st.info(f"Class {shown(here.code)} has ended: your screen is yours again, with its own controls.",
+            icon=":material/groups:")
+    st.button("Leave the class", on_click=_leave, key="kv_class_leave_ended")
 
 
 def lesson_poll() -> None:
