@@ -14,6 +14,9 @@ from viz.ui.widgets import table
 state.require_frame()
 PENDING = "tour_pending"  # {question index: the option picked, not revealed yet}: kept while the tour steps
 BATCHING_COLUMNS, BATCHING_SHARE = (3, 2), 0.6  # the last step: the timelines' column, three fifths of the main one
+# a class's teacher: half each, so the question's options, Reveal and the class's live count (a bar per
+# option) keep one row each and the whole vote screen fits a 1280 × 720 projector (the count ran to 795 px)
+COUNTING_COLUMNS, COUNTING_SHARE = (1, 1), 0.5
 
 view = tour_view()  # every run and question of the tour, worked out before a step is drawn
 seed, prefill = view.scenario, view.prefill
@@ -171,14 +174,15 @@ def step_batching() -> None:
     runs = [(words.STATIC_TITLE, view.static)]
     if 7 in state.tour_choices():  # revealed
         runs.append((words.CONTINUOUS_TITLE, view.continuous))
-    material, asked = st.columns(BATCHING_COLUMNS, gap="medium")
+    columns, share = (COUNTING_COLUMNS, COUNTING_SHARE) if class_votes.counting() else (BATCHING_COLUMNS, BATCHING_SHARE)
+    material, asked = st.columns(columns, gap="medium")
     with asked:
         if ask(7, view.questions[7]):  # under the answer (on a phone too, where the columns stack)
             defined_markdown(words.SERVERS_NOTE)
             st.page_link("pages/serving.py", label="Open the Serving page", icon=":material/dns:")
     with material:
         plot(serving.timelines_figure(runs, words.BATCHING_TITLE, legend_beside=state.presenter(),
-                                      large_type=state.presenter()), key="tour_batching", share=BATCHING_SHARE)
+                                      large_type=state.presenter()), key="tour_batching", share=share)
         defined_markdown(words.BATCHING_INTRO)
 
 

@@ -155,7 +155,8 @@ def test_a_matrixs_column_labels_never_run_together_level():
     from viz.figures import toy
     from viz.figures.room import level_labels_fit
 
-    figures = [fig for _, fig, _ in gallery() if isinstance(fig, go.Figure)]
+    # copies: the gallery is built once per test session, and other tests read its figures as built
+    figures = [go.Figure(fig) for _, fig, _ in gallery() if isinstance(fig, go.Figure)]
     figures.append(toy.contexts_figure(tour_view().prefill))
     for fig in figures:
         for width, presenter in ((358, False), (DESKTOP_PX, False), (PRESENTER_PX // 2, True)):

@@ -296,14 +296,15 @@ def test_a_choice_keeps_its_value_under_the_lesson_keys_and_enter_picks(app):
     """Inside a segmented control (Decode's mode) → steps the lesson and the choice and the focus stay
     (viz/ui/board/README.md, "Keys"); its options are buttons, so Tab reaches each and Enter picks.
     Space on a focused toggle steps too, the toggle left as it was; Shift+Space (a key with Shift is
-    no lesson key) flips it."""
-    app.open("/decode")
+    no lesson key) flips it. Opened at step 4, where Whole shows more than the window (the seed's first
+    steps fit one window, and there Whole is off limits)."""
+    app.open("/decode", step=4)
     group = app.page.get_by_role("radiogroup", name="Show the run", exact=True)
     kv = group.get_by_role("radio", name="KV cache", exact=True)
     kv.focus()
     with app.rerun():
         app.page.keyboard.press("ArrowRight")
-    assert app.query.get("step") == "1" and app.query.get("mode", "kv") == "kv"
+    assert app.query.get("step") == "5" and app.query.get("mode", "kv") == "kv"
     expect(kv).to_have_attribute("aria-checked", "true")
     expect(kv).to_be_focused()
     reencode = group.get_by_role("radio", name="re-encode", exact=True)
@@ -311,18 +312,19 @@ def test_a_choice_keeps_its_value_under_the_lesson_keys_and_enter_picks(app):
     with app.rerun():
         app.page.keyboard.press("Enter")
     expect(reencode).to_have_attribute("aria-checked", "true")
-    assert app.query.get("mode") == "reencode" and app.query.get("step") == "1"
+    assert app.query.get("mode") == "reencode" and app.query.get("step") == "5"
     whole = app.page.get_by_role("switch", name="Whole", exact=True)
+    expect(whole).to_be_enabled()
     whole.focus()
     with app.rerun():
         app.page.keyboard.press("Space")
     expect(whole).not_to_be_checked()
-    assert app.query.get("step") == "2"
+    assert app.query.get("step") == "6"
     whole.focus()
     with app.rerun():
         app.page.keyboard.press("Shift+Space")
     expect(whole).to_be_checked()
-    assert app.query.get("step") == "2"
+    assert app.query.get("step") == "6"
     app.assert_no_exception()
 
 
