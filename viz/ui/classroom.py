@@ -274,7 +274,7 @@ def bar(explore: bool = True) -> None:
     elif here.teacher:
         _teacher_bar(here)
     else:
-        _student_line(explore)
+        _student_line(here, explore)
 
 
 def _invitation(code: str | None) -> None:
@@ -366,19 +366,19 @@ def _teacher_controls(here: Seat) -> None:
 def following() -> bool:
     """Whether this screen follows a teacher's: a student's screen in a class, following. A page then
     shows its lesson as the projector does, without its own controls and tabs ("Explore on my own"
-    brings them), and the sidebar leaves its editors out: each rerun a teacher's click causes costs
-    the server about half as much (docs/class-mode.md)."""
+    brings them), the sidebar leaves its editors out, and on the pages of :data:`LESSON_POLLS` the
+    lesson itself is the screen's poll of the class (:func:`lesson_poll`; docs/class-mode.md)."""
     here = seat()
     return here is not None and not here.teacher and here.following
 
 
-def _student_line(explore: bool) -> None:
+def _student_line(here: Seat, explore: bool) -> None:
     """The student's line and, while following on a page where it brings something (``explore``), the
     button to explore (drawn by the whole run, not by every poll: its click reruns the whole page with
     its controls). The line is a poll (:func:`_follow`), except while following on a page whose lesson
     polls itself (:data:`LESSON_POLLS`), and a slow one (:func:`_ended`) once the class has ended."""
     with st.container(border=True, key="kv_class_bar"):
-        if st.session_state.get(ENDED) == seat().code:
+        if st.session_state.get(ENDED) == here.code:
             _ended()
             return
         if not (following() and explore):
@@ -387,7 +387,7 @@ def _student_line(explore: bool) -> None:
         line, button = st.columns([3, 2], vertical_alignment="center")
         with line:
             if st.session_state.get(PAGE) in LESSON_POLLS:
-                _following_line(seat())
+                _following_line(here)
             else:
                 _follow()
         button.button("Explore on my own", key="kv_class_explore", icon=":material/explore:", on_click=_explore,
@@ -402,8 +402,9 @@ def _explore() -> None:
 
 
 def _read(here: Seat) -> ClassState | None:
-    """A poll's read of the class: None (with its message drawn) when the store cannot answer. A class
-    that ended gives a following screen back to its student (the whole app reruns)."""
+    """A poll's read of the class: None (with its message drawn) when the store cannot answer. The first
+    read of a class that ended gives the screen back to its student and reruns the whole app, whose
+    line then reads the class slowly (:func:`_ended`)."""
     now = _class_now(here.code)
     if now is None:
         st.warning(md_escape(st.session_state.pop(PROBLEM, "")), icon=":material/cloud_off:")

@@ -285,11 +285,12 @@ def render(editors: bool = True, url_path: str = "", following: bool = False) ->
     does not read the scenario (``editors`` False) the preset picker and the editors are left out;
     on a student's screen that follows a teacher's (``following``) they are left out too, and one
     line says where they are."""
+    shown = editors and not following  # the scenario's preset picker and editors
     with st.sidebar:
         st.toggle("Presenter mode", **state.bound(state.PRESENTER_TOGGLE, state.presenter(), state.set_presenter),
                   help="Large type for a projector; the sidebar folds away (» at the top left opens it); "
                   f"{STEP_KEYS_HELP} step, {BACK_KEYS_HELP} step back.")
-        if editors and not following:
+        if shown:
             _preset_picker()
         st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")
         for notice in state.notices():
@@ -302,7 +303,7 @@ def render(editors: bool = True, url_path: str = "", following: bool = False) ->
         elif not editors:
             st.caption("This page does not use the scenario editors; they are on Prefill, Decode, Memory, "
                        "Serving and At scale.")
-        if state.presenter() or not editors or following:
+        if state.presenter() or not shown:
             return
         _prompt(state.scenario())
         # each panel builds its widgets only while open: a first view neither sends nor lays out
