@@ -161,3 +161,21 @@ def test_prefill_figure_has_both_ways_in_both_panels():
     assert [(t.name, t.xaxis, list(t.y)) for t in fig.data][:2] == [
         (cost.NAMES["batched"], "x", [512]), (cost.NAMES["one by one"], "x", [300])]
     assert list(fig.data[3].y) == pytest.approx([0.01])
+
+
+def test_one_look_per_way_of_running_across_the_page_and_the_app():
+    """Across Cost's two figures a (colour, dash) names one way of running, and no way wears two looks (the
+    last review found the loop of prefill in recompute's vermillion dash); Decode's work chart draws the
+    decode modes in the same looks, and the palette gives no two ways one look."""
+    from viz.figures import meanings, toy
+
+    looks: dict[tuple[str, str], set[str]] = {}
+    for fig in (cost.decode_figure(measurement()), cost.prefill_figure(measurement())):
+        for trace in fig.data:
+            looks.setdefault((trace.line.color, trace.line.dash), set()).add(trace.name)
+    assert all(len(names) == 1 for names in looks.values()), looks
+    assert len({name for names in looks.values() for name in names}) == len(looks) == 5
+    assert len({meanings.way(name) for name in meanings.WAYS}) == len(meanings.WAYS)
+    for mode in ("kv", "recompute", "reencode"):
+        assert (toy.MODE_COLORS[mode], toy.MODE_DASHES[mode]) == meanings.way(mode)
+    assert cost.NAMES["recompute"] == toy.MODE_NAMES["recompute"] and cost.NAMES["kv"] == toy.MODE_NAMES["kv"]

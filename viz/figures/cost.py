@@ -15,14 +15,13 @@ from plotly.subplots import make_subplots
 
 from ..core.engine.cost import DECODE_MODES, CostMeasurement, DecodePoint
 from ..core.timing import Timing, format_seconds
-from .base import series, titled
-from .toy import MODE_COLORS, MODE_DASHES
+from .base import titled
+from .meanings import way
 
-# one colour and dash per series: the decode modes as everywhere, the torch.cat cache the third
-COLORS = {"recompute": MODE_COLORS["recompute"], "kv": MODE_COLORS["kv"], "cat": series(2)[0],
-          "batched": series(0)[0], "one by one": series(1)[0]}
-DASHES = {"recompute": MODE_DASHES["recompute"], "kv": MODE_DASHES["kv"], "cat": series(2)[1],
-          "batched": series(0)[1], "one by one": series(1)[1]}
+# one colour and dash per way of running, the same in both figures and every other chart that draws it
+# (viz.figures.meanings.WAYS): no look means two things on the page
+COLORS = {name: way(name)[0] for name in ("recompute", "kv", "cat", "batched", "one by one")}
+DASHES = {name: way(name)[1] for name in COLORS}
 NAMES = {"recompute": "no cache (recompute)", "kv": "KV cache", "cat": "torch.cat cache",
          "batched": "batched (one pass)", "one by one": "one token at a time"}
 

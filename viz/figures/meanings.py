@@ -130,6 +130,18 @@ def series(i: int) -> tuple[str, str]:
     return SERIES[i % len(SERIES)], SERIES_DASHES[i % len(SERIES_DASHES)]
 
 
+# The ways of running the model that several charts compare (Decode's work chart, Cost's two figures, Real
+# model's speed): each keeps one series' look in every chart that draws it, and no two share one, so on a
+# page with several such charts a colour and dash mean one thing (a test holds it). Other charts' series
+# (models, policies, runs) are told apart by their own legends.
+WAYS = ("kv", "recompute", "reencode", "cat", "batched", "one by one")
+
+
+def way(name: str) -> tuple[str, str]:
+    """The colour and dash of the way of running ``name`` (one of :data:`WAYS`), in every chart."""
+    return series(WAYS.index(name))
+
+
 # a CSS gradient's angle points across its stripes: 135deg draws stripes that rise to the right, as "/"
 _CSS_ANGLES = {"/": "135deg", "\\": "45deg", "x": "45deg"}
 
