@@ -82,7 +82,10 @@ def test_measure_draws_the_measured_numbers(at):
     assert work[cost.NAMES["recompute"]] == [p.work.multiply_adds for p in sorted(
         (p for p in result.decode if p.mode == "recompute"), key=lambda p: p.n)]
     summary = summarize_cost(result)
-    assert f"**Where the cache wins.** At n = {summary.large_n}," in markdown(at)
+    assert f"**Where the cache wins.** At n = {summary.large_n} the engine counts" in markdown(at)
+    said = {"longer": "Timed here, the step took", "unclear": "neither confirms nor contradicts the count",
+            "shorter": "the cached step was the slower one"}  # the timing as far as its runs can say
+    assert said[summary.speedup_large.reading] in markdown(at)
     assert measure_button(at).label == "Measure again"
     assert not at.warning
 

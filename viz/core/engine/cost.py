@@ -4,7 +4,10 @@ One decode step at total length n is timed in each mode (recompute, our KVCache,
 ``torch.cat`` cache) with the engine's own decoders, so only the cache differs; prefill is timed as
 one batched pass against one token at a time. :func:`live_cost` is the Cost page's sweep, small
 enough for one click on a shared server: one sweep at a time per process, cut short by a time
-budget, cheap series first. :func:`summarize_cost` reads the ratios the page puts into words.
+budget, cheap series first, recompute timed in the same rounds as the caches. :func:`summarize_cost`
+reads the ratios the page puts into words, each timed one a :class:`Ratio` that says whether the
+runs' spread lets it be read at all (the engine's work counts are exact; a shared machine's timing
+is not).
 Timings come from :mod:`viz.core.timing`; ``python -m viz bench`` (viz.tools.bench) runs larger
 sweeps of the same measurements.
 
@@ -16,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import torch
 
@@ -28,6 +31,7 @@ from .scenario import Scenario
 from ..timing import Timing, TimingPlan, time_calls, time_in_turn
 
 DECODE_MODES = ("recompute", "kv", "cat")  # no cache, our KVCache, the naive torch.cat cache
+CACHED = ("kv", "cat")  # the modes with a cache
 
 Progress = Callable[[float, str], None]
 
@@ -178,7 +182,7 @@ LIVE = LiveConfig(decode_sizes=(32, 64, 128, 256, 512, 1024, 2048, 4096), recomp
                   copy_bytes=64 * 2**20, budget_s=3.0, decode_share=0.6)
 # What the Cost page shows on arrival, before anyone presses Measure: the same sweep, smaller.
 QUICK = LiveConfig(decode_sizes=(32, 64, 128, 256, 512), recompute_max=512, prefill_sizes=(16, 32, 64, 128),
-                   plan=TimingPlan(warmup=1, min_repeats=2, max_repeats=3, target_s=0.005),
+                   plan=TimingPlan(warmup=1, min_repeats=3, max_repeats=5, target_s=0.005),
                    copy_bytes=8 * 2**20, budget_s=1.0, decode_share=0.6)
 
 
@@ -209,6 +213,10 @@ class _Budget:
         self.deadline = time.perf_counter() + seconds
         self.last: dict[str, tuple[int, float]] = {}
         self.stopped: dict[str, int] = {}
+
+    def note(self, series: str, n: int, cost: float) -> None:
+        """Take ``cost`` seconds (already spent, in another series' run) as ``series``' cost at size n."""
+        self.last[series] = (n, cost)
 
     def run(self, series: str, n: int, growth: int, measure: Callable[[float], Any]) -> Any:
         """``measure(deadline)`` for size n of ``series``, or None if it would not fit."""
@@ -262,27 +270,19 @@ def live_cost(device: str | torch.device | None = None, progress: Progress | Non
 
 def _live_cost(device: torch.device, progress: Progress | None, config: LiveConfig) -> CostMeasurement:
     model = model_for(device)
-    # kv and cat in turn (their ratio survives a change in the machine's load), then recompute: the
-    # cheap series first, so an expensive recompute cannot spend the budget they need
-    decode_tasks = [(modes, n) for n in config.decode_sizes for modes in (("kv", "cat"), ("recompute",))
-                    if not (modes == ("recompute",) and n > config.recompute_max)]
-    total = len(decode_tasks) + len(config.prefill_sizes)
+    total = len(config.decode_sizes) + len(config.prefill_sizes)
     report = progress or (lambda fraction, text: None)
     start = time.perf_counter()
     report(0.0, "memory bandwidth")
     bandwidth = measure_bandwidth(config.copy_bytes, config.plan, device)
     decode_budget = _Budget(config.budget_s * config.decode_share - (time.perf_counter() - start))
     decode = []
-    for done, (modes, n) in enumerate(decode_tasks):
-        series = " and ".join(modes)
-        report(done / total, f"decode, {series}, n = {n}")
-        points = decode_budget.run(  # a step costs O(n²) without a cache, O(n) with one
-            series, n, 2 if modes == ("recompute",) else 1,
-            lambda deadline: measure_decodes(model, modes, n, config.plan, device, deadline))
-        decode += points or ()
+    for done, n in enumerate(config.decode_sizes):
+        report(done / total, f"decode, n = {n}")
+        decode += _decode_size(decode_budget, model, n, config, device)
     prefill_budget = _Budget(config.budget_s - (time.perf_counter() - start))
     prefill = []
-    for done, n in enumerate(config.prefill_sizes, start=len(decode_tasks)):
+    for done, n in enumerate(config.prefill_sizes, start=len(config.decode_sizes)):
         report(done / total, f"prefill, n = {n}")
         point = prefill_budget.run(
             "prefill", n, 2, lambda deadline: measure_prefill(model, n, config.plan, device, deadline))
@@ -295,6 +295,54 @@ def _live_cost(device: torch.device, progress: Progress | None, config: LiveConf
                            bandwidth, config.budget_s, time.perf_counter() - start, left_out)
 
 
+def _decode_size(budget: _Budget, model: ToyModel, n: int, config: LiveConfig,
+                 device: torch.device) -> tuple[DecodePoint, ...]:
+    """The decode modes at size n: recompute in the same rounds as the two caches while the budget
+    lets it grow (a step costs O(n²) without a cache), so a change in the machine's load hits all three
+    alike and their ratio holds; past that, the caches alone (O(n))."""
+    def modes(which: tuple[str, ...]) -> Callable[[float], tuple[DecodePoint, ...]]:
+        return lambda deadline: measure_decodes(model, which, n, config.plan, device, deadline)
+
+    if n <= config.recompute_max:
+        points = budget.run("recompute", n, 2, modes(CACHED + ("recompute",)))
+        if points is not None:  # the caches' own share of the rounds predicts their next size
+            budget.note("kv and cat", n, sum(p.per_token.median_s * p.per_token.repeats
+                                             for p in points if p.mode in CACHED))
+            return points
+    return budget.run("kv and cat", n, 1, modes(CACHED)) or ()
+
+
+Reading = Literal["longer", "shorter", "unclear"]
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """How many times as long one timing took as another, and whether the runs can say so.
+
+    ``median`` is the medians' ratio; ``low`` and ``high`` the least and the most the runs allow (the
+    first's fastest run over the second's slowest, and the other way round). A range holding 1 means
+    the runs overlap: the difference is within the timing's spread, too noisy to read; so is a timing
+    of one run, which has no spread to judge."""
+
+    median: float
+    low: float
+    high: float
+    runs: int  # the fewer timed runs of the two
+
+    @classmethod
+    def of(cls, first: Timing, second: Timing) -> "Ratio":
+        return cls(first.median_s / second.median_s, first.min_s / second.max_s,
+                   first.max_s / second.min_s, min(first.repeats, second.repeats))
+
+    @property
+    def reading(self) -> Reading:
+        """'longer': every run of the first took longer than every run of the second; 'shorter': the
+        other way round; 'unclear': the runs overlap, or there were too few to tell."""
+        if self.runs < 2 or self.low <= 1 <= self.high:
+            return "unclear"
+        return "longer" if self.low > 1 else "shorter"
+
+
 @dataclass(frozen=True)
 class CostSummary:
     """The numbers the Cost page puts into words (None where the sweep did not reach them)."""
@@ -302,20 +350,20 @@ class CostSummary:
     device: str
     small_n: int  # smallest n with both recompute and kv
     large_n: int  # largest n with both recompute and kv
-    speedup_small: float  # recompute / kv per token at small_n
-    speedup_large: float  # … at large_n
-    work_ratio_large: float  # recompute / kv multiply-adds at large_n
+    speedup_small: Ratio  # recompute / kv time per token at small_n
+    speedup_large: Ratio  # … at large_n
+    work_ratio_large: float  # recompute / kv multiply-adds at large_n: exact, the lesson's claim
     kv_n: int  # largest n measured for kv (and cat)
-    cat_over_kv: float | None  # cat / kv per token at kv_n
-    kv_time_growth: float  # kv time per token at kv_n / at the smallest n
+    cat_over_kv: Ratio | None  # cat / kv per token at kv_n
+    kv_time_growth: Ratio  # kv time per token at kv_n / at the smallest n
     kv_size_growth: float  # kv_n / the smallest n
     kv_time: float  # kv seconds per token at kv_n
     kv_cache_bytes: int  # K and V held at kv_n
     bytes_per_multiply_add: float  # kv at kv_n: cache bytes read per multiply-add
     floor_s: float  # kv at kv_n: cache bytes / measured bandwidth
     bandwidth_bytes_per_s: float
-    prefill_small: tuple[int, float] | None  # (n, one-by-one / batched) at the smallest prompt
-    prefill_large: tuple[int, float] | None  # … at the largest prompt
+    prefill_small: tuple[int, Ratio] | None  # (n, one-by-one / batched time) at the smallest prompt
+    prefill_large: tuple[int, Ratio] | None  # … at the largest prompt
 
 
 def summarize_cost(measurement: CostMeasurement) -> CostSummary | None:
@@ -326,19 +374,19 @@ def summarize_cost(measurement: CostMeasurement) -> CostSummary | None:
     if not both:
         return None
 
-    def speedup(n: int) -> float:
-        return by[(n, "recompute")].per_token.median_s / by[(n, "kv")].per_token.median_s
+    def speedup(n: int) -> Ratio:
+        return Ratio.of(by[(n, "recompute")].per_token, by[(n, "kv")].per_token)
 
     small, large, top = both[0], both[-1], kv_sizes[-1]
     kv_top, kv_first = by[(top, "kv")], by[(kv_sizes[0], "kv")]
     cat = by.get((top, "cat"))
-    ratios = [(p.n, p.one_by_one.median_s / p.batched.median_s) for p in measurement.prefill]
+    ratios = [(p.n, Ratio.of(p.one_by_one, p.batched)) for p in measurement.prefill]
     return CostSummary(
         device=measurement.device, small_n=small, large_n=large, speedup_small=speedup(small),
         speedup_large=speedup(large),
         work_ratio_large=by[(large, "recompute")].work.multiply_adds / by[(large, "kv")].work.multiply_adds,
-        kv_n=top, cat_over_kv=cat.per_token.median_s / kv_top.per_token.median_s if cat else None,
-        kv_time_growth=kv_top.per_token.median_s / kv_first.per_token.median_s,
+        kv_n=top, cat_over_kv=Ratio.of(cat.per_token, kv_top.per_token) if cat else None,
+        kv_time_growth=Ratio.of(kv_top.per_token, kv_first.per_token),
         kv_size_growth=top / kv_sizes[0], kv_time=kv_top.per_token.median_s,
         kv_cache_bytes=kv_top.cache_bytes,
         bytes_per_multiply_add=kv_top.cache_bytes / kv_top.work.multiply_adds,

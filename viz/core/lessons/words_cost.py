@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..engine.cost import CostMeasurement, CostSummary, LiveConfig
+from ..engine.cost import CostMeasurement, CostSummary, LiveConfig, Ratio
 from ..engine.scenario import Scenario
 from ..timing import format_seconds
 
@@ -31,6 +31,12 @@ BENCHMARK = ("**The full benchmark.** The command line runs larger sizes (decode
              "writes JSON:")
 BENCH_COMMANDS = ("python -m viz bench --out results.json      # a few minutes\n"
                   "python -m viz bench --quick                 # a few seconds")
+# why a batched prefill beats decoding one token at a time in a real model
+REUSE = ("a batched "
+         "prefill multiplies each weight it reads by all n prompt tokens at once, so it is "
+         "limited by arithmetic (compute-bound), while decoding reads every weight again for "
+         "one token per sequence, so it waits for memory (memory-bound). That is why a model "
+         "reads your prompt quickly and then writes its answer slowly.")
 
 
 def measuring(what: str) -> str:
@@ -82,37 +88,69 @@ def _times(ratio: float) -> str:
 def decode_reading(summary: CostSummary, device_type: str) -> list[str]:
     """The decode plot in plain words, one paragraph per point, with this measurement's numbers.
 
-    Each claim follows the data: where the measurement contradicts the usual story (a cache that
-    does not win at tiny n, a torch.cat cache that keeps up), the text says so.
+    The lesson's claim is the engine's exact work count; the live timing only ever says what its runs
+    can: a ratio where every run of one side beat every run of the other, "too noisy to read" where
+    they overlap (:class:`Ratio`), and where the measurement departs from the usual story (a cache
+    that does not win at tiny n, a torch.cat cache that keeps up), the text says so.
     """
     s = summary
     lines = [
-        f"**Where the cache wins.** At n = {s.large_n}, one decode step took "
-        f"{_times(s.speedup_large)} as long without the cache as with it. The engine's counters "
-        f"say recomputing does {_times(s.work_ratio_large)} the multiply-adds there: it runs the "
+        f"**Where the cache wins.** At n = {s.large_n} the engine counts {_times(s.work_ratio_large)} "
+        "the multiply-adds for one decode step without the cache as with it: recomputing runs the "
         "whole n × n attention again for one new row, while the cache encodes one key and reads "
-        "the others. The gap widens with n, because one side grows like n² and the other like n.",
+        "the others. The gap widens with n, because one side grows like n² and the other like n. "
+        + _timed_win(s.speedup_large),
     ]
     lines.append(_small_steps(s, device_type))
     if s.kv_size_growth > 1:
+        grew = (f"its time {_times(s.kv_time_growth.median)}" if s.kv_time_growth.reading == "longer"
+                else "its time by no more than the runs' spread")
         lines.append(
             f"**The cached step grows slowly.** From the smallest n to n = {s.kv_n} the sequence grew "
-            f"{s.kv_size_growth:,.0f}× and the cached step's time {s.kv_time_growth:.2g}×: its cost is "
-            "the fixed price plus a part that grows with n, reading every cached key once.")
+            f"{s.kv_size_growth:,.0f}× and {grew}: the step's cost is the fixed price plus a part that "
+            "grows with n, reading every cached key once.")
     lines.append(_memory_bound(s))
     if s.cat_over_kv is not None:
         lines.append(_growing(s))
     return lines
 
 
+NOISY = "too noisy to read on this machine just now"
+
+
+def _spread(r: Ratio) -> str:
+    """What the runs allow, when they cannot say which side was faster."""
+    if r.runs < 2:
+        return "one run each, too few to judge the noise"
+    return f"its runs allow anything from {_times(r.low)} to {_times(r.high)}"
+
+
+def _timed_win(r: Ratio) -> str:
+    """The live timing of the largest size both ways, as far as its runs can say (never against the count)."""
+    if r.reading == "longer":
+        return (f"Timed here, the step took {_times(r.median)} as long without the cache (medians; every "
+                "run without it was slower than every run with it).")
+    if r.reading == "unclear":
+        return (f"Timed here, the difference is within the timing's spread ({_spread(r)}): {NOISY}, "
+                "so the timing neither confirms nor contradicts the count. Measure again when the "
+                "machine is quieter.")
+    return (f"Timed here, the cached step was the slower one ({_times(1 / r.median)}): at this size the "
+            "fixed price of a step (below) outweighed the work saved, or the machine's load changed "
+            "during the runs. The count is what the cache saves; the time is what this machine did once.")
+
+
 def _small_steps(s: CostSummary, device_type: str) -> str:
     """Where the cache wins less, or not at all: the fixed price of a step."""
+    r = s.speedup_small
     if s.small_n == s.large_n:
         small = "**Where it wins less.** "
-    elif s.speedup_small < 1:
+    elif r.reading == "shorter":
         small = f"**Where it does not.** At n = {s.small_n} the cached step was slower. "
+    elif r.reading == "unclear":
+        small = (f"**Where it wins less.** At n = {s.small_n} the timing could not tell the two apart "
+                 f"({_spread(r)}). ")
     else:
-        small = (f"**Where it wins less.** At n = {s.small_n} the cache was only {_times(s.speedup_small)} "
+        small = (f"**Where it wins less.** At n = {s.small_n} the cache was only {_times(r.median)} "
                  "as fast. ")
     small += ("Every step pays a fixed price, with or without a cache: Python, building small "
               "tensors, starting dozens of tensor operations. With little data that price is most of "
@@ -147,13 +185,15 @@ def _memory_bound(s: CostSummary) -> str:
 
 def _growing(s: CostSummary) -> str:
     """The torch.cat cache against the preallocated one."""
-    if s.cat_over_kv >= 1.2:
-        outcome = (f"at n = {s.kv_n} it took {_times(s.cat_over_kv)} as long as the preallocated "
+    r = s.cat_over_kv
+    if r.reading == "longer" and r.median >= 1.2:
+        outcome = (f"at n = {s.kv_n} it took {_times(r.median)} as long as the preallocated "
                    "cache, which writes one row in place")
     else:
-        outcome = (f"at n = {s.kv_n} that did not cost more ({_times(s.cat_over_kv)} the time of "
-                   "the preallocated cache): copying a cache this small is cheap next to the "
-                   "fixed price of a step. The full benchmark shows the gap at n = 16,384")
+        within = " (within the runs' spread)" if r.reading == "unclear" else ""
+        outcome = (f"at n = {s.kv_n} that did not cost measurably more ({_times(r.median)} the time "
+                   f"of the preallocated cache{within}): copying a cache this small is cheap next to "
+                   "the fixed price of a step. The full benchmark shows the gap at n = 16,384")
     return ("**Growing the cache.** The torch.cat cache does the same arithmetic but copies the whole "
             f"cache into a new tensor on every step; {outcome}.")
 
@@ -162,24 +202,26 @@ def prefill_reading(summary: CostSummary) -> list[str]:
     """The prefill plot in plain words (nothing if the sweep measured no prefill)."""
     if summary.prefill_large is None:
         return []
-    (n_small, r_small), (n_large, r_large) = summary.prefill_small, summary.prefill_large
+    (n_small, small), (n_large, large) = summary.prefill_small, summary.prefill_large
     lines = ["Both ways give the same contexts (the table's last column). The batched pass scores "
              "every (query, key) pair, the masked half too, so it does about twice the multiply-adds "
              "of the loop, which only scores the keys each query can see."]
-    if r_large >= 1:
-        also = f" ({_times(r_small)} at n = {n_small})" if n_small != n_large else ""
+    if large.reading == "longer":
+        also = (f" ({_times(small.median)} at n = {n_small})"
+                if n_small != n_large and small.reading == "longer" else "")
         lines.append(
-            f"Still, one token at a time took {_times(r_large)} as long as one batched pass at "
+            f"Still, one token at a time took {_times(large.median)} as long as one batched pass at "
             f"n = {n_large}{also}. In the toy that is the fixed price of a step (Python, small "
-            "tensor operations) paid n times. In a real model the reason is reuse: a batched "
-            "prefill multiplies each weight it reads by all n prompt tokens at once, so it is "
-            "limited by arithmetic (compute-bound), while decoding reads every weight again for "
-            "one token per sequence, so it waits for memory (memory-bound). That is why a model "
-            "reads your prompt quickly and then writes its answer slowly.")
+            "tensor operations) paid n times. In a real model the reason is reuse: " + REUSE)
+    elif large.reading == "unclear":
+        lines.append(
+            f"Timed here, the two ways could not be told apart at n = {n_large} ({_spread(large)}): "
+            f"{NOISY}. In a real model the batched pass wins by far, and the reason is reuse: " + REUSE)
     else:
         lines.append(
-            f"Here the loop was faster at n = {n_large} ({_times(1 / r_large)}): the batched pass "
+            f"Here the loop was faster at n = {n_large} ({_times(1 / large.median)}): the batched pass "
             "builds several n × n tensors, and moving them through memory cost more than the loop's "
             "per-step price. Real models avoid that with fused attention kernels (FlashAttention) "
             "that never write the n × n scores out.")
     return lines
+
