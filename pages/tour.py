@@ -8,7 +8,7 @@ from viz.figures import serving, toy
 from viz.core.lessons import tour as words
 from viz.core.lessons.tour import Question, option_label, revealed_options, tour_footer, tour_score, tour_view
 from viz.ui import article, class_votes, classroom, state
-from viz.ui.common import defined_markdown, lesson_header, md_escape, plot, stepper
+from viz.ui.common import defined_markdown, held_step, lesson_header, md_escape, plot, stepper
 from viz.ui.widgets import table
 
 state.require_frame()
@@ -73,22 +73,22 @@ def ask(index: int, question: Question) -> bool:
 MATERIAL_SHARE = 0.5  # a step's material: half the main column, the question in the other half (:func:`step`)
 
 
-def step(intro: Callable[[], None], index: int, question: Question, answer: Callable[[float], None]) -> None:
-    """A step with a question: its material (``intro``) with the question beside it, and once revealed
+def step(intro: Callable[[], None], index: int, answer: Callable[[float], None]) -> None:
+    """A step with question ``index``: its material (``intro``) with the question beside it, and once revealed
     ``answer`` (drawn for :data:`MATERIAL_SHARE` of the main column) at the top of the material's column,
     so the figure with the answer is in view beside the marked option, on a projector and at a desk
     alike (at 1440 × 900 under the question it started at 809 px); a phone stacks the columns, the answer
     under the step's title, near the step control."""
     material, asked = st.columns(2, gap="medium")
     with asked:
-        revealed = ask(index, question)
+        revealed = ask(index, view.questions[index])
     with material:
         if revealed:
             answer(MATERIAL_SHARE)
         intro()
 
 
-def step_prompt() -> None:
+def step_prompt(_: None) -> None:
     """The prompt's values and the four heads side by side (a phone stacks them): both tables whole in a
     projector's first screen (the heads' ran past 720 px under the values')."""
     values, heads = st.columns(2, gap="medium")
@@ -102,11 +102,11 @@ def step_prompt() -> None:
               "The four heads and their rules", key="tour_heads")
 
 
-def step_mask() -> None:
-    step(lambda: defined_markdown(words.MASK_INTRO), 0, view.questions[0], lambda share: plot(toy.causal_mask_figure(prefill), key="tour_mask", share=share))
+def step_mask(asked: int) -> None:
+    step(lambda: defined_markdown(words.MASK_INTRO), asked, lambda share: plot(toy.causal_mask_figure(prefill), key="tour_mask", share=share))
 
 
-def step_contexts() -> None:
+def step_contexts(asked: int) -> None:
     def intro() -> None:
         defined_markdown(words.CONTEXTS_INTRO)
         table(toy.positions_table(prefill), toy.POSITIONS_LABEL, key="tour_positions")
@@ -118,44 +118,53 @@ def step_contexts() -> None:
             st.markdown(f"- {md_escape(row.text)}")
         plot(toy.contexts_figure(prefill), key="tour_contexts", share=share)
 
-    step(intro, 1, view.questions[1], answer)
+    step(intro, asked, answer)
 
 
-def step_nothing() -> None:
-    step(lambda: defined_markdown(words.NOTHING_INTRO), 2, view.questions[2],
+def step_nothing(asked: int) -> None:
+    step(lambda: defined_markdown(words.NOTHING_INTRO), asked,
          lambda share: plot(toy.stage_figure(prefill, 0, "weights", 0), key="tour_nothing", share=share))
 
 
-def step_logits() -> None:
+def step_logits(asked: int) -> None:
     def intro() -> None:
         defined_markdown(words.LOGITS_INTRO)
         table(toy.vocab_table(prefill), toy.VOCAB_LABEL, key="tour_vocab")
 
-    step(intro, 3, view.questions[3],
+    step(intro, asked,
          lambda share: plot(toy.prediction_figure(prefill), key="tour_prediction", share=share))
 
 
-def step_no_cache() -> None:
-    step(lambda: defined_markdown(words.NO_CACHE_INTRO), 4, view.questions[4],
+def step_no_cache(asked: int) -> None:
+    step(lambda: defined_markdown(words.NO_CACHE_INTRO), asked,
          lambda share: st.info(md_escape(view.keys_answer)))
 
 
-def step_cache() -> None:
+WORK_HEIGHT = 220  # px as built: the work chart beside the cache figure, both whole in a projector's first screen
+
+
+def step_cache(_: None) -> None:
+    """The cache and the work it saves side by side (a phone stacks them): stacked, the work chart
+    started below a 1280 × 720 projector's fold, with nothing on screen saying it was there."""
     defined_markdown(words.CACHE_INTRO)
-    plot(toy.cache_figure(view.cache_run), key="tour_cache")
-    plot(toy.work_figure(view.runs, cumulative=True), key="tour_work")
+    cache, work = st.columns(2, gap="medium")
+    with cache:
+        plot(toy.cache_figure(view.cache_run), key="tour_cache", share=MATERIAL_SHARE)
+    with work:
+        plot(toy.work_figure(view.runs, cumulative=True, height=WORK_HEIGHT, title=view.work_title), key="tour_work",
+             share=MATERIAL_SHARE)
     st.caption(words.CACHE_NOTE)
 
 
-def step_bug() -> None:
+def step_bug(asked: int) -> None:
     def answer(share: float) -> None:
         table(toy.comparison_table(view.cache_check), toy.COMPARISON_LABEL, key="tour_compare")
         defined_markdown(words.BUG_FIX)
 
-    step(lambda: defined_markdown(words.BUG_INTRO), 5, view.questions[5], answer)
+    step(lambda: defined_markdown(words.BUG_INTRO), asked, answer)
 
 
-def step_pool() -> None:
+def step_pool(asked: int) -> None:
     def intro() -> None:
         st.caption(words.EPILOGUE_NOTE)
         defined_markdown(words.POOL_INTRO)
@@ -163,21 +172,21 @@ def step_pool() -> None:
     def answer(share: float) -> None:
         plot(serving.pool_figure(view.continuous, view.shared_iteration), key="tour_pool", share=share)
 
-    step(intro, 6, view.questions[6], answer)
+    step(intro, asked, answer)
 
 
-def step_batching() -> None:
+def step_batching(asked: int) -> None:
     """The last question beside static batching's timeline (the timeline wider than in :func:`step`: its
     legend stands beside it on a projector; a phone stacks them). Once revealed, continuous
     batching's timeline joins it under the same time axis, so the answer is read off beside the marked
     option, below the timeline the question is about, and neither moves."""
     runs = [(words.STATIC_TITLE, view.static)]
-    if 7 in state.tour_choices():  # revealed
+    if asked in state.tour_choices():  # revealed
         runs.append((words.CONTINUOUS_TITLE, view.continuous))
     columns, share = (COUNTING_COLUMNS, COUNTING_SHARE) if class_votes.counting() else (BATCHING_COLUMNS, BATCHING_SHARE)
-    material, asked = st.columns(columns, gap="medium")
-    with asked:
-        if ask(7, view.questions[7]):  # under the answer (on a phone too, where the columns stack)
+    material, beside = st.columns(columns, gap="medium")
+    with beside:
+        if ask(asked, view.questions[asked]):  # under the answer (on a phone too, where the columns stack)
             defined_markdown(words.SERVERS_NOTE)
             st.page_link("pages/serving.py", label="Open the Serving page", icon=":material/dns:")
     with material:
@@ -200,19 +209,22 @@ def score() -> None:
         st.rerun()
 
 
-STEPS = list(zip(words.STEP_TITLES, [step_prompt, step_mask, step_contexts, step_nothing, step_logits,
-                                    step_no_cache, step_cache, step_bug, step_pool, step_batching]))
+# each step as the core describes it (title, question, presenter lead) and what draws it, given its question
+STEPS = list(zip(view.steps, [step_prompt, step_mask, step_contexts, step_nothing, step_logits,
+                              step_no_cache, step_cache, step_bug, step_pool, step_batching], strict=True))
 
+# the stepper keeps the tour's step itself (a link's step on the first run, kept while other pages show);
+# read before the header, whose presenter lead says what the teacher does on this step
+held = held_step(state.TOUR_STEP, len(STEPS))
 if state.presenter():  # the room goes to the question, its options large (the frame's style)
-    lesson_header(words.TOUR_TITLE, words.PRESENTER_LEAD)  # with the hint that says how the sidebar opens
+    lesson_header(words.TOUR_TITLE, STEPS[held - 1][0].lead)  # with the hint that says how the sidebar opens
 else:
     st.title(words.TOUR_TITLE)
     st.markdown(words.tour_intro(article.link()))
-# the stepper keeps the tour's step itself (a link's step on the first run, kept while other pages show)
-index = stepper(state.TOUR_STEP, len(STEPS), "Step", format_label=lambda i: f"{i}. {STEPS[i - 1][0]}") - 1
-title, render = STEPS[index]
-st.subheader(f"{index + 1}. {title}")
-render()
+index = stepper(state.TOUR_STEP, len(STEPS), "Step", format_label=lambda i: f"{i}. {STEPS[i - 1][0].title}") - 1
+here, render = STEPS[index]
+st.subheader(f"{index + 1}. {here.title}")
+render(here.question)
 if index == len(STEPS) - 1:
     score()
 st.caption(tour_footer(index, len(STEPS)))

@@ -311,3 +311,33 @@ def test_every_paragraph_that_names_an_unfamiliar_term_defines_it_in_its_hover(t
                 named.add(term.term)
                 assert term.short in help_, (step, term.term, text[:60])
     assert {"d_k", "tick"} <= named  # the test saw the terms it is about
+
+
+def test_the_presenter_lead_follows_the_step(tour):
+    """In presenter mode the first line says what the teacher does on the step shown: the vote on a step
+    with a question, the step's own task on one without (it said "press Reveal" on every step), also
+    when the step changes by the → button (the lead is drawn before the step control)."""
+    import html
+
+    from viz.core.lessons.tour import tour_view
+
+    flip(tour, state.PRESENTER_TOGGLE, True)
+    steps = tour_view().steps
+    for number, step in enumerate(steps, start=1):
+        if number > 1:
+            _forward(tour)
+        lines = [e.proto.body for e in tour.get("html") if not e.proto.body.startswith("<style>")]
+        assert len(lines) == 1 and html.escape(step.lead) in lines[0], (number, lines)
+        others = {s.lead for s in steps} - {step.lead}
+        assert not any(html.escape(lead) in lines[0] for lead in others)
+
+
+def test_the_cache_step_lays_the_cache_and_its_work_side_by_side(tour):
+    """Step 7's cache figure and work chart stand in two columns (a phone stacks them): one under the
+    other, the work chart started below a 1280 × 720 projector's fold."""
+    def charts(block) -> int:
+        return sum(charts(child) if hasattr(child, "children") else child.type == "plotly_chart"
+                   for child in block.children.values())
+
+    _go_to(tour, 7)
+    assert [charts(column) for column in tour.main.columns if charts(column)] == [1, 1]

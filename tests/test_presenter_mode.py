@@ -16,10 +16,10 @@ from viz.ui import state
 # each page's one sentence: Prefill's, Decode's and the tour's from their words modules, the others'
 # from leads
 SENTENCES = {"prefill": words_prefill.CAPTION, "decode": words_decode.LEAD, "memory": PAGE_LEADS["memory"].sentence,
-             "tour": tour.PRESENTER_LEAD, "home": words_home.LEAD}
+             "tour": tour.tour_view().steps[0].lead, "home": words_home.LEAD}  # the tour opens on its first step
 # every page's title and the sentence presenter mode shows in its place
 TITLED = {"prefill": (words_prefill.TITLE, words_prefill.CAPTION), "decode": (words_decode.TITLE, words_decode.LEAD),
-          "tour": (tour.TOUR_TITLE, tour.PRESENTER_LEAD), "home": (words_home.TITLE, words_home.LEAD),
+          "tour": (tour.TOUR_TITLE, tour.tour_view().steps[0].lead), "home": (words_home.TITLE, words_home.LEAD),
           **{page: (lead.title, lead.sentence) for page, lead in PAGE_LEADS.items()}}
 
 

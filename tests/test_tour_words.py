@@ -67,3 +67,23 @@ def test_home_counts_the_tours_steps_and_its_epilogue():
     assert f"{number} short steps" in words_home.TOUR
     assert all(title.startswith("Epilogue") for title in STEP_TITLES[-EPILOGUE:])
     assert "epilogue of two" in words_home.TOUR and EPILOGUE == 2
+
+
+def test_every_steps_presenter_lead_says_what_the_teacher_does_there():
+    """Presenter mode's lead fits the step shown: on a step with a question the vote and Reveal; on a
+    step without one (the prompt, the cache) its own task and no Reveal to press (the vote's line showed
+    on every step). Every question is asked by exactly one step, in order, and every lead holds one
+    line beside the sidebar's hint."""
+    view = tour.tour_view()
+    assert [step.title for step in view.steps] == list(tour.STEP_TITLES)
+    assert [step.question for step in view.steps if step.question is not None] == list(range(len(view.questions)))
+    assert any(step.question is None for step in view.steps)
+    for step in view.steps:
+        assert step.lead.startswith(f"{tour.TOUR_TITLE} · ") and step.lead.endswith(".")
+        assert len(step.lead) <= tour.LEAD_CHARS, step.lead
+        if step.question is None:
+            assert "Reveal" not in step.lead and "vote by letter" not in step.lead and "no vote" in step.lead
+        else:
+            assert "Reveal" in step.lead and "vote" in step.lead
+    no_vote = [step.lead for step in view.steps if step.question is None]
+    assert len(set(no_vote)) == len(no_vote)  # each says its own step's task

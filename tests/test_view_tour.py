@@ -80,3 +80,26 @@ def test_the_batching_figure_stacks_the_two_timelines_on_one_time_axis():
     assert fig.layout.xaxis2.matches == "x" and fig.layout.xaxis.showticklabels is False
     listed = [t.name for t in fig.data if t.showlegend]
     assert sorted(listed) == sorted({t.name for t in fig.data})
+
+
+def test_every_tour_heatmap_says_what_its_colours_mean():
+    """Each heatmap the tour draws says what its shades mean: numbers in its cells, or a colour bar in
+    its figure; and grey cells with no word in them have a 'masked' legend entry (step 3's weights had
+    neither: shades of blue and grey, unexplained)."""
+    from viz.figures import serving, toy
+    from viz.figures.base import masked_unsaid
+    from viz.figures.meanings import MEANINGS
+
+    view = tour.tour_view()
+    matrices = [toy.causal_mask_figure(view.prefill), toy.small_multiples(view.prefill),
+                toy.contexts_figure(view.prefill), toy.stage_figure(view.prefill, 0, "weights", 0),
+                toy.cache_figure(view.cache_run)]
+    pool = serving.pool_figure(view.continuous, view.shared_iteration)  # empty cells: free blocks, in its legend
+    for fig in [*matrices, pool]:
+        heatmaps = [t for t in fig.data if t.type == "heatmap"]
+        scaled = any(t.showscale for t in heatmaps)
+        legend = {t.name for t in fig.data if t.showlegend is not False and t.name}
+        for trace in heatmaps:
+            assert trace.texttemplate or scaled, fig.layout.title.text
+            if fig is not pool and masked_unsaid(trace):
+                assert MEANINGS["masked"].label in legend, fig.layout.title.text

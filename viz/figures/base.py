@@ -327,7 +327,7 @@ def heatmap_trace(z: torch.Tensor, x: list[str], y: list[str], *, kind: str = "w
         **COLOR_SCALES[kind])
 
 
-def _masked_unsaid(trace: go.Heatmap) -> bool:
+def masked_unsaid(trace: go.Heatmap) -> bool:
     """Whether the trace leaves masked cells grey (empty) without writing 'masked' in them (too narrow
     for the word, or no numbers at all)."""
     empty = np.isnan(np.asarray(trace.z, dtype=float))
@@ -377,7 +377,7 @@ def heatmap(z: torch.Tensor, x: list[str], y: list[str], title: str, *, kind: st
     cell = 34 if rows <= 16 else max(8, 640 // rows)  # long sequences shrink their rows
     trace = heatmap_trace(z, x, y, kind=kind, hover=hover, visible=visible, key_values=key_values,
                           annotate=annotate, scale=scale)
-    if _masked_unsaid(trace):  # grey cells with no word in them: the legend says what grey is
+    if masked_unsaid(trace):  # grey cells with no word in them: the legend says what grey is
         marks.append(legend_marker("masked", filled=True))
     extra = dict(showlegend=True, legend=dict(orientation="h", x=0, y=-0.02, yanchor="top")) if marks else {}
     return figure([trace, *marks], frame(title, (height or max(200, 100 + cell * rows)) + (30 if marks else 0),

@@ -19,6 +19,7 @@ from ..core.engine.explain import CacheCheck, fmt
 from ..core.lessons.lesson import Window
 from ..core.rules.language import compile_rule
 from .base import (BLUE, GOLD, MASKED, MEANINGS, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
+                   masked_unsaid,
                    legend_marker, matrix_axes, outline, safe, series)
 from .lesson import CONTEXTS_TITLE
 
@@ -126,7 +127,8 @@ def small_multiples(trace: Trace, position: int | None = None, window: Window | 
     for h, ref in zip(range(len(heads)), refs):
         data.append(heatmap_trace(pre.weights[h][rows_at][:, keys_at], key_names, row_names, kind="weights",
                                   annotate=False, ref=ref, visible=visible,
-                                  hover="query %{y}<br>key %{x}<br>weight %{z:.3f}"))
+                                  hover="query %{y}<br>key %{x}<br>weight %{z:.3f}",
+                                  scale="weight" if h == len(heads) - 1 else None))  # one colour bar: the shades
         if focus is not None:
             shapes.append(outline("focus", -0.5, n - 0.5, focus - 0.5, focus + 0.5, 2, ref))
     for i, (xref, yref) in enumerate(refs):
@@ -141,6 +143,8 @@ def small_multiples(trace: Trace, position: int | None = None, window: Window | 
                                         showticklabels=i % cols == 0 and n <= 12,
                                         title=dict(text="query" if i % cols == 0 else ""))
     marks = [legend_marker("focus")] if focus is not None else []
+    if any(masked_unsaid(trace) for trace in data):  # cells without numbers: the legend says what grey is
+        marks.append(legend_marker("masked", filled=True))
     fig = frame("Attention weights of every head (rows: queries, columns: keys)",
                 max(260, 230 * rows) + (40 if n <= 12 else 0) + (30 if marks else 0), shapes=shapes,
                 showlegend=bool(marks), legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),
@@ -242,9 +246,10 @@ def cache_figure(trace: Trace) -> go.Figure:
     shapes = [outline("new", n - 1.5, n - 0.5, -0.5, span - 0.5, 3, ref) for span, ref in ((len(heads), refs[0]),
                                                                                          (1, refs[1]))]
     data.append(legend_marker("new", "new entry"))
-    title = (f"KV cache: {len(cache)} entries · {cache.nbytes:,} bytes used · "
-             f"{cache.allocated_nbytes:,} bytes reserved (capacity {cache.capacity}, grown {cache.growth_events}×)")
-    layout = frame(title, 180 + 34 * (len(heads) + 1), shapes=shapes, showlegend=True,
+    # one line in half a projector's width, beside the tour's work chart (the bytes reserved, the capacity
+    # and its growth took three lines there and pushed the pair past 720 px: Memory teaches those)
+    title = f"KV cache: {len(cache)} entries · {cache.nbytes:,} bytes"
+    layout = frame(title, 180 + 30 * (len(heads) + 1), shapes=shapes, showlegend=True,
                    legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"), **layout)
     layout["margin"]["b"] = 40  # the legend under the tokens
     return figure(data, layout)
@@ -288,8 +293,11 @@ def comparison_table(check: CacheCheck) -> pd.DataFrame:
     })
 
 
-def work_figure(traces: dict[str, Trace], cumulative: bool = False) -> go.Figure:
-    """Scores and keys encoded per decode step (or summed) against sequence length, per mode."""
+def work_figure(traces: dict[str, Trace], cumulative: bool = False, height: int = 360,
+                title: str | None = None) -> go.Figure:
+    """Scores and keys encoded per decode step (or summed) against sequence length, per mode; ``height``
+    as built and ``title`` (plain text) for the tour's, beside its cache figure: lower, its title one line,
+    so the pair fits a projector's first screen."""
     layout, refs = grid(1, 2, ("Query-key scores", "Keys encoded (per head)"), hspace=0.1)
     data = []
     for mode, trace in traces.items():
@@ -309,5 +317,5 @@ def work_figure(traces: dict[str, Trace], cumulative: bool = False) -> go.Figure
                                         tick0=min(lengths, default=0), dtick=max(1, math.ceil(span / 8)))
         layout[f"yaxis{suffix}"].update(rangemode="tozero")
     what = "summed over the steps so far" if cumulative else "in each decode step"
-    return figure(data, frame(f"Work {what}, counted by the engine", 360, background="white",
+    return figure(data, frame(title or f"Work {what}, counted by the engine", height, background="white",
                               legend=dict(orientation="h", y=-0.25), **layout))

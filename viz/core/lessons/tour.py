@@ -185,7 +185,15 @@ def tour_score(questions: list[Question], choices: dict[int, str | None]) -> Sco
 
 # -- the tour's words: every sentence the page shows around its figures, tables and questions -------
 TOUR_TITLE = "Guided tour"
+# presenter mode's first line says what the teacher does on the step shown: on a step with a question the
+# vote; on a step without one what to show the class there (the vote's line, on every step, told a teacher
+# to press a Reveal the step does not have)
 PRESENTER_LEAD = "Guided tour · read the question aloud, let the class vote by letter, then press Reveal."
+NO_VOTE_LEADS = {  # step index (0-based) -> the teacher's task on that step, which asks nothing
+    0: "Guided tour · no vote here: go through the values and the four heads' rules, then press →.",
+    6: "Guided tour · no vote here: show the new token's outlined column, then the work charts; press →.",
+}
+LEAD_CHARS = 100  # a lead shares presenter mode's first line with the sidebar's hint at 1280 px
 STEP_TITLES = (
     "The prompt, its values and four heads",
     "Prefill and the causal mask",
@@ -240,6 +248,23 @@ SERVERS_NOTE = ("The same ideas run real servers (vLLM, TGI, TensorRT-LLM): page
                 "batching, chunked prefill, prefix caching, speculative decoding and FlashAttention. The "
                 "Serving page runs each of them on your scenario.")
 SCORE_LATER = "Your score appears here once the last question is revealed."
+# each step's question (index into TourView.questions), None where the step shows without asking
+STEP_QUESTIONS = (None, 0, 1, 2, 3, 4, None, 5, 6, 7)
+
+
+@dataclass(frozen=True)
+class TourStep:
+    """One step of the tour as the page shows it: its title, its question and presenter mode's lead."""
+
+    title: str
+    question: int | None  # index into TourView.questions; None: the step asks nothing
+    lead: str  # presenter mode's first line: what the teacher does on this step
+
+
+def tour_steps() -> tuple[TourStep, ...]:
+    """Every step, in order: a step with a question leads with the vote, one without with its own task."""
+    return tuple(TourStep(title, question, PRESENTER_LEAD if question is not None else NO_VOTE_LEADS[index])
+                 for index, (title, question) in enumerate(zip(STEP_TITLES, STEP_QUESTIONS, strict=True)))
 
 
 def tour_intro(article_link: str) -> str:
@@ -295,7 +320,9 @@ class TourView:
     continuous: ServingRun  # the epilogue's requests, continuous batching
     static: ServingRun  # the same requests, static batching
     shared_iteration: int  # the first iteration where two requests share a block
+    work_title: str  # the work chart's title beside the cache figure: one line in half a projector
     questions: tuple[Question, ...]  # every question, in order (index = its number in the tour)
+    steps: tuple[TourStep, ...]  # every step, in order: its title, question and presenter lead
 
     @property
     def kv(self) -> Trace:
@@ -324,7 +351,9 @@ def tour_view() -> TourView:
         scenario=seed, prefill=prefill, runs=runs, cache_run=generate(seed, 2, "kv"), last_head=last_head,
         last_position=tuple(explain_position(prefill, len(prefill.prefill.tokens) - 1)),
         cache_check=check_cache(kv, full, 1), keys_answer=" → ".join(keys), continuous=continuous, static=static,
+        work_title=f"Work summed over {len(kv.steps) - 1} decode steps",
         shared_iteration=next(it.index for it in continuous.iterations if any(len(b.owners) > 1 for b in it.blocks)),
         questions=(question_mask(prefill), question_even(prefill), question_no_match(prefill),
                    question_winner(prefill), question_keys(full, kv), question_stale(full, kv, last_head),
-                   question_prefix(continuous, 2), question_join(continuous, static, 2)))
+                   question_prefix(continuous, 2), question_join(continuous, static, 2)),
+        steps=tour_steps())
