@@ -39,6 +39,8 @@ def test_the_readme_documents_every_field_the_script_reads():
         assert f'"{field}"' in README, field
     assert set(re.findall(r"turn\.(\w+)", script)) <= {"selector", "spec"}
     assert set(re.findall(r"data\.(\w+)", script)) <= {"presenter", "turns", "label", "title", "legend", "kind", "keys"}
+    entry = set(re.findall(r"item\.(\w+)", script))  # a legend entry's fields (the cache board's scales: "wide")
+    assert entry == {"label", "color", "fill", "wide"} and all(f'"{field}"' in README for field in entry)
 
 
 def test_the_keys_map_every_lesson_key_to_its_button():

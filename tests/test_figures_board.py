@@ -45,12 +45,12 @@ def test_seed_step_one_cache_marks_the_stale_key_of_so_and_the_new_entry():
     assert [o for o in spec["outlines"] if o["color"] == STALE] == [{"group": 0, "row": 1, "col": 3, "color": STALE}]
     assert [o for o in spec["outlines"] if o["color"] == NEW] == [
         {"group": g, "row": None, "col": 4, "color": NEW} for g in (0, 1)]
-    assert [item["label"] for item in spec["legend"]] == ["stale key", "new entry"]
+    assert [item["label"] for item in spec["legend"]] == ["stale key", "new entry", "K −1", "K +1", "V: low → high"]
     assert spec["legend"][0]["color"] == hatch("stale") and spec["legend"][0]["fill"]
     stale_cell = spec["groups"][0]["rows"][1]["cells"][3]
     assert "stale" in stale_cell["tip"] and stale_cell["text"] in ("+1 stale", "−1 stale")
     assert STALE in stale_cell["bg"] and "gradient" in stale_cell["bg"]
-    assert spec["axes"] == {"rows": "each head's key K, then the value V", "columns": "keys"}
+    assert spec["axes"] == {"rows": "K per head, then V", "columns": "keys"}
     assert [c["text"] for c in spec["groups"][1]["rows"][0]["cells"]] == ['10', '20', '1', '5', '7']
 
 
@@ -66,6 +66,29 @@ def test_a_cell_number_is_short_as_people_write_it(x, text):
 @given(st.floats(min_value=-1e15, max_value=1e15, allow_nan=False))
 def test_a_cell_number_never_takes_more_than_five_characters_and_a_sign(x):
     assert len(short(x).removeprefix("-")) <= 5
+
+
+@pytest.mark.parametrize("scenario, step", [(load_preset("seed"), 0), (load_preset("seed"), 3), (long_scenario(), 15)])
+def test_the_cache_boards_legend_says_what_every_cell_colour_encodes(scenario, step):
+    """Besides the stale key and the new entry (issue 32: the ±1 colours and the V scale had no legend),
+    the legend has a filled swatch in exactly the colour of a −1 key cell and of a +1 key cell, and a
+    wide swatch running from the colour of the lowest V cell to that of the highest, at every step;
+    the board draws them as sent, in presenter mode too (same spec)."""
+    spec = board.cache_board(_frame(scenario, step), scenario.head_names)
+    legend = {item["label"]: item for item in spec["legend"]}
+    keys = [cell for row in spec["groups"][0]["rows"] for cell in row["cells"] if "stale" not in cell["text"]]
+    for sign in ("−1", "+1"):
+        colours = {cell["bg"] for cell in keys if cell["text"] == sign}
+        assert colours <= {legend[f"K {sign}"]["color"]} and legend[f"K {sign}"]["fill"]
+    assert legend["K −1"]["color"] != legend["K +1"]["color"]
+    values = spec["groups"][1]["rows"][0]["cells"]
+    scale = legend["V: low → high"]
+    assert scale["wide"] and scale["fill"] and scale["color"].startswith("linear-gradient(90deg")
+    stops = re.findall(r"#[0-9a-f]{6}", scale["color"])
+    by_value = sorted(values, key=lambda c: float(c["tip"].rsplit(": ", 1)[1].replace(",", "")))
+    if by_value[0]["bg"] != by_value[-1]["bg"]:  # the values differ: the ends of the scale are theirs
+        assert (stops[0], stops[-1]) == (by_value[0]["bg"], by_value[-1]["bg"])
+    assert not {item["color"] for item in board.scale_legend()} & {m.color for m in MEANINGS.values()}
 
 
 def test_a_value_of_a_million_fits_its_cache_cell_and_keeps_every_digit_in_the_tip():

@@ -16,12 +16,14 @@ Spec shapes (plain JSON):
 
 * matrix: ``{"kind": "matrix", "title", "axes": {"rows", "columns"}, "columns": [label], "groups":
   [{"rows": [{"label", "cells": [{"bg", "fg", "text", "tip"}]}]}], "outlines": [{"group", "row", "col",
-  "color"}], "gap_after": col or null, "legend": [{"label", "color", "fill"}], "label": str}``; an
+  "color"}], "gap_after": col or null, "legend": [{"label", "color", "fill", "wide"?}], "label": str}``; an
   outline's ``col`` null spans the row, ``row`` null spans the group's rows. The title ends by saying
   what the rows and columns are (``axes``, in words).
 * A cell's ``bg`` and a legend entry's ``color`` are CSS backgrounds: a colour, or for a patterned
   meaning (a stale key) its hatch over the cell's colour (:func:`viz.figures.meanings.hatch`). Every
-  colour that marks something comes from :data:`viz.figures.meanings.MEANINGS` and has its legend entry.
+  colour that marks something comes from :data:`viz.figures.meanings.MEANINGS` and has its legend entry;
+  a colour scale that encodes a number (the cache's key signs and values) has its own entries
+  (:func:`scale_legend`), a ``wide`` swatch drawing a scale from its low end to its high end.
 * bars: ``{"kind": "bars", "title", "bars": [{"label", "share", "text", "color", "tip"}], "legend",
   "axis": "probability", "label"}``.
 """
@@ -134,6 +136,20 @@ def _sign(v: float) -> str:
     return "+1" if v > 0 else ("−1" if v < 0 else "q·k")
 
 
+KEY_SCALE, VALUE_SCALE = "RdBu", "Viridis"  # the cache's key signs (−1 … +1) and values (low … high)
+SCALE_STOPS = (0.0, 0.25, 0.5, 0.75, 1.0)  # where a wide swatch samples a scale
+
+
+def scale_legend() -> list[dict]:
+    """The cache's colour scales as legend entries (numbers, not meanings, so none is a meaning's
+    colour): a filled swatch for a key of −1 and one for +1, and a wide swatch running through the
+    value scale, low to high, for the V row."""
+    stops = ", ".join(shade(VALUE_SCALE, s)[0] for s in SCALE_STOPS)
+    return [{"label": "K −1", "color": shade(KEY_SCALE, 0.0)[0], "fill": True},
+            {"label": "K +1", "color": shade(KEY_SCALE, 1.0)[0], "fill": True},
+            {"label": "V: low → high", "color": f"linear-gradient(90deg, {stops})", "fill": True, "wide": True}]
+
+
 def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
     """The keys (one ±1 row per head) and values under the window's keys (see
     :func:`viz.figures.lesson.cache_figure`, same content): each stale cached key hatched, outlined
@@ -146,7 +162,7 @@ def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
         cells = []
         for c, (label, s) in enumerate(zip(columns, signs)):
             tip = f"head {name}\n{'cached key' if view.cached else 'key'} of {label}: {_sign(s)}"
-            cell = _cell("RdBu", (s + 1) / 2, _sign(s), tip)
+            cell = _cell(KEY_SCALE, (s + 1) / 2, _sign(s), tip)
             if (h, view.keys[c]) in stale:
                 # the cached sign and the word where a cell holds both (up to six keys: a third of a
                 # 1280-px projector gives each about 50 px), else the word (the sign is in the tip)
@@ -158,7 +174,7 @@ def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
     values = view.values.detach().double().cpu().tolist()
     low, high = (min(values), max(values)) if values else (0.0, 0.0)
     value_row = {"label": "V", "cells": [
-        _cell("Viridis", (v - low) / (high - low) if high > low else 0.5, short(v), f"value of {label}: {fmt(v)}")
+        _cell(VALUE_SCALE, (v - low) / (high - low) if high > low else 0.5, short(v), f"value of {label}: {fmt(v)}")
         for label, v in zip(columns, values)]}
     outlines = [{"group": 0, "row": h, "col": view.keys.index(p), "color": _color("stale")} for h, p in sorted(stale)]
     legend = [legend_item("stale")] if stale else []
@@ -166,7 +182,8 @@ def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
         col = view.keys.index(view.written[0])
         outlines += [{"group": g, "row": None, "col": col, "color": _color("new")} for g in (0, 1)]
         legend.append(legend_item("new", "new entry" if view.cached else "new key"))
-    named = _axes(cache_title(view), "each head's key K, then the value V", "keys")
+    legend += scale_legend()  # what the cells' own colours say: a key's sign, a value's size
+    named = _axes(cache_title(view), "K per head, then V", "keys")
     return {"kind": "matrix", **named, "columns": columns, "groups": [{"rows": key_rows}, {"rows": [value_row]}],
             "outlines": outlines, "gap_after": None, "legend": legend,
             "label": f"{named['title']}: one key row per head (+1, −1 or q·k) and the values V"}

@@ -14,7 +14,8 @@ function legend(items) {
   const box = el("div", "legend");
   for (const item of items) {
     const entry = el("span", "entry");
-    const swatch = el("span", item.fill ? "swatch fill" : "swatch");
+    // a filled swatch, an outlined one, or a wide one that runs through a colour scale (a gradient)
+    const swatch = el("span", `swatch${item.fill ? " fill" : ""}${item.wide ? " wide" : ""}`);
     swatch.style.setProperty("--c", item.color);
     entry.append(swatch, el("span", "", item.label));
     box.append(entry);
