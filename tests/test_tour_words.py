@@ -87,3 +87,12 @@ def test_every_steps_presenter_lead_says_what_the_teacher_does_there():
             assert "Reveal" in step.lead and "vote" in step.lead
     no_vote = [step.lead for step in view.steps if step.question is None]
     assert len(set(no_vote)) == len(no_vote)  # each says its own step's task
+
+
+def test_no_step_intro_points_at_what_only_reveal_shows():
+    """A step's intro stands before its answer is shown and above it once shown: none ends in a colon
+    (step 8 said "kvlab computes both:" over an empty column until Reveal)."""
+    intros = [tour.PROMPT_VALUES, tour.PROMPT_HEADS, tour.MASK_INTRO, tour.CONTEXTS_INTRO, tour.NOTHING_INTRO,
+              tour.LOGITS_INTRO, tour.NO_CACHE_INTRO, tour.CACHE_INTRO, tour.BUG_INTRO, tour.POOL_INTRO,
+              tour.BATCHING_INTRO]
+    assert not [text for text in intros if text.rstrip().endswith(":")]

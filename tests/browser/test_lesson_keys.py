@@ -2,9 +2,9 @@
 
 →, PageDown and Space step the lesson and ← and PageUp step back (viz/ui/board/README.md, "Keys"),
 whatever has focus in the lesson (a head just clicked, an answer just picked), exactly one step a
-key press, and never change a choice; in a text field Space and the arrows type. The tour's vote
-screen fits 1280 × 720: question, options and Reveal, then the answer's figure beside the option
-marked right. Screenshots go to docs/screenshots/review/.
+key press, and never change a choice; in a text field Space and the arrows type. Every step of the
+tour fits a 1280 × 720 and a 1920 × 1080 projector: question, options and Reveal, then the answer's
+figure beside the option marked right; a step that asks nothing, whole. Screenshots go to docs/screenshots/review/.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from viz import generate, load_preset
-from viz.core.lessons.tour import RIGHT_MARK, question_even
+from viz.core.lessons.tour import RIGHT_MARK, question_even, tour_view
 from viz.tools.chromium import NEXT_PAINT_JS
 from viz.tools.screenshots import compress
 from viz.tools.server import ROOT
@@ -121,19 +121,34 @@ def test_the_keys_step_the_tour_and_never_change_the_answer(app):
     app.assert_no_exception()
 
 
-# The tour's question steps: (step, question index, the element the revealed answer is drawn in)
-QUESTION_STEPS = [(2, 0, ".st-key-tour_mask"), (3, 1, ".st-key-tour_multiples"), (4, 2, ".st-key-tour_nothing"),
-                  (5, 3, ".st-key-tour_prediction"), (6, 4, "[data-testid=stAlertContentInfo]"),
-                  (8, 5, ".st-key-tour_compare"), (9, 6, ".st-key-tour_pool"), (10, 7, ".st-key-tour_batching")]
+# What each tour step shows: with a question, the element its revealed answer is drawn in; asking
+# nothing (steps 1 and 7), the elements it shows, all of which must lie whole in a projector's first screen
+SHOWN = {1: (".st-key-tour_tokens", ".st-key-tour_heads"), 2: ".st-key-tour_mask", 3: ".st-key-tour_multiples",
+         4: ".st-key-tour_nothing", 5: ".st-key-tour_prediction", 6: "[data-testid=stAlertContentInfo]",
+         7: (".st-key-tour_cache", ".st-key-tour_work"), 8: ".st-key-tour_compare", 9: ".st-key-tour_pool",
+         10: ".st-key-tour_batching"}
+STEPS = tour_view().steps  # each step's question (index) from the core, None where it asks nothing
+QUESTION_STEPS = [(step, STEPS[step - 1].question, SHOWN[step]) for step in SHOWN if STEPS[step - 1].question is not None]
 
 
-@pytest.mark.parametrize(("step", "index", "answer"), QUESTION_STEPS, ids=[f"step{s[0]}" for s in QUESTION_STEPS])
-def test_the_vote_screen_fits_a_projector(app, step, index, answer):
-    """Presenter mode at 1280 × 720: the question, every option and Reveal are in the first screen;
-    after Reveal the top of the answer's figure is too, and the right option reads "✓ right", bold (in
-    the options' line of text that replaces the control)."""
-    app.page.set_viewport_size(PROJECTOR)
+@pytest.mark.parametrize("screen", PROJECTORS, ids=[f"{s['width']}x{s['height']}" for s in PROJECTORS])
+@pytest.mark.parametrize("step", list(SHOWN), ids=[f"step{step}" for step in SHOWN])
+def test_every_tour_step_fits_a_projector(app, step, screen):
+    """Presenter mode at 1280 × 720 and 1920 × 1080, every step of the tour: a step that asks nothing
+    shows what it shows whole in the first screen, and no Reveal (step 7's work chart started below the
+    fold); a step with a question has the question, every option and Reveal in the first screen; after
+    Reveal the top of the answer's figure is too, and the right option reads "✓ right", bold (in the
+    options' line of text that replaces the control)."""
+    assert len(SHOWN) == len(STEPS)
+    app.page.set_viewport_size(screen)
     app.open("/tour", tour=step, present=1)
+    index = STEPS[step - 1].question
+    if index is None:
+        for selector in SHOWN[step]:
+            inside(app, selector, app.main.locator(selector).first)
+        expect(app.main.get_by_role("button", name="Reveal")).to_have_count(0)
+        app.assert_no_exception()
+        return
     box = app.main.locator(f".st-key-tour_question_{index}")
     inside(app, "the question", box.get_by_role("heading", name=re.compile("^Vote first:")))
     options = box.get_by_role("radio")
@@ -141,20 +156,20 @@ def test_the_vote_screen_fits_a_projector(app, step, index, answer):
     for i in range(options.count()):
         inside(app, f"option {i + 1}", options.nth(i))
     inside(app, "Reveal", box.get_by_role("button", name="Reveal"))
-    if step == 3:
+    if step == 3 and screen == PROJECTOR:
         REVIEW.mkdir(parents=True, exist_ok=True)
         app.page.screenshot(path=str(REVIEW / "tour-1280x720.png"))
     app.click_button("Reveal")
-    top = app.main.locator(answer).first
+    top = app.main.locator(SHOWN[step]).first
     expect(top).to_be_visible()
     figure = top.bounding_box()
-    assert 0 <= figure["y"] < PROJECTOR["height"] - 100, f"the answer starts at y = {figure['y']}"
+    assert 0 <= figure["y"] < screen["height"] - 100, f"the answer starts at y = {figure['y']}"
     marked = box.locator("strong", has_text=RIGHT_MARK)
     expect(marked).to_have_count(1)
     inside(app, "the marked option", marked)
     assert float(marked.evaluate("e => getComputedStyle(e).fontWeight")) >= 600
     app.assert_no_exception()
-    if step == 3:
+    if step == 3 and screen == PROJECTOR:
         app.page.screenshot(path=str(REVIEW / "tour-revealed-1280x720.png"))
 
 

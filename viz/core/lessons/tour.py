@@ -226,8 +226,10 @@ CACHE_INTRO = ("With a **KV cache**, prefill stores every key and value once. Ea
                "only the new token's key and value, appends them, and lets the new query read the rest.")
 CACHE_NOTE = ("Over 8 steps without a cache the keys encoded add up with n² (recomputing everything), "
               "with the cache they add up with n.")
+# no intro ends in a colon: the step's answer (a table, a figure) shows only after Reveal, and above the
+# intro then, so "kvlab computes both:" pointed at nothing before Reveal and up at the table after it
 BUG_INTRO = ("The article prints the same decode context with and without the cache, and they "
-             "differ in one head. kvlab computes both:")
+             "differ in one head. kvlab computes both, for every head.")
 BUG_FIX = ("The cache-safe form of the rule reads the **query's** position instead of n: "
            "`k.pos == q.pos`, 'attend to self'. The *cache-safe* preset uses it; there the cache "
            "and recomputation agree at every step.")
