@@ -220,7 +220,8 @@ if state.presenter():  # the room goes to the question, its options large (the f
     lesson_header(words.TOUR_TITLE, STEPS[held - 1][0].lead)  # with the hint that says how the sidebar opens
 else:
     st.title(words.TOUR_TITLE)
-    st.markdown(words.tour_intro(article.link()))
+    if held == 1:  # the opening paragraph on the first step only: on every step it pushed a phone's question
+        st.markdown(words.tour_intro(article.link()))  # below its first screen (at 785 px of 844 on step 5)
 index = stepper(state.TOUR_STEP, len(STEPS), "Step", format_label=lambda i: f"{i}. {STEPS[i - 1][0].title}") - 1
 here, render = STEPS[index]
 st.subheader(f"{index + 1}. {here.title}")

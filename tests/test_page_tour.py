@@ -341,3 +341,16 @@ def test_the_cache_step_lays_the_cache_and_its_work_side_by_side(tour):
 
     _go_to(tour, 7)
     assert [charts(column) for column in tour.main.columns if charts(column)] == [1, 1]
+
+
+def test_the_tours_opening_paragraph_shows_on_its_first_step_only(tour):
+    """The paragraph that says what the tour is opens step 1; later steps start with the step itself
+    (said again on every step, it pushed a phone's question below its first screen)."""
+    def opening() -> bool:
+        return any("worked example of the article" in m.value for m in tour.markdown)
+
+    assert opening() and tour.title[0].value == "Guided tour"
+    _forward(tour)
+    assert not opening() and tour.title[0].value == "Guided tour"
+    _back(tour)
+    assert opening()

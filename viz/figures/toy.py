@@ -229,7 +229,7 @@ def cache_figure(trace: Trace) -> go.Figure:
     n = len(names)
     signs = np.array([[(("+1" if v > 0 else "−1") if key_only[h] else "q·k") for v in keys[h].tolist()]
                       for h in range(len(heads))], dtype=object)
-    layout, refs = grid(2, 1, ("K: one row per head (each entry is a d_k-wide ±1 row)",
+    layout, refs = grid(2, 1, ("K: one row per head (keys are ±1, d_k wide)",  # one line on a phone
                                "V: one value per token, shared by the heads"),
                         vspace=0.22 / math.sqrt(len(heads)), row_heights=[len(heads), 1])
     data = [
