@@ -73,7 +73,9 @@ if measurement is None:  # on arrival: a quick sweep, so the page never opens em
         pass
 view = cost_view(measurement, quick, live, model, md_escape, device_type=device)
 summary = view.summary
-if view.notice:
+if view.notice and quick is not None:  # the arrival's quick sweep: said beside Measure, above the figure
+    left.caption(view.notice)
+elif view.notice:  # nothing measured: the plain version, in the figure's place
     st.info(view.notice, icon=":material/speed:")
 if view.cut_short:
     st.warning(words.CUT_SHORT)

@@ -42,7 +42,7 @@ def test_reading_follows_the_data():
     assert "kernel launch" not in text
     text = "\n".join(words.decode_reading(summarize_cost(measurement((1.5, 30), 1.0, 10)), "cuda"))
     assert "only 1.5× as fast" in text and "kernel launch" in text
-    assert "that did not cost measurably more (1× the time of the preallocated cache (within the runs' spread)" in text
+    assert "that did not cost measurably more (1× the time of the preallocated cache, within the runs' spread)" in text
     assert "as long as one batched pass at n = 8" in "\n".join(
         words.prefill_reading(summarize_cost(measurement((2, 30), 3, 10))))
     assert "the loop was faster at n = 8 (2×)" in "\n".join(

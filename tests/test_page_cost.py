@@ -60,7 +60,8 @@ def test_page_on_arrival_shows_a_quickmeasurement(at):
     quick = figure(at, "Decode: O(n²)")
     sizes = {n for t in quick["data"] if t["xaxis"] == "x2" for n in t["x"]}
     assert sizes and max(sizes) <= sweep.QUICK.decode_sizes[-1]
-    assert any("A quick first measurement" in info.value and "Press **Measure**" in info.value for info in at.info)
+    # said beside Measure, in its row above the figure (under the figure it was below the first screen)
+    assert any("A quick first measurement" in c.value and "Press **Measure**" in c.value for c in at.columns[0].caption)
     assert RESULTS not in at.session_state or not at.session_state[RESULTS]  # the session has measured nothing
     live = sweep.LIVE
     assert any(f"n = {live.decode_sizes[0]} … {live.decode_sizes[-1]} keys" in c.value for c in at.caption)
@@ -118,7 +119,7 @@ def test_a_busy_server_says_so_and_measures_nothing(at):
         click_measure(at)
     assert any("another measurement is running" in w.value for w in at.warning)
     assert at.session_state[RESULTS] == {}
-    assert any("A quick first measurement" in info.value for info in at.info)  # still the arrival's sweep
+    assert any("A quick first measurement" in c.value for c in at.caption)  # still the arrival's sweep
 
 
 def test_a_failed_measurement_keeps_the_last_results(at, tiny, monkeypatch):

@@ -147,7 +147,8 @@ def test_the_cost_view_says_what_was_measured_and_what_measure_times():
     model = bench_scenario()
     view = cost_view(measurement, sweep, sweep, model, marked, device_type="cpu")
     assert view.summary is not None and view.summary.speedup_large.median == 30.0 and not view.cut_short
-    assert view.measured == "Measured on cpu (2 CPU threads) in 1.5 s. Left out to stay within 3 s: prefill."
+    assert view.measured == ("Measured on cpu (2 CPU threads) in 1.5 s. Left out to stay within 3 s: prefill. "
+                             + words.RUNS)
     assert view.notice == "A quick first measurement (decode up to n = 64, about 2.5 s). Press **Measure** for the full sweep."
     assert view.how.startswith("Times one decode step at n = 16 … 64 keys (recompute up to 32) and a whole prompt "
                                f"of 8 … 16 tokens, with the {len(model.heads)} heads of the '‹{model.title}›' preset")

@@ -31,6 +31,8 @@ BENCHMARK = ("**The full benchmark.** The command line runs larger sizes (decode
              "writes JSON:")
 BENCH_COMMANDS = ("python -m viz bench --out results.json      # a few minutes\n"
                   "python -m viz bench --quick                 # a few seconds")
+# how to read a point of the timed panels (the runs' spread is what says whether a timing can be read)
+RUNS = "Each timed point is the median of its runs; its bar spans the fastest to the slowest run."
 # why a batched prefill beats decoding one token at a time in a real model
 REUSE = ("a batched "
          "prefill multiplies each weight it reads by all n prompt tokens at once, so it is "
@@ -74,11 +76,12 @@ def failed(reason: str) -> str:
 
 
 def measured(m: CostMeasurement) -> str:
-    """Where and how long the measurement ran, and what the budget left out."""
+    """Where and how long the measurement ran, what the budget left out, and how to read a timed point."""
     left_out = ", ".join(m.left_out)
     return (f"Measured on {m.device} ({m.threads} CPU thread"
             f"{'s' if m.threads > 1 else ''}) in {m.seconds:.1f} s."
-            + (f" Left out to stay within {m.budget_s:g} s: {left_out}." if left_out else ""))
+            + (f" Left out to stay within {m.budget_s:g} s: {left_out}." if left_out else "")
+            + " " + RUNS)
 
 
 def _times(ratio: float) -> str:
@@ -190,7 +193,7 @@ def _growing(s: CostSummary) -> str:
         outcome = (f"at n = {s.kv_n} it took {_times(r.median)} as long as the preallocated "
                    "cache, which writes one row in place")
     else:
-        within = " (within the runs' spread)" if r.reading == "unclear" else ""
+        within = ", within the runs' spread" if r.reading == "unclear" else ""
         outcome = (f"at n = {s.kv_n} that did not cost measurably more ({_times(r.median)} the time "
                    f"of the preallocated cache{within}): copying a cache this small is cheap next to "
                    "the fixed price of a step. The full benchmark shows the gap at n = 16,384")
