@@ -199,10 +199,10 @@ def score() -> None:
     """The tally of the revealed questions, and a way to start the questions again."""
     asked = list(view.questions)
     if len(asked) - 1 not in state.tour_choices():
-        st.caption(words.SCORE_LATER)
+        st.caption(words.CLASS_SCORE_LATER if state.presenter() else words.SCORE_LATER)
         return
     tally = tour_score(asked, state.tour_choices())
-    st.markdown(words.score_line(tally))
+    st.markdown(words.score_line(tally, class_pick=state.presenter()))
     if st.button("Start the questions again", icon=":material/restart_alt:", key="tour_again"):
         state.forget_choices()
         st.session_state.pop(PENDING, None)

@@ -354,3 +354,16 @@ def test_the_tours_opening_paragraph_shows_on_its_first_step_only(tour):
     assert not opening() and tour.title[0].value == "Guided tour"
     _back(tour)
     assert opening()
+
+
+def test_on_the_projector_the_score_is_the_classs(tour):
+    """In presenter mode the answers recorded are the class's picks, so the last step's tally is the
+    class's ("Your score" on a projector spoke to the teacher)."""
+    from viz.core.lessons.tour import CLASS_SCORE_LATER
+
+    flip(tour, state.PRESENTER_TOGGLE, True)
+    _go_to(tour, 10)
+    assert CLASS_SCORE_LATER in [c.value for c in tour.caption]
+    next(b for b in tour.button if b.key == "tour_reveal_button_7").click().run()
+    assert any(m.value.startswith("**The class's score: 0 of 8**") for m in tour.markdown)
+    assert not any("Your score" in m.value for m in tour.markdown)

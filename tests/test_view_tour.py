@@ -39,6 +39,8 @@ def test_the_tour_words_build_the_verdict_and_the_score():
     assert tour.score_line(tour.Score(5, 8, 1, 2)) == (
         "**Your score: 5 of 8** right (1 revealed without a vote, 2 not revealed yet).")
     assert tour.score_line(tour.Score(8, 8, 0, 0)) == "**Your score: 8 of 8** right."
+    # on the projector the answers recorded are the class's picks: the score is the class's
+    assert tour.score_line(tour.Score(8, 8, 0, 0), class_pick=True) == "**The class's score: 8 of 8** right."
     assert len(tour.STEP_TITLES) == 10 and tour.tour_footer(9, len(tour.STEP_TITLES)).startswith("Optional")
     assert tour.ask_line("Q?", presenter=True) == "#### Vote first: Q?"
     assert tour.ask_line("Q?", presenter=True, revealed=True) == "**Vote:** Q?"  # body size: the answer fits

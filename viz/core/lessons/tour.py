@@ -250,6 +250,8 @@ SERVERS_NOTE = ("The same ideas run real servers (vLLM, TGI, TensorRT-LLM): page
                 "batching, chunked prefill, prefix caching, speculative decoding and FlashAttention. The "
                 "Serving page runs each of them on your scenario.")
 SCORE_LATER = "Your score appears here once the last question is revealed."
+# on the projector the answers recorded are the class's (the teacher picks the class's answer): so is the score
+CLASS_SCORE_LATER = "The class's score appears here once the last question is revealed."
 # each step's question (index into TourView.questions), None where the step shows without asking
 STEP_QUESTIONS = (None, 0, 1, 2, 3, 4, None, 5, 6, 7)
 
@@ -295,9 +297,11 @@ def verdict(right: str, picked: str | None, explanation: str) -> tuple[str, str]
     return "error", f"Not quite: you chose {picked}, it is **{right}**. {explanation}"
 
 
-def score_line(tally: Score) -> str:
-    """The tally under the last step (Markdown)."""
-    return (f"**Your score: {tally.right} of {tally.total}** right"
+def score_line(tally: Score, *, class_pick: bool = False) -> str:
+    """The tally under the last step (Markdown): the class's on the projector, where the answers
+    recorded are the class's picks, the visitor's own elsewhere."""
+    whose = "The class's" if class_pick else "Your"
+    return (f"**{whose} score: {tally.right} of {tally.total}** right"
             + (f" ({tally.unanswered} revealed without a vote, {tally.unrevealed} not revealed yet)."
                if tally.unanswered or tally.unrevealed else "."))
 
