@@ -18,8 +18,7 @@ from viz.figures.base import Stat
 from viz.ui import state
 from viz.ui.common import beside_in_presenter_mode, defined_caption, md_escape, page_lead, plot
 from viz.ui.runs import decode_traces
-from viz.ui.widgets import stats
-from viz.ui.tables import header_widths
+from viz.ui.widgets import stats, table
 
 state.require_frame()
 MODEL = "scale_model"
@@ -139,9 +138,7 @@ with gpu_tab:  # the split first (and whether the batch fits); the share it is d
     if view.parallel_text:
         st.info(view.parallel_text, icon=":material/info:")
     st.markdown(view.every_gpu)
-    gpu_table = figures.gpu_table(list(view.fits))
-    st.dataframe(gpu_table, hide_index=True, width="stretch",  # every header in full
-                 column_config={c: st.column_config.Column(width=w) for c, w in header_widths(gpu_table).items()})
+    table(figures.gpu_table(list(view.fits)), words.GPU_TABLE, key="scale_gpu_table")
     st.caption(view.gpu_caption(md_escape))
 
 with cache_tab:
@@ -158,13 +155,13 @@ with cache_tab:
              terms=set(), share=wide)
         st.caption(view.source_caption(md_escape))
     st.markdown(words.EVERY_DTYPE)
-    st.dataframe(figures.dtype_table(list(view.dtypes)), hide_index=True, width="stretch")
+    table(figures.dtype_table(list(view.dtypes)), words.DTYPE_TABLE, key="scale_dtype_table")
     st.subheader(words.TOY_HEADING)
     toy = view.toy
     if toy_grants["kv"].note:
         st.warning(md_escape(toy_grants["kv"].note), icon=":material/hourglass_top:")
     st.markdown(md_escape(view.toy_sentence))
-    st.dataframe(figures.toy_table(toy, memory), hide_index=True, width="stretch")
+    table(figures.toy_table(toy, memory), words.TOY_TABLE, key="scale_toy_table")
     defined_caption(view.toy_caption)
     with st.expander(words.CHECKS):
         for line in view.checks:
@@ -202,7 +199,7 @@ with roof_tab:
     stats(as_stats(view.roof_stats), words.ROOF_STATS, key="scale_roof_stats")
     for line in view.roof_reading(prefill_tokens):
         st.markdown(line)
-    st.dataframe(roof.steps_table(points), width="stretch")
+    table(roof.steps_table(points), words.STEPS_TABLE, key="scale_steps_table")
     left, right = st.columns(2)
     with left:
         plot(roof.bytes_figure(list(sweep), overtakes), key="scale_bytes")

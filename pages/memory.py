@@ -231,7 +231,7 @@ def inspect_prediction(view: CompressView, wide: float, below, settings: object 
             plot(figures.context_compare_figure(step, scenario.head_names), key="memory_context")
         with right:
             plot(figures.logits_compare_figure(step, scenario.vocab_tokens), key="memory_logits")
-        st.dataframe(figures.comparison_table(comparison), hide_index=True, width="stretch")
+        table(figures.comparison_table(comparison), words.COMPARISON_CAPTION, key="memory_comparison_table")
         plot(figures.bytes_figure(comparison), key="memory_bytes")
 
 

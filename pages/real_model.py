@@ -124,7 +124,7 @@ with prefill_tab:
         plot(figs.attention_detail(pre.attentions, list(prompt.pieces), layer, head, height=figs.DETAIL_PX),
              key="real_detail", terms=terms, share=LESSON_SHARE)
     with st.expander("The prompt's tokens, one by one", icon=":material/table:"):
-        st.dataframe(figs.pieces_table(prompt), width="stretch")
+        table(figs.pieces_table(prompt), words.PIECES_TABLE, key="real_pieces_table")
     if s.layers > 6:
         shown = st.multiselect("Layers in the grid", layer_choices, default=layer_choices[:4],
                                key=REAL_LAYERS, format_func=lambda i: f"layer {i}") or layer_choices[:1]
@@ -254,7 +254,7 @@ with rules_tab:  # the chosen head against its rule first; every head's score, t
             st.page_link("pages/prefill.py", label="See it in the toy's Prefill page",
                          icon=":material/arrow_forward:")
         plot(figs.scores_figure(view.matches, chosen), key="real_scores")
-        st.dataframe(figs.matches_table(view.matches), hide_index=True, width="stretch")
+        table(figs.matches_table(view.matches), words.MATCHES_TABLE, key="real_matches_table")
     st.markdown(words.RULES_INTRO)
     st.text_input("Also try your own rule (optional)", key=REAL_RULE, placeholder="e.g. q.pos - k.pos < 3",
                   max_chars=200)  # the view has read it already

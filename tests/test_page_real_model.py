@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from apptest_helpers import array, by_label, errors, figure, figures, scenario, stat_value
+from apptest_helpers import array, by_label, errors, figure, figures, plain_table, scenario, stat_value
 from viz.core.real.model import LLAMA_NAME, SHIPPED_DIR, SHIPPED_NAME, encode, load_model
 
 PAGE = "pages/real_model.py"
@@ -38,7 +38,7 @@ def _table(at, column: str):
 
 
 def _pieces(at):
-    return next(df.value for df in at.dataframe if list(df.value.index) == ["piece", "token id"])
+    return plain_table(at, "piece")  # one row per position: a phone's width holds its three columns
 
 
 def test_page_shows_the_shipped_model_with_every_section(page):
@@ -58,19 +58,19 @@ def test_prompt_sets_the_pieces_and_heatmap_size(page):
     assert not page.exception
     expected = encode(load_model(None), "def f(x): return x")
     table = _pieces(page)
-    assert list(table.loc["piece"]) == list(expected.pieces)
-    assert list(table.loc["token id"]) == [str(i) for i in expected.ids]
+    assert table["piece"] == list(expected.pieces) and table["position"] == [str(p) for p in range(1, len(expected) + 1)]
+    assert table["token id"] == [str(i) for i in expected.ids]
     detail = figure(page, "Layer 0, head 0")
     assert len(array(detail["data"][0]["z"])) == len(expected)
 
 
 def test_empty_prompt_is_refused_and_the_last_one_kept(page):
     """An empty prompt shows a message; the page keeps drawing the last prompt that worked."""
-    before = list(_pieces(page).loc["piece"])
+    before = _pieces(page)["piece"]
     by_label(page.text_area, "Prompt").input("   ").run()
     assert not page.exception
     assert any("empty" in e for e in errors(page))
-    assert list(_pieces(page).loc["piece"]) == before
+    assert _pieces(page)["piece"] == before
 
 
 @pytest.fixture
@@ -272,8 +272,8 @@ def test_rules_tab_compares_heads_with_chance(page):
     assert max(len(label) for label in scores["data"][0]["y"]) <= len("chance")
     title = scores["data"][0]["colorbar"]["title"]
     assert (title["text"], title["side"]) == ("score", "top")  # level above the bar, not on end
-    table = next(df.value for df in page.dataframe if "beats chance" in df.value.columns)
-    assert set(table["beats chance"]) <= {"yes", "no"} and (table["chance"] > 0).all()
+    table = plain_table(page, "beats chance")
+    assert set(table["beats chance"]) <= {"yes", "no"} and all(float(chance) > 0 for chance in table["chance"])
 
 
 def test_the_decode_step_is_narrated_and_has_the_lesson_keys(page):
@@ -310,5 +310,5 @@ def test_a_head_too_dense_for_a_phone_offers_its_numbers_as_a_table(page):
     assert "real_detail_table" in [e.key for e in page.expander if e.key]
     assert not [h for h in page.get("html") if "st-key-" in h.proto.body]
     by_label(page.text_area, "Prompt").input("a b c").run()
-    assert not page.exception and len(_pieces(page).columns) <= 4
+    assert not page.exception and len(_pieces(page)["piece"]) <= 4
     assert "real_detail_table" not in [e.key for e in page.expander if e.key]

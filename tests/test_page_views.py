@@ -67,6 +67,37 @@ def test_the_at_scale_view_holds_its_sentences_and_stats():
     assert reading[-1].startswith("**Memory comes first.**") and "only 29 sequences of 4,096 tokens fit" in reading[-1]
 
 
+def test_the_at_scale_opening_figures_each_say_something_different():
+    """The cache tab's opening figures never repeat a number (issue 32: at batch 1 'Per sequence',
+    'Per batch' and 'With plain MHA' all read 2 GiB for Llama-2-7B): for every preset, at batch 1 and
+    8, in two cache dtypes, every value differs; the default shows the cache per token and per sequence,
+    the weights and the sequences that fit on the GPU; a batch adds its figure, a GQA model a note
+    with plain MHA's (Llama-2-70B's 8 × less at batch 8 read 10 GiB twice as two figures)."""
+    from viz.core.scale.gpus import GPU_BY_NAME
+    from viz.core.scale.model_config import preset, preset_names
+    from viz.core.scale.view import ScaleInputs, scale_view
+
+    h100 = GPU_BY_NAME["H100 SXM"]
+    toy = generate(load_preset("seed"), 1, "kv").cache
+    for name in preset_names():
+        config = preset(name)
+        for batch in (1, 8):
+            for dtype in ("fp16/bf16", "int8"):
+                view = scale_view(ScaleInputs(config, config.max_context, dtype, batch, h100, 1,
+                                              config.weights_dtype, 0.92, 1.0), toy)
+                values = [str(s.value) for s in view.cache_stats]
+                assert len(set(values)) == len(values), (name, batch, dtype, view.cache_stats)
+                labels = [s.label for s in view.cache_stats]
+                assert ("Per batch" in labels) == (batch > 1) and labels[-2:] == ["Weights", "Sequences that fit"]
+    llama = preset("Llama-2-7B")
+    default = scale_view(ScaleInputs(llama, 4096, "fp16/bf16", 1, h100, 1, "fp16/bf16", 0.92, 1.0), toy)
+    assert [(s.label, str(s.value)) for s in default.cache_stats] == [
+        ("Per token", "512 KiB"), ("Per sequence", "2 GiB"), ("Weights", "12.6 GiB"), ("Sequences that fit", "29")]
+    assert "H100 SXM" in default.cache_stats[-1].help
+    gqa = scale_view(ScaleInputs(preset("Llama-3-8B"), 8192, "fp16/bf16", 1, h100, 1, "fp16/bf16", 0.92, 1.0), toy)
+    assert gqa.cache_stats[1].delta == "4 GiB with plain MHA" and default.cache_stats[1].delta is None  # 32 heads, not 8
+
+
 def test_the_at_scale_view_says_when_the_weights_do_not_fit_and_how_two_gpus_split_the_cache():
     """fp32 weights of Llama-2-7B (6.7 B parameters × 4 B = 27 GB) with a 70 GiB reserve leave nothing on an
     H100: an error; two GPUs split the cache by its KV heads and say how many sequences fit."""

@@ -243,3 +243,47 @@ def test_figures_keep_legends_titles_and_cell_numbers_apart_and_tables_fit(app, 
         assert app.page.evaluate(TITLES_CUT_JS) == []
     assert app.page.evaluate(TABLES_CUT_JS) == []
     app.assert_no_exception()
+
+
+# every small table of Serving, At scale, Memory and Real model, per page: (section picked in "Show" or tab
+# opened, fold opened, the tables' keys there); issue 32's review: Serving's iteration, request and tile tables
+# scrolled 25-45 px sideways on a phone, At scale's, Memory's and Real model's data grids up to 630 px
+PHONE_TABLES = {
+    "/serving": [(None, None, ("serving_iteration_table_continuous", "serving_requests_table")),
+                 ("Chunked prefill", None, ("serving_iteration_table_chunked",)),
+                 ("Prefix caching", None, ("serving_iteration_table_prefix",)),
+                 ("Speculative decoding", None, ("serving_spec_table",)),
+                 ("FlashAttention", None, ("serving_running_table", "serving_traffic_table"))],
+    "/at_scale": [(None, None, ("scale_dtype_table", "scale_toy_table")), ("On GPUs", None, ("scale_gpu_table",)),
+                  ("What limits a decode step", None, ("scale_steps_table",))],
+    "/memory": [(None, None, ("memory_block_tables", "memory_sequences")),
+                ("Eviction and quantisation", None, ("memory_comparison_table",))],
+    "/real_model": [(None, "The prompt's tokens, one by one", ("real_pieces_table",)),
+                    ("Decode with the KV cache", None, ("real_cache_table",)),
+                    ("K/V heads", None, ("real_shipped_table",)),
+                    ("Heads that look like rules", None, ("real_matches_table",))],
+}
+# a table's scroll width and visible width, by its container's key
+TABLE_WIDTHS_JS = """key => { const frame = document.querySelector(`.st-key-${key} table`).parentElement;
+                             return [frame.scrollWidth, frame.clientWidth]; }"""
+
+
+@pytest.mark.parametrize("path", list(PHONE_TABLES))
+def test_on_a_phone_every_table_fits_its_column(app, path):
+    """At 390 × 844 every small table of each section or tab (folds opened) is laid out inside its
+    column: it never scrolls sideways, and neither does the page."""
+    app.page.set_viewport_size(PHONE)
+    app.open(path)
+    for opened, fold, keys in PHONE_TABLES[path]:
+        if opened and path == "/serving":
+            app.pick("Show", opened)
+        elif opened:
+            app.page.get_by_role("tab", name=opened).click()
+        if fold:
+            app.expander(fold)
+        for key in keys:
+            expect(app.main.locator(f".st-key-{key} table")).to_be_visible()
+            scroll, width = app.page.evaluate(TABLE_WIDTHS_JS, key)
+            assert scroll <= width + 1, f"{key} scrolls {scroll - width} px sideways ({opened or 'first view'})"
+        assert app.page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], opened
+    app.assert_no_exception()

@@ -122,10 +122,10 @@ def dtype_table(rows: Sequence[CacheMemory]) -> pd.DataFrame:
 
 
 def gpu_table(fits: Sequence[GpuFit]) -> pd.DataFrame:
-    """Sequences that fit for each GPU: memory as the driver reports it, budget per GPU."""
+    """Sequences that fit for each GPU (named with its size on the box), budget per GPU: five short
+    columns, so that the table fits a phone's width."""
     return pd.DataFrame({
         "GPU": [f"{fit.gpu.name} ({fit.gpu.marketed})" for fit in fits],
-        "memory (MiB)": [fit.gpu.memory_mib for fit in fits],
         "weights fit": ["yes" if fit.weights_fit else "no" for fit in fits],
         "cache budget per GPU": [format_bytes(fit.cache_budget_bytes) for fit in fits],
         "sequences that fit": [fit.sequences for fit in fits],
@@ -155,17 +155,16 @@ def layout_table(layout: LibraryLayout) -> pd.DataFrame:
 
 
 def toy_table(toy: ToyCacheMemory, memory: CacheMemory) -> pd.DataFrame:
-    """The toy's cache as the engine holds it next to the real model's."""
+    """The toy's cache as the engine holds it next to the real model's: one row per fact, one column
+    each (three columns, so that the table fits a phone's width)."""
     real = memory.config
     return pd.DataFrame({
-        "": ["the toy (measured by the engine)", f"{real.name} ({memory.dtype})"],
-        "layers": [1, real.layers],
-        "cached per token and layer": [f"{toy.heads} keys × {toy.d_k} + 1 value",
-                                       f"{real.elements_per_token_layer:,} numbers"],
-        "bytes per number": [toy.element_size, DTYPE_BITS[memory.dtype] / 8],
-        "per token": [format_bytes(toy.bytes_per_token), format_bytes(memory.bytes_per_token)],
-        "tokens": [toy.tokens, memory.tokens],
-        "whole cache": [format_bytes(toy.nbytes), format_bytes(memory.bytes_per_sequence)],
+        "": ["layers", "cached per token and layer", "bytes per number", "per token", "tokens", "whole cache"],
+        "the toy": [f"{1:,}", f"{toy.heads} keys × {toy.d_k} + 1 value", f"{toy.element_size:g}",
+                    format_bytes(toy.bytes_per_token), f"{toy.tokens:,}", format_bytes(toy.nbytes)],
+        f"{real.name} ({memory.dtype})": [f"{real.layers:,}", f"{real.elements_per_token_layer:,} numbers",
+                                          f"{DTYPE_BITS[memory.dtype] / 8:g}", format_bytes(memory.bytes_per_token),
+                                          f"{memory.tokens:,}", format_bytes(memory.bytes_per_sequence)],
     })
 
 
@@ -407,16 +406,14 @@ def bytes_figure(comparison: CacheComparison) -> go.Figure:
 
 
 def comparison_table(comparison: CacheComparison) -> pd.DataFrame:
-    """One row per prediction: entries kept, errors, the word each cache picks, bytes."""
+    """One row per prediction: entries kept, the errors, the word each cache picks and the bytes, each
+    pair as full → compressed in one column (six columns, so that the table fits a phone's width)."""
     steps = comparison.steps
     return pd.DataFrame({
         "prediction": [s.index for s in steps],
-        "query token": [comparison.tokens[len(s.positions) - 1] for s in steps],
-        "entries kept": [f"{int(s.kept.sum())} of {len(s.positions)}" for s in steps],
+        "kept": [f"{int(s.kept.sum())} of {len(s.positions)}" for s in steps],
         "context error": [s.context_error for s in steps],
         "logit error": [s.logit_error for s in steps],
-        "full picks": [s.token_full for s in steps],
-        "compressed picks": [s.token_compressed for s in steps],
-        "bytes full": [format_bytes(s.nbytes_full) for s in steps],
-        "bytes compressed": [format_bytes(s.nbytes_compressed) for s in steps],
+        "picks": [f"{s.token_full} → {s.token_compressed}" for s in steps],
+        "bytes": [f"{format_bytes(s.nbytes_full)} → {format_bytes(s.nbytes_compressed)}" for s in steps],
     })

@@ -29,10 +29,10 @@ def _causal(n: int) -> torch.Tensor:
 
 # -- tokens and prefill ------------------------------------------------------------------------
 def pieces_table(prompt: Prompt) -> pd.DataFrame:
-    """The prompt read left to right: one column per position (1-based, as the toy counts), rows
-    for the piece and its token id, all as text."""
-    return pd.DataFrame([list(prompt.pieces), [str(i) for i in prompt.ids]], index=["piece", "token id"],
-                        columns=[str(p) for p in range(1, len(prompt) + 1)])
+    """The prompt read top to bottom: one row per position (1-based, as the toy counts), with the
+    piece and its token id (three columns, so that the table fits a phone's width)."""
+    return pd.DataFrame({"position": list(range(1, len(prompt) + 1)), "piece": list(prompt.pieces),
+                         "token id": [str(i) for i in prompt.ids]})
 
 
 def attention_grid(attentions: torch.Tensor, layers: Sequence[int],

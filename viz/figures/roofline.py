@@ -110,15 +110,17 @@ def throughput_figure(sweep: Sequence[StepCost], fit_limit: int | None = None) -
     return fig
 
 
+STEP_ROWS = ["weights read", "KV cache read (decode) / written (prefill)", "FLOPs", "FLOPs per byte",
+             "ridge point (FLOPs per byte)", "time if only bytes counted", "time if only FLOPs counted", "bound",
+             "time per token", "tokens per second"]
+
+
 def steps_table(steps: Sequence[tuple[str, StepCost]]) -> pd.DataFrame:
     """One column per step: bytes, FLOPs, intensity against the ridge, and the time each bound allows."""
-    return pd.DataFrame({
-        safe(label): [format_bytes(s.weight_bytes), format_bytes(s.cache_bytes), format_flops(s.flops),
+    return pd.DataFrame({"": STEP_ROWS, **{
+        label: [format_bytes(s.weight_bytes), format_bytes(s.cache_bytes), format_flops(s.flops),
                       f"{s.intensity:,.1f}", f"{s.ridge:,.0f}", format_seconds(s.memory_seconds),
                       format_seconds(s.compute_seconds), f"{s.bound}-bound",
                       format_seconds(s.seconds_per_token),
                       f"{s.tokens_per_second:,.0f}"]
-        for label, s in steps
-    }, index=["weights read", "KV cache read (decode) / written (prefill)", "FLOPs", "FLOPs per byte",
-              "ridge point (FLOPs per byte)", "time if only bytes counted", "time if only FLOPs counted", "bound",
-              "time per token", "tokens per second"])
+        for label, s in steps}})

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..core.engine.explain import fmt
+from ..core.serving import words as say
 from ..core.serving.flash import FlashRun, TrafficPoint
 from ..core.scale.memory import format_bytes
 from ..core.serving.speculative import SpecRun
@@ -259,36 +261,28 @@ def utilisation_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
                                yaxis=dict(title="share of the pool", tickformat=".0%", range=[0, 1.05])))
 
 
-def requests_table(run: ServingRun, same: Sequence[bool] | None = None) -> pd.DataFrame:
-    """Per request: arrival, sizes, timings, what preemption and prefix caching did, the words."""
-    table = pd.DataFrame({
+def requests_table(run: ServingRun) -> pd.DataFrame:
+    """Per request: timings, words, and a note with its prompt, arrival, preemptions and prefix hits
+    (five columns, so that the table fits a phone's width)."""
+    return pd.DataFrame({
         "request": [o.name for o in run.outcomes],
-        "arrives": [o.arrival for o in run.outcomes],
-        "prompt": [o.prompt_length for o in run.outcomes],
-        "first token": [o.first_token for o in run.outcomes],
         "TTFT": [o.ttft for o in run.outcomes],
         "TPOT": [None if o.tpot is None else round(o.tpot, 2) for o in run.outcomes],
-        "preempted": [o.preemptions for o in run.outcomes],
-        "recomputed": [o.recomputed for o in run.outcomes],
-        "prefix hits": [o.prefix_hits for o in run.outcomes],
         "words": [" ".join(o.words) for o in run.outcomes],
+        "note": [say.request_note(o.prompt_length, o.arrival, o.preemptions, o.recomputed, o.prefix_hits)
+                 for o in run.outcomes],
     })
-    if same is not None:
-        table["same as alone"] = ["yes" if s else "NO" for s in same]
-    return table
 
 
 def iteration_table(run: ServingRun, index: int) -> pd.DataFrame:
-    """Every request during one iteration."""
+    """Every request during one iteration (five columns: a phone's width holds them)."""
     it = run.iterations[index]
     return pd.DataFrame({
         "request": [r.name for r in run.workload.requests],
-        "doing": [s.phase for s in it.states],
-        "computed": [s.fed for s in it.states],
-        "entries held": [s.cache_length for s in it.states],
-        "block table": [" ".join(map(str, s.table)) for s in it.states],
+        "doing": [say.iteration_doing(s.phase, s.fed, s.event or s.reason) for s in it.states],
+        "entries": [s.cache_length for s in it.states],
+        "blocks": [" ".join(map(str, s.table)) for s in it.states],
         "chose": [s.predicted or "" for s in it.states],
-        "note": [s.event or s.reason for s in it.states],
     })
 
 
@@ -410,7 +404,7 @@ def spec_table(run) -> pd.DataFrame:
         "target passes": [run.target_passes, run.plain_passes],
         "words": [len(run.words)] * 2,
         "multiply-adds (target + draft)": [spec_work, run.plain_work.multiply_adds] if toy else ["—", "—"],
-        "measured time": [f"{run.seconds * 1e3:.2f} ms", f"{run.plain_seconds * 1e3:.2f} ms"],
+        "time": [f"{run.seconds * 1e3:.2f} ms", f"{run.plain_seconds * 1e3:.2f} ms"],
     })
 
 
@@ -473,17 +467,17 @@ def flash_tiles_figure(run: FlashRun, index: int, head: int, head_name: str, *, 
 
 
 def running_table(run: FlashRun, index: int, head: int) -> pd.DataFrame:
-    """The current tile's rows: the running max before and after, the rescale, the sum and the output."""
+    """The current tile's rows: the running max before → after, the rescale, the sum and the output
+    (six columns: a phone's width holds them)."""
     v = run.visits[index]
     rows = range(v.rows[0], v.rows[1])
     return pd.DataFrame({
         "query": [f"{r + 1} · {run.tokens[r]}" for r in rows],
-        "max before": [float(x) for x in v.max_before[head]],
-        "max after": [float(x) for x in v.max_after[head]],
-        "rescale exp(before − after)": [float(x) for x in v.rescale[head]],
-        "running sum l": [float(x) for x in v.sum_after[head]],
-        "running output o": [float(x) for x in v.out_after[head]],
-        "o / l so far": [float(x) for x in v.contexts[head]],
+        "running max": [say.max_change(float(b), float(a), fmt) for b, a in zip(v.max_before[head], v.max_after[head])],
+        "rescale": [float(x) for x in v.rescale[head]],
+        "sum l": [float(x) for x in v.sum_after[head]],
+        "output o": [float(x) for x in v.out_after[head]],
+        "o / l": [float(x) for x in v.contexts[head]],
     })
 
 

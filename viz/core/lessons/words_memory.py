@@ -33,6 +33,8 @@ PAGED_INTRO = ("A contiguous cache reserves room for the longest answer a reques
 BLOCK_TABLES = "**Block tables** (logical block → physical block)"
 BLOCK_TABLES_CAPTION = "Block tables: each sequence's logical blocks and the physical blocks they map to"
 SEQUENCES_CAPTION = "The sequences: prompts, what they share, what they generate"
+COMPARISON_CAPTION = ("Every prediction: entries kept, the errors, and the word each cache picks and its bytes "
+                      "(full → compressed)")
 WASTE_TITLE = "Memory for these sequences"
 
 # the eviction and quantisation tab

@@ -99,6 +99,8 @@ MHA_HELP = "The formula with as many K/V heads as query heads."
 GROUP_HELP = "Query heads per K/V head."
 SHIPPED_TITLE = "**Both shipped models, measured on this prompt** (same tokenizer, same width and depth)"
 SHIPPED_TABLE = "Both shipped models: heads and the cache measured on this prompt"
+PIECES_TABLE = "The prompt's tokens: each position's piece and token id"
+MATCHES_TABLE = "Every head: the rule it looks most like, the score, the rule's chance level, whether it beats it"
 LAYER_TABLE = "Every layer's cache after this step: its class, K and V shapes and bytes"
 
 

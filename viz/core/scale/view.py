@@ -67,7 +67,7 @@ class ScaleView:
     fit_alert: tuple[str, str] | None  # ("error" or "warning", why) when the weights or the batch do not fit
     parallel_text: str  # how tensor parallelism splits the cache ("" on one GPU)
     every_gpu: str  # the heading of every GPU's table
-    cache_stats: tuple[StatText, ...]  # the cache per token, sequence, batch
+    cache_stats: tuple[StatText, ...]  # the opening figures, each a different number: cache, weights, what fits
     formula: str  # the formula with this model's numbers (plain text)
     model_summary: str  # the model's attention shape in one line, beside its name over the curve
     toy_sentence: str  # the toy's whole cache against one token of this model (plain text)
@@ -153,7 +153,7 @@ def scale_view(inputs: ScaleInputs, toy_cache: KVCache | CacheAt) -> ScaleView:
         fit_stats=words.fit_stats(c.config, fit, gpus, c.weights_dtype, c.tokens),
         fit_alert=words.fit_alert(fit, gpus, c.batch, c.tokens),
         parallel_text=words.parallel_sentence(parallel, fit, gpus) if parallel is not None else "",
-        every_gpu=words.every_gpu(gpus, c.weights_dtype), cache_stats=words.cache_stats(memory, c.config, c.tokens, c.batch),
+        every_gpu=words.every_gpu(gpus, c.weights_dtype), cache_stats=words.cache_stats(memory, c.config, fit, gpus, c.weights_dtype),
         formula=words.formula_text(memory), model_summary=words.config_summary(memory),
         toy_sentence=words.toy_sentence(toy, memory, toy_ratio),
         toy_caption=words.toy_caption(toy.d_k, toy.heads, toy.allocated_nbytes), checks=words.published_checks(),

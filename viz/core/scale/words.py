@@ -73,14 +73,24 @@ FIT_STATS = "What fits on this GPU"
 def fit_stats(config: ModelConfig, fit: GpuFit, gpus: int, weights_dtype: str, tokens: int) -> tuple[StatText, ...]:
     """What fits on the GPUs: the weights, the cache budget, the sequences and tokens of cache."""
     each = " per GPU" if gpus > 1 else ""
-    return (StatText("Weights" + each, format_bytes(fit.weights_bytes),
-                     f"{config.params:,} parameters in {weights_dtype}" + (f", split {gpus} ways." if gpus > 1 else ".")),
+    return (_weights_stat(config, fit, gpus, weights_dtype),
             StatText("Cache budget" + each, format_bytes(fit.cache_budget_bytes),
                      "utilization × memory − weights − activation peak − CUDA graphs."),
-            StatText("Sequences that fit", fit.sequences, f"At {tokens:,} tokens each."),
+            _sequences_stat(fit, tokens),
             StatText("Tokens of cache", fit.tokens,
                      f"Tokens of {tokens:,}-token sequences whose cache fits: budget / one sequence's bytes × "
                      f"{tokens:,} (a sliding layer stops growing at its window, a fixed state never grows)."))
+
+
+def _weights_stat(config: ModelConfig, fit: GpuFit, gpus: int, weights_dtype: str) -> StatText:
+    return StatText("Weights" + (" per GPU" if gpus > 1 else ""), format_bytes(fit.weights_bytes),
+                    f"{config.params:,} parameters in {weights_dtype}" + (f", split {gpus} ways." if gpus > 1 else "."))
+
+
+def _sequences_stat(fit: GpuFit, tokens: int) -> StatText:
+    gpus = f"{fit.gpus} × {fit.gpu.name}" if fit.gpus > 1 else fit.gpu.name
+    return StatText("Sequences that fit", fit.sequences,
+                    f"At {tokens:,} tokens each, in what {gpus} keeps for the cache beside the weights.")
 
 
 def fit_alert(fit: GpuFit, gpus: int, batch: int, tokens: int) -> tuple[str, str] | None:
@@ -114,28 +124,41 @@ def gpu_caption(gpu: Gpu, esc: Callable[[str], str]) -> str:
 
 
 # the Cache memory tab
-CACHE_STATS = "Cache memory"
+CACHE_STATS = "The cache, the weights and what fits"
 EVERY_DTYPE = "**Every cache dtype**"
 TOY_HEADING = "The toy, measured by the engine"
 CHECKS = "Check against the published figures"
+# the small tables' names for screen readers (each a real HTML table, wrapping its text to its column)
+DTYPE_TABLE = "The cache per token, per sequence and per batch in every cache dtype"
+TOY_TABLE = "The toy's cache, measured by the engine, beside this model's"
+GPU_TABLE = "Every GPU: whether the weights fit, the cache budget, the sequences and tokens that fit"
+STEPS_TABLE = "Each step on the roofline: bytes, FLOPs, FLOPs per byte, the time each bound allows"
 KIB_NOTE = f"1 KiB = {KIB} bytes; the vLLM paper's 800 KB is 800 KiB = 819,200 bytes."
 
 
-def cache_stats(memory: CacheMemory, config: ModelConfig, tokens: int, batch: int) -> tuple[StatText, ...]:
-    """The cache per token, per sequence, its fixed state (if any), per batch, and with plain MHA."""
+def cache_stats(memory: CacheMemory, config: ModelConfig, fit: GpuFit, gpus: int, weights_dtype: str
+                ) -> tuple[StatText, ...]:
+    """The page's opening figures, each a different number: the cache per token and per sequence, its
+    fixed state (when the model also keeps K/V), the batch's cache (a batch of more than one), the
+    weights and the sequences that fit on the GPUs; a sequence's cache with plain MHA, when that
+    differs, is a note under the sequence's (as a figure of its own it could repeat the batch's)."""
+    tokens, batch = memory.tokens, memory.batch
     state_help = (f": K/V {format_bytes(memory.bytes_per_sequence)} + fixed state "
                   f"{format_bytes(memory.state_bytes_per_sequence)}" if memory.state_bytes_per_sequence else "")
-    state = (StatText("Fixed state", format_bytes(memory.state_bytes_per_sequence),
-                      f"Per sequence, in the {config.state_layers} linear-attention or state-space layers, as "
-                      "transformers allocates it; the same at 10 tokens as at a million (vLLM too keeps one "
-                      "per request). The K/V grows with every token; this does not."),)
+    state = StatText("Fixed state", format_bytes(memory.state_bytes_per_sequence),
+                     f"Per sequence, in the {config.state_layers} linear-attention or state-space layers, as "
+                     "transformers allocates it; the same at 10 tokens as at a million (vLLM too keeps one "
+                     "per request). The K/V grows with every token; this does not.")
+    sequence = format_bytes(memory.sequence_bytes)
+    mha = format_bytes(memory.mha_bytes_per_sequence)
     return (StatText("Per token", format_bytes(memory.bytes_per_token),
                      "One more token of context, while every layer still grows."),
-            StatText("Per sequence", format_bytes(memory.sequence_bytes), f"{tokens:,} tokens of context{state_help}."),
-            *(state if memory.state_bytes_per_sequence else ()),
-            StatText("Per batch", format_bytes(memory.batch_bytes), f"{batch:,} sequence{'s' if batch != 1 else ''}."),
-            StatText("With plain MHA", format_bytes(memory.mha_bytes_per_sequence),
-                     "Per sequence, if every query head kept its own K and V and no layer had a window."))
+            StatText("Per sequence", sequence, f"{tokens:,} tokens of context{state_help}." + (
+                " Plain MHA: every query head keeping its own K and V, and no layer a window." if mha != sequence
+                else ""), delta=f"{mha} with plain MHA" if mha != sequence else None, good=None),
+            *((state,) if memory.state_bytes_per_sequence and memory.bytes_per_sequence else ()),
+            *((StatText("Per batch", format_bytes(memory.batch_bytes), f"{batch:,} sequences."),) if batch > 1 else ()),
+            _weights_stat(config, fit, gpus, weights_dtype), _sequences_stat(fit, tokens))
 
 
 def model_line(config: ModelConfig, summary: str, esc: Callable[[str], str]) -> str:

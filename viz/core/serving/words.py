@@ -76,10 +76,11 @@ LOGIT_HELP = ("Against plain decoding, up to the first word the two chose differ
               "words): the verification pass sums each row together with the guesses' masked keys, which "
               "rounds the last bits differently.")
 # the tables' names for screen readers (each is a real HTML table, wrapping its text to its column)
-ITERATION_TABLE = "Every request during this iteration: what it did, its cache entries, blocks and note"
-REQUESTS_TABLE = "Every request: arrival, prompt, timings, preemptions, prefix hits and its words"
+ITERATION_TABLE = "Every request during this iteration: what it did, its cache entries, blocks and chosen word"
+REQUESTS_TABLE = "Every request: its timings, its words, and its prompt, arrival, preemptions and prefix hits"
 SPEC_TABLE = "Speculative against plain decoding: passes, work and measured time"
-RUNNING_TABLE = "The current tile's query rows: running maximum, rescale, sum and output"
+RUNNING_TABLE = ("The current tile's query rows: running maximum (before → after), rescale exp(before − after), "
+                 "running sum l and output o")
 TRAFFIC_TABLE = "Every item each pass moves between slow and fast memory"
 SPEC_SETTINGS = "Words, temperature"
 SAME_WORD = ("Every word is the same, so any draft guesses right. Pick a scenario whose output varies "
@@ -167,3 +168,26 @@ def signed_milliseconds(seconds: float) -> str:
 def bytes_delta(saved: int, size: Callable[[float], str]) -> str:
     """The bytes the tiles saved against the naive pass ('-1.2 KiB vs naive'), or cost more ('+…')."""
     return f"{'-' if saved > 0 else '+'}{size(abs(saved))} vs naive"
+
+
+# the tables' cells that join several facts, so that every table keeps to a few columns a phone's
+# width holds (st.table wraps a cell at its spaces, never inside a word)
+def iteration_doing(phase: str, fed: int, note: str) -> str:
+    """What a request did in one iteration: 'prefill: 10 tokens', 'waiting: every batch slot is taken'."""
+    computed = f"{fed} token{'s' if fed != 1 else ''}" if fed else ""
+    return f"{phase}: " + "; ".join(part for part in (computed, note) if part) if computed or note else phase
+
+
+def request_note(prompt_length: int, arrival: int, preemptions: int, recomputed: int, prefix_hits: int) -> str:
+    """A request's prompt and arrival, and what preemption and prefix caching did to it, in one cell."""
+    parts = [f"{prompt_length}-token prompt, arrives at tick {arrival}"]
+    if preemptions:
+        parts.append(f"preempted {preemptions}×, {recomputed} tokens computed again")
+    if prefix_hits:
+        parts.append(f"{prefix_hits} prompt tokens from the prefix cache")
+    return "; ".join(parts)
+
+
+def max_change(before: float, after: float, number: Callable[[float], str]) -> str:
+    """A query row's running maximum across one tile ('0.52 → 0.81'), ``number`` formatting each."""
+    return f"{number(before)} → {number(after)}"
