@@ -190,11 +190,13 @@ with library_tab:
             st.caption(words.LIBRARY_BLOCKS)
 
 with roof_tab:
-    st.markdown(words.ROOF_INTRO)
+    lesson = st.container()  # the picture first (whole in presenter mode's first screen), then what drives it
     prefill_tokens = int(st.number_input("Prompt length for prefill (tokens)", 1, MAX_TOKENS,
                                          value=min(tokens, config.max_context), key=PREFILL))
     sweep, overtakes, points = view.sweep, view.cache_overtakes, view.points(prefill_tokens)
-    plot(roof.roofline_figure(points), key="scale_roofline", share=wide)  # the picture first, then its reading
+    with lesson:
+        plot(roof.roofline_figure(points), key="scale_roofline", share=wide)
+        st.markdown(words.ROOF_INTRO)
     st.caption(view.roof_sources(md_escape))
     stats(as_stats(view.roof_stats), words.ROOF_STATS, key="scale_roof_stats")
     for line in view.roof_reading(prefill_tokens):

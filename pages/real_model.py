@@ -183,9 +183,7 @@ with heads_tab:
     st.markdown(view.gqa_lead)
     plot(figs.gqa_figure(s.heads, s.kv_heads), key="real_gqa")
     st.markdown(view.gqa_intro)
-    stats([Stat("Cache per token (measured)", view.per_token, help=words.PER_TOKEN_HELP),
-           Stat("With a K/V head per query head", view.mha_per_token, help=words.MHA_HELP),
-           Stat("Smaller by", view.smaller_by, help=words.GROUP_HELP)],
+    stats([Stat(figure.label, figure.value, help=figure.help) for figure in view.gqa_stats],
           "Cache per token with grouped K/V heads", key="real_gqa_stats")
     if view.shipped:
         st.markdown(words.SHIPPED_TITLE)

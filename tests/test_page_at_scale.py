@@ -151,7 +151,7 @@ def test_transformers_count_matches_the_formula(at):
     assert "The formula" not in stat_labels(at)  # laid out only when its tab is open
     at.session_state["scale_tab"] = "transformers' own count"
     rerun(at)
-    assert stat_value(at, "The formula") == stat_value(at, "transformers: storage") == "768 MiB"
+    assert stat_value(at, "The formula") == "768 MiB" and stat_value(at, "transformers: storage") == "= the formula"
     assert stat_value(at, "transformers: tensor shapes") == "767 MiB"
     text = " ".join(m.value for m in at.markdown)
     assert "32 × DynamicSlidingWindowLayer" in text and "equal to the formula, byte for byte" in text
@@ -287,7 +287,8 @@ def test_the_transformers_tab_shows_the_prefill_peak(at):
     rerun(at)
     per_token_layer = 2 * 8 * 256 * 2
     assert stat_value(at, "transformers: right after prefill") == format_bytes(42 * 8191 * per_token_layer)
-    assert stat_value(at, "transformers: storage") == format_bytes((21 * 8192 + 21 * 4096) * per_token_layer)
+    assert stat_value(at, "The formula") == format_bytes((21 * 8192 + 21 * 4096) * per_token_layer)
+    assert stat_value(at, "transformers: storage") == "= the formula"  # byte for byte, not its size again
     assert any("Memory runs out at that peak" in m.value for m in at.markdown)
 
 

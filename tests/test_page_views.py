@@ -195,3 +195,17 @@ def test_the_cost_view_says_what_was_measured_and_what_measure_times():
                     model, marked, device_type="cpu")
     assert cut.cut_short and cut.summary is None and cut.measured == ""  # kv alone at n = 10: nothing to compare
     assert cut.decode_reading == cut.prefill_reading == ()
+
+
+def test_transformers_count_reads_against_the_formula():
+    """transformers' figures beside the formula's never repeat its size when they differ from it (all four
+    read '2 GiB' for Llama-2-7B, though the prefill's storage is one token short): equal byte for byte
+    reads '= the formula', a size that reads differently stands as it is, else the gap is given."""
+    from viz.core.scale.memory import GIB, KIB
+    from viz.core.scale.words import SAME_AS_FORMULA, against_formula
+
+    formula = 2 * GIB
+    assert against_formula(formula, formula) == SAME_AS_FORMULA
+    assert against_formula(formula - 512 * KIB, formula) == "formula − 512 KiB"
+    assert against_formula(formula + 2 * KIB, formula) == "formula + 2 KiB"
+    assert against_formula(formula // 2, formula) == "1 GiB"

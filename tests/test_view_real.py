@@ -27,6 +27,9 @@ def test_the_view_counts_the_cache_before_and_after_a_step(gpt2):
     assert len(view.prompt) == 9 and view.generated == 0 and view.can_step
     assert view.history == ((9, 36864, 36864),) and view.snapshot.total_bytes == 36864
     assert view.per_token == view.mha_per_token == "4,096 B" and view.smaller_by == "1×"
+    # no grouping: the row says so in one figure instead of repeating 4,096 B and adding 1×
+    assert [(f.label, f.value) for f in view.gqa_stats] == [("Cache per token (measured)", "4,096 B"),
+                                                            ("Query heads per K/V head", "1")]
     assert (view.room, view.compare_max, view.compare_default) == (247, 128, 48)
     assert view.formula_delta == "equal" and view.cache_note.endswith("— the same. ")
     assert view.prompt_note.startswith("The prompt is **9 tokens**")
@@ -63,6 +66,7 @@ def test_grouped_heads_make_the_llama_cache_a_quarter():
     llama = load_model(LLAMA_DIR, "cpu")
     view = real_view(DecodeSession(llama, encode(llama, PROMPT), 0))
     assert (view.per_token, view.mha_per_token, view.smaller_by) == ("1,024 B", "4,096 B", "4×")
+    assert [f.value for f in view.gqa_stats] == ["1,024 B", "4,096 B", "4×"]
     assert "Each of the 8 query heads" in view.gqa_intro and "only the 2 K/V heads" in view.gqa_intro
     assert view.gqa_lead == ("Grouped-query attention (GQA): 8 query heads read 2 **K/V heads**, so the cache is "
                              "4× smaller.")  # the tab's one sentence, above its figure

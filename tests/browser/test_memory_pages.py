@@ -25,7 +25,8 @@ def test_at_scale_page_switches_model(app):
     app.screenshot("at-scale-llama3-8b")
     with app.rerun():  # the tab lays the cache out only when open, so opening it reruns
         app.page.get_by_role("tab", name="transformers' own count").click()
-    expect(app.stat("transformers: storage")).to_have_text(expected)
+    expect(app.stat("The formula")).to_have_text(expected)
+    expect(app.stat("transformers: storage")).to_have_text("= the formula")  # byte for byte
     app.screenshot("at-scale-transformers-count")
     with app.rerun():
         app.page.get_by_role("tab", name="What limits a decode step").click()

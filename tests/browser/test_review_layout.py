@@ -287,3 +287,41 @@ def test_on_a_phone_every_table_fits_its_column(app, path):
             assert scroll <= width + 1, f"{key} scrolls {scroll - width} px sideways ({opened or 'first view'})"
         assert app.page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], opened
     app.assert_no_exception()
+
+
+# the lesson figure of each further section or tab of Serving, At scale, Memory and Real model: (path, section
+# picked in "Show" or tab opened, the figure's key); At scale's roofline opened under its paragraph and prompt
+# input, half below a projector's first screen
+TAB_FIGURES = {
+    "serving-chunked": ("/serving", "Chunked prefill", "serving_timeline_chunked"),
+    "serving-prefix": ("/serving", "Prefix caching", "serving_timeline_prefix"),
+    "serving-speculative": ("/serving", "Speculative decoding", "serving_rounds"),
+    "serving-flash": ("/serving", "FlashAttention", "serving_tiles"),
+    "at-scale-gpus": ("/at_scale", "On GPUs", "scale_split"),
+    "at-scale-roof": ("/at_scale", "What limits a decode step", "scale_roofline"),
+    "memory-eviction": ("/memory", "Eviction and quantisation", "memory_attention"),
+    "real-decode": ("/real_model", "Decode with the KV cache", "real_norms"),
+    "real-kv-heads": ("/real_model", "K/V heads", "real_gqa"),
+    "real-rules": ("/real_model", "Heads that look like rules", "real_vs_rule"),
+}
+
+
+@pytest.mark.parametrize("screen", list(SCREENS))
+@pytest.mark.parametrize("view", list(TAB_FIGURES))
+def test_each_sections_lesson_figure_is_whole_in_the_first_screen(app, view, screen):
+    """At 1440 × 900 and in presenter mode at 1280 × 720, the lesson figure of every section and tab lies
+    whole in the first screen once that section or tab is opened."""
+    size, params = SCREENS[screen]
+    path, opened, key = TAB_FIGURES[view]
+    app.page.set_viewport_size(size)
+    app.open(path, **params)
+    if path == "/serving":
+        app.pick("Show", opened)
+    else:
+        app.page.get_by_role("tab", name=opened).click()
+    figure = app.main.locator(f".st-key-{key}")
+    expect(figure).to_be_visible()  # a Plotly figure or a board, drawn once it is more than its frame
+    app.page.wait_for_function("k => document.querySelector(`.st-key-${k}`).getBoundingClientRect().height > 100",
+                               arg=key)
+    whole_on_screen(app, figure.bounding_box(), f"{view}'s figure")
+    app.assert_no_exception()

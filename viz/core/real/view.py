@@ -52,6 +52,7 @@ class RealView:
     per_token: str  # cache bytes per token, measured
     mha_per_token: str  # the same with one K/V head per query head
     smaller_by: str
+    gqa_stats: tuple[words.GqaFigure, ...]  # the row of figures under them: each a different number
     shipped: tuple[tuple[str, RealModel, CacheSnapshot], ...]  # both shipped models on this prompt
     # cache vs no cache
     room: int  # tokens the prompt leaves in the context
@@ -113,6 +114,7 @@ def real_view(session: DecodeSession, rule: str = "",
         snapshot=snap, cache_note=words.cache_note(snap), formula_delta=words.formula_delta(snap),
         gqa_lead=words.gqa_lead(s), gqa_intro=words.gqa_intro(s), per_token=words.per_token(snap.bytes_per_token),
         mha_per_token=words.per_token(snap.mha_bytes_per_token), smaller_by=words.smaller_by(s),
+        gqa_stats=words.gqa_stats(s, words.per_token(snap.bytes_per_token), words.per_token(snap.mha_bytes_per_token)),
         shipped=tuple((name, other, measure_cache(other, prompt.ids)) for name, other in shipped),
         room=room, compare_max=min(COMPARE_MAX, room) if room >= 2 else 0,
         compare_default=min(COMPARE_DEFAULT, room),

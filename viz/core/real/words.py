@@ -8,6 +8,7 @@ Markdown written here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from .loading import ModelShape, piece
@@ -127,6 +128,30 @@ def per_token(nbytes: float) -> str:
 
 def smaller_by(shape: ModelShape) -> str:
     return f"{shape.group}×"
+
+
+NO_GROUP_HELP = ("Every query head keeps its own K and V (no grouping), so the cache is as large as with plain "
+                 "multi-head attention.")
+
+
+@dataclass(frozen=True)
+class GqaFigure:
+    """One labelled figure of the K/V heads tab's row."""
+
+    label: str
+    value: str
+    help: str
+
+
+def gqa_stats(shape: ModelShape, per_token_text: str, mha_per_token: str) -> tuple[GqaFigure, ...]:
+    """The cache per token, and with grouped heads what one K/V head per query head would take and the
+    ratio; without grouping one figure that says so (three that read '4,096 B', '4,096 B', '1×' told
+    nothing, issue 32)."""
+    measured = GqaFigure("Cache per token (measured)", per_token_text, PER_TOKEN_HELP)
+    if shape.group == 1:
+        return measured, GqaFigure("Query heads per K/V head", "1", NO_GROUP_HELP)
+    return (measured, GqaFigure("With a K/V head per query head", mha_per_token, MHA_HELP),
+            GqaFigure("Smaller by", smaller_by(shape), GROUP_HELP))
 
 
 # -- cache vs no cache -------------------------------------------------------------------------

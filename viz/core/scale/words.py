@@ -255,16 +255,31 @@ LIBRARY_BLOCKS = ("One sequence. Serving engines allocate differently: vLLM hand
                   "so a sequence's last block is partly empty.")
 
 
+SAME_AS_FORMULA = "= the formula"
+
+
+def against_formula(count: int, formula: int) -> str:
+    """transformers' count as a figure beside the formula's: '= the formula' when equal byte for byte,
+    its size when that reads differently, else the gap ('formula − 512 KiB': four figures that all read
+    '2 GiB' told nothing, issue 32)."""
+    if count == formula:
+        return SAME_AS_FORMULA
+    if format_bytes(count) != format_bytes(formula):
+        return format_bytes(count)
+    return f"formula {'+' if count > formula else '−'} {format_bytes(abs(count - formula))}"
+
+
 def library_stats(layout: LibraryLayout) -> tuple[StatText, ...]:
     """The formula's bytes against what transformers' cache holds after prefill and after one decode step."""
-    return (StatText("The formula", format_bytes(layout.formula_bytes), f"{layout.formula_bytes:,} bytes of K/V"),
-            StatText("transformers: storage", format_bytes(layout.storage_bytes),
+    formula = layout.formula_bytes
+    return (StatText("The formula", format_bytes(formula), f"{formula:,} bytes of K/V"),
+            StatText("transformers: storage", against_formula(layout.storage_bytes, formula),
                      f"{layout.storage_bytes:,} bytes: what the K and V tensors' storage holds after the "
                      "decode step" + (", with the fixed states" if layout.state_bytes else "")),
-            StatText("transformers: right after prefill", format_bytes(layout.prefill_bytes),
+            StatText("transformers: right after prefill", against_formula(layout.prefill_bytes, formula),
                      f"{layout.prefill_bytes:,} bytes: the storage before the decode step, the peak a "
                      "sliding layer reaches while it still holds the whole prompt"),
-            StatText("transformers: tensor shapes", format_bytes(layout.held_bytes),
+            StatText("transformers: tensor shapes", against_formula(layout.held_bytes, formula),
                      f"{layout.held_bytes:,} bytes: numel × element size"))
 
 
