@@ -73,13 +73,26 @@ def ask(index: int, question: Question) -> bool:
 MATERIAL_SHARE = 0.5  # a step's material: half the main column, the question in the other half (:func:`step`)
 
 
+def material_and_question(widths: tuple[int, int]) -> tuple:
+    """A step's two columns, ``widths`` for the material's and the question's: the material first, but
+    on a class's student's screen the question first (a phone stacks the columns, and the vote the
+    student came for, with "Your vote is in" under it, lay under the step's text and table, below the
+    first screen)."""
+    here = classroom.seat()
+    if here is not None and not here.teacher:
+        question, material = st.columns(widths[::-1], gap="medium")
+        return material, question
+    material, question = st.columns(widths, gap="medium")
+    return material, question
+
+
 def step(intro: Callable[[], None], index: int, answer: Callable[[float], None]) -> None:
     """A step with question ``index``: its material (``intro``) with the question beside it, and once revealed
     ``answer`` (drawn for :data:`MATERIAL_SHARE` of the main column) at the top of the material's column,
     so the figure with the answer is in view beside the marked option, on a projector and at a desk
     alike (at 1440 × 900 under the question it started at 809 px); a phone stacks the columns, the answer
     under the step's title, near the step control."""
-    material, asked = st.columns(2, gap="medium")
+    material, asked = material_and_question((1, 1))
     with asked:
         revealed = ask(index, view.questions[index])
     with material:
@@ -184,7 +197,7 @@ def step_batching(asked: int) -> None:
     if asked in state.tour_choices():  # revealed
         runs.append((words.CONTINUOUS_TITLE, view.continuous))
     columns, share = (COUNTING_COLUMNS, COUNTING_SHARE) if class_votes.counting() else (BATCHING_COLUMNS, BATCHING_SHARE)
-    material, beside = st.columns(columns, gap="medium")
+    material, beside = material_and_question(columns)
     with beside:
         if ask(asked, view.questions[asked]):  # under the answer (on a phone too, where the columns stack)
             defined_markdown(words.SERVERS_NOTE)

@@ -367,3 +367,28 @@ def test_on_the_projector_the_score_is_the_classs(tour):
     next(b for b in tour.button if b.key == "tour_reveal_button_7").click().run()
     assert any(m.value.startswith("**The class's score: 0 of 8**") for m in tour.markdown)
     assert not any("Your score" in m.value for m in tour.markdown)
+
+
+def test_a_class_students_screen_puts_the_question_before_the_material(tmp_path, monkeypatch):
+    """In a class, a student's screen shows the question first (a phone stacks the columns: under the
+    step's text and table, the vote and "Your vote is in" lay below the first screen); the teacher's
+    keeps the material first."""
+    monkeypatch.setenv("KVLAB_STORE", f"sqlite:///{tmp_path / 'classes.sqlite3'}")
+    from test_page_class import forward, student, teacher
+
+    def kinds(block) -> list[str]:
+        return [kind for child in block.children.values()
+                for kind in (kinds(child) if hasattr(child, "children") else [child.type])]
+
+    def order(at) -> list[str]:  # the columns holding the question (its options) and the material (its table)
+        shown = [kinds(column) for column in at.main.columns]
+        return ["question" if "button_group" in k else "material" for k in shown if "button_group" in k or "table" in k]
+
+    at, seat = teacher()
+    pupil = student(seat.code)
+    at.switch_page("pages/tour.py").run()
+    forward(forward(at))  # step 3: a question beside the positions' table
+    pupil.run()
+    assert pupil.session_state[state.TOUR_STEP] == 3 and not pupil.exception
+    assert order(pupil) == ["question", "material"]
+    assert order(at) == ["material", "question"]
