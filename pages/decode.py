@@ -39,6 +39,7 @@ WHOLE = "decode_whole"  # whether Whole is on (its switch: WHOLE + "_switch")
 CUMULATIVE = "decode_cumulative"
 TAB = "decode_tab"
 COMPARE_FOLD = "decode_compare_open"  # whether the head-by-head comparison table's fold is open
+NUMBERS_FOLD = "decode_numbers_open"  # whether the fold of the cache's and the check's figures is open
 STEP, BACK = "decode_step", "decode_back"  # the buttons' keys: the board draws the next step at their click
 TABS = ("Cache vs recompute", "Work", "Text and table", "Replay in the browser", "Figures as tables")
 FIX = "Fix: n → q.pos"
@@ -144,21 +145,11 @@ def choices(scenario, view: DecodeView) -> None:
 
 
 def compare(view: DecodeView) -> None:
-    cache = view.cache
-    stats([Stat("Entries", cache.entries, delta=cache.entries_delta),
-           Stat("Bytes held (K + V)", cache.nbytes), Stat("Bytes reserved", cache.reserved),
-           Stat("Times it grew", cache.grew, help=words.GROWTH_HELP)],
-          "The KV cache", key="decode_cache_stats")
-    defined_caption(cache.per_entry)
+    """Why each head agrees or not, in words first; the figures and the head-by-head table in folds,
+    built when opened: this tab is open on a new visitor's first view, where st.metric would bring
+    script files of its own (Vega's loader among them) and st.table about 1 MB of Arrow's."""
     if view.compared_note:
         st.caption(view.compared_note)
-    stats([Stat("Largest |difference| in the context", view.gap),
-           Stat("Same next word?", view.check.same_token)], "KV cache against recomputation",
-          key="decode_check_stats")
-    # folded, built when opened: st.table brings about 1 MB of Arrow script to the view that shows one
-    # first, and this tab is open on a new visitor's first view
-    folded(toy.COMPARISON_LABEL, COMPARE_FOLD, icon=":material/table:",
-           body=lambda: table(toy.comparison_table(view.check), toy.COMPARISON_LABEL, key="decode_compare"))
     for text in view.head_texts:
         st.markdown(md_escape(text))
     if view.stale_shown:  # the side by side with every key (the lesson screen shows the latest five)
@@ -167,6 +158,21 @@ def compare(view: DecodeView) -> None:
         st.info(md_escape(view.cache_info), icon=":material/info:")
     if view.agreed:
         st.success(view.agreed, icon=":material/check_circle:")
+    folded(words.NUMBERS, NUMBERS_FOLD, icon=":material/pin:", body=lambda: numbers(view))
+    folded(toy.COMPARISON_LABEL, COMPARE_FOLD, icon=":material/table:",
+           body=lambda: table(toy.comparison_table(view.check), toy.COMPARISON_LABEL, key="decode_compare"))
+
+
+def numbers(view: DecodeView) -> None:
+    cache = view.cache
+    stats([Stat("Entries", cache.entries, delta=cache.entries_delta),
+           Stat("Bytes held (K + V)", cache.nbytes), Stat("Bytes reserved", cache.reserved),
+           Stat("Times it grew", cache.grew, help=words.GROWTH_HELP)],
+          "The KV cache", key="decode_cache_stats")
+    defined_caption(cache.per_entry)
+    stats([Stat("Largest |difference| in the context", view.gap),
+           Stat("Same next word?", view.check.same_token)], "KV cache against recomputation",
+          key="decode_check_stats")
 
 
 def work(view: DecodeView) -> None:

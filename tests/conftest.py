@@ -107,7 +107,9 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def decode(app):
-    """The whole app on the Decode page (the ``app`` fixture, switched there)."""
+    """The whole app on the Decode page (the ``app`` fixture, switched there), with the fold of the
+    cache's figures open (its st.metric rows), as a visitor reading them has it."""
     from apptest_helpers import on_page
 
+    app.session_state["decode_numbers_open"] = True  # pages/decode.py NUMBERS_FOLD
     return on_page(app, "pages/decode.py")

@@ -432,16 +432,19 @@ def test_a_first_view_has_no_plotly_chart_or_data_grid_and_one_custom_component(
 
 
 def test_a_first_view_builds_no_editor_until_its_panel_opens():
-    """A new visitor's Decode: the prompt box shows, but no data editor or data grid is sent (they
-    load about 1.5 MB of script); opening a panel builds its editor, which edits as before, and
-    folding it away keeps the edit."""
+    """A new visitor's Decode: no editor, no prompt box, no data grid and no stats row is sent (each
+    widget kind brings its own script to the first view that shows one: the data editors about 1.5 MB,
+    st.metric Arrow's, the text box a dozen files); opening a panel builds its editor, which edits as
+    before, and folding it away keeps the edit; the prompt's fold holds the prompt in force."""
     at = AppTest.from_file("../app.py", default_timeout=120)
     at.run()
     at.switch_page("pages/decode.py").run()
     assert not at.exception
-    assert prompt_shown(at) == "Today's weather is so …" and len(at.sidebar.text_input) == 1
-    assert not at.data_editor and not at.dataframe
+    assert not at.text_input and not at.metric and not at.data_editor and not at.dataframe and not at.table
     assert "d_k (key width)" not in [w.label for w in at.number_input]
+    at.session_state["kv_panel_prompt"] = True  # as a click on the fold would
+    at.run()
+    assert prompt_shown(at) == "Today's weather is so …" and len(at.sidebar.text_input) == 1
     at.session_state["kv_panel_tokens"] = True  # as a click on the panel would
     at.run()
     assert len(at.data_editor) == 1 and list(at.data_editor[0].value["token"]) == list(load_preset("seed").tokens)

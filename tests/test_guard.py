@@ -65,6 +65,7 @@ def test_a_fault_that_is_not_the_visitors_does_not_loop(fails_on):
 
     fails_on(None)
     at = AppTest.from_file("../app.py", default_timeout=120)
+    at.session_state["kv_panel_prompt"] = True  # the prompt's fold open (viz.ui.sidebar.PANELS)
     at.switch_page("pages/prefill.py").run()  # a first visit at /prefill (Home computes nothing)
     assert not at.exception
     assert guard.FAILED in errors(at)

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from apptest_helpers import board, boards, cells, stat_value, widget
 from viz.core.classroom import RecentReads, recent as recent_module
-from viz.ui import classroom, runs, state
+from viz.ui import classroom, runs, sidebar, state
 from viz.tools.server import free_port
 
 
@@ -194,6 +194,7 @@ def test_students_follow_the_teachers_decode_steps_on_the_runs_the_teacher_compu
     the student's screen draws them from the very run the teacher's computed (one run per process)."""
     at, seat = teacher()
     pupil = student(seat.code)
+    at.session_state["decode_numbers_open"] = True  # the fold of the cache's figures (pages/decode.py)
     at.switch_page("pages/decode.py").run()
     for _ in range(2):
         press(at, "decode_step")
@@ -208,6 +209,11 @@ def test_students_follow_the_teachers_decode_steps_on_the_runs_the_teacher_compu
     assert any("Following the teacher" in t for t in texts(pupil))
 
 
+def editor_folds(at) -> list[str]:
+    """The labels of the sidebar's scenario editor panels drawn (viz.ui.sidebar.PANELS)."""
+    return [e.label for e in at.sidebar.expander if e.label in {label for _, label, *_ in sidebar.PANELS}]
+
+
 def test_a_following_screen_shows_the_lesson_without_its_own_controls_until_the_student_explores():
     """Following, a student's Decode shows the teacher's lesson (narration and boards) without Step,
     choices, tabs or the sidebar's editors; "Explore on my own" brings them all, from the teacher's
@@ -219,11 +225,11 @@ def test_a_following_screen_shows_the_lesson_without_its_own_controls_until_the_
     pupil.run()
     keys = {b.key for b in pupil.button}
     assert "decode_step" not in keys and "kv_class_explore" in keys and not pupil.tabs
-    assert not pupil.text_input and boards(pupil) and pupil.info
+    assert not editor_folds(pupil) and boards(pupil) and pupil.info
     assert any("Explore on my own" in t and "editors" in t for t in texts(pupil))  # the sidebar says where they are
     press(pupil, "kv_class_explore")
     assert not pupil.session_state[classroom.SEAT].following and pupil.session_state[state.STEP] == 1
-    assert "decode_step" in {b.key for b in pupil.button} and pupil.tabs and pupil.text_input
+    assert "decode_step" in {b.key for b in pupil.button} and pupil.tabs and "Prompt" in editor_folds(pupil)
     assert any("Exploring on your own" in t for t in texts(pupil))
     press(pupil, "decode_step")  # their own step: the teacher's screen stays where it was
     assert pupil.session_state[state.STEP] == 2 and at.run().session_state[state.STEP] == 1

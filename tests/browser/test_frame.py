@@ -47,8 +47,8 @@ def test_every_registered_page_loads(app, registered_page):
     expect(current).to_have_count(1)
     expect(current).to_contain_text(registered_page.title)
     expect(app.page.get_by_role("dialog")).to_have_count(0)  # e.g. Streamlit's "Page not found"
-    prompt = app.sidebar.get_by_role("textbox", name="Prompt", exact=True)
-    if registered_page.editors:
+    prompt = app.sidebar.get_by_test_id("stExpander").filter(has=app.page.locator("summary", has_text="Prompt"))
+    if registered_page.editors:  # the prompt's fold, the first editor panel
         expect(prompt).to_be_visible()
     else:  # pages that do not read the scenario leave its editors out
         expect(app.sidebar.get_by_text("This page does not use the scenario editors")).to_be_visible()
@@ -73,7 +73,7 @@ def test_a_refused_prompt_stays_in_the_box_and_a_draft_survives_a_step(app):
     below it; text typed and then left for Step is sent as the box is left, applies, and stays in
     the box through the rerun; the message goes."""
     app.open("/decode")
-    box = app.sidebar.get_by_role("textbox", name="Prompt", exact=True)
+    box = app.prompt()
     app.type_text("Prompt", "   ")
     expect(box).to_have_value("   ")
     expect(app.sidebar.get_by_test_id("stAlertContentError")).to_contain_text("no tokens")
@@ -88,6 +88,7 @@ def test_a_refused_prompt_stays_in_the_box_and_a_draft_survives_a_step(app):
 def test_typing_a_prompt_retokenises(app):
     """A new prompt typed in the sidebar fills the token table and the page with the new tokens."""
     app.open("/prefill")
+    app.prompt()
     app.type_text("Prompt", "The cat sat on the mat")
     expected = ["The", "cat", "sat", "on", "the", "mat"]
     for cell, token in zip(token_column(app, len(expected)), expected):
@@ -185,6 +186,7 @@ def test_presenter_mode_folds_editors_and_enlarges_type(app):
 def test_shared_url_restores_the_view(app, new_app):
     """The address bar after an edit and two steps, opened by a fresh visitor, shows the same view."""
     app.open("/decode")
+    app.prompt()
     app.type_text("Prompt", "Today's weather is so very")
     app.click_button("Step")
     app.click_button("Step")
@@ -192,7 +194,7 @@ def test_shared_url_restores_the_view(app, new_app):
     assert app.query["step"] == "2"
 
     other = new_app().open_url(link)
-    expect(other.sidebar.get_by_role("textbox", name="Prompt", exact=True)).to_have_value(
+    expect(other.prompt()).to_have_value(
         "Today's weather is so very")
     expect(token_column(other, 5)[4]).to_have_text("very")
     assert other.query == app.query
@@ -208,6 +210,7 @@ def test_shared_url_restores_the_view(app, new_app):
 def test_html_typed_into_the_prompt_stays_text(app):
     """'<img src=x onerror=alert(1)>' typed as the prompt shows literally and runs nothing."""
     app.open("/prefill")
+    app.prompt()
     app.type_text("Prompt", HOSTILE)
     expect(app.sidebar.get_by_role("textbox", name="Prompt", exact=True)).to_have_value(HOSTILE)
     tokens = decode_scenario(app.query["s"]).tokens

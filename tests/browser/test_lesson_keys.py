@@ -90,7 +90,7 @@ def test_in_a_text_field_space_and_arrows_type_and_page_down_steps(app):
     """In a text field (the sidebar's prompt box) Space types a space and → moves the caret, the
     step stays; PageDown still steps."""
     app.open("/decode", step=1)
-    box = app.sidebar.get_by_role("textbox", name="Prompt", exact=True)
+    box = app.prompt()
     box.click()
     before = box.input_value()
     runs = app.runs_finished

@@ -250,7 +250,7 @@ def test_step_and_arrow_keys_draw_the_next_frame_at_the_click(app):
     assert app.query.get("step") == "1" and app.page.evaluate(LAST_ROWS_JS) == before
     # typing in a field (here the sidebar's prompt box) is no lesson key: neither Step nor the board
     # moves (no click at all, so nothing is read at one)
-    app.sidebar.get_by_role("textbox", name="Prompt", exact=True).focus()
+    app.prompt().focus()
     app.page.evaluate("() => { window.__kvlabAtKey = 'no click'; }")
     app.page.evaluate(READ_AT_NEXT_KEY_JS)
     app.page.keyboard.press("ArrowRight")
@@ -275,10 +275,12 @@ def test_the_cache_check_is_a_real_table(app):
 
 
 def test_the_cache_figures_are_metrics_of_real_text(app):
-    """Decode's cache figures are st.metric text (no canvas): after one step the engine's 5 entries
-    with its change +1, its bytes; on a 390 px phone every figure stays within the screen."""
+    """Decode's cache figures are st.metric text (no canvas), in their fold of the first tab: after one
+    step the engine's 5 entries with its change +1, its bytes; on a 390 px phone every figure stays
+    within the screen."""
     kv = generate(load_preset("seed"), 2, "kv")  # the seed after one decode step
     app.open("/decode", step=1)
+    app.expander("The cache and the check in numbers", app.main, reruns=True)  # words_decode.NUMBERS
     expect(app.stat("Entries")).to_have_text(str(len(kv.cache)))
     expect(app.stat("Bytes held (K + V)")).to_have_text(f"{kv.cache.nbytes:,}")
     expect(app.stat("Same next word?")).to_have_text("yes")

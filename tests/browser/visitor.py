@@ -150,6 +150,11 @@ class App:
         self.page.wait_for_function(SETTLED_JS, timeout=RUN_TIMEOUT_MS)
 
     # -- doing things
+    def prompt(self) -> Locator:
+        """The sidebar's prompt box, its fold (the first editor panel, built while open) opened first."""
+        self.expander("Prompt", self.sidebar, reruns=True)
+        return self.sidebar.get_by_role("textbox", name="Prompt", exact=True)
+
     def type_text(self, label: str, text: str) -> None:
         """Type into a text box (found by its label) and press Enter, as a person would."""
         box = self.page.get_by_role("textbox", name=label, exact=True)

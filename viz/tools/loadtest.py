@@ -125,6 +125,8 @@ async def _student(browser, base: str, seconds: float, seed: int, latencies: lis
             on_decode = log.page_hash == log.pages.get("decode")
             if choice < 0.1:
                 box = sidebar.get_by_label("Prompt", exact=True)
+                if not await box.count():  # its fold is folded (a first view's): opening it is a click, a run
+                    await _act(page, log, sidebar.locator("summary", has_text="Prompt").click, mine, timeout_s)
                 words = " ".join(rng.choice(["the", "cat", "weather", "is", "so", "nice", "today"])
                                  for _ in range(rng.randint(3, 10)))
 

@@ -69,16 +69,21 @@ def _send_prompt(sent: str) -> None:
     state.try_edit("prompt", lambda: scenario.with_prompt(sent))
 
 
+PROMPT_HELP = ("Press Enter to apply. Split into word tokens; punctuation is dropped. Each token's value is "
+               "under Tokens and values.")
+
+
 def _prompt(scenario: Scenario) -> None:
     refused = st.session_state.get(state.PROMPT_REFUSED)  # (scenario version, the refused text)
     error = state.error("prompt")
     held = refused[1] if refused and refused[0] == state.version() and error else None
     key = state.widget_key("prompt")  # renewed with the scenario: a refused text stays until an edit applies
+    # in the fold of the same name: the label is read to screen readers only, the help shown under it
     st.text_input("Prompt", (scenario.prompt or "") if held is None else held, key=key,
                   max_chars=MAX_PROMPT_CHARS, on_change=lambda: _send_prompt(st.session_state[key]),
-                  help="Press Enter to apply. Split into word tokens; punctuation is dropped. Each token's "
-                       "value is under Tokens and values.")
+                  label_visibility="collapsed")
     _show_error("prompt")
+    st.caption(PROMPT_HELP)
 
 
 def _apply(field: str, changed: bool, build: Callable[[], Scenario]) -> None:
@@ -222,7 +227,8 @@ def _save_and_share(scenario: Scenario) -> None:
 
 OPEN_PANELS = "kv_open_panels"  # the keys of the editor panels the visitor has open
 # The editor panels, in order: (session key, label, icon, the field its edits are refused under, body).
-PANELS = (("kv_panel_tokens", "Tokens and values", ":material/edit_note:", "tokens", _tokens),
+PANELS = (("kv_panel_prompt", "Prompt", ":material/edit:", "prompt", _prompt),
+          ("kv_panel_tokens", "Tokens and values", ":material/edit_note:", "tokens", _tokens),
           ("kv_panel_heads", "Heads", ":material/visibility:", "heads", _heads),
           ("kv_panel_vocab", "Vocabulary and W_vocab", ":material/dictionary:", "vocab", _vocab),
           ("kv_panel_sampling", "d_k and sampling", ":material/tune:", "sampling", _model_and_sampling),
@@ -305,9 +311,9 @@ def render(editors: bool = True, url_path: str = "", following: bool = False) ->
                        "Serving and At scale.")
         if state.presenter() or not shown:
             return
-        _prompt(state.scenario())
         # each panel builds its widgets only while open: a first view neither sends nor lays out
-        # editors nobody opened (the data editors alone load about 1.5 MB of script)
+        # editors nobody opened (the data editors alone load about 1.5 MB of script, the prompt's
+        # text box a dozen script files of its own)
         opened = st.session_state.setdefault(OPEN_PANELS, set())
         for key, label, icon, field, body in PANELS:
             # open as the visitor left it (Streamlit forgets a widget a run does not draw: a page

@@ -29,6 +29,7 @@ def run_help(tokens: int) -> str:
 
 
 # the "Cache vs recompute" tab
+NUMBERS = "The cache and the check in numbers"  # the fold of the tab's figures (entries, bytes, differences)
 GROWTH_HELP = "The buffers double when full, so growing is rare."
 AGREED = "Every head is cacheable, so the KV cache gives exactly what recomputation gives, with far less work."
 
