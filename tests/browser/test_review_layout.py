@@ -189,6 +189,15 @@ CELL_NUMBERS_PX_JS = """() => [...document.querySelectorAll('[data-testid=stMain
                 const key = keyed ? [...keyed.classList].find(c => c.startsWith('st-key-')) : '';
                 return [key || '', parseFloat(getComputedStyle(t).fontSize),
                         !!key && !!document.querySelector(`.${key}_table`)]; })"""
+# every text drawn inside a Plotly figure (labels, notes, ticks) that runs past the figure's left or right
+# edge: [text, pixels past] (At scale's ridge-point label ran 120 px past a phone's roofline)
+TEXT_CUT_JS = """() => [...document.querySelectorAll('[data-testid=stMain] .js-plotly-plot')]
+  .filter(p => p.getBoundingClientRect().width > 0).flatMap(p => {
+    const edge = p.getBoundingClientRect();
+    return [...p.querySelectorAll('text')].filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
+      .map(t => { const r = t.getBoundingClientRect();
+                  return [t.textContent.slice(0, 40), Math.max(r.right - edge.right, edge.left - r.left)]; })
+      .filter(([, past]) => past > 0.5); })"""
 REVEAL = "Reveal"  # in FIGURE_VIEWS: not a tab but the tour question's button
 FIGURE_VIEWS = {  # url path, tab (or REVEAL), the figures and the tables that must be there (issue 32's second review)
     "real-prefill": ("/real_model", "Prefill", {"real_detail", "real_grid", "real_topk"}, ()),
@@ -218,7 +227,7 @@ def test_figures_keep_legends_titles_and_cell_numbers_apart_and_tables_fit(app, 
     into each other and none is under 12 px (except, on a phone, in a figure whose "As a table" fold has
     them: Plotly draws the 16 × 16 weights' numbers 3 px high there); Real model's titles end inside their figures on a phone; every
     table fits its column; at a desk no figure text is under 12 px (log axes'
-    minor labels were 9 px)."""
+    minor labels were 9 px); on Real model and At scale no text runs past its figure's edge."""
     app.page.set_viewport_size(DESK if screen == "desk" else PHONE)
     path, tab, wanted, tables = FIGURE_VIEWS[view]
     app.open(path)
@@ -241,6 +250,8 @@ def test_figures_keep_legends_titles_and_cell_numbers_apart_and_tables_fit(app, 
     if path == "/real_model" or path.startswith("/tour"):  # Plotly titles do not wrap: the grid's ran 170 px
         # past a phone's figure, the tour's cache title 201 px
         assert app.page.evaluate(TITLES_CUT_JS) == []
+    if path in ("/real_model", "/at_scale"):  # no label or note past the figure's edge either
+        assert app.page.evaluate(TEXT_CUT_JS) == []
     assert app.page.evaluate(TABLES_CUT_JS) == []
     app.assert_no_exception()
 
