@@ -204,6 +204,8 @@ FIGURE_VIEWS = {  # url path, tab (or REVEAL), the figures and the tables that m
     "real-decode": ("/real_model", "Decode with the KV cache", {"real_norms", "real_growth", "real_next"},
                     ("real_cache_table",)),
     "real-kv-heads": ("/real_model", "K/V heads", {"real_gqa"}, ("real_shipped_table",)),
+    "real-rules": ("/real_model", "Heads that look like rules", {"real_vs_rule", "real_scores"},  # their colour bars
+                   ("real_matches_table",)),
     "cost": ("/cost", None, {"cost_decode", "cost_prefill"}, ()),
     "at-scale-roof": ("/at_scale", "What limits a decode step", {"scale_roofline", "scale_bytes", "scale_throughput"},
                       ()),

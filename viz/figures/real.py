@@ -35,6 +35,9 @@ def pieces_table(prompt: Prompt) -> pd.DataFrame:
                          "token id": [str(i) for i in prompt.ids]})
 
 
+WEIGHT_SCALE = "weight"  # the colour bar of heatmaps without numbers in their cells: what the blues mean
+
+
 def attention_grid(attentions: torch.Tensor, layers: Sequence[int],
                    selected: tuple[int, int] | None = None) -> go.Figure:
     """Small multiples: one heatmap per head, one row of heads per chosen layer; the head shown in
@@ -46,10 +49,11 @@ def attention_grid(attentions: torch.Tensor, layers: Sequence[int],
     data, shapes = [], []
     cells = [(layer, head) for layer in layers for head in range(heads)]
     axis = list(range(1, n + 1))
-    for (layer, head), ref in zip(cells, refs):
+    for k, ((layer, head), ref) in enumerate(zip(cells, refs)):
         data.append(heatmap_trace(attentions[layer, head], axis, axis, visible=visible, annotate=False,
                                   ref=ref, hover=f"L{layer}H{head}<br>query %{{y}}<br>key %{{x}}<br>"
-                                                 "weight %{z:.3f}"))
+                                                 "weight %{z:.3f}",
+                                  scale=WEIGHT_SCALE if k == len(cells) - 1 else None))  # one bar for all
         if selected == (layer, head):
             shapes.append(outline("focus", 0.5, n + 0.5, 0.5, n + 0.5, 3, ref))
     for xref, yref in refs:
@@ -63,7 +67,7 @@ def attention_grid(attentions: torch.Tensor, layers: Sequence[int],
                     showlegend=bool(marks), legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),
                     **layout)
     layout_["margin"]["b"] = 40 if marks else 10
-    return figure(data + marks, layout_)
+    return level_scale_title(figure(data + marks, layout_))
 
 
 DETAIL_PX = 440  # the one-head figure's height, whatever the prompt's length: whole in a projector's first screen
@@ -270,12 +274,12 @@ def head_vs_rule_figure(attentions: torch.Tensor, matches: RuleMatches, layer: i
     titles = [f"real head L{layer}H{head}", f"toy rule '{safe(rule.name)}': {safe(rule.rule)}"]
     layout, refs = grid(1, 2, titles, hspace=0.05, vspace=0.0)
     data = [heatmap_trace(z, names, names, visible=_causal(n), annotate=False, ref=ref,
-                          hover="query %{y}<br>key %{x}<br>weight %{z:.3f}")
-            for z, ref in zip((attentions[layer, head], matches.patterns[match.best]), refs)]
+                          hover="query %{y}<br>key %{x}<br>weight %{z:.3f}", scale=WEIGHT_SCALE if k else None)
+            for k, (z, ref) in enumerate(zip((attentions[layer, head], matches.patterns[match.best]), refs))]
     for i, (xref, yref) in enumerate(refs):
         layout[f"xaxis{xref[1:]}"].update(type="category", showticklabels=False, title=dict(text="key (columns)"))
         layout[f"yaxis{yref[1:]}"].update(type="category", autorange="reversed",
                                          showticklabels=i == 0 and n <= 24,
                                          title=dict(text="query (rows)" if i == 0 else ""))
-    return figure(data, frame(f"Score {match.score:.3f}: the mean overlap of the two rows<br>over queries 2 to {n}",
-                              max(320, 140 + 18 * n), top=80, **layout))
+    return level_scale_title(figure(data, frame(f"Score {match.score:.3f}: the mean overlap of the two rows<br>over "
+                                                f"queries 2 to {n}", max(320, 140 + 18 * n), top=80, **layout)))
