@@ -202,6 +202,7 @@ with roof_tab:
     for line in view.roof_reading(prefill_tokens):
         st.markdown(line)
     table(roof.steps_table(points), words.STEPS_TABLE, key="scale_steps_table")
+    defined_caption(words.STEPS_TABLE_NOTE)
     left, right = st.columns(2)
     with left:
         plot(roof.bytes_figure(list(sweep), overtakes), key="scale_bytes")

@@ -256,6 +256,7 @@ if section == "Continuous batching":
     plot(figs.metrics_figure([("continuous", continuous), ("static", static)]), key="serving_metrics")
     plot(figs.utilisation_figure([("continuous", continuous), ("static", static)]), key="serving_use")
     table(figs.requests_table(continuous), say.REQUESTS_TABLE, key="serving_requests_table")
+    defined_caption(say.REQUESTS_TABLE_NOTE)
     check_identical([continuous, static])
 
 elif section == "Chunked prefill":
@@ -357,6 +358,7 @@ elif section == "Speculative decoding":
     if run.rounds:
         plot(figs.cache_length_figure(run), key="serving_cache_length")
     table(figs.spec_table(run), say.SPEC_TABLE, key="serving_spec_table")
+    defined_caption(say.SPEC_TABLE_NOTE)
     why(view.why)
     st.caption(say.SPEC_TIME)
 
@@ -390,6 +392,7 @@ else:
            Stat("Largest |tiled − naive|", view.diff, help=view.diff_help)],
           say.FLASH_STATS, key="serving_flash_stats")
     table(figs.traffic_table(run), say.TRAFFIC_TABLE, key="serving_traffic_table")
+    defined_caption(say.TRAFFIC_TABLE_NOTE)
     shape = (len(scenario.heads), scenario.d_k)
     points = remember("sweep", (shape, bq, bk), lambda: traffic_sweep(scenario, bq, bk))
     large = remember("sweep_large", shape, lambda: traffic_sweep(scenario, TILE_SIZES[-1], TILE_SIZES[-1]))

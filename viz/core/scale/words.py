@@ -133,6 +133,8 @@ DTYPE_TABLE = "The cache per token, per sequence and per batch in every cache dt
 TOY_TABLE = "The toy's cache, measured by the engine, beside this model's"
 GPU_TABLE = "Every GPU: whether the weights fit, the cache budget, the sequences and tokens that fit"
 STEPS_TABLE = "Each step on the roofline: bytes, FLOPs, FLOPs per byte, the time each bound allows"
+STEPS_TABLE_NOTE = ("A step is memory-bound when its FLOPs per byte are below the GPU's ridge point, "
+                    "compute-bound above it.")  # under the table (no hover): its caption's hover defines them
 KIB_NOTE = f"1 KiB = {KIB} bytes; the vLLM paper's 800 KB is 800 KiB = 819,200 bytes."
 
 

@@ -82,6 +82,11 @@ SPEC_TABLE = "Speculative against plain decoding: passes, work and measured time
 RUNNING_TABLE = ("The current tile's query rows: running maximum (before → after), rescale exp(before − after), "
                  "running sum l and output o")
 TRAFFIC_TABLE = "Every item each pass moves between slow and fast memory"
+# a caption under each table that names a term a table cannot define (a table has no hover; a caption's
+# hover defines every unfamiliar term it names)
+REQUESTS_TABLE_NOTE = "TTFT and TPOT are counted in ticks."
+SPEC_TABLE_NOTE = "Multiply-adds count the work of both: the target's passes and, speculating, the draft's."
+TRAFFIC_TABLE_NOTE = "S = QKᵀ / √d_k holds one score per query and key, for every head."
 SPEC_SETTINGS = "Words, temperature"
 SAME_WORD = ("Every word is the same, so any draft guesses right. Pick a scenario whose output varies "
              f"(your soup, previous-token, content) or a temperature above 0 under “{SPEC_SETTINGS}” to see "
