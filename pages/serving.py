@@ -146,6 +146,12 @@ def server_settings() -> ServingConfig:
                          overhead=overhead)
 
 
+def say_unused(place, runs) -> None:
+    """A control that changes nothing says so: no run ran out of blocks, so the preemption choice is idle."""
+    if not any(run.preemptions for run in runs):
+        place.caption(say.PREEMPTION_UNUSED)
+
+
 def lesson_controls(count: int, steps_beside: bool = False) -> tuple:
     """Where a section's few controls go, and its stepped lesson: in presenter mode ``count`` slots
     stacked in a narrow column beside the lesson, at its left (``steps_beside``: under a place at the
@@ -226,6 +232,7 @@ if section in SUGGESTED:
     with slots[-1].expander(say.SETTINGS, icon=":material/tune:"):
         config = server_settings()
         defined_caption(say.limits(LIMITS))
+        unused = st.container()  # a setting the runs below never used says so here, once they are known
     with slots[0]:
         workload = workload_editor(section, edits)
 
@@ -238,6 +245,7 @@ if section == "Continuous batching":
                           lambda: serve(scenario, workload, replace(config, policy="static")))
     except ServingError as err:
         fail(err)
+    say_unused(unused, (continuous, static))
     view = batching_view(continuous, static, format_bytes)
     comparison, finished, throughput, ttft, padding, preempted = view.comparison, *view.helps
     stats([Stat("Finished after", continuous.makespan, delta=comparison.makespan_delta, good="down", help=finished),
@@ -269,6 +277,7 @@ elif section == "Chunked prefill":
                            lambda: serve(scenario, workload, chunked_config))
     except ServingError as err:
         fail(err)
+    say_unused(unused, (whole, chunked))
     view = chunking_view(whole, chunked)
     with stage:  # the chunked run stepped through first; what chunking changed and why below it
         step_through(view.chunked, wide, steps, below)
@@ -285,6 +294,7 @@ elif section == "Prefix caching":
         on = remember("prefix_on", (scenario, workload, on_config), lambda: serve(scenario, workload, on_config))
     except ServingError as err:
         fail(err)
+    say_unused(unused, (off, on))
     view = prefix_view(off, on, len(scenario.heads))
     with stage:  # the run with the cache stepped through first; what it saved below it
         step_through(view.on, wide, steps, below)

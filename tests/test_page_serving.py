@@ -89,6 +89,26 @@ def test_settings_change_the_run_and_preemption_shows(at):
     assert stat_value(at, "Preemptions") == f"{run.preemptions:,}"
 
 
+def test_the_preemption_choice_says_when_it_changes_nothing(at):
+    """With the default pool no request runs out of blocks, so 'When blocks run out' changes nothing: the
+    settings fold says so (issue 32: a control that changes nothing), in every section that serves; once
+    a small pool preempts, the note is gone."""
+    from viz.core.serving.words import PREEMPTION_UNUSED
+
+    def noted() -> bool:
+        return any(c.value == PREEMPTION_UNUSED for c in at.caption)
+
+    assert serve(SCENARIO, workload_preset(SCENARIO, "a burst"), DEFAULT).preemptions == 0 and noted()
+    for name in ("Chunked prefill", "Prefix caching"):
+        section(at, name)
+        assert noted(), name
+    section(at, "Continuous batching")
+    at.slider(key="serving_blocks").set_value(8)
+    at.select_slider(key="serving_block_size").set_value(2)
+    rerun(at)
+    assert stat_value(at, "Preemptions") != "0" and not noted()
+
+
 def test_a_pool_too_small_is_refused_in_words(at):
     """A request that cannot fit the pool is refused with the reason; nothing raises."""
     at.slider(key="serving_blocks").set_value(4)

@@ -27,6 +27,8 @@ TILE_STEP_HELP = ("One step is one FlashAttention tile: a block of queries again
 WORKLOAD_HELP = "Requests with an arrival time, a prompt and how many new tokens they ask for."
 PREEMPTION_HELP = ("recompute: drop the blocks, compute the tokens again later; swap: copy them out to slower "
                    "memory and back.")
+PREEMPTION_UNUSED = ("No request ran out of blocks here, so 'When blocks run out' changes nothing: fewer blocks "
+                     "in the pool, or more sequences at once, make it matter.")
 OVERHEAD_LABEL = "Fixed ticks per iteration"
 CHUNK_LABEL = "Chunk (prompt tokens per iteration)"
 CHUNK_HELP = "How many prompt tokens a long prompt computes per iteration, beside the decodes."
