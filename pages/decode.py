@@ -22,8 +22,8 @@ from viz.figures.base import Stat
 from viz.figures.board import stale_board
 from viz.ui import classroom, guard, state
 from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys
-from viz.ui.common import (defined_caption, division_notices, folded, head_picker, lazy_tabs, lesson_header,
-                           lesson_screen, lesson_tables, md_escape, plot, whole_switch)
+from viz.ui.common import (defined_caption, division_notices, folded, head_picker, inline_label, lazy_tabs,
+                           lesson_header, lesson_screen, lesson_tables, md_escape, plot, whole_switch)
 from viz.ui.widgets import stats, table
 from viz.ui.runs import decode_traces, kept_view
 
@@ -132,8 +132,9 @@ def choices(scenario, view: DecodeView) -> None:
     with st.container(horizontal=True, vertical_alignment="center", gap="xsmall"):
         head_picker(HEAD)
         whole_switch(WHOLE, words.WHOLE_HELP, view.frame.window)
-        st.segmented_control("Show the run", MODES, format_func=words.MODE_SHORT.get, required=True,
-                             label_visibility="collapsed", help=words.MODE_HELP,
+        inline_label(words.MODE_PICKER, words.MODE_HELP)
+        st.segmented_control(words.MODE_PICKER, MODES, format_func=words.MODE_SHORT.get, required=True,
+                             label_visibility="collapsed",
                              **state.bound(MODE_PICKER, state.mode(), state.set_mode))
         if view.warnings:
             if st.button(FIX, icon=":material/build:", help=words.FIX_HELP):

@@ -197,3 +197,16 @@ def test_the_step_sent_ahead_is_the_step_the_server_shows(decode, mode, head):
     assert [_without_turns(s) for s in back] == [{**b, "presenter": False} for b in behind]
     assert back[2]["title"].startswith("Next word:") and ahead[2]["title"] == now[2]["title"]
     assert [t["selector"] for t in back[0]["turns"]] == [".st-key-decode_step button"]  # nothing before step 0
+
+
+def test_the_run_picker_is_labelled_at_its_left_and_its_help_names_each_way_once(decode):
+    """The run picker (recompute / re-encode / KV cache) shows its name beside it, not only to a screen
+    reader, and its help names each way once (it read "KV cache: KV cache: …")."""
+    from viz.core.lessons import words_decode as words
+
+    assert words.MODE_PICKER in [shown(c.value) for c in decode.caption]
+    picker = next(w for w in decode.button_group if w.key == "decode_mode_picker")
+    assert picker.label == words.MODE_PICKER
+    for name in words.MODE_SHORT.values():
+        assert words.MODE_HELP.count(f"**{name}**") == 1
+    assert words.MODE_HELP.count("KV cache") == 1

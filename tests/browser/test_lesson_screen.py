@@ -149,7 +149,7 @@ def test_a_step_reruns_only_the_decode_view_and_keeps_the_link(app):
     assert app.query.get("step") == "2"
     # the sidebar's Copy link box follows the fragment too (it is not rerun with it)
     expect(link.get_by_test_id("stCode")).to_contain_text("step=2")
-    app.pick("Show the run", "recompute")
+    app.pick("Keys", "recompute")
     assert app.query.get("mode") == "recompute"
     app.pick("Head", "first")
     assert app.query.get("head") == "3"
@@ -301,7 +301,7 @@ def test_a_choice_keeps_its_value_under_the_lesson_keys_and_enter_picks(app):
     no lesson key) flips it. Opened at step 4, where Whole shows more than the window (the seed's first
     steps fit one window, and there Whole is off limits)."""
     app.open("/decode", step=4)
-    group = app.page.get_by_role("radiogroup", name="Show the run", exact=True)
+    group = app.page.get_by_role("radiogroup", name="Keys", exact=True)
     kv = group.get_by_role("radio", name="KV cache", exact=True)
     kv.focus()
     with app.rerun():

@@ -249,11 +249,19 @@ def stepper(key: str, count: int, label: str, *, first: int = 1, opening: int | 
     return st.session_state[key]
 
 
+def inline_label(label: str, help: str) -> None:
+    """A choice's visible label at its left, in the row the choice sits in (the choice's own label,
+    collapsed, still names it for a screen reader): beside it, not above, so a lesson's row of choices
+    takes no more height on a projector or a phone."""
+    st.caption(label, help=help, width="content")
+
+
 def head_picker(key: str, label: str = "Head") -> int:
-    """The head shown in detail (0-based): one choice shared by the pages and kept in share links."""
+    """The head shown in detail (0-based): one choice shared by the pages and kept in share links. Its
+    options are the heads' names, and the figure right under it is titled with the head it shows."""
     names = state.scenario().head_names
     st.segmented_control(label, range(len(names)), format_func=lambda i: md_escape(names[i]), required=True,
-                         label_visibility="collapsed", help=f"{label}: which head the figures show",
+                         label_visibility="collapsed", help="Which head the figures show",
                          **state.bound(key, state.head(), state.set_head))
     return state.head()
 

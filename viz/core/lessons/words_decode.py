@@ -19,7 +19,10 @@ TIMELINE_HELP = "Scrub back and forth over the tokens generated so far"
 RUN_SIZE_HELP = "Tokens the Run button generates"
 WHOLE_HELP = "Show every row and key, not only the newest ones"
 MODE_SHORT = {"kv": "KV cache", "recompute": "recompute", "reencode": "re-encode"}  # the run picker's options
-MODE_HELP = "\n".join(f"{MODE_SHORT[m]}: {MODE_LABELS[m]}" for m in MODES)
+MODE_PICKER = "Keys"  # the run picker's label, at its left (short: the row fits a phone's width)
+# each way once (MODE_LABELS opens with "no cache" or "KV cache", which the option's name already says of the kv run)
+MODE_HELP = "How each step gets every key and value so far:\n\n" + "\n\n".join(
+    f"**{MODE_SHORT[m]}**: {MODE_LABELS[m].removeprefix('KV cache: ')}" for m in MODES)
 FIX_HELP = "Make every head cache-safe: each rule's n becomes q.pos"
 SHOW_HEAD_HELP = "Show that head's attention and cache below, with the recomputed run beside it"
 
