@@ -205,23 +205,6 @@ def test_compare_adds_curves(at):
     assert [trace["name"] for trace in curves] == ["Llama-2-7B", "Gemma-2-9B", "DeepSeek-V3"]
 
 
-def test_gpu_table_columns_are_wide_enough_for_their_headers():
-    """Each GPU-table column gets a width that holds its whole header and its longest cell."""
-    from viz.core.scale.gpus import GPUS
-    from viz.core.scale.memory import cache_memory, fits_by_gpu
-    from viz.core.scale.model_config import preset
-    from viz.figures.memory import gpu_table
-    from viz.ui.tables import HEADER_CHAR_PX, HEADER_PADDING_PX, header_widths
-
-    table = gpu_table(fits_by_gpu(cache_memory(preset("Llama-2-7B"), 4096)))
-    assert len(table) == len(GPUS)
-    widths = header_widths(table)
-    assert set(widths) == set(table.columns)
-    for column, width in widths.items():
-        assert width >= len(column) * HEADER_CHAR_PX + HEADER_PADDING_PX
-        assert all(width >= len(str(cell)) * HEADER_CHAR_PX for cell in table[column])
-
-
 HYBRID_TEXT = json.dumps({  # a small Qwen3-Next: 2 full-attention layers among 8, the rest Gated DeltaNet
     "model_type": "qwen3_next", "num_hidden_layers": 8, "hidden_size": 256, "num_attention_heads": 4,
     "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1024, "intermediate_size": 256,

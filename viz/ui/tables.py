@@ -127,18 +127,3 @@ def scenario_from_vocab(scenario: Scenario, frame: pd.DataFrame) -> Scenario:
     if not words:
         raise ScenarioError("vocab", "the vocabulary is empty; keep at least one word")
     return scenario.with_vocab(words)
-
-
-HEADER_CHAR_PX = 7.2  # about one character of a grid header or cell (14 px type), in pixels
-HEADER_PADDING_PX = 22  # the cell's padding
-
-
-def header_widths(frame: pd.DataFrame) -> dict[str, int]:
-    """A width in pixels for each column that shows its whole header and its longest cell
-    (st.dataframe sizes columns to their cells and cuts a longer header short)."""
-    widths = {}
-    for column in frame.columns:
-        longest = max([len(str(column))] + [len(f"{value:,}" if isinstance(value, int) else str(value))
-                                            for value in frame[column]])
-        widths[str(column)] = math.ceil(longest * HEADER_CHAR_PX + HEADER_PADDING_PX)
-    return widths
