@@ -42,7 +42,7 @@ def test_seed_step_one_marks_the_stale_key_of_so():
     frame = decode_frame(runs["kv"], runs["kv"], runs["recompute"], 1, 1)
     assert frame.cache.stale == ((1, 3),) and frame.cache.written == (4,)
     fig = lesson.cache_figure(frame, load_preset("seed").head_names)
-    assert [t.name for t in fig.data if t.type in ("scatter", "bar")] == ["stale key", "new entry"]
+    assert [t.name for t in fig.data if t.type in ("scatter", "bar")][:2] == ["stale key", "new entry"]
     stale = [s for s in fig.layout.shapes if s.type == "rect" and s.line.color == MEANINGS["stale"].color]
     assert len(stale) == 1 and (stale[0].x0, stale[0].y0) == (2.5, 0.5)  # column of 'so', row of 'last'
     assert stale[0].line.dash == "dot"
@@ -190,3 +190,70 @@ def test_whole_shows_more_only_past_a_windows_size():
         assert not make_window(WINDOW, WINDOW, 0, whole=whole).whole_shows_more
         assert make_window(WINDOW + 1, WINDOW + 1, 0, whole=whole).whole_shows_more
         assert make_window(WINDOW + 1, WINDOW + 1, 0, whole=whole).complete == whole
+
+
+def _cache_figures():
+    """Every Plotly cache figure, with the attention figure that stands beside it on Decode or the tour's
+    step it stands on: Decode's "Whole" view (stale keys, none yet, no cache), the tour's, and the toy's
+    figure of a longer run (on no page yet)."""
+    from viz.core.lessons.tour import tour_view
+    from viz.figures import toy
+    scenario = long_scenario(30)
+    runs, heads = _runs(scenario, 12), list(scenario.head_names)
+    for mode, step in (("kv", 12), ("kv", 0), ("recompute", 12)):
+        frame = decode_frame(runs[mode], runs["kv"], runs["recompute"], step, 1, whole=True)
+        yield lesson.cache_figure(frame, heads), lesson.attention_figure(frame, "last", newest_key=step > 0)
+    yield toy.cache_figure(tour_view().cache_run), "tour"
+    yield toy.cache_figure(runs["kv"]), None
+
+
+def _hex(colour: str) -> str:
+    import plotly.colors
+    return "#{:02x}{:02x}{:02x}".format(*(round(c) for c in plotly.colors.unlabel_rgb(colour)))
+
+
+def _scale_end(trace, share: float) -> str:
+    import plotly.colors
+    return _hex(plotly.colors.sample_colorscale([list(stop) for stop in trace.colorscale], [share])[0])
+
+
+TOUR_PAIR_TOP_PX = 352  # where the tour's cache figure and work chart start at 1280 × 720 (Chromium, presenter)
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_every_plotly_cache_figure_says_what_its_cells_colours_encode(index):
+    """Issue 32 ("every colour has a legend"): the board's cache legend has swatches for a key of −1 and
+    +1 and the V scale, the Plotly cache figures had none (Decode's Whole view, whose cells carry no
+    numbers, and the tour's). Each has the board's entries, in the board's words and colours, each the
+    colour its heatmap gives a −1 key, a +1 key, the lowest and highest value; fitted, the legend's rows
+    get room under the plot, and the figure stays no taller than the attention figure beside it (the
+    lesson row's height) or, in the tour, than a 1280 × 720 projector has under the step's text."""
+    from viz.figures import board
+    from viz.figures.base import PRESENTER_PX, font_sizes
+    from viz.figures.room import ROW_EM, legend_rows
+    fig, beside = list(_cache_figures())[index]
+    keys, values = [t for t in fig.data if t.type == "heatmap"]
+    entries = {t.name: t for t in fig.data if t.type == "scatter" and t.showlegend is not False}
+    wanted = {item["label"]: item for item in board.scale_legend()}
+    assert set(wanted) == {"K −1", "K +1", "V: low → high"} <= set(entries)
+    for sign, share in (("K −1", 0.0), ("K +1", 1.0)):
+        assert entries[sign].marker.color == wanted[sign]["color"] == _scale_end(keys, share)
+        assert entries[sign].marker.symbol == "square"  # filled, as the board's swatch
+    gradient = entries["V: low → high"].fillgradient
+    stops = [colour for _, colour in gradient.colorscale]
+    assert gradient.type == "horizontal" and entries["V: low → high"].fill == "toself"
+    assert (stops[0], stops[-1]) == (_scale_end(values, 0.0), _scale_end(values, 1.0))
+    assert f"linear-gradient(90deg, {', '.join(stops)})" == wanted["V: low → high"]["color"]
+    decode = beside not in ("tour", None)
+    share = 1 / 3 if decode else 1 / 2  # Decode's lesson row gives the cache a third, the tour half
+    for presenter in (False, True):
+        width, px = round(PRESENTER_PX * share), font_sizes(presenter).text
+        fitted = fit(fig, width=width, presenter=presenter)
+        names = [t.name for t in fitted.data if t.type != "heatmap"]
+        rows = legend_rows(names, width - 20 if presenter else min(width, 358) - 20, px)
+        assert fitted.layout.legend.yref == "container" and fitted.layout.legend.yanchor == "bottom"
+        assert fitted.layout.margin.b >= rows * px * ROW_EM + lesson.TICKS_PX * decode
+        if presenter and decode:
+            assert fitted.layout.height <= fit(beside, width=round(PRESENTER_PX * 1.3 / 3), presenter=True).layout.height
+        elif presenter and beside == "tour":
+            assert fitted.layout.height <= 720 - TOUR_PAIR_TOP_PX

@@ -16,7 +16,7 @@ import pytest
 from figure_gallery import QK, gallery
 from viz.figures.base import (DESKTOP_PX, INK, PHONE_PX, PRESENTER_EXTRA_PX, PRESENTER_FONTS, PRESENTER_PX, fit, frame,
                               font_sizes, title_chars)
-from viz.figures.meanings import GREEN, MEANINGS, ORANGE, OWNERS, SERIES, VERMILLION, hatch
+from viz.figures.meanings import CACHE_SCALES, GREEN, MEANINGS, ORANGE, OWNERS, SERIES, VERMILLION, hatch
 
 NAMES = [name for name, _, _ in gallery()]
 FIGURES = {name: (fig, matrix) for name, fig, matrix in gallery()}
@@ -25,6 +25,8 @@ BOARDS = [name for name in NAMES if isinstance(FIGURES[name][0], dict)]
 NEUTRAL = {INK, "#ffffff", "white", "#000000"}
 ALLOWED = {c.lower() for c in [m.color for m in MEANINGS.values()] + list(SERIES) + list(OWNERS) + list(NEUTRAL)}
 HEX = re.compile(r"#[0-9a-fA-F]{6}")
+# a colour scale's legend swatch (a key of −1 or +1) wears the colour the scale gives that number: no meaning's
+SCALE_SWATCHES = {c.lower() for entry in CACHE_SCALES for c in entry.colors}
 
 # Machado, Oliveira and Fernandes (2009): full protanopia, deuteranopia and tritanopia on linear RGB
 CVD = {"protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]],
@@ -205,8 +207,9 @@ def _legend(fig: go.Figure) -> list[tuple[tuple, str]]:
 
 @pytest.mark.parametrize("name", PLOTLY)
 def test_every_figure_draws_its_colours_from_the_table(name):
-    """A figure's colours are the meanings', the series' or neutral ink: no colour of its own."""
-    assert _colours(FIGURES[name][0]) <= ALLOWED, _colours(FIGURES[name][0]) - ALLOWED
+    """A figure's colours are the meanings', the series' or neutral ink, or a colour scale's in its
+    legend swatch: no colour of its own."""
+    assert _colours(FIGURES[name][0]) <= ALLOWED | SCALE_SWATCHES, _colours(FIGURES[name][0]) - ALLOWED
 
 
 @pytest.mark.parametrize("name", PLOTLY)

@@ -20,9 +20,9 @@ import torch
 
 from ..core.engine.explain import NEAR_ZERO, fmt
 from ..core.lessons.glossary import Term, terms_in
-from .meanings import (BLACK, BLUE, FREE, GREEN, INK, LEFT_OUT, MASKED, MEANINGS, ORANGE, PURPLE, RESERVED,
-                       SERIES, SKY, VERMILLION, YELLOW, Meaning, hatch, legend_item, legend_marker, meaning, outline,
-                       series, stripes)
+from .meanings import (BLACK, BLUE, FREE, GREEN, INK, KEY_SCALE, LEFT_OUT, MASKED, MEANINGS, ORANGE, PURPLE,
+                       RESERVED, SERIES, SKY, VALUE_SCALE, VERMILLION, YELLOW, Meaning, hatch, legend_item,
+                       legend_marker, meaning, outline, series, stripes)
 from .room import at_least, cell_text, cells_hold_text, legend_below, room_above, turn_crowded_labels
 
 # The colours and what each means live in one table (viz.figures.meanings), imported from here by
@@ -297,8 +297,8 @@ def _cell(x: float, narrow: bool) -> str:
 
 COLOR_SCALES = {"weights": dict(colorscale="Blues", zmin=0, zmax=1),
                 "scores": dict(colorscale="RdBu", zmid=0),
-                "signs": dict(colorscale="RdBu", zmin=-1, zmax=1),
-                "values": dict(colorscale="Viridis")}
+                "signs": dict(colorscale=KEY_SCALE, zmin=-1, zmax=1),  # the cache's scales (viz.figures.meanings)
+                "values": dict(colorscale=VALUE_SCALE)}
 
 
 def heatmap_trace(z: torch.Tensor, x: list[str], y: list[str], *, kind: str = "weights", hover: str = "",

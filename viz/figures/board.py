@@ -39,6 +39,7 @@ from ..core.engine.explain import fmt
 from ..core.lessons.lesson import LessonFrame
 from ..core.lessons.stale import StaleLesson
 from .base import MASKED, MEANINGS, hatch, legend_item, short
+from .meanings import CACHE_SCALES, KEY_SCALE, VALUE_SCALE, scale_color, scale_items
 from .lesson import CELL_TEXT_COLUMNS, CELL_TEXT_ROWS, CONTEXTS_TITLE, attention_title, cache_title
 
 BLACK, WHITE = "#000000", "#ffffff"
@@ -68,9 +69,8 @@ def text_on(rgb: tuple[int, int, int]) -> str:
 @lru_cache(maxsize=4096)
 def shade(scale: str, share: float) -> tuple[str, str]:
     """Cell colour at ``share`` (0..1) of a Plotly colour scale, and the text colour that reads on it."""
-    rgb = plotly.colors.unlabel_rgb(plotly.colors.sample_colorscale(scale, [min(max(share, 0.0), 1.0)])[0])
-    rgb = tuple(int(round(c)) for c in rgb)
-    return "#{:02x}{:02x}{:02x}".format(*rgb), text_on(rgb)
+    bg = scale_color(scale, share)  # as the legend's swatches sample it (viz.figures.meanings)
+    return bg, text_on(plotly.colors.hex_to_rgb(bg))
 
 
 def _cell(scale: str, share: float, text: str, tip: str) -> dict:
@@ -136,18 +136,12 @@ def _sign(v: float) -> str:
     return "+1" if v > 0 else ("−1" if v < 0 else "q·k")
 
 
-KEY_SCALE, VALUE_SCALE = "RdBu", "Viridis"  # the cache's key signs (−1 … +1) and values (low … high)
-SCALE_STOPS = (0.0, 0.25, 0.5, 0.75, 1.0)  # where a wide swatch samples a scale
-
-
 def scale_legend() -> list[dict]:
     """The cache's colour scales as legend entries (numbers, not meanings, so none is a meaning's
     colour): a filled swatch for a key of −1 and one for +1, and a wide swatch running through the
-    value scale, low to high, for the V row."""
-    stops = ", ".join(shade(VALUE_SCALE, s)[0] for s in SCALE_STOPS)
-    return [{"label": "K −1", "color": shade(KEY_SCALE, 0.0)[0], "fill": True},
-            {"label": "K +1", "color": shade(KEY_SCALE, 1.0)[0], "fill": True},
-            {"label": "V: low → high", "color": f"linear-gradient(90deg, {stops})", "fill": True, "wide": True}]
+    value scale, low to high, for the V row (:data:`viz.figures.meanings.CACHE_SCALES`, which the Plotly
+    cache figures' legends draw too)."""
+    return scale_items(CACHE_SCALES)
 
 
 def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:

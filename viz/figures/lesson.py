@@ -18,6 +18,7 @@ import torch
 from ..core.engine.explain import fmt
 from ..core.lessons.lesson import CacheView, LessonFrame
 from .base import INK, QUERY_KEY, figure, frame, grid, legend_marker, outline, safe, short, stripes
+from .meanings import KEY_SCALE, VALUE_SCALE, scale_markers
 
 CELL_TEXT_COLUMNS = 16  # cell numbers are drawn up to this many keys (they no longer fit beyond)
 CELL_TEXT_ROWS = 24
@@ -119,7 +120,10 @@ def _stale_text(signs: torch.Tensor, stale: set[tuple[int, int]], positions: tup
 def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     """The keys (one ±1 row per head) and values under the window's key columns: the KV cache's
     entries, or the keys encoded again without a cache. Each stale cached key is hatched and
-    outlined (dotted), the entry written this step outlined as new; a legend says which is which."""
+    outlined (dotted), the entry written this step outlined as new; a legend says which is which, and
+    what the cells' own colours say (a key of −1 or +1, the values' scale: the board's entries, so a
+    "Whole" view whose cells carry no numbers is read from it). The legend sits under the plot, in
+    as many rows as the width it is fitted to takes (:func:`viz.figures.base.fit`)."""
     view: CacheView = frame_.cache
     positions = view.keys
     cols = len(positions)
@@ -135,12 +139,12 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
                            + ("<br><b>stale</b>: encoding it again gives the opposite" if (h, positions[c]) in stale else "")
                            for c in range(cols)] for h in range(len(heads))], dtype=object)
     data = [
-        go.Heatmap(z=signs.numpy(), x=list(range(cols)), y=list(range(len(heads))), colorscale="RdBu",
+        go.Heatmap(z=signs.numpy(), x=list(range(cols)), y=list(range(len(heads))), colorscale=KEY_SCALE,
                    zmin=-1, zmax=1, showscale=False, texttemplate="%{text}" if fits else None,
                    text=_stale_text(signs, stale, positions) if fits else None, textfont=dict(size=12),
                    customdata=key_hover, xgap=gap, ygap=2,
                    hovertemplate="%{customdata}<extra></extra>", xaxis=refs[0][0], yaxis=refs[0][1], name=""),
-        go.Heatmap(z=values[None, :].numpy(), x=list(range(cols)), y=[0], colorscale="Viridis", showscale=False,
+        go.Heatmap(z=values[None, :].numpy(), x=list(range(cols)), y=[0], colorscale=VALUE_SCALE, showscale=False,
                    text=np.array([[short(v) for v in values.tolist()]], dtype=object) if fits else None,
                    texttemplate="%{text}" if fits else None, textfont=dict(size=12), xgap=gap,
                    customdata=np.array([[f"value of {label}: {fmt(v)}" for label, v in zip(labels, values.tolist())]],
@@ -166,14 +170,14 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     layout["yaxis"].update(tickvals=list(range(len(heads))), ticktext=[f"K {h}" for h in head_labels],
                            autorange="reversed", showgrid=False, zeroline=False)
     layout["yaxis2"].update(tickvals=[0], ticktext=["V"], showgrid=False, zeroline=False)
+    legend += scale_markers()  # what the cells' own colours say: a key's sign, a value's size
     title = cache_title(view)
-    legend_rows = 1 if legend else 0
-    extra = dict(showlegend=bool(legend), legend=dict(orientation="h", x=0, y=-0.02, yanchor="top"))
+    # under the plot: fit() makes room for the ticks and every row the legend takes at the figure's width
+    extra = dict(showlegend=True, legend=dict(orientation="h", x=0, xref="container", y=-0.02, yanchor="top"))
     row_px = min(30, 200 // len(heads))  # many heads: thinner rows, the figure stays one screen high
-    height = 36 + row_px * (len(heads) + 1) + 16 + TICKS_PX + 34 * legend_rows
+    height = 36 + row_px * (len(heads) + 1) + 16 + TICKS_PX
     layout_ = frame(title, height, top=36, background="white", shapes=shapes, **extra, **layout)
-    layout_["margin"]["b"] = 10 + TICKS_PX + 34 * legend_rows
-    layout_["legend"].update(x=0, xref="container", y=0, yanchor="bottom", yref="container")
+    layout_["margin"]["b"] = 10 + TICKS_PX
     return figure([*data, *legend], layout_)
 
 

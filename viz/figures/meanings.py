@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+import plotly.colors
 import plotly.graph_objects as go
 
 # Okabe and Ito (2008), "Color Universal Design"
@@ -222,3 +223,57 @@ def legend_item(name: str, label: str | None = None, filled: bool = False) -> di
     look, label = _look(name, label)
     filled = filled or bool(look.pattern)
     return {"label": label, "color": hatch(name) if look.pattern else look.color, "fill": filled}
+
+
+# -- colour scales that encode a number (no meaning: a cell's colour says its number) -------------------
+KEY_SCALE, VALUE_SCALE = "RdBu", "Viridis"  # the cache's key signs (−1 … +1) and values (low … high)
+SCALE_STOPS = (0.0, 0.25, 0.5, 0.75, 1.0)  # where a wide swatch samples a scale
+
+
+def scale_color(scale: str, share: float) -> str:
+    """The colour (#rrggbb) at ``share`` (0..1) of a Plotly colour scale, as a heatmap cell draws it."""
+    rgb = plotly.colors.unlabel_rgb(plotly.colors.sample_colorscale(scale, [min(max(share, 0.0), 1.0)])[0])
+    return "#{:02x}{:02x}{:02x}".format(*(int(round(c)) for c in rgb))
+
+
+@dataclass(frozen=True)
+class ScaleEntry:
+    """A legend entry for a colour scale: ``label`` and where on ``scale`` its swatch samples (one stop:
+    a filled swatch of that colour; several: a wide swatch running through them, low to high)."""
+
+    label: str
+    scale: str
+    stops: tuple[float, ...]
+
+    @property
+    def colors(self) -> tuple[str, ...]:
+        return tuple(scale_color(self.scale, s) for s in self.stops)
+
+
+# the KV cache's cells (a board's or a Plotly figure's): a key of −1, of +1, and the values' scale
+CACHE_SCALES = (ScaleEntry("K −1", KEY_SCALE, (0.0,)), ScaleEntry("K +1", KEY_SCALE, (1.0,)),
+                ScaleEntry("V: low → high", VALUE_SCALE, SCALE_STOPS))
+
+
+def scale_items(entries: Sequence[ScaleEntry] = CACHE_SCALES) -> list[dict]:
+    """Board legend entries (``viz/ui/board``) for colour scales: a filled swatch, or a ``wide`` one
+    drawing the scale from its low end to its high end."""
+    return [{"label": e.label, "color": e.colors[0], "fill": True} if len(e.stops) == 1 else
+            {"label": e.label, "color": f"linear-gradient(90deg, {', '.join(e.colors)})", "fill": True, "wide": True}
+            for e in entries]
+
+
+def scale_markers(entries: Sequence[ScaleEntry] = CACHE_SCALES) -> list[go.Scatter]:
+    """Plotly legend entries for colour scales, the same as :func:`scale_items`: a filled square, or a
+    strip whose fill runs through the scale, low to high (a fill gradient; Plotly draws it in the legend)."""
+    marks = []
+    for e in entries:
+        if len(e.stops) == 1:
+            marks.append(go.Scatter(x=[None], y=[None], mode="markers", name=e.label, hoverinfo="skip",
+                                    marker=dict(symbol="square", size=14, color=e.colors[0],
+                                                line=dict(width=1, color=e.colors[0]))))
+        else:
+            scale = [[i / (len(e.colors) - 1), c] for i, c in enumerate(e.colors)]
+            marks.append(go.Scatter(x=[None], y=[None], mode="none", fill="toself", name=e.label, hoverinfo="skip",
+                                    fillgradient=dict(type="horizontal", colorscale=scale)))
+    return marks

@@ -21,6 +21,7 @@ from ..core.rules.language import compile_rule
 from .base import (BLUE, GOLD, MASKED, MEANINGS, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
                    masked_unsaid,
                    legend_marker, matrix_axes, outline, safe, series)
+from .meanings import scale_markers
 from .lesson import CONTEXTS_TITLE
 
 __all__ = ["BLUE", "GOLD", "MASKED", "RED", "MODE_COLORS", "MODE_NAMES", "STAGES", "safe", "labels",
@@ -219,7 +220,9 @@ def growing_attention_figure(trace: Trace, head: int) -> go.Figure:
 
 
 def cache_figure(trace: Trace) -> go.Figure:
-    """The KV cache now: per head the sign of each cached key, and the shared values row."""
+    """The KV cache now: per head the sign of each cached key, and the shared values row; the legend
+    names the new entry and what the cells' colours say (a key of −1 or +1, the values' scale: the
+    lesson board's entries), under the plot in the rows its fitted width takes (:func:`~viz.figures.base.fit`)."""
     cache = trace.cache
     keys = cache.keys()[:, :, 0].detach().double().cpu()  # (heads, len): every d_k entry is the same ±1
     values = cache.values().detach().double().cpu()  # (len,)
@@ -245,13 +248,15 @@ def cache_figure(trace: Trace) -> go.Figure:
         layout[f"yaxis{suffix}"].update(type="category", autorange="reversed", title=dict(text=what))
     shapes = [outline("new", n - 1.5, n - 0.5, -0.5, span - 0.5, 3, ref) for span, ref in ((len(heads), refs[0]),
                                                                                          (1, refs[1]))]
-    data.append(legend_marker("new", "new entry"))
+    data += [legend_marker("new", "new entry"), *scale_markers()]
     # one line in half a projector's width, beside the tour's work chart (the bytes reserved, the capacity
     # and its growth took three lines there and pushed the pair past 720 px: Memory teaches those)
     title = f"KV cache: {len(cache)} entries · {cache.nbytes:,} bytes"
-    layout = frame(title, 180 + 30 * (len(heads) + 1), shapes=shapes, showlegend=True,
-                   legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"), **layout)
-    layout["margin"]["b"] = 40  # the legend under the tokens
+    # as built, the title, the plot and 40 px under it; fit() adds the ticks', axis title's and legend's
+    # rows for the width (the tour's pair, with the work chart beside it, ends above a 1280 × 720 fold)
+    layout = frame(title, 130 + 30 * (len(heads) + 1), shapes=shapes, showlegend=True,
+                   legend=dict(orientation="h", x=0, xref="container", y=-0.02, yanchor="top"), **layout)
+    layout["margin"]["b"] = 40
     return figure(data, layout)
 
 
