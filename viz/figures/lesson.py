@@ -174,6 +174,9 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     title = cache_title(view)
     # under the plot: fit() makes room for the ticks and every row the legend takes at the figure's width
     extra = dict(showlegend=True, legend=dict(orientation="h", x=0, xref="container", y=-0.02, yanchor="top"))
+    if len(legend) > len(scale_markers()):  # wrapped, Plotly gives each entry its widest one's width and its
+        # symbol's, one a row in a third of a projector: two a row, the rows fit() makes room for there
+        extra["legend"].update(entrywidth=0.5, entrywidthmode="fraction")
     row_px = min(30, 200 // len(heads))  # many heads: thinner rows, the figure stays one screen high
     height = 36 + row_px * (len(heads) + 1) + 16 + TICKS_PX
     layout_ = frame(title, height, top=36, background="white", shapes=shapes, **extra, **layout)
