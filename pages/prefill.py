@@ -27,6 +27,7 @@ POSITION = state.PREFILL_POSITION  # class mode sets it too
 WHOLE = "prefill_whole"  # whether Whole is on (its switch: WHOLE + "_switch")
 TAB = "prefill_tab"
 EVERY_HEAD_COLUMNS = 2  # heads side by side in "Every head" (cells wide enough for their numbers)
+ABOUT_FOLD = "prefill_about_open"  # whether the fold about the scenario is open (built when opened)
 TABS = ("Every head", "Stages of one head", "Tokens and mask", "From context to word", "Figures as tables")
 
 
@@ -126,13 +127,16 @@ def to_word(view: PrefillView) -> None:
             st.markdown(view.no_match_why)
 
 
+def about(opened) -> None:
+    """The scenario the page opened on: its title and description (or that it is a custom one), its size."""
+    if matching_preset(opened):
+        st.markdown(words.opened(opened.title, opened.description, md_escape))
+    else:
+        st.caption(words.CUSTOM)
+    defined_caption(words.shape(len(opened.tokens), opened.d_k))
+
+
 lesson_header(words.TITLE, words.CAPTION)
 if not state.presenter():  # folded: on a phone the step control and the lesson open in the first screen
-    opened = state.scenario()
-    with st.expander(words.ABOUT, icon=":material/info:"):
-        if matching_preset(opened):
-            st.markdown(words.opened(opened.title, opened.description, md_escape))
-        else:
-            st.caption(words.CUSTOM)
-        defined_caption(words.shape(len(opened.tokens), opened.d_k))
+    folded(words.ABOUT, ABOUT_FOLD, lambda: about(state.scenario()), icon=":material/info:")
 prefill_lesson()

@@ -107,7 +107,11 @@ def test_html_tokens_are_shown_as_text(app):
 
 
 def test_description_only_for_an_unedited_preset(app):
-    """A preset's description is shown until the scenario is edited; then it is called custom."""
+    """A preset's description is shown (in its fold, built when opened: a first view sends none of it)
+    until the scenario is edited; then it is called custom."""
+    assert "The worked example from the article" not in _markdown(app).replace("\\", "")
+    app.session_state["prefill_about_open"] = True  # pages/prefill.py ABOUT_FOLD, opened as a click would
+    app.run()
     assert "The worked example from the article" in _markdown(app).replace("\\", "")
     edit_table(app, "tokens", edited_rows={0: {"value": 11.0}})
     assert "The worked example" not in _markdown(app)
