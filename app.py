@@ -16,7 +16,7 @@ import os
 import streamlit as st
 import torch
 
-from viz.ui import classroom, guard, sidebar, state
+from viz.ui import class_links, classroom, guard, sidebar, state
 from viz.ui.common import favicon
 from viz.ui.widgets import presenter_style
 
@@ -82,6 +82,6 @@ with guard.frame(f"the page {page.title}", top):
 guard.remember()
 with guard.frame("the link to this view", st.sidebar, admit=False):  # computes nothing: never waits
     sidebar.share_link()
-    classroom.short_link(page.url_path)
+    class_links.short_link(page.url_path)
     classroom.sync()  # the teacher's screen publishes its view (again, if the page moved it)
 state.sync_url(page.url_path)

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from apptest_helpers import board, boards, cells, stat_value, widget
 from viz.core.classroom import RecentReads, recent as recent_module
-from viz.ui import classroom, runs, sidebar, state
+from viz.ui import class_links, classroom, runs, sidebar, state
 from viz.tools.server import free_port
 
 
@@ -138,7 +138,7 @@ def test_votes_count_live_and_reveal_reaches_every_screen():
     ana.run()
     assert any(t.startswith("Right: **no**") for t in texts(ana))
     assert r"A\. yes · **B\. no ✓ right \(your pick\)**" in texts(ana)  # text in full contrast, not a grey control
-    csv = classroom._store().results_csv(seat.code, seat.token).splitlines()
+    csv = class_links.store().results_csv(seat.code, seat.token).splitlines()
     assert csv[2].startswith("1,") and ",no,2,yes," in csv[2]
 
 

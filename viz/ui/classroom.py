@@ -17,19 +17,17 @@ the store refuses is a message; a store that is down touches nobody who is not i
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from dataclasses import dataclass, replace
-from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 
-from ..core.classroom import (JOIN_CHARS, LINK_CHARS, ClassError, ClassState, ClassStore, StoreUnavailable,
-                              RecentReads, normalise, open_store, shown, store_address)
+from ..core.classroom import JOIN_CHARS, LINK_CHARS, ClassError, ClassState, RecentReads, normalise, shown
 from ..core.engine.share import decode_view, encode_view
 from ..figures.classroom import join_qr_png
 from . import state
+from .class_links import PROBLEM, link, store, store_call
 from .common import folded, md_escape
 
 SEAT = "kv_class_seat"  # this session's place in a class (Seat), or absent
@@ -39,12 +37,9 @@ PAGE = "kv_class_page"  # the url path of the page this run shows
 PAGES = "kv_class_pages"  # {url path: st.Page}, for following the teacher to another page
 PUBLISHED = "kv_class_published"  # (page, view) the teacher's screen last published
 APPLIED = "kv_class_applied"  # (version, page, view) a follower last took from the class
-PROBLEM = "kv_class_problem"  # a refusal to show once, above the page
 SEEN_AT = "kv_class_seen_at"  # when this student last told the store they are here
 VOTES = "kv_class_votes"  # {question: the option this student sent}
 ASKED = "kv_class_asked"  # questions this teacher has put to the class
-SHORT = "kv_class_short"  # (the view's query, its short link), the last one made
-SHORT_MADE = "kv_class_short_made"  # short links this session made (a flood stops at SHORT_LIMIT)
 PANEL = "kv_class_panel"  # the sidebar's Class panel is open
 JOIN_CODE = "kv_class_join_code"
 INVITED = "kv_class_invited"  # the class a join link named (offered above the page until joined)
@@ -53,12 +48,10 @@ ENDED = "kv_class_ended"  # the code of this student's class once it has ended (
 JOIN_SCREEN = "kv_class_join_screen"  # the teacher's projector shows the big join screen
 PREFILL_POSITION = state.PREFILL_POSITION  # pages/prefill.py's stepper key: a follower's position goes there too
 
-log = logging.getLogger("kvlab.app")
 POLL_S = float(os.environ.get("KVLAB_CLASS_POLL_S", "0.5"))
 TEACHER_POLL_S = 2.0  # the teacher's count of students and live votes
 ENDED_POLL_S = 5.0  # a student's screen after its class ended: in case the teacher opens it again
 SEEN_EVERY_S = 10.0
-SHORT_LIMIT = 20
 SHARED_READ_S = 0.1  # the students of a class on one process share a read of it this long
 # pages whose lesson fragment polls for a following student (viz.ui.guard.fragment, lesson_poll): the
 # bar above them then draws its line once per whole run instead of polling too
@@ -76,29 +69,6 @@ class Seat:
     @property
     def teacher(self) -> bool:
         return self.role == "teacher"
-
-
-def _store() -> ClassStore:
-    return _opened(store_address())
-
-
-@st.cache_resource(show_spinner=False)
-def _opened(address: str) -> ClassStore:
-    """One store per process and address (an opening that fails is not kept: the next call tries again)."""
-    return open_store(address)
-
-
-def store_call(work, where: str = ""):
-    """``work(store)``, or None with its refusal kept for the bar (a down store included)."""
-    try:
-        return work(_store())
-    except StoreUnavailable as err:
-        log.warning("class store: %s", err)
-        st.session_state[PROBLEM] = f"{where}{err}"
-        return None
-    except ClassError as err:
-        st.session_state[PROBLEM] = f"{where}{err}"
-        return None
 
 
 RECENT = RecentReads(SHARED_READ_S)
@@ -128,16 +98,6 @@ def _view() -> tuple[str, dict[str, str]]:
     view = encode_view(state.current_view())
     view.pop("present", None)
     return st.session_state.get(PAGE, ""), view
-
-
-def _base_url() -> str:
-    parts = urlsplit(st.context.url or "http://localhost/")
-    base_path = (st.get_option("server.baseUrlPath") or "").strip("/")
-    return urlunsplit((parts.scheme, parts.netloc, f"/{base_path}/" if base_path else "/", "", ""))
-
-
-def _link(params: dict[str, str]) -> str:
-    return f"{_base_url()}?{urlencode(params)}"
 
 
 # -- the first run ---------------------------------------------------------------------------------
@@ -236,31 +196,6 @@ def _panel_body() -> None:
     st.button("Join the class", on_click=_join, key="kv_class_join", icon=":material/login:")
 
 
-def short_link(url_path: str) -> None:
-    """The sidebar's short link to this view (made on request, kept for as long as the store keeps it)."""
-    if url_path == state.HOME_PATH:  # Home shows no view
-        return
-    shown_now = (url_path, state.current_view())  # compared, not encoded: the link box encodes it already
-    held = st.session_state.get(SHORT)
-    if held and held[0] == shown_now:
-        st.sidebar.code(held[1], language=None, wrap_lines=True)
-        return
-
-    def make() -> None:
-        query = state.link_params(url_path)
-        made = st.session_state.get(SHORT_MADE, 0)
-        if made >= SHORT_LIMIT:
-            st.session_state[PROBLEM] = f"Short links: this session has made {SHORT_LIMIT}, its limit."
-            return
-        code = store_call(lambda store: store.shorten(query), "Short link: ")
-        if code:
-            st.session_state[SHORT_MADE] = made + 1
-            st.session_state[SHORT] = (shown_now, _link({"v": code}))
-
-    st.sidebar.button("Make a short link", on_click=make, key="kv_class_shorten", icon=":material/link:",
-              help="A short /?v= link to exactly this view, for a slide or a course page.")
-
-
 # -- above the page: the projector's join screen, a student's line ---------------------------------
 def bar(explore: bool = True) -> None:
     """Above the page: a refusal kept for this run, then the class's screen for this seat (``explore``:
@@ -291,7 +226,7 @@ def _teacher_bar(here: Seat) -> None:
     """The projector's class bar: the join screen (code, link, QR code, count), or once everybody is
     in one line (code, count, the Join screen switch, the rest in popovers), so a tour question with
     its live count stays whole on a 1280 × 720 projector under it."""
-    join = _link({"join": here.code})
+    join = link({"join": here.code})
     if not st.session_state.get(JOIN_SCREEN):  # one line, no frame: the page keeps the room
         with st.container(horizontal=True, vertical_alignment="center", gap="medium", key="kv_class_bar"):
             _teacher_live()
@@ -334,7 +269,7 @@ def _flag(setter: str, value: bool) -> None:
 
 def _results(code: str, secret: str) -> str:
     try:
-        return _store().results_csv(code, secret)
+        return store().results_csv(code, secret)
     except ClassError as err:
         return f"error\n{err}\n"
 
@@ -360,7 +295,7 @@ def _teacher_controls(here: Seat) -> None:
         with st.popover("Teacher's link", icon=":material/key:", help="Keep it off the projector"):
             st.caption("Opens this class as its teacher on any device, also after a reload. "
                        "Never share it with students.")
-            st.code(_link({"class": here.code, "teach": here.token}), language=None, wrap_lines=True)
+            st.code(link({"class": here.code, "teach": here.token}), language=None, wrap_lines=True)
 
 
 def following() -> bool:
