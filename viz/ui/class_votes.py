@@ -7,7 +7,8 @@ from __future__ import annotations
 import streamlit as st
 
 from ..figures.classroom import tally_lines
-from .classroom import ASKED, RECENT, TEACHER_POLL_S, VOTES, seat, store_call
+from .class_links import store_call
+from .classroom import ASKED, RECENT, TEACHER_POLL_S, VOTES, seat
 from .common import md_escape
 
 
