@@ -151,17 +151,7 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
                                        dtype=object),
                    hovertemplate="%{customdata}<extra></extra>", xaxis=refs[1][0], yaxis=refs[1][1], name=""),
     ]
-    shapes, legend = [], []
-    at = [(positions.index(position), h) for h, position in sorted(stale)]  # (column, row) of each stale key
-    shapes += [outline("stale", c - 0.5, c + 0.5, h - 0.5, h + 0.5, 5 if gap else 1, refs[0]) for c, h in at]
-    if stale:  # each stale cell hatched, as the board hatches it; the legend's swatch is hatched too
-        shapes += stripes("stale", at, count=5 if gap else 3, width=2 if gap else 1, ref=refs[0])
-        legend.append(legend_marker("stale"))
-    if len(view.written) == 1 and view.written[0] in positions:
-        c = positions.index(view.written[0])
-        shapes += [outline("new", c - 0.5, c + 0.5, -0.5, span - 0.5, 3 if gap else 2, ref)
-                   for span, ref in ((len(heads), refs[0]), (1, refs[1]))]
-        legend.append(legend_marker("new", "new entry" if view.cached else "new key"))
+    shapes, legend = _cache_marks(view, len(heads), gap, refs)
     layout["xaxis"].update(tickvals=list(range(cols)), ticktext=labels, showticklabels=False, showgrid=False,
                            zeroline=False, range=[-0.5, cols - 0.5])
     layout["xaxis2"].update(tickvals=list(range(cols)), ticktext=labels, tickangle=-45, showgrid=False,
@@ -182,6 +172,23 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     layout_ = frame(title, height, top=36, background="white", shapes=shapes, **extra, **layout)
     layout_["margin"]["b"] = 10 + TICKS_PX
     return figure([*data, *legend], layout_)
+
+
+def _cache_marks(view: CacheView, heads: int, gap: int, refs) -> tuple[list, list]:
+    """The cache figure's shapes and legend entries for its marked cells: each stale key hatched and
+    outlined, as the board hatches it (a hatched swatch), the entry written this step outlined as new."""
+    positions, shapes, legend = view.keys, [], []
+    at = [(positions.index(position), h) for h, position in sorted(set(view.stale))]  # (column, row) of each
+    shapes += [outline("stale", c - 0.5, c + 0.5, h - 0.5, h + 0.5, 5 if gap else 1, refs[0]) for c, h in at]
+    if at:
+        shapes += stripes("stale", at, count=5 if gap else 3, width=2 if gap else 1, ref=refs[0])
+        legend.append(legend_marker("stale"))
+    if len(view.written) == 1 and view.written[0] in positions:
+        c = positions.index(view.written[0])
+        shapes += [outline("new", c - 0.5, c + 0.5, -0.5, span - 0.5, 3 if gap else 2, ref)
+                   for span, ref in ((heads, refs[0]), (1, refs[1]))]
+        legend.append(legend_marker("new", "new entry" if view.cached else "new key"))
+    return shapes, legend
 
 
 def frame_tables(frame_: LessonFrame, heads: list[str]) -> list[tuple[str, pd.DataFrame]]:
