@@ -270,10 +270,17 @@ def test_live_cost_measures_every_size_within_budget():
 
 
 def test_live_cost_stops_each_series_when_the_budget_is_spent():
-    """With no budget, each series gets its smallest size only, and the rest is named as left out."""
-    result = live_cost("cpu", None, LiveConfig(**{**TINY.__dict__, "budget_s": 0.0}))
-    assert sorted((p.mode, p.n) for p in result.decode) == [("cat", 16), ("kv", 16), ("recompute", 16)]
-    assert [p.n for p in result.prefill] == [8]
+    """With no budget, each series gets its first MIN_SIZES sizes only (its curve keeps a shape), and the
+    rest is named as left out."""
+    from viz.core.engine.cost import MIN_SIZES
+
+    assert MIN_SIZES == 3
+    config = LiveConfig(**{**TINY.__dict__, "decode_sizes": (8, 16, 24, 32, 48), "prefill_sizes": (4, 8, 12, 16),
+                           "budget_s": 0.0})
+    result = live_cost("cpu", None, config)
+    assert sorted((p.mode, p.n) for p in result.decode) == sorted(
+        (mode, n) for mode in ("cat", "kv", "recompute") for n in (8, 16, 24))
+    assert [p.n for p in result.prefill] == [4, 8, 12]
     assert set(result.left_out) == {"recompute from n = 32", "kv and cat from n = 32", "prefill from n = 16"}
 
 

@@ -95,3 +95,21 @@ def test_a_cache_timed_slower_at_the_largest_size_is_said_without_denying_the_co
     assert "that did not cost measurably more (0.5× the time of the preallocated cache)" in text
     assert "the loop was faster at n = 8 (2×)" in "\n".join(
         words.prefill_reading(summarize_cost(measurement((0.5, 0.5), 0.5, 0.5))))
+
+
+def test_a_busy_machine_still_gives_every_series_its_first_sizes():
+    """However slow the first sizes run, a series gets its first MIN_SIZES (the theory panel's curve
+    has a shape: a busy machine once left recompute's O(n²) work as one dot), and only then does the
+    budget's prediction stop it, saying from which n."""
+    from viz.core.engine.cost import MIN_SIZES, _Budget
+
+    budget = _Budget(0.001)  # any measured cost predicts past this budget
+    ran = [n for n in (32, 64, 128, 256, 512) if budget.run("recompute", n, 2, lambda deadline, n=n: time_a_bit(n))]
+    assert ran == [32, 64, 128][:MIN_SIZES] and budget.stopped == {"recompute": (32, 64, 128, 256)[MIN_SIZES]}
+
+
+def time_a_bit(n: int) -> int:
+    import time
+
+    time.sleep(0.002)  # longer than the whole budget
+    return n

@@ -200,11 +200,16 @@ class CostMeasurement:
     left_out: tuple[str, ...]  # series the budget cut short, in words
 
 
+# Sizes every series gets whatever the budget predicts: the theory panel's curves need a few points
+# to show their shape (a busy machine once left recompute's O(n²) work as one dot at n = 32)
+MIN_SIZES = 3
+
+
 class _Budget:
     """Runs measurements from small n to large while the predicted cost fits the time left.
 
-    A series (a mode, or prefill) always gets its first, smallest size, then stops at the first
-    size whose predicted cost, the last cost scaled by (n / last n) ** growth, would pass the
+    A series (a mode, or prefill) always gets its first :data:`MIN_SIZES` sizes, then stops at the
+    first size whose predicted cost, the last cost scaled by (n / last n) ** growth, would pass the
     budget. A measurement that still runs long (a busy machine) stops repeating at the deadline.
     """
 
@@ -212,17 +217,19 @@ class _Budget:
         self.seconds, self.spent = seconds, 0.0
         self.deadline = time.perf_counter() + seconds
         self.last: dict[str, tuple[int, float]] = {}
+        self.sizes: dict[str, int] = {}  # sizes run per series
         self.stopped: dict[str, int] = {}
 
     def note(self, series: str, n: int, cost: float) -> None:
         """Take ``cost`` seconds (already spent, in another series' run) as ``series``' cost at size n."""
         self.last[series] = (n, cost)
+        self.sizes[series] = self.sizes.get(series, 0) + 1
 
     def run(self, series: str, n: int, growth: int, measure: Callable[[float], Any]) -> Any:
         """``measure(deadline)`` for size n of ``series``, or None if it would not fit."""
         if series in self.stopped:
             return None
-        if series in self.last:
+        if self.sizes.get(series, 0) >= MIN_SIZES:
             last_n, last_cost = self.last[series]
             if self.spent + last_cost * (n / last_n) ** growth > self.seconds:
                 self.stopped[series] = n
@@ -232,6 +239,7 @@ class _Budget:
         cost = time.perf_counter() - start
         self.spent += cost
         self.last[series] = (n, cost)
+        self.sizes[series] = self.sizes.get(series, 0) + 1
         return result
 
 
