@@ -54,14 +54,15 @@ def test_a_heatmap_whose_cells_hold_numbers_at_a_desk_but_not_on_a_phone_says_so
 
 
 def test_a_legend_under_the_plot_gets_room_under_the_ticks_and_title():
-    """The next-token bars' legend sat at y = -0.02 over the x ticks: fitted, it is anchored to the
-    figure's bottom with a margin that holds the ticks, the axis title and its rows, the figure growing
+    """The next-token bars' legend sat at y = -0.02 over the x ticks: fitted, its first row stands right
+    under the ticks and the axis title, with a margin that holds them and its rows, the figure growing
     by as much; fitting again changes nothing."""
     fig = real.top_k_figure([("a", 0.5), ("b", 0.3), ("c", 0.2)], "x", chosen=0)
     fit(fig, DESKTOP_PX)  # a title of one line there
     legend, margin = fig.layout.legend, fig.layout.margin
-    assert (legend.yref, legend.y, legend.yanchor) == ("container", 0, "bottom")
     ticks_and_title = 2 * 12 * 1.4
+    assert (legend.yref, legend.yanchor) == ("container", "top")  # its top, px over the figure's bottom:
+    assert ticks_and_title <= margin.b - legend.y * fig.layout.height <= ticks_and_title + 2 * 12  # under the ticks
     assert margin.b >= ticks_and_title + 12 * 1.5 and fig.layout.meta["legend"] == margin.b - 10
     assert fig.layout.height == fig.layout.meta["height"] + fig.layout.meta["legend"]
     again = (fig.layout.height, margin.b)
@@ -71,9 +72,10 @@ def test_a_legend_under_the_plot_gets_room_under_the_ticks_and_title():
 
 def test_a_legend_under_a_small_plot_is_placed_under_it_not_pushed_into_it():
     """The tour's pool (one row of blocks, no x axis) set its legend 0.18 of the plot under it: on a phone
-    its three rows needed Plotly to push the bottom margin past what the small plot allows, and were
-    drawn over the blocks. Fitted, the legend is anchored to the figure's bottom with a margin holding
-    every phone row, and the plot keeps its height."""
+    its rows needed Plotly to push the bottom margin past what the small plot allows, and were drawn over
+    the blocks; at a desk its one row stood 90 px under them, the phone's rows' room above it. Fitted,
+    the legend's first row is right under the blocks, the margin under them holds every phone row, and
+    the plot keeps its height."""
     from viz.core.lessons.tour import tour_view
     from viz.figures import serving
     from viz.figures.room import LEGEND_PAD_PX, ROW_EM, _entries
@@ -83,7 +85,8 @@ def test_a_legend_under_a_small_plot_is_placed_under_it_not_pushed_into_it():
     plot = _plot_px(fig)
     fit(fig, DESKTOP_PX)
     legend, rows = fig.layout.legend, legend_rows(_entries(fig), 358 - 20, 12)
-    assert rows >= 2 and (legend.yref, legend.y, legend.yanchor) == ("container", 0, "bottom")
+    assert rows >= 2 and (legend.yref, legend.yanchor) == ("container", "top")
+    assert abs(legend.y * fig.layout.height - fig.layout.margin.b) < 0.01  # no axis under the blocks: right under them
     assert fig.layout.margin.b >= LEGEND_PAD_PX + rows * 12 * ROW_EM and _plot_px(fig) == plot
 
 

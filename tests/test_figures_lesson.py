@@ -251,7 +251,7 @@ def test_every_plotly_cache_figure_says_what_its_cells_colours_encode(index):
         fitted = fit(fig, width=width, presenter=presenter)
         names = [t.name for t in fitted.data if t.type != "heatmap"]
         rows = legend_rows(names, width - 20 if presenter else min(width, 358) - 20, px)
-        assert fitted.layout.legend.yref == "container" and fitted.layout.legend.yanchor == "bottom"
+        assert fitted.layout.legend.yref == "container" and fitted.layout.legend.yanchor == "top"  # under the plot
         assert fitted.layout.margin.b >= rows * px * ROW_EM + lesson.TICKS_PX * decode
         if presenter and decode:
             assert fitted.layout.height <= fit(beside, width=round(PRESENTER_PX * 1.3 / 3), presenter=True).layout.height

@@ -117,6 +117,37 @@ def test_waiting_and_an_idle_slot_are_told_apart_from_the_back_row():
     assert not bars[idle.label].pattern.shape and bars[idle.label].color == idle.color
 
 
+def _lightness(color: str, seen_as: list[list[float]]) -> float:
+    return float(_lab(np.array(seen_as) @ _linear(color))[0])
+
+
+@pytest.mark.parametrize("name", ["serving pool", "pool"])
+def test_a_pools_blocks_that_nobody_holds_differ_in_lightness_not_only_hue(name):
+    """The fills a pool gives blocks no request or sequence holds (free, cached with no holder, an empty
+    slot of a used block) sit side by side: every two differ by at least 15 L* with typical vision and
+    each simulated deficiency, since from the back row or with a deficiency only lightness is left
+    (Serving's cached mint and the free near-white were 1 to 3 L* apart: one pale shade)."""
+    heat = next(t for t in FIGURES[name][0].data if t.type == "heatmap")
+    held = {c.lower() for c in OWNERS} | {MEANINGS["shared"].color.lower()}  # these write their holders
+    fills = {c.lower() for _, c in heat.colorscale} - held
+    assert len(fills) >= 2, fills
+    for a, b in itertools.combinations(sorted(fills), 2):
+        for vision, matrix in CVD.items():
+            assert abs(_lightness(a, matrix) - _lightness(b, matrix)) >= 15, (a, b, vision)
+
+
+def test_cached_and_free_blocks_differ_in_lightness_with_every_vision():
+    """The two meanings themselves, wherever they are drawn: 'cached, no holder' is at least 15 L* darker
+    than 'free' with every vision, and a legend swatch of either is outlined (free's near-white would
+    vanish on the page otherwise)."""
+    for vision, matrix in CVD.items():
+        gap = _lightness(MEANINGS["free"].color, matrix) - _lightness(MEANINGS["cached"].color, matrix)
+        assert gap >= 15, (vision, gap)
+    swatches = {t.name: t.marker for t in FIGURES["serving pool"][0].data if t.type == "scatter" and t.name}
+    for look in (MEANINGS["free"], MEANINGS["cached"]):
+        assert swatches[look.label].color == look.color and swatches[look.label].line.width >= 1, look.label
+
+
 def test_owners_of_blocks_never_wear_a_meanings_colour_and_stay_apart_from_every_meaning():
     """Who holds a pool's blocks (a request, a sequence) has its own colours: none is a meaning's, each
     stays at least 10 ΔE from every meaning's colour and from every other owner's, with typical
@@ -386,7 +417,7 @@ def test_the_pools_legend_lists_only_the_blocks_its_run_draws():
     from viz.figures.serving import pool_figure
 
     scenario = load_preset("cache-safe")
-    words = {MEANINGS["shared"].label, "cached, no holder"}
+    words = {"shared (ref > 1)", MEANINGS["cached"].label}  # the pool says shared in its short words
 
     def legend(run, index):
         return {trace.name for trace in pool_figure(run, index).data if trace.name}

@@ -47,6 +47,20 @@ CUT_SHORT_JS = """phone => {
 }"""
 
 
+# how far under a figure's plot area its legend starts (px): the pool's legend stood 90 px under its blocks
+# at 1440 x 900, the room a phone's rows need left above it
+LEGEND_GAP_JS = """key => {
+  const fig = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  return fig.querySelector('.legend .bg').getBoundingClientRect().top
+         - fig.querySelector('.nsewdrag').getBoundingClientRect().bottom;
+}"""
+
+
+def legend_gap(app, key: str) -> float:
+    expect(app.main.locator(f".st-key-{key} .js-plotly-plot .legend").first).to_be_attached()
+    return app.page.evaluate(LEGEND_GAP_JS, key)
+
+
 def cut_short(app, phone: bool = False) -> list[str]:
     return app.page.evaluate(CUT_SHORT_JS, phone)
 
@@ -66,7 +80,8 @@ def show(app, section: str) -> None:
 
 def test_continuous_batching_steps_and_every_section_renders(app):
     """The first iteration's narration is the engine's (on the scenario the page opens on); → moves to
-    the next; each section draws without errors."""
+    the next; each section draws without errors; the pool's legend (continuous batching's, prefix
+    caching's) starts right under its blocks, no gap between them."""
     app.open("/serving")
     app.assert_no_exception()
     scenario = opening_scenario()
@@ -77,9 +92,12 @@ def test_continuous_batching_steps_and_every_section_renders(app):
     with app.rerun():
         app.page.locator(".st-key-serving_step_continuous_forward button").first.click()
     expect(app.main.get_by_text(narrate_iteration(run, 1), exact=True)).to_be_visible()
+    assert 0 <= legend_gap(app, "serving_memory_continuous") <= 12
     for section in SECTIONS:
         show(app, section)
         expect(app.main.get_by_test_id("stAlert").first).to_be_visible()
+        if section == "Prefix caching":
+            assert 0 <= legend_gap(app, "serving_memory_prefix") <= 12
         app.screenshot(f"serving-{section.lower().replace(' ', '-')}")
     expect(app.main.get_by_text(re.compile(r"^Tile 1 of \d+: queries 1–8"))).to_be_visible()
 

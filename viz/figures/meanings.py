@@ -58,7 +58,9 @@ VIOLET = "#906EF7"  # prefill
 LEAF = "#548A42"  # decode
 PEACH = "#FABCA8"  # waiting, dotted: far lighter and warmer than the idle slot's grey
 MAROON = "#610505"  # swapped out
-MINT = "#CFFCCF"  # cached, no holder
+# cached, no holder: a block beside the free ones in Serving's pool, so darker than the free near-white by
+# about 20 L* with every vision (the mint it had was 1 to 3 L* from it: one pale shade from the back row)
+MIST = "#90C0D8"
 
 
 @dataclass(frozen=True)
@@ -85,10 +87,10 @@ MEANINGS: dict[str, Meaning] = {
                      also=("newest query", "current tile", "this iteration", "this round", "selected head",
                            "the longest prompt", "chosen length")),
     "new": Meaning(GREEN, "new key",
-                   also=("new entry", "handed out in this iteration", "bonus word (every guess kept)",
+                   also=("new entry", "handed out in this iteration", "handed out now", "bonus word (every guess kept)",
                          "the target's new word")),
     "stale": Meaning(PURPLE, "stale key", dash="dot", pattern="/"),
-    "shared": Meaning(YELLOW, "shared by several (ref > 1)"),
+    "shared": Meaning(YELLOW, "shared by several (ref > 1)", also=("shared (ref > 1)",)),
     "chosen": Meaning(BLUE, "chosen", also=("kept guess", "best rule")),
     "candidate": Meaning(SKY, "another word", also=("another token", "kept by top-k/top-p")),
     "rejected": Meaning(BLACK, "rejected", pattern="x", also=("does not fit",)),
@@ -103,7 +105,7 @@ MEANINGS: dict[str, Meaning] = {
     "decode": Meaning(LEAF, "decode one token"),
     "waiting": Meaning(PEACH, "waiting (arrived, not computing)", pattern="."),
     "swapped": Meaning(MAROON, "swapped out"),
-    "cached": Meaning(MINT, "cached, no holder", also=("taken from cached blocks",)),
+    "cached": Meaning(MIST, "cached, no holder", also=("taken from cached blocks",)),
 }
 
 # lines and bars that compare things: a colour and a dash each, in this order (no orange: the focus)

@@ -130,11 +130,14 @@ def _under_plot_px(fig: go.Figure, text_px: int) -> float:
 
 
 def legend_below(fig: go.Figure, width: int, text_px: int, bottom: int) -> int:
-    """A horizontal legend under the plot, placed where it covers nothing: at the figure's bottom (its
-    container), the bottom margin (``bottom`` as built) grown to hold the x axes' ticks and title and
-    then every row the legend takes at ``width`` px (give the narrowest screen it may be drawn on), and
-    the figure's height with it, so the plot keeps its size. Returns the pixels added. Legends elsewhere
-    (beside or above the plot, or in the container), and one set far enough under it, stay."""
+    """A horizontal legend under the plot, placed where it covers nothing and leaves no gap: its first
+    row right under the x axes' ticks and title (its top set in the figure's container, so Plotly
+    reserves the margin under it rather than pushing the plot), the bottom margin (``bottom`` as built)
+    grown to hold those and then every row the legend takes at ``width`` px (give the narrowest screen
+    it may be drawn on), and the figure's height with it, so the plot keeps its size. Where a wider
+    screen needs fewer rows than ``width`` (a desk's column, for a figure sized for a phone), the room
+    left over lies under the legend, never between the plot and it. Returns the pixels added. Legends
+    elsewhere (beside or above the plot, or placed in the container by their builder) stay."""
     layout, legend = fig.layout, fig.layout.legend
     names = _entries(fig)
     # a legend in the container was placed with room of its own (Cost's, Serving's): it stays
@@ -143,20 +146,14 @@ def legend_below(fig: go.Figure, width: int, text_px: int, bottom: int) -> int:
         return 0
     under = _under_plot_px(fig, text_px)
     rows_px = LEGEND_PAD_PX + legend_rows(names, width - 20, text_px) * text_px * ROW_EM
-    # Plotly grows the bottom margin to hold a legend set k of the plot's height under it, out of the
-    # plot, which lifts the legend with the plot's bottom: margin = k (height - top - margin) + legend
-    k, span = -legend.y, (layout.height or 450) - (layout.margin.t or 0)
-    pushed = max(bottom, (k * span + rows_px) / (1 + k))
-    # far enough under the ticks and title already (At scale's roofline at a desk), and held by the bottom
-    # margin as built: a push shrinks the plot, and Plotly stops pushing at a small plot (the tour's pool,
-    # one row of blocks, had its legend's three phone rows drawn over it)
-    if legend.yanchor == "top" and k * (span - pushed) >= under and pushed <= bottom:
-        return 0
-    needed = under + rows_px
-    grow = max(0, round(needed) - bottom)
-    legend.update(yref="container", y=0, yanchor="bottom")
+    # a legend set a share of the plot under it (-0.18) made Plotly push the margin, shrinking a small
+    # plot (the tour's pool had its phone rows drawn over its blocks); anchored to the figure's bottom,
+    # it stood under the room of a phone's rows at a desk (the pool's one row: 90 px under its blocks).
+    # Its top in the container, the margin under the ticks and title is Plotly's to keep free for it.
+    grow = max(0, round(under + rows_px) - bottom)
     layout.margin.b = bottom + grow
     layout.height = (layout.height or 450) + grow
+    legend.update(yref="container", y=(layout.margin.b - under) / layout.height, yanchor="top")
     return grow
 
 

@@ -191,7 +191,7 @@ def pool_figure(run: ServingRun, index: int) -> go.Figure:
         data.append(go.Scatter(x=[None], y=[None], mode="markers", name=label, hoverinfo="skip",
                                marker=dict(color=color, size=12, symbol="square", line=dict(color=GREY, width=1))))
     if it.allocated:
-        data.append(legend_marker("new", "handed out in this iteration"))
+        data.append(legend_marker("new", "handed out now"))  # short words: a phone's legend in fewer rows
     shapes = [outline("new", b % BLOCKS_PER_ROW - 0.5, b % BLOCKS_PER_ROW + 0.5, b // BLOCKS_PER_ROW - 0.5,
                       b // BLOCKS_PER_ROW + 0.5, 3) for b in it.allocated]
     used = it.reserved_slots // size
@@ -207,7 +207,7 @@ def _pool_meanings(run: ServingRun) -> list[tuple[str, str]]:
     blocks = [block for it in run.iterations for block in it.blocks]
     drawn = {"shared": any(len(b.owners) > 1 for b in blocks), "cached": any(b.cached and not b.owners for b in blocks),
              "free": any(not b.owners and not b.cached for b in blocks)}
-    looks = {"shared": (MEANINGS["shared"].label, MEANINGS["shared"].color), "cached": (CACHED.label, CACHED.color),
+    looks = {"shared": ("shared (ref > 1)", MEANINGS["shared"].color), "cached": (CACHED.label, CACHED.color),
              "free": (MEANINGS["free"].label, FREE)}
     return [looks[name] for name, shown in drawn.items() if shown]
 
