@@ -74,15 +74,17 @@ MATERIAL_SHARE = 0.5  # a step's material: half the main column, the question in
 
 
 def material_and_question(widths: tuple[int, int]) -> tuple:
-    """A step's two columns, ``widths`` for the material's and the question's: the material first, but
-    on a class's student's screen the question first (a phone stacks the columns, and the vote the
-    student came for, with "Your vote is in" under it, lay under the step's text and table, below the
-    first screen)."""
+    """A step's two columns, ``widths`` for the material's and the question's: the question first, as a
+    phone stacks them (the question, then the step's text and table: in a class the vote the student
+    came for, with "Your vote is in" under it, lay below the first screen under them, and so did a
+    visitor's question); a projector's (presenter mode outside a class, a class's teacher's) keeps the material first, at
+    the left, the question beside it. Side by side both start at the top, so the order moves nothing
+    down at a desk."""
     here = classroom.seat()
-    if here is not None and not here.teacher:
-        question, material = st.columns(widths[::-1], gap="medium")
+    if here.teacher if here is not None else state.presenter():
+        material, question = st.columns(widths, gap="medium")
         return material, question
-    material, question = st.columns(widths, gap="medium")
+    question, material = st.columns(widths[::-1], gap="medium")
     return material, question
 
 
@@ -90,8 +92,8 @@ def step(intro: Callable[[], None], index: int, answer: Callable[[float], None])
     """A step with question ``index``: its material (``intro``) with the question beside it, and once revealed
     ``answer`` (drawn for :data:`MATERIAL_SHARE` of the main column) at the top of the material's column,
     so the figure with the answer is in view beside the marked option, on a projector and at a desk
-    alike (at 1440 × 900 under the question it started at 809 px); a phone stacks the columns, the answer
-    under the step's title, near the step control."""
+    alike (at 1440 × 900 under the question it started at 809 px); a phone stacks the columns
+    (:func:`material_and_question`): the question, then the answer, near the step control."""
     material, asked = material_and_question((1, 1))
     with asked:
         revealed = ask(index, view.questions[index])
@@ -158,14 +160,20 @@ WORK_HEIGHT = 220  # px as built: the work chart beside the cache figure, both w
 
 def step_cache(_: None) -> None:
     """The cache and the work it saves side by side (a phone stacks them): stacked, the work chart
-    started below a 1280 × 720 projector's fold, with nothing on screen saying it was there."""
-    defined_markdown(words.CACHE_INTRO)
+    started below a 1280 × 720 projector's fold, with nothing on screen saying it was there. On a
+    projector the intro follows the pair (the lead says what to show first): above it, the pair, fitted
+    to its real half of the screen (530 px: a legend row more than the 590 px once guessed), ran past 720."""
+    presenter = state.presenter()
+    if not presenter:
+        defined_markdown(words.CACHE_INTRO)
     cache, work = st.columns(2, gap="medium")
     with cache:
         plot(toy.cache_figure(view.cache_run), key="tour_cache", share=MATERIAL_SHARE)
     with work:
         plot(toy.work_figure(view.runs, cumulative=True, height=WORK_HEIGHT, title=view.work_title), key="tour_work",
              share=MATERIAL_SHARE)
+    if presenter:
+        defined_markdown(words.CACHE_INTRO)
     st.caption(words.CACHE_NOTE)
 
 

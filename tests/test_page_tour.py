@@ -54,13 +54,14 @@ def test_every_step_renders(tour):
 
 
 def test_the_step_range_jumps_to_any_step_and_back(tour):
-    """The tour's range names every step ("i. title") and jumps straight to one, back as well; the
-    subheader and the link follow."""
+    """The tour's range names every step ("i. title", a long one cut: its subheader says it whole) and
+    jumps straight to one, back as well; the subheader and the link follow."""
     data = range_data(tour, f"{state.TOUR_STEP}_range")
-    assert (data["min"], data["max"]) == (1, 10) and data["labels"][9] == "10. Epilogue: who computes in each iteration"
+    assert (data["min"], data["max"]) == (1, 10) and data["labels"][9] == "10. Epilogue: who computes in each…"
     for step in (10, 2, 9):
         move_range(tour, f"{state.TOUR_STEP}_range", step)
-        assert tour.subheader[0].value == data["labels"][step - 1]
+        assert tour.subheader[0].value.startswith(data["labels"][step - 1].removesuffix("…"))
+        assert tour.subheader[0].value.startswith(f"{step}. ")
         assert tour.query_params.get("tour") in (str(step), [str(step)])
 
 
@@ -369,20 +370,33 @@ def test_on_the_projector_the_score_is_the_classs(tour):
     assert not any("Your score" in m.value for m in tour.markdown)
 
 
+def _kinds(block) -> list[str]:
+    return [kind for child in block.children.values()
+            for kind in (_kinds(child) if hasattr(child, "children") else [child.type])]
+
+
+def order(at) -> list[str]:
+    """The columns holding the question (its options) and the material (its table), left to right (a
+    phone stacks them in this order)."""
+    shown = [_kinds(column) for column in at.main.columns]
+    return ["question" if "button_group" in k else "material" for k in shown if "button_group" in k or "table" in k]
+
+
+def test_a_visitors_screen_puts_the_question_before_the_material(tour):
+    """Outside a class the question comes first too (a phone stacks the columns: it lay under the
+    step's text and table); presenter mode, the projector, keeps the material first beside it."""
+    _go_to(tour, 3)  # a question beside the positions' table
+    assert order(tour) == ["question", "material"]
+    flip(tour, state.PRESENTER_TOGGLE, True)
+    assert order(tour) == ["material", "question"]
+
+
 def test_a_class_students_screen_puts_the_question_before_the_material(tmp_path, monkeypatch):
     """In a class, a student's screen shows the question first (a phone stacks the columns: under the
     step's text and table, the vote and "Your vote is in" lay below the first screen); the teacher's
     keeps the material first."""
     monkeypatch.setenv("KVLAB_STORE", f"sqlite:///{tmp_path / 'classes.sqlite3'}")
     from test_page_class import forward, student, teacher
-
-    def kinds(block) -> list[str]:
-        return [kind for child in block.children.values()
-                for kind in (kinds(child) if hasattr(child, "children") else [child.type])]
-
-    def order(at) -> list[str]:  # the columns holding the question (its options) and the material (its table)
-        shown = [kinds(column) for column in at.main.columns]
-        return ["question" if "button_group" in k else "material" for k in shown if "button_group" in k or "table" in k]
 
     at, seat = teacher()
     pupil = student(seat.code)
@@ -392,3 +406,17 @@ def test_a_class_students_screen_puts_the_question_before_the_material(tmp_path,
     assert pupil.session_state[state.TOUR_STEP] == 3 and not pupil.exception
     assert order(pupil) == ["question", "material"]
     assert order(at) == ["material", "question"]
+
+
+def test_the_step_controls_names_fit_a_phones_slider(tour):
+    """Every step's name over the slider's thumb is at most VALUE_CHARS long (a phone's slider holds
+    about 40 characters; the tour's 44-character epilogue titles ran past its left end, over the ←
+    button), cut after a whole word; the step's title under it stays whole."""
+    from viz.ui.common import VALUE_CHARS
+
+    _go_to(tour, 10)
+    names = [name.replace("\\", "") for name in next(s for s in tour.select_slider if s.key.startswith(state.TOUR_STEP)).options]
+    assert len(names) == 10 and all(len(name) <= VALUE_CHARS for name in names), names
+    assert names[0] == "1. The prompt, its values and four heads"  # a name that fits is whole
+    assert names[9] == "10. Epilogue: who computes in each…"
+    assert any(h.value == "10. Epilogue: who computes in each iteration" for h in tour.subheader)

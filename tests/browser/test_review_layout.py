@@ -80,9 +80,10 @@ def test_memory_narrates_its_pool_above_it_or_beside_it(app, screen):
 @pytest.mark.parametrize("page", ["serving", "memory", "tour"])
 def test_on_a_phone_nothing_scrolls_sideways_and_the_stepper_is_one_row(app, page):
     """At 390 × 844 the page is no wider than the screen, and the stepper's ←, slider and → share one
-    row inside it (each button level with the slider, not stacked above or below it)."""
+    row inside it (each button level with the slider, not stacked above or below it); the step's name
+    over the thumb stays within the slider (the tour's last, 44 characters, ran over the ← button)."""
     app.page.set_viewport_size(PHONE)
-    app.open(f"/{page}", **({"tour": 3} if page == "tour" else {}))
+    app.open(f"/{page}", **({"tour": 10} if page == "tour" else {}))
     assert app.page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     row = app.main.locator("[class*='st-key-'][class*='_row']").filter(has=app.page.get_by_role("slider")).first
     parts = [row.locator("[class*='_back'] button >> visible=true").first, row.get_by_test_id("stSlider"),
@@ -93,6 +94,8 @@ def test_on_a_phone_nothing_scrolls_sideways_and_the_stepper_is_one_row(app, pag
         assert slider["y"] <= button["y"] and button["y"] + button["height"] <= slider["y"] + slider["height"] + 0.5, boxes
     assert boxes[0]["x"] >= 0 and boxes[2]["x"] + boxes[2]["width"] <= PHONE["width"], boxes
     assert boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"], boxes
+    name = row.get_by_test_id("stSliderThumbValue").bounding_box()
+    assert back["x"] + back["width"] < name["x"] and name["x"] + name["width"] < forward["x"], (name, boxes)
     app.assert_no_exception()
 
 

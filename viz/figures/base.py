@@ -65,13 +65,15 @@ def font_sizes(presenter: bool = False) -> FontSizes:
 
 
 # Widths a figure is drawn at (px): a phone's chart (390-px screen), the main column at 1440 × 900
-# beside the sidebar, and presenter mode's at 1280 × 720 with the sidebar folded. Plotly does not
+# beside the sidebar, and presenter mode's at 1280 × 720 with the sidebar folded (as measured in
+# Chromium: 880 and 1096 px, presenter mode's root font of 2.55 vh widening the 5-rem margins; the gaps
+# between columns: viz.ui.common.column_px). Plotly does not
 # wrap titles: :func:`titled` breaks them for the width it is told, a phone's unless the Streamlit
 # layer, which knows its columns, re-fits the figure (:func:`fit`). Outside presenter mode (whose
 # screen is known) a line is never longer than a phone's figure holds: the same page may be a phone's.
 PHONE_PX = 358
 DESKTOP_PX = 880
-PRESENTER_PX = 1180
+PRESENTER_PX = 1096
 TOOLBAR_PX = 150  # Streamlit's element toolbar (full screen), over the chart's top right on hover: the title's first line stays clear of it
 CHAR_EM = 0.52  # an average character of the title's type, in ems
 

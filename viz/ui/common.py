@@ -28,10 +28,22 @@ PLOT_CONFIG = {"displaylogo": False, "displayModeBar": False}
 PRESENTER_TEXT_PX = font_sizes(True).text  # the least any figure text is in presenter mode (16 px)
 
 
+# The most a column of a row loses to Streamlit's gaps (px): one "medium" gap, 2 rem (32 px at a desk,
+# 36.8 in presenter mode at 1280 × 720, whose root font is 2.55 vh; a "small" gap is half that). A
+# column of share s of n columns is s × (main − (n − 1) × gap) wide, and s × (n − 1) ≤ 1 for every
+# column kvlab draws (two columns, n equal ones, or one share of 1.3 / 3); a column in a column loses
+# at most one small gap more (narration_beside): one medium gap covers them all.
+GAP_PX = {False: 32, True: 37}
+
+
 def column_px(share: float = 1.0) -> int:
     """The width (px) of a column taking ``share`` of the main column: at a desk beside the sidebar
-    (1440 × 900), or in presenter mode with the sidebar folded (1280 × 720)."""
-    return int((PRESENTER_PX if state.presenter() else DESKTOP_PX) * share)
+    (1440 × 900), or in presenter mode with the sidebar folded (1280 × 720); never wider than the column
+    Chromium draws there (a guess too wide gave legends too few rows: a third of a projector measured
+    341-353 px where ``share`` alone said 393)."""
+    presenter = state.presenter()
+    main = PRESENTER_PX if presenter else DESKTOP_PX
+    return int(main * share - (GAP_PX[presenter] if share < 1 else 0))
 
 
 def terms_caption(drawn: go.Figure | dict, shown: set[str] | None = None) -> None:
@@ -206,6 +218,24 @@ def narration_beside(share: float = 1.0) -> tuple:
     figure, note = st.columns([FIGURE_SHARE, 1 - FIGURE_SHARE])
     return figure, note, share * FIGURE_SHARE
 
+
+# The most characters a step's name shows over the slider's thumb: a phone's slider, between ← and →, is
+# 242 px wide (Chromium, 390 × 844), the tour's 40-character first step took 223 px, and a longer name
+# ("10. Epilogue: who computes in each iteration", 261 px) ran past the slider's left end over the ←
+# button; the whole name is the step's title or its row on the page.
+VALUE_CHARS = 40
+
+
+def value_name(text: str, limit: int = VALUE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, an ellipsis marking the cut: after its last whole word there,
+    unless that leaves less than half (a long token is cut inside)."""
+    if len(text) <= limit:
+        return text
+    kept = text[:limit - 1]
+    words = kept.rsplit(" ", 1)[0].rstrip(" ,.:;·")
+    return (words if len(words) >= limit // 2 else kept) + "…"
+
+
 def held_step(key: str, count: int, first: int = 1, opening: int | None = None) -> int:
     """The value a stepper under ``key`` holds (``opening``, default ``first``, until it has one), kept
     within ``first``..``count``; also where no stepper is drawn (a student's screen following a teacher's)."""
@@ -223,7 +253,8 @@ def stepper(key: str, count: int, label: str, *, first: int = 1, opening: int | 
     tab that is closed, another page). It opens at ``opening`` (default ``first``), and so does each
     new run: ``run`` is what the frames were made from (settings, compared with ==; None: the value
     stays whatever the run). ``label`` and ``format_label`` (each value's name) are plain text, which
-    may quote visitor text: both are escaped here (Streamlit renders them as Markdown)."""
+    may quote visitor text: both are escaped here (Streamlit renders them as Markdown); a value's name
+    is cut to :data:`VALUE_CHARS` (:func:`value_name`), so it stays over the slider on a phone."""
     opening = first if opening is None else opening
     if run is not None and st.session_state.get(f"{key}_run") != run:  # a new run opens at its opening
         st.session_state[f"{key}_run"], st.session_state[key] = run, opening
@@ -242,7 +273,7 @@ def stepper(key: str, count: int, label: str, *, first: int = 1, opening: int | 
             st.button("", icon=":material/arrow_back:", key=f"{key}_back", on_click=move, args=(-1,),
                       disabled=current <= first, help=f"Back ({BACK_KEYS_HELP})")
         st.select_slider(md_escape(label), range(min(first, count), count + 1), width="stretch",
-                         format_func=lambda v: md_escape(format_label(v)), disabled=count <= first, help=help,
+                         format_func=lambda v: md_escape(value_name(format_label(v))), disabled=count <= first, help=help,
                          **state.bound(f"{key}_range", current, moved))
         st.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
                   disabled=current >= count, help=f"Forward ({STEP_KEYS_HELP})")
