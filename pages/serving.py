@@ -25,7 +25,7 @@ from viz.core.serving.speculative import (DRAFTS, MAX_K, MAX_SPEC_TOKENS, MAX_TE
 from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BATCH, MAX_BLOCKS, MAX_OVERHEAD,
                                MAX_REQUESTS, PREEMPTIONS, WORKLOADS, ServingConfig, ServingError,
                                ServingRun, Workload, check_workload, make_request, serving_refusal, workload_preset)
-from viz.figures import serving as figs
+from viz.figures import flash as flash_figs, serving as figs
 from viz.figures.base import Stat
 from viz.ui import state
 from viz.ui.common import (LESSON_SHARE, SIDE_SHARE, beside_in_presenter_mode, defined_caption, md_escape,
@@ -393,20 +393,20 @@ else:
         grid, note, share = narration_beside(wide)
         note.info(md_escape(view.narration(index, head)), icon=":material/record_voice_over:")
         with grid:
-            plot(figs.flash_tiles_figure(run, index, head, names[head], plot_px=figs.TILES_PX[state.presenter()]),
+            plot(flash_figs.flash_tiles_figure(run, index, head, names[head], plot_px=flash_figs.TILES_PX[state.presenter()]),
                  key="serving_tiles", share=share)
     st.markdown(say.FLASH)
-    table(figs.running_table(run, index, head), say.RUNNING_TABLE, key="serving_running_table")
+    table(flash_figs.running_table(run, index, head), say.RUNNING_TABLE, key="serving_running_table")
     stats([Stat("Bytes moved, tiled", view.moved, delta=view.moved_delta, good="down", help=view.moved_help),
            Stat("Fast memory needed", view.fast, help=view.fast_help),
            Stat("Largest |tiled − naive|", view.diff, help=view.diff_help)],
           say.FLASH_STATS, key="serving_flash_stats")
-    table(figs.traffic_table(run), say.TRAFFIC_TABLE, key="serving_traffic_table")
+    table(flash_figs.traffic_table(run), say.TRAFFIC_TABLE, key="serving_traffic_table")
     defined_caption(say.TRAFFIC_TABLE_NOTE)
     shape = (len(scenario.heads), scenario.d_k)
     points = remember("sweep", (shape, bq, bk), lambda: traffic_sweep(scenario, bq, bk))
     large = remember("sweep_large", shape, lambda: traffic_sweep(scenario, TILE_SIZES[-1], TILE_SIZES[-1]))
-    plot(figs.traffic_figure(points, bq, bk, large, TILE_SIZES[-1]), key="serving_traffic")
+    plot(flash_figs.traffic_figure(points, bq, bk, large, TILE_SIZES[-1]), key="serving_traffic")
     st.caption(view.traffic_note)
 
 if opening.note:  # why the page opens on another scenario: under the lesson, not above it

@@ -34,6 +34,7 @@ from viz.core.serving.scheduler import serve
 from viz.core.serving.speculative import speculate
 from viz.core.timing import Timing
 from viz.figures import board, cost, lesson, memory, real, roofline, serving, stale, toy
+from viz.figures import flash as flash_figs
 
 QK, MATRIX = "query-key", "matrix"
 
@@ -104,8 +105,8 @@ def _serving() -> list[tuple[str, object, str | None]]:
         ("prefix", serving.prefix_figure(continuous, continuous), None),
         ("rounds", serving.rounds_figure(spec, 0), MATRIX),
         ("cache length", serving.cache_length_figure(spec), None),
-        ("tiles", serving.flash_tiles_figure(flash, 1, 0, "even"), QK),
-        ("traffic", serving.traffic_figure(traffic_sweep(served, 2, 2), 2, 2), None),
+        ("tiles", flash_figs.flash_tiles_figure(flash, 1, 0, "even"), QK),
+        ("traffic", flash_figs.traffic_figure(traffic_sweep(served, 2, 2), 2, 2), None),
     ]
 
 
@@ -174,7 +175,7 @@ def tables() -> tuple[tuple[str, object], ...]:
     comparison = compare_with_full(safe, 4, CacheSpec(policy=EvictionPolicy(window=2)))
     return (("generated", toy.generated_table(runs["kv"])), ("requests", serving.requests_table(continuous)),
             ("iteration", serving.iteration_table(continuous, 1)), ("speculative", serving.spec_table(spec)),
-            ("running", serving.running_table(flash, 1, 0)), ("traffic", serving.traffic_table(flash)),
+            ("running", flash_figs.running_table(flash, 1, 0)), ("traffic", flash_figs.traffic_table(flash)),
             ("eviction", memory.comparison_table(comparison)))
 
 

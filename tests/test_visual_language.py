@@ -444,7 +444,7 @@ def test_the_flash_grid_names_the_tiles_still_to_come():
     any remain (it named the current tile and the masked ones only), and not after the last tile."""
     from viz import load_preset
     from viz.core.serving.flash import flash_attention
-    from viz.figures.serving import flash_tiles_figure
+    from viz.figures.flash import flash_tiles_figure
 
     run = flash_attention(load_preset("cache-safe"), 2, 2)
 

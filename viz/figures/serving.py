@@ -1,5 +1,6 @@
 """Figures and tables for the Serving page, drawn from the core's results
-(:mod:`viz.core.serving.workload`, :mod:`viz.core.serving.speculative`, :mod:`viz.core.serving.flash`).
+(:mod:`viz.core.serving.workload`, :mod:`viz.core.serving.speculative`; FlashAttention's in
+:mod:`viz.figures.flash`).
 
 Pure functions from results to plotly figures or pandas tables; no arithmetic beyond layout and unit
 labels. Request names, prompts and words are HTML-escaped with :func:`safe` before they reach plotly.
@@ -14,14 +15,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..core.engine.explain import fmt
 from ..core.serving import words as say
-from ..core.serving.flash import FlashRun, TrafficPoint
-from ..core.scale.memory import format_bytes
 from ..core.serving.speculative import SpecRun
 from ..core.serving.workload import ServingRun
-from .base import (BLUE, FREE, INK, MASKED, MEANINGS, figure, frame, grid, legend_marker,
-                   outline, rect, safe, series)
+from .base import BLUE, FREE, INK, MEANINGS, figure, frame, grid, legend_marker, outline, safe, series
 from .meanings import owner
 from .memory import GREY
 
@@ -37,7 +34,7 @@ TIMELINE_ROW_PX, LEGEND_LINE_PX = 21, 19
 PRESENTER_ROW_PX, PRESENTER_LEGEND_LINE_PX = 24, 26
 
 
-def _plain(title: str, height: int, top: int = 50, **extra) -> dict:
+def plain_layout(title: str, height: int, top: int = 50, **extra) -> dict:
     """A white plot area, the legend below it (large presenter type cannot push it into the title):
     the layout of every chart here."""
     return frame(title, height, top=top, background="white",
@@ -109,7 +106,7 @@ def timeline_figure(run: ServingRun, current: int | None = None, title: str | No
     else:
         plot_px = TIMELINE_ROW_PX * len(names) + LEGEND_LINE_PX * len(data)
     # short enough for a phone's width on one line (Plotly titles do not wrap)
-    layout = _plain(title or f"{run.config.policy.capitalize()} batching by iteration (time in ticks)",
+    layout = plain_layout(title or f"{run.config.policy.capitalize()} batching by iteration (time in ticks)",
                     72 + plot_px, top=42, barmode="overlay", shapes=shapes,
                     xaxis=dict(rangemode="tozero"), yaxis=_requests_axis(names))
     layout["legend"] = _legend(legend_beside, len(data))
@@ -146,7 +143,7 @@ def timelines_figure(runs: Sequence[tuple[str, ServingRun]], title: str, *, lege
         axes[f"yaxis{x[1:]}"].update(_requests_axis(names))
     legend_px = 0 if legend_beside else line_px * len(listed)  # a phone's column: an entry a line
     # the title and the first timeline's label above, the time axis's numbers and the legend below
-    layout = _plain(title, 96 + max(rows_px, line_px * (len(listed) + 1) if legend_beside else 0) + legend_px,
+    layout = plain_layout(title, 96 + max(rows_px, line_px * (len(listed) + 1) if legend_beside else 0) + legend_px,
                     top=66, barmode="overlay", **axes)
     layout["legend"] = _legend(legend_beside, len(listed))
     return figure(data, layout)
@@ -195,7 +192,7 @@ def pool_figure(run: ServingRun, index: int) -> go.Figure:
     shapes = [outline("new", b % BLOCKS_PER_ROW - 0.5, b % BLOCKS_PER_ROW + 0.5, b // BLOCKS_PER_ROW - 0.5,
                       b // BLOCKS_PER_ROW + 0.5, 3) for b in it.allocated]
     used = it.reserved_slots // size
-    layout = _plain(f"The pool after iteration {index + 1}: {used} of {n} blocks of {size} in use", 110 + 44 * rows,
+    layout = plain_layout(f"The pool after iteration {index + 1}: {used} of {n} blocks of {size} in use", 110 + 44 * rows,
                     shapes=shapes,
                     xaxis=dict(visible=False), yaxis=dict(visible=False, autorange="reversed"))
     return figure(data, layout)
@@ -222,7 +219,7 @@ def reservation_figure(run: ServingRun, index: int) -> go.Figure:
     data = [go.Bar(y=[names[i] for i in live], x=filled, orientation="h", name="filled", marker_color=BLUE),
             go.Bar(y=[names[i] for i in live], x=[r - f for r, f in zip(reserved, filled)], orientation="h",
                    name=MEANINGS["reserved"].label, marker_color=MEANINGS["reserved"].color)]
-    layout = _plain(f"Static batching reserves prompt + every new token up front: {it.reserved_slots} of "
+    layout = plain_layout(f"Static batching reserves prompt + every new token up front: {it.reserved_slots} of "
                     f"{run.config.slots} slots reserved, {it.filled_slots} filled", 140 + 30 * max(1, len(live)),
                     barmode="stack", xaxis=dict(title="token slots", range=[0, max(run.config.slots / 2, 1)]))
     return figure(data, layout)
@@ -244,7 +241,7 @@ def metrics_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
     # two lines each: side by side on a phone, one line each would run into the other
     annotations = [dict(text=text, x=x, y=1.02, xref="paper", yref="paper", showarrow=False, yanchor="bottom")
                    for text, x in (("time to first<br>token (TTFT)", 0.235), ("time per output<br>token (TPOT)", 0.765))]
-    return figure(data, _plain("Per request: waiting for the first token,<br>then the pace of the rest", 396, top=66,
+    return figure(data, plain_layout("Per request: waiting for the first token,<br>then the pace of the rest", 396, top=66,
                                barmode="group", annotations=annotations, **layout_axes))
 
 
@@ -257,7 +254,7 @@ def utilisation_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
             y = [getattr(it, f"{what}_slots") / run.config.slots for it in run.iterations for _ in (0, 1)]
             data.append(go.Scatter(x=x, y=y, mode="lines", name=f"{safe(label)}: {what}",
                                    line=dict(color=series(k)[0], dash=dash)))
-    return figure(data, _plain("Pool use over time (ticks):<br>slots set aside and slots holding a token", 320,
+    return figure(data, plain_layout("Pool use over time (ticks):<br>slots set aside and slots holding a token", 320,
                                yaxis=dict(title="share of the pool", tickformat=".0%", range=[0, 1.05])))
 
 
@@ -309,7 +306,7 @@ def token_times_figure(runs: Sequence[tuple[str, ServingRun]], highlight: int) -
         annotations.append(dict(text=safe(label), x=0, y=top - 0.02, xref="paper", yref="paper", showarrow=False,
                                 xanchor="left", yanchor="bottom", font=dict(size=13)))
     data.append(legend_marker("focus", "the longest prompt", filled=True))  # nobody selects it
-    return figure(data, _plain("Every dot is a token ready; long gaps are<br>requests stalled behind a prefill",
+    return figure(data, plain_layout("Every dot is a token ready; long gaps are<br>requests stalled behind a prefill",
                                140 + 180 * len(runs), annotations=annotations, **layout))
 
 
@@ -322,7 +319,7 @@ def prefix_figure(off: ServingRun, on: ServingRun) -> go.Figure:
             go.Bar(x=names, y=computed, name="computed, with prefix caching", marker_color=BLUE, offsetgroup="on"),
             go.Bar(x=names, y=[o.prefix_hits for o in on.outcomes], base=computed, name="taken from cached blocks",
                    marker=dict(color=CACHED.color, line=dict(color=GREY, width=1)), offsetgroup="on")]
-    return figure(data, _plain("Prompt tokens per request:<br>keys and values computed, or reused", 320,
+    return figure(data, plain_layout("Prompt tokens per request:<br>keys and values computed, or reused", 320,
                                barmode="group", yaxis=dict(title="prompt tokens")))
 
 
@@ -374,7 +371,7 @@ def rounds_figure(run, current: int | None = None, *, shown: int | None = None) 
     shapes = [outline("focus", -0.5, width - 0.5, current - 0.5, current + 0.5)] if current is not None else []
     if current is not None:
         data.append(legend_marker("focus", "this round"))
-    layout = _plain("Each round: the guesses, which the target kept,<br>and the word it adds",
+    layout = plain_layout("Each round: the guesses, which the target kept,<br>and the word it adds",
                     190 + 30 * max(1, len(rounds)), top=90, shapes=shapes,
                     xaxis=dict(side="top", type="category", title=dict(text="word (columns)")),
                     yaxis=dict(autorange="reversed", type="category", title=dict(text="round (rows)")))
@@ -390,7 +387,7 @@ def cache_length_figure(run) -> go.Figure:
         ys += [rnd.cache_before, rnd.cache_verified, rnd.cache_after]
     data = [go.Scatter(x=xs, y=ys, mode="lines+markers", line=dict(color=BLUE, shape="linear"),
                        name="entries", hovertemplate="%{y} entries<extra></extra>")]
-    return figure(data, _plain("Cache length: the verification pass appends<br>every guess; rejected ones are cut",
+    return figure(data, plain_layout("Cache length: the verification pass appends<br>every guess; rejected ones are cut",
                                280, xaxis=dict(title="round"), yaxis=dict(title="entries in the cache"),
                                showlegend=False))
 
@@ -406,113 +403,3 @@ def spec_table(run) -> pd.DataFrame:
         "multiply-adds (target + draft)": [spec_work, run.plain_work.multiply_adds] if toy else ["—", "—"],
         "time": [f"{run.seconds * 1e3:.2f} ms", f"{run.plain_seconds * 1e3:.2f} ms"],
     })
-
-
-# -- FlashAttention ----------------------------------------------------------------------------
-# px of the stepped tile grid (rows × cells) that fit the first screen under its step control: at a desk
-# (1440 × 900), and in presenter mode's larger type (1280 × 720), where the step control stands atop the
-# controls' column beside the grid, so the grid starts under the section picker (190 px before it did)
-TILES_PX = {False: 310, True: 290}
-
-
-def flash_tiles_figure(run: FlashRun, index: int, head: int, head_name: str, *, plot_px: int = 480) -> go.Figure:
-    """The n × n scores of one head (a colour bar says which colour is which score): tiles already
-    done, the current one (outlined as the focus) with its numbers, the ones still to come, and the
-    ones above the diagonal that are never loaded (the masked grey); a legend names each. The grid is
-    at most ``plot_px`` high (rows of 30 px where they fit)."""
-    n = run.n
-    z = np.full((n, n), np.nan)
-    text = np.full((n, n), "", dtype=object)
-    for visit in run.visits[: index + 1]:
-        (r0, r1), (c0, c1) = visit.rows, visit.cols
-        block = visit.scores[head].numpy()
-        z[r0:r1, c0:c1] = np.where(np.isfinite(block), block, np.nan)
-        if visit.index == index and n <= 24:
-            text[r0:r1, c0:c1] = [[("" if not np.isfinite(s) else f"{s:.0f}") for s in row] for row in block]
-    labels = [f"{i + 1} · {safe(t)}" for i, t in enumerate(run.tokens)]
-    shapes = []
-    current = run.visits[index]
-    q_tiles, k_tiles = run.tiles
-    visited = {(v.q_tile, v.k_tile) for v in run.visits}
-    for qi in range(q_tiles):
-        for kj in range(k_tiles):
-            r0, c0 = qi * run.block_q, kj * run.block_k
-            r1, c1 = min(r0 + run.block_q, n), min(c0 + run.block_k, n)
-            if (qi, kj) not in visited:
-                shapes.append(dict(type="rect", x0=c0 - 0.5, x1=c1 - 0.5, y0=r0 - 0.5, y1=r1 - 0.5,
-                                   fillcolor=MASKED, line=dict(width=0), layer="below"))
-            else:
-                shapes.append(rect(c0 - 0.5, c1 - 0.5, r0 - 0.5, r1 - 0.5, INK, 1))  # a tile's edge
-    shapes.append(outline("focus", current.cols[0] - 0.5, current.cols[1] - 0.5, current.rows[0] - 0.5,
-                          current.rows[1] - 0.5, 4))
-    data = [go.Heatmap(z=z, x=labels, y=labels, text=text, texttemplate="%{text}", textfont=dict(size=12),
-                       colorscale="RdBu", zmid=0, showscale=True, xgap=1, ygap=1,
-                       colorbar=dict(title=dict(text="score", side="right"), thickness=12, len=0.8),
-                       hovertemplate="query %{y}<br>key %{x}<br>score %{z}<extra></extra>"),
-            legend_marker("focus", "current tile"),
-            legend_marker("masked", "above the diagonal: never loaded", filled=True)]
-    if index < len(run.visits) - 1:  # the white tiles, edged in ink: no meaning's colour, named all the same
-        data.append(go.Scatter(x=[None], y=[None], mode="markers", name="tile still to come", hoverinfo="skip",
-                               marker=dict(symbol="square", size=14, color="white", line=dict(color=INK, width=1))))
-    cell = min(30, plot_px // n)  # ticks stay 12 px: thinner rows label every k-th token
-    layout = frame(f"Head '{safe(head_name)}': tile {index + 1} of {len(run.visits)}, scores Q·Kᵀ/√d_k",
-                   170 + cell * n, top=110, background="white", shapes=shapes, showlegend=True,
-                   legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),
-                   xaxis=dict(type="category", side="top", tickangle=-45 if n > 8 else 0,
-                              title=dict(text="key (columns)"), tickfont=dict(size=12)),
-                   yaxis=dict(type="category", autorange="reversed", title=dict(text="query (rows)"),
-                              tickfont=dict(size=12)))
-    layout["margin"]["b"] = 40  # the legend under the grid
-    return figure(data, layout)
-
-
-def running_table(run: FlashRun, index: int, head: int) -> pd.DataFrame:
-    """The current tile's rows: the running max before → after, the rescale, the sum and the output
-    (six columns: a phone's width holds them)."""
-    v = run.visits[index]
-    rows = range(v.rows[0], v.rows[1])
-    return pd.DataFrame({
-        "query": [f"{r + 1} · {run.tokens[r]}" for r in rows],
-        "running max": [say.max_change(float(b), float(a), fmt) for b, a in zip(v.max_before[head], v.max_after[head])],
-        "rescale": [float(x) for x in v.rescale[head]],
-        "sum l": [float(x) for x in v.sum_after[head]],
-        "output o": [float(x) for x in v.out_after[head]],
-        "o / l": [float(x) for x in v.contexts[head]],
-    })
-
-
-def traffic_table(run: FlashRun) -> pd.DataFrame:
-    """Every item both passes move between slow and fast memory."""
-    rows = [("naive", what, r, w) for what, r, w in run.naive.items]
-    rows += [("tiled", what, r, w) for what, r, w in run.flash.items]
-    return pd.DataFrame({"pass": [r[0] for r in rows], "what": [r[1] for r in rows],
-                         "read": [format_bytes(r[2]) if r[2] else "" for r in rows],
-                         "written": [format_bytes(r[3]) if r[3] else "" for r in rows]})
-
-
-def traffic_figure(points: Sequence[TrafficPoint], block_q: int, block_k: int,
-                   large: Sequence[TrafficPoint] = (), large_tile: int = 0) -> go.Figure:
-    """Bytes moved by the naive and the tiled pass against sequence length (log scales), and by a
-    pass with large tiles for comparison."""
-    n = [p.n for p in points]
-    data = [go.Scatter(x=n, y=[p.naive for p in points], name="naive: writes and reads S and P", mode="lines+markers",
-                       line=dict(color=series(1)[0], dash=series(1)[1]),
-                       customdata=[format_bytes(p.naive) for p in points],
-                       hovertemplate="n = %{x}: %{customdata}<extra></extra>"),
-            go.Scatter(x=n, y=[p.flash for p in points], name=f"tiled, {block_q} × {block_k} tiles",
-                       mode="lines+markers", line=dict(color=series(0)[0]),
-                       customdata=[format_bytes(p.flash) for p in points],
-                       hovertemplate="n = %{x}: %{customdata}<extra></extra>"),
-            go.Scatter(x=n, y=[p.score_matrix for p in points], name="one n × n score matrix (all heads)",
-                       mode="lines", line=dict(color=GREY, dash="dot"),
-                       customdata=[format_bytes(p.score_matrix) for p in points],
-                       hovertemplate="n = %{x}: %{customdata}<extra></extra>")]
-    if large:
-        data.append(go.Scatter(x=[p.n for p in large], y=[p.flash for p in large], mode="lines+markers",
-                               name=f"tiled, {large_tile} × {large_tile} tiles",
-                               line=dict(color=series(2)[0], dash=series(2)[1]),
-                               customdata=[format_bytes(p.flash) for p in large],
-                               hovertemplate="n = %{x}: %{customdata}<extra></extra>"))
-    return figure(data, _plain("Bytes between slow and fast memory per prefill<br>pass, against tokens", 360,
-                               xaxis=dict(type="log", title="tokens in the prompt (n)"),
-                               yaxis=dict(title="bytes", type="log")))
