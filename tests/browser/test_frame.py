@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 from viz import Scenario, generate, load_preset
 from viz.core.engine.explain import fmt, narrate_step
 from viz.core.engine.scenario import Head
+from viz.core.lessons import words_prefill
 from viz.core.engine.share import View, decode_scenario, encode_view
 from viz.tools.protocol import kind, parse
 
@@ -94,6 +95,7 @@ def test_typing_a_prompt_retokenises(app):
     for cell, token in zip(token_column(app, len(expected)), expected):
         expect(cell).to_have_text(token)
     assert decode_scenario(app.query["s"]).tokens == tuple(expected)
+    app.expander(words_prefill.ABOUT, app.main, reruns=True)  # the scenario's size, built when opened
     expect(app.main).to_contain_text(f"{len(expected)} tokens")
     expect(context_line(app)).to_contain_text(last_context(decode_scenario(app.query["s"])))
     app.assert_no_exception()

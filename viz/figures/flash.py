@@ -127,5 +127,5 @@ def traffic_figure(points: Sequence[TrafficPoint], block_q: int, block_k: int,
                                customdata=[format_bytes(p.flash) for p in large],
                                hovertemplate="n = %{x}: %{customdata}<extra></extra>"))
     return figure(data, plain_layout("Bytes between slow and fast memory per prefill<br>pass, against tokens", 360,
-                               xaxis=dict(type="log", title="tokens in the prompt (n)"),
-                               yaxis=dict(title="bytes", type="log")))
+                                     xaxis=dict(type="log", title="tokens in the prompt (n)"),
+                                     yaxis=dict(title="bytes", type="log")))

@@ -107,8 +107,8 @@ def timeline_figure(run: ServingRun, current: int | None = None, title: str | No
         plot_px = TIMELINE_ROW_PX * len(names) + LEGEND_LINE_PX * len(data)
     # short enough for a phone's width on one line (Plotly titles do not wrap)
     layout = plain_layout(title or f"{run.config.policy.capitalize()} batching by iteration (time in ticks)",
-                    72 + plot_px, top=42, barmode="overlay", shapes=shapes,
-                    xaxis=dict(rangemode="tozero"), yaxis=_requests_axis(names))
+                          72 + plot_px, top=42, barmode="overlay", shapes=shapes,
+                          xaxis=dict(rangemode="tozero"), yaxis=_requests_axis(names))
     layout["legend"] = _legend(legend_beside, len(data))
     return figure(data, layout)
 
@@ -144,7 +144,7 @@ def timelines_figure(runs: Sequence[tuple[str, ServingRun]], title: str, *, lege
     legend_px = 0 if legend_beside else line_px * len(listed)  # a phone's column: an entry a line
     # the title and the first timeline's label above, the time axis's numbers and the legend below
     layout = plain_layout(title, 96 + max(rows_px, line_px * (len(listed) + 1) if legend_beside else 0) + legend_px,
-                    top=66, barmode="overlay", **axes)
+                          top=66, barmode="overlay", **axes)
     layout["legend"] = _legend(legend_beside, len(listed))
     return figure(data, layout)
 
@@ -193,8 +193,8 @@ def pool_figure(run: ServingRun, index: int) -> go.Figure:
                       b // BLOCKS_PER_ROW + 0.5, 3) for b in it.allocated]
     used = it.reserved_slots // size
     layout = plain_layout(f"The pool after iteration {index + 1}: {used} of {n} blocks of {size} in use", 110 + 44 * rows,
-                    shapes=shapes,
-                    xaxis=dict(visible=False), yaxis=dict(visible=False, autorange="reversed"))
+                          shapes=shapes,
+                          xaxis=dict(visible=False), yaxis=dict(visible=False, autorange="reversed"))
     return figure(data, layout)
 
 
@@ -220,8 +220,8 @@ def reservation_figure(run: ServingRun, index: int) -> go.Figure:
             go.Bar(y=[names[i] for i in live], x=[r - f for r, f in zip(reserved, filled)], orientation="h",
                    name=MEANINGS["reserved"].label, marker_color=MEANINGS["reserved"].color)]
     layout = plain_layout(f"Static batching reserves prompt + every new token up front: {it.reserved_slots} of "
-                    f"{run.config.slots} slots reserved, {it.filled_slots} filled", 140 + 30 * max(1, len(live)),
-                    barmode="stack", xaxis=dict(title="token slots", range=[0, max(run.config.slots / 2, 1)]))
+                          f"{run.config.slots} slots reserved, {it.filled_slots} filled", 140 + 30 * max(1, len(live)),
+                          barmode="stack", xaxis=dict(title="token slots", range=[0, max(run.config.slots / 2, 1)]))
     return figure(data, layout)
 
 
@@ -242,7 +242,7 @@ def metrics_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
     annotations = [dict(text=text, x=x, y=1.02, xref="paper", yref="paper", showarrow=False, yanchor="bottom")
                    for text, x in (("time to first<br>token (TTFT)", 0.235), ("time per output<br>token (TPOT)", 0.765))]
     return figure(data, plain_layout("Per request: waiting for the first token,<br>then the pace of the rest", 396, top=66,
-                               barmode="group", annotations=annotations, **layout_axes))
+                                     barmode="group", annotations=annotations, **layout_axes))
 
 
 def utilisation_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
@@ -255,7 +255,7 @@ def utilisation_figure(runs: Sequence[tuple[str, ServingRun]]) -> go.Figure:
             data.append(go.Scatter(x=x, y=y, mode="lines", name=f"{safe(label)}: {what}",
                                    line=dict(color=series(k)[0], dash=dash)))
     return figure(data, plain_layout("Pool use over time (ticks):<br>slots set aside and slots holding a token", 320,
-                               yaxis=dict(title="share of the pool", tickformat=".0%", range=[0, 1.05])))
+                                     yaxis=dict(title="share of the pool", tickformat=".0%", range=[0, 1.05])))
 
 
 def requests_table(run: ServingRun) -> pd.DataFrame:
@@ -307,7 +307,7 @@ def token_times_figure(runs: Sequence[tuple[str, ServingRun]], highlight: int) -
                                 xanchor="left", yanchor="bottom", font=dict(size=13)))
     data.append(legend_marker("focus", "the longest prompt", filled=True))  # nobody selects it
     return figure(data, plain_layout("Every dot is a token ready; long gaps are<br>requests stalled behind a prefill",
-                               140 + 180 * len(runs), annotations=annotations, **layout))
+                                     140 + 180 * len(runs), annotations=annotations, **layout))
 
 
 def prefix_figure(off: ServingRun, on: ServingRun) -> go.Figure:
@@ -320,7 +320,7 @@ def prefix_figure(off: ServingRun, on: ServingRun) -> go.Figure:
             go.Bar(x=names, y=[o.prefix_hits for o in on.outcomes], base=computed, name="taken from cached blocks",
                    marker=dict(color=CACHED.color, line=dict(color=GREY, width=1)), offsetgroup="on")]
     return figure(data, plain_layout("Prompt tokens per request:<br>keys and values computed, or reused", 320,
-                               barmode="group", yaxis=dict(title="prompt tokens")))
+                                     barmode="group", yaxis=dict(title="prompt tokens")))
 
 
 # -- speculative decoding -----------------------------------------------------------------------
@@ -371,10 +371,12 @@ def rounds_figure(run, current: int | None = None, *, shown: int | None = None) 
     shapes = [outline("focus", -0.5, width - 0.5, current - 0.5, current + 0.5)] if current is not None else []
     if current is not None:
         data.append(legend_marker("focus", "this round"))
+    # 180 px of title, top axis and legend: with a projector column's true width (viz.ui.common.column_px)
+    # the legend takes one more row there, and four rounds still fit under the step control in 1280 × 720
     layout = plain_layout("Each round: the guesses, which the target kept,<br>and the word it adds",
-                    190 + 30 * max(1, len(rounds)), top=90, shapes=shapes,
-                    xaxis=dict(side="top", type="category", title=dict(text="word (columns)")),
-                    yaxis=dict(autorange="reversed", type="category", title=dict(text="round (rows)")))
+                          180 + 30 * max(1, len(rounds)), top=90, shapes=shapes,
+                          xaxis=dict(side="top", type="category", title=dict(text="word (columns)")),
+                          yaxis=dict(autorange="reversed", type="category", title=dict(text="round (rows)")))
     layout["legend"]["y"] = -0.02  # no x axis below this grid
     return figure(data, layout)
 
@@ -388,8 +390,8 @@ def cache_length_figure(run) -> go.Figure:
     data = [go.Scatter(x=xs, y=ys, mode="lines+markers", line=dict(color=BLUE, shape="linear"),
                        name="entries", hovertemplate="%{y} entries<extra></extra>")]
     return figure(data, plain_layout("Cache length: the verification pass appends<br>every guess; rejected ones are cut",
-                               280, xaxis=dict(title="round"), yaxis=dict(title="entries in the cache"),
-                               showlegend=False))
+                                     280, xaxis=dict(title="round"), yaxis=dict(title="entries in the cache"),
+                                     showlegend=False))
 
 
 def spec_table(run) -> pd.DataFrame:
