@@ -75,3 +75,14 @@ def test_every_page_steps_with_a_control_labelled_step(app, page, forward):
     assert all(_is_step(s.label) for s in steppers), [s.label for s in steppers]
     assert all(s.help for s in steppers if s.label != STEP), [s.label for s in steppers]
     assert all(b.label == STEP and b.help for b in buttons), [b.label for b in buttons]
+
+
+def test_a_name_is_clipped_after_a_whole_word_or_inside_a_long_one():
+    """clip_words keeps a name that fits, cuts a longer one after its last whole word (an ellipsis
+    marks it, no trailing punctuation before it), and inside a word that would leave less than half."""
+    from viz.core.text import clip_words
+
+    assert clip_words("1 · Today", 40) == "1 · Today"
+    cut = clip_words("10. Epilogue: who computes in each iteration", 40)
+    assert cut == "10. Epilogue: who computes in each…" and len(cut) <= 40
+    assert clip_words("Epilogue: supercalifragilisticexpialidocious", 20) == "Epilogue: supercali…"

@@ -80,6 +80,16 @@ def clip(text: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def clip_words(text: str, limit: int) -> str:
+    """At most ``limit`` characters, an ellipsis marking a cut made after the last whole word that fits,
+    unless that keeps less than half (a long word is cut inside): a name shown in a narrow place."""
+    if len(text) <= limit:
+        return text
+    kept = text[:limit - 1]
+    words = kept.rsplit(" ", 1)[0].rstrip(" ,.:;·")
+    return (words if len(words) >= limit // 2 else kept) + "…"
+
+
 def shown(text: object, limit: int = 60) -> str:
     """Text to quote in a message: clipped to ``limit`` characters, unusable characters as \\uXXXX."""
     return _UNUSABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", clip(text, limit))

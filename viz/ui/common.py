@@ -15,6 +15,7 @@ from ..core.engine.division import DivisionByZero
 from ..core.lessons.lesson import WHOLE_ALL_SHOWN, LessonFrame, Window
 from ..core.lessons.glossary import defined, hover
 from ..core.lessons.leads import DEVELOPERS, PAGE_LEADS, PRESENTER_HINT
+from ..core.text import clip_words
 from ..figures.base import CROWDED_ON_A_PHONE, DESKTOP_PX, PRESENTER_PX, figure_table, figure_terms, fit, font_sizes
 from ..figures.board import attention_board, cache_board, fits, words_board
 from ..figures.lesson import attention_figure, cache_figure, frame_tables
@@ -222,18 +223,8 @@ def narration_beside(share: float = 1.0) -> tuple:
 # The most characters a step's name shows over the slider's thumb: a phone's slider, between ← and →, is
 # 242 px wide (Chromium, 390 × 844), the tour's 40-character first step took 223 px, and a longer name
 # ("10. Epilogue: who computes in each iteration", 261 px) ran past the slider's left end over the ←
-# button; the whole name is the step's title or its row on the page.
+# button; the whole name is the step's title or its row on the page (cut by viz.core.text.clip_words).
 VALUE_CHARS = 40
-
-
-def value_name(text: str, limit: int = VALUE_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, an ellipsis marking the cut: after its last whole word there,
-    unless that leaves less than half (a long token is cut inside)."""
-    if len(text) <= limit:
-        return text
-    kept = text[:limit - 1]
-    words = kept.rsplit(" ", 1)[0].rstrip(" ,.:;·")
-    return (words if len(words) >= limit // 2 else kept) + "…"
 
 
 def held_step(key: str, count: int, first: int = 1, opening: int | None = None) -> int:
@@ -254,7 +245,7 @@ def stepper(key: str, count: int, label: str, *, first: int = 1, opening: int | 
     new run: ``run`` is what the frames were made from (settings, compared with ==; None: the value
     stays whatever the run). ``label`` and ``format_label`` (each value's name) are plain text, which
     may quote visitor text: both are escaped here (Streamlit renders them as Markdown); a value's name
-    is cut to :data:`VALUE_CHARS` (:func:`value_name`), so it stays over the slider on a phone."""
+    is cut to :data:`VALUE_CHARS` (:func:`viz.core.text.clip_words`), so it stays over the slider on a phone."""
     opening = first if opening is None else opening
     if run is not None and st.session_state.get(f"{key}_run") != run:  # a new run opens at its opening
         st.session_state[f"{key}_run"], st.session_state[key] = run, opening
@@ -273,7 +264,7 @@ def stepper(key: str, count: int, label: str, *, first: int = 1, opening: int | 
             st.button("", icon=":material/arrow_back:", key=f"{key}_back", on_click=move, args=(-1,),
                       disabled=current <= first, help=f"Back ({BACK_KEYS_HELP})")
         st.select_slider(md_escape(label), range(min(first, count), count + 1), width="stretch",
-                         format_func=lambda v: md_escape(value_name(format_label(v))), disabled=count <= first, help=help,
+                         format_func=lambda v: md_escape(clip_words(format_label(v), VALUE_CHARS)), disabled=count <= first, help=help,
                          **state.bound(f"{key}_range", current, moved))
         st.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
                   disabled=current >= count, help=f"Forward ({STEP_KEYS_HELP})")
