@@ -104,6 +104,7 @@ def real_view(session: DecodeSession, rule: str = "",
     matches, error = _matches(session.prefill, list(prompt.pieces), rule) if len(prompt) >= 2 else (None, "")
     above = len(matches.above_chance()) if matches else 0
     heads = len(matches.heads) if matches else 0
+    per_token, mha_per_token = words.per_token(snap.bytes_per_token), words.per_token(snap.mha_bytes_per_token)
     return RealView(
         real=real, shape=s, model_class=type(real.model).__name__, device=str(real.device),
         report=training_report(real), prompt=prompt, prefill=session.prefill, prompt_note=words.prompt_note(len(prompt)),
@@ -112,9 +113,9 @@ def real_view(session: DecodeSession, rule: str = "",
         growth=session.prefixes + tuple(session.history),
         next_tokens=tuple((piece(real, i), p) for i, p in session.prediction.top_k(NEXT_SHOWN)),
         snapshot=snap, cache_note=words.cache_note(snap), formula_delta=words.formula_delta(snap),
-        gqa_lead=words.gqa_lead(s), gqa_intro=words.gqa_intro(s), per_token=words.per_token(snap.bytes_per_token),
-        mha_per_token=words.per_token(snap.mha_bytes_per_token), smaller_by=words.smaller_by(s),
-        gqa_stats=words.gqa_stats(s, words.per_token(snap.bytes_per_token), words.per_token(snap.mha_bytes_per_token)),
+        gqa_lead=words.gqa_lead(s), gqa_intro=words.gqa_intro(s), per_token=per_token,
+        mha_per_token=mha_per_token, smaller_by=words.smaller_by(s),
+        gqa_stats=words.gqa_stats(s, per_token, mha_per_token),
         shipped=tuple((name, other, measure_cache(other, prompt.ids)) for name, other in shipped),
         room=room, compare_max=min(COMPARE_MAX, room) if room >= 2 else 0,
         compare_default=min(COMPARE_DEFAULT, room),
