@@ -19,9 +19,8 @@ from ..core.engine.explain import CacheCheck, fmt
 from ..core.lessons.lesson import Window
 from ..core.rules.language import compile_rule
 from .base import (BLUE, GOLD, MASKED, MEANINGS, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
-                   masked_unsaid,
-                   legend_marker, matrix_axes, outline, safe, series)
-from .meanings import scale_markers
+                   legend_marker, masked_unsaid, matrix_axes, outline, safe)
+from .meanings import scale_markers, way
 from .lesson import CONTEXTS_TITLE
 
 __all__ = ["BLUE", "GOLD", "MASKED", "RED", "MODE_COLORS", "MODE_NAMES", "STAGES", "safe", "labels",
@@ -29,9 +28,9 @@ __all__ = ["BLUE", "GOLD", "MASKED", "RED", "MODE_COLORS", "MODE_NAMES", "STAGES
            "small_multiples", "vocab_table", "prediction_figure",
            "growing_attention_figure", "cache_figure", "generated_table", "comparison_table", "work_figure"]
 
-MODE_ORDER = ("kv", "recompute", "reencode")  # the series colours and dashes in this order
-MODE_COLORS = {mode: series(i)[0] for i, mode in enumerate(MODE_ORDER)}
-MODE_DASHES = {mode: series(i)[1] for i, mode in enumerate(MODE_ORDER)}
+# each decode mode's look is its way of running's, as on Cost and Real model (viz.figures.meanings.way)
+MODE_COLORS = {mode: way(mode)[0] for mode in ("kv", "recompute", "reencode")}
+MODE_DASHES = {mode: way(mode)[1] for mode in MODE_COLORS}
 MODE_NAMES = {"recompute": "no cache (recompute)", "reencode": "no cache (re-encode keys)", "kv": "KV cache"}
 
 
