@@ -33,6 +33,10 @@ TIMELINE = "decode_timeline"
 RUN_N = "decode_run_n"  # the run-size choice's key
 RUN_SIZE = "decode_run_size"  # the tokens Run generates (kept while other pages show)
 RUN_SIZES = (2, 4, 8, 16, 32)  # the Run button's choices of tokens
+# The timeline shows once this many tokens have been generated: over 0–1 or 0–2 it is Back and Step
+# again, and Streamlit's slider brings ~130 KB of script files (moment, numbro) that cost a link to an
+# early step ~100 ms of its first view (docs/performance.md)
+TIMELINE_FROM = 3
 HEAD = "decode_head"
 MODE_PICKER = "decode_mode_picker"
 WHOLE = "decode_whole"  # whether Whole is on (its switch: WHOLE + "_switch")
@@ -75,7 +79,7 @@ def controls(step: int) -> None:
         st.button(f"Run {run_n}", icon=":material/fast_forward:", on_click=go_to, args=(state.step_after(run_n),),
                   disabled=step >= MAX_DECODE_STEPS, help=words.run_help(run_n))
         horizon = st.session_state[HORIZON]
-        if horizon > 0:
+        if horizon >= TIMELINE_FROM:
             st.slider("Timeline (tokens generated)", 0, horizon, format=f"%d of {horizon}",
                       label_visibility="collapsed", width=240,
                       help=words.TIMELINE_HELP,

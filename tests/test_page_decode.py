@@ -75,6 +75,20 @@ def test_the_run_size_picker(decode):
     assert decode.session_state[state.STEP] == 24
 
 
+def test_the_timeline_shows_from_three_tokens_generated(decode):
+    """No timeline while it would only repeat Back and Step (0–1, 0–2): it appears once three tokens
+    have been generated, and stays when Back goes below three."""
+    keys = lambda: {w.key for w in decode.slider}  # noqa: E731
+    for step in (1, 2):
+        by_label(decode.button, "Step").click().run()
+        assert decode.session_state[state.STEP] == step and "decode_timeline" not in keys()
+    by_label(decode.button, "Step").click().run()
+    assert range_data(decode, "decode_timeline")["max"] == 3
+    by_label(decode.button, "Back").click().run()
+    by_label(decode.button, "Back").click().run()
+    assert range_data(decode, "decode_timeline")["value"] == 1
+
+
 def test_the_timeline_scrubs_back_and_forth(decode):
     """The timeline spans the steps reached, says each as "k of n", and moves the step on every
     move, also back to a step seen before."""

@@ -21,10 +21,10 @@ Add ``tests/browser/test_<area>.py``; the fixtures need no import (``expect`` do
 
     def test_step_adds_a_token(app):
         \"\"\"Clicking Step on Decode appends one generated token.\"\"\"
-        app.open("/decode", step=0)            # url path as in app.py (``app_pages``), query params
+        app.open("/decode", step=2)            # url path as in app.py (``app_pages``), query params
         app.click_button("Step")               # waits until the rerun it causes has finished
         timeline = app.main.get_by_role("slider", name="Timeline (tokens generated)")
-        expect(timeline).to_have_attribute("aria-valuetext", "1 of 1")
+        expect(timeline).to_have_attribute("aria-valuetext", "3 of 3")
         app.assert_no_exception()
         app.screenshot("decode-after-step")    # artifacts/screenshots/decode-after-step.png
 

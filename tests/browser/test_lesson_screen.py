@@ -96,6 +96,8 @@ def test_decode_is_one_screen_in_presenter_mode(app, case, width, height):
         "KV cache": chart(app, "KV cache:"),
         "cache vs recomputation": chart(app, "Head 'last': context"),
     }
+    if step < 3:  # the timeline shows once three tokens have been generated (pages/decode.py)
+        expect(parts.pop("timeline")).to_have_count(0)
     for name, locator in parts.items():
         assert_inside(app, name, locator)
     for name in ("attention heatmap", "KV cache", "cache vs recomputation"):
