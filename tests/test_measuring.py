@@ -8,7 +8,7 @@ from pathlib import Path
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from viz.core.engine.presets import load_preset
-from viz.tools.paint import FLOOR_ACTION, FLOOR_APP, first_views, visit_order
+from viz.tools.paint import FLOOR_ACTION, FLOOR_APP, Sample, first_views, floor_ratios, render_ratios, visit_order
 from viz.tools.profile import kind_of, summarise
 from viz.tools.protocol import RunLog, ends_run
 from viz.tools.server import StreamlitServer
@@ -128,3 +128,19 @@ def test_first_views_name_the_pages_and_the_floor_on_its_own_server():
     assert views[2].url == "http://127.0.0.1:8501/" and views[3].url == "http://127.0.0.1:8502/"
     assert views[3].server is floor
     compile(FLOOR_APP, "floor.py", "exec")  # the floor app the tool writes is a valid script
+
+
+def test_first_views_are_read_against_the_floor_of_their_own_round():
+    """Each first view over the floor visited in the same round: a slow round (the machine busy)
+    slows both terms and leaves the ratio; traced rounds and clicks are left out."""
+    def sample(action: str, total: float, traced: bool = False) -> Sample:
+        return Sample("seed", action, traced, total, *[0.0] * 13, {}, [], {})
+
+    decode = "first view of a Decode link"
+    samples = [sample("Decode: Step", 100.0),  # a click: not a first view
+               sample(decode, 1200.0), sample(FLOOR_ACTION, 800.0),  # round 1: 1.5
+               sample(FLOOR_ACTION, 900.0, True), sample(decode, 1000.0, True),  # traced: left out
+               sample(FLOOR_ACTION, 1600.0), sample(decode, 2000.0)]  # a slow round: 1.25
+    assert floor_ratios(samples) == {("seed", decode): [1.5, 1.25]}
+    assert "| seed | first view of a Decode link | 1.38× (1.25–1.50) | 2 |" in render_ratios(floor_ratios(samples))
+    assert floor_ratios([s for s in samples if s.action != FLOOR_ACTION]) == {}

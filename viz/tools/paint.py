@@ -370,6 +370,33 @@ def summarise(samples: list[Sample]) -> list[dict]:
     return rows
 
 
+def floor_ratios(samples: list[Sample]) -> dict[tuple[str, str], list[float]]:
+    """Each first view's time over the floor's in the same round of :func:`visit_order` (untraced
+    rounds), per (scenario, action): a ratio taken side by side, so the machine's drift over the run
+    (load, the hour) falls on both its terms. Empty without the floor."""
+    views = [s for s in samples if s.action.startswith("first view")]
+    per_round = len(dict.fromkeys((s.scenario, s.action) for s in views))
+    ratios: dict[tuple[str, str], list[float]] = {}
+    for start in range(0, len(views) - per_round + 1, per_round):
+        round_ = views[start:start + per_round]
+        floor = next((s.total for s in round_ if s.action == FLOOR_ACTION), None)
+        if floor is None or any(s.traced for s in round_):
+            continue
+        for s in round_:
+            if s.action != FLOOR_ACTION:
+                ratios.setdefault((s.scenario, s.action), []).append(s.total / floor)
+    return ratios
+
+
+def render_ratios(ratios: dict[tuple[str, str], list[float]]) -> str:
+    """The paired ratios as a Markdown table: median and spread (min–max) over the rounds."""
+    lines = ["| scenario | first view | × the floor, same round: median (min–max) | rounds |", "|---|---|---:|---:|"]
+    for (scenario, action), values in ratios.items():
+        lines.append(f"| {scenario} | {action} | {_median(values):.2f}× ({min(values):.2f}–{max(values):.2f}) "
+                     f"| {len(values)} |")
+    return "\n".join(lines)
+
+
 def render(rows: list[dict]) -> str:
     """The summary as Markdown tables: the stages, then the browser's main thread and the bytes."""
     lines = ["| scenario | action | " + " | ".join(label for _, label in COLUMNS) + " |",
@@ -456,6 +483,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: cannot read {args.show}: {err}", file=sys.stderr)
             return 2
         print(render(summarise(samples)))
+        if floor_ratios(samples):
+            print("\n" + render_ratios(floor_ratios(samples)))
         return 0
     if not 1 <= args.repeats <= 50:
         print("error: --repeats must be 1..50", file=sys.stderr)
@@ -466,6 +495,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {str(err).splitlines()[0]}", file=sys.stderr)
         return 2
     print(render(summarise(samples)))
+    if floor_ratios(samples):
+        print("\n" + render_ratios(floor_ratios(samples)))
     if args.profile:
         from .profile import render_profile
         print()
