@@ -8,7 +8,8 @@ from pathlib import Path
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from viz.core.engine.presets import load_preset
-from viz.tools.paint import FLOOR_ACTION, FLOOR_APP, Sample, first_views, floor_ratios, render_ratios, visit_order
+from viz.tools.paint import FLOOR_ACTION, FLOOR_APP, first_views, visit_order
+from viz.tools.paint_report import Sample, floor_ratios, render_ratios
 from viz.tools.profile import kind_of, summarise
 from viz.tools.protocol import RunLog, ends_run
 from viz.tools.server import StreamlitServer
