@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 import pandas as pd
-from apptest_helpers import (board, boards, by_label, cells, errors, figure, move_range, on_page, plain_table, range_data,
+from apptest_helpers import (board, boards, by_label, cells, errors, figure, flip, move_range, on_page, plain_table, range_data,
                              rerun, shown, stat_labels, stat_value)
 
 from viz import load_preset
@@ -133,25 +133,36 @@ def test_iteration_stepper_walks_the_snapshots(at):
     assert at.button(key="memory_snapshot_forward").disabled
 
 
-def test_a_new_run_opens_again_at_its_first_frame(at):
-    """Changed settings make a new run: the pool goes back to its first iteration and the eviction
-    stepper to its first prediction the smaller cache answers (1); a look at the other tab is no new run."""
+def test_a_new_run_keeps_the_moment_shown_else_opens_at_its_first_frame(at):
+    """Changed settings make a new run: the pool stays at the iteration of the same name where the new
+    run has one (sharing flipped at "decode 1" shows "decode 1" without sharing), else goes back to its
+    first iteration; the eviction stepper likewise keeps its prediction; a look at the other tab is no
+    new run."""
+    def moment(key: str) -> str:
+        data = range_data(at, key)
+        return data["labels"][data["value"] - data["min"]]
+
+    labels = range_data(at, "memory_snapshot_range")["labels"]
+    move_range(at, "memory_snapshot_range", labels.index("decode 1"))
+    flip(at, "memory_share", False)
+    assert moment("memory_snapshot_range") == "decode 1"
     to_last_iteration(at)
-    at.select_slider(key="memory_block_size").set_value(2)
+    last = moment("memory_snapshot_range")
+    by_label(at.slider, "Predictions per sequence").set_value(2)  # fewer decodes: that iteration is gone
     rerun(at)
+    assert last not in range_data(at, "memory_snapshot_range")["labels"]
     assert range_data(at, "memory_snapshot_range")["value"] == 0
     open_compress(at)
-    assert range_data(at, "memory_prediction_range")["value"] == 1
     at.button(key="memory_prediction_forward").click()
     rerun(at)
-    assert range_data(at, "memory_prediction_range")["value"] == 2
+    step = range_data(at, "memory_prediction_range")["value"]
     at.session_state["memory_tab"] = "Paged blocks"
     rerun(at)
     open_compress(at)
-    assert range_data(at, "memory_prediction_range")["value"] == 2
+    assert range_data(at, "memory_prediction_range")["value"] == step
     by_label(at.slider, "Window (recent tokens kept)").set_value(4)
     rerun(at)
-    assert range_data(at, "memory_prediction_range")["value"] == 1
+    assert range_data(at, "memory_prediction_range")["value"] == step
 
 
 def test_eviction_window_changes_the_comparison(at):

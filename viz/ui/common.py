@@ -241,15 +241,22 @@ def stepper(key: str, count: int, label: str, *, first: int = 1, opening: int | 
     Space, ← PageUp, whatever has focus; :func:`viz.ui.board.lesson_keys`); returns the chosen value.
 
     The value lives in the session under ``key``, so it survives while the stepper is not drawn (a
-    tab that is closed, another page). It opens at ``opening`` (default ``first``), and so does each
-    new run: ``run`` is what the frames were made from (settings, compared with ==; None: the value
-    stays whatever the run). ``label`` and ``format_label`` (each value's name) are plain text, which
-    may quote visitor text: both are escaped here (Streamlit renders them as Markdown); a value's name
-    is cut to :data:`VALUE_CHARS` (:func:`viz.core.text.clip_words`), so it stays over the slider on a phone."""
+    tab that is closed, another page). It opens at ``opening`` (default ``first``). A new run (``run``:
+    what the frames were made from, settings compared with ==; None: the value stays whatever the run)
+    keeps the moment shown where the new run has one of the same name (``format_label``; the nearest
+    such when several), so a setting changed at "decode 1" shows "decode 1" again, under the new
+    setting; where it has none, the new run opens at its opening. ``label`` and ``format_label`` (each
+    value's name) are plain text, which may quote visitor text: both are escaped here (Streamlit renders
+    them as Markdown); a value's name is cut to :data:`VALUE_CHARS` (:func:`viz.core.text.clip_words`),
+    so it stays over the slider on a phone."""
     opening = first if opening is None else opening
-    if run is not None and st.session_state.get(f"{key}_run") != run:  # a new run opens at its opening
-        st.session_state[f"{key}_run"], st.session_state[key] = run, opening
+    if run is not None and st.session_state.get(f"{key}_run") != run:  # a new run: the same moment, else its opening
+        held = st.session_state.get(f"{key}_moment")
+        same = [v for v in range(first, count + 1) if held is not None and format_label(v) == held[1]]
+        st.session_state[f"{key}_run"] = run
+        st.session_state[key] = min(same, key=lambda v: abs(v - held[0])) if same else opening
     current = held_step(key, count, first, opening)
+    st.session_state[f"{key}_moment"] = (current, format_label(current))  # what a new run looks for
 
     def move(delta: int) -> None:
         st.session_state[key] = min(max(st.session_state[key] + delta, first), count)
