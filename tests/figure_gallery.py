@@ -46,6 +46,7 @@ def _toy() -> list[tuple[str, object, str | None]]:
     frame = decode_frame(kv, kv, runs["recompute"], 1, 1)
     heads = list(seed.head_names)
     went_stale = stale_lesson(kv, runs["recompute"], check_cache(kv, runs["recompute"], 2))
+    later = generate(seed, 12, "kv")  # step 11: keys 2–8 left out of the window, in the board's gap column
     return [
         ("causal mask", toy.causal_mask_figure(kv), QK),
         *[(f"stage {stage}", toy.stage_figure(kv, 1, stage, 3), QK) for stage in toy.STAGES],
@@ -59,6 +60,8 @@ def _toy() -> list[tuple[str, object, str | None]]:
         ("lesson attention", lesson.attention_figure(frame, "last", newest_key=True), QK),
         ("lesson cache", lesson.cache_figure(frame, heads), MATRIX),
         ("attention board", board.attention_board(frame, "last", newest_key=True), QK),
+        ("windowed attention board", board.attention_board(decode_frame(later, later, None, 11, 0), "even",
+                                                           newest_key=True), QK),
         ("cache board", board.cache_board(frame, heads), MATRIX),
         ("words board", board.words_board(frame), None),
         ("prefill words board", board.words_board(prefill_frame(kv, 4, 0)), None),

@@ -358,3 +358,51 @@ def test_a_pool_row_label_fits_the_label_column_whatever_the_block():
 
     labels = [_block_label(block, refs, copied) for block in (3, 12, 99) for refs in (1, 2, 9) for copied in (False, True)]
     assert max(len(label) for label in labels) <= 16 and "block 12 · copy" in labels and "block 12 · ref 2" in labels
+
+
+def _printed(text: str) -> float:
+    return float(text) if text else 0.0
+
+
+@pytest.mark.parametrize("scenario, step, whole", [(load_preset("seed"), 11, False), (long_scenario(), 6, False),
+                                                   (load_preset("seed"), 3, False), (load_preset("seed"), 11, True)])
+def test_each_attention_row_adds_up_to_one_with_the_keys_left_out_in_their_own_column(scenario, step, whole):
+    """The seed after eleven steps shows rows 8–15 over keys 1 and 9–15: keys 2–8 are left out, so row 15 of
+    head 'even' read three cells of .14 (.42). The core gives each row's weight on the keys left out; shown +
+    hidden make 1 exactly (softmax over the keys a row sees), and the board prints it in a dashed gap column
+    "2–8 …" after key 1, so the printed numbers add up to 1 to the cells' rounding (half a hundredth each).
+    Decode's frames and Prefill's (its window centred on a position) alike; with every key shown, no gap."""
+    runs = {mode: generate(scenario, step + 1, mode) for mode in ("kv", "recompute")}
+    frames = [decode_frame(runs["kv"], runs["kv"], runs["recompute"], step, head, whole=whole)
+              for head in range(len(scenario.heads))]
+    frames += [prefill_frame(runs["kv"], p, 0, whole=whole) for p in range(1, len(scenario.tokens) + 1)]
+    for frame in frames:
+        shown = frame.weights.nan_to_num(0.0).sum(1)
+        spec = board.attention_board(frame, "h")
+        rows = spec["groups"][0]["rows"]
+        if not frame.window.hidden_keys:
+            assert frame.hidden is None and not any(c.get("gap") for r in rows for c in r["cells"])
+            assert shown.tolist() == pytest.approx([1.0] * len(rows), abs=1e-6)
+            continue
+        assert (shown + frame.hidden).tolist() == pytest.approx([1.0] * len(rows), abs=1e-6)
+        first, last = frame.window.hidden_keys[0] + 1, frame.window.hidden_keys[-1] + 1
+        assert spec["columns"][1] == f"{first}–{last} …" and len(spec["columns"]) == len(frame.window.keys) + 1
+        assert any(item.get("dash") and f"keys {first}–{last} not shown" in item["label"] for item in spec["legend"])
+        for row in rows:
+            gap = row["cells"][1]
+            assert gap["gap"] and not any(c.get("gap") for c in row["cells"][:1] + row["cells"][2:])
+            assert gap["bg"] == "#ffffff" and "not shown" in gap["tip"]  # no key's colour
+            printed = sum(_printed(c["text"]) for c in row["cells"])
+            assert printed == pytest.approx(1.0, abs=0.005 * len(row["cells"])), row
+
+
+def test_the_seed_at_step_eleven_gives_head_even_row_fifteen_its_hidden_weight():
+    """Head 'even' at step 11 of the seed: row 15 reads .14 on keys 10, 12 and 14, and .57 on keys 2–8 (4 of
+    its 7 keys matched there), the new key outlined in its own column, moved right past the gap."""
+    frame = _frame(load_preset("seed"), 11, head=0)
+    spec = board.attention_board(frame, "even", newest_key=True)
+    last = spec["groups"][0]["rows"][-1]
+    assert last["label"] == "15 · nice" and [c["text"] for c in last["cells"]] == [
+        "0", ".57", "0", ".14", "0", ".14", "0", ".14", "0"]
+    assert spec["columns"][:3] == ["1 · Today", "2–8 …", "9 · nice"]
+    assert {"group": 0, "row": 7, "col": 8, "color": NEW} in spec["outlines"]

@@ -15,10 +15,11 @@ sequence) stay Plotly figures (``viz.figures.lesson``), where zoom and pan matte
 Spec shapes (plain JSON):
 
 * matrix: ``{"kind": "matrix", "title", "axes": {"rows", "columns"}, "columns": [label], "groups":
-  [{"rows": [{"label", "cells": [{"bg", "fg", "text", "tip"}]}]}], "outlines": [{"group", "row", "col",
-  "color"}], "gap_after": col or null, "legend": [{"label", "color", "fill", "wide"?}], "label": str}``; an
+  [{"rows": [{"label", "cells": [{"bg", "fg", "text", "tip", "gap"?}]}]}], "outlines": [{"group", "row", "col",
+  "color"}], "gap_after": col or null, "legend": [{"label", "color", "fill", "wide"?, "dash"?}], "label": str}``; an
   outline's ``col`` null spans the row, ``row`` null spans the group's rows. The title ends by saying
-  what the rows and columns are (``axes``, in words).
+  what the rows and columns are (``axes``, in words). A cell with ``gap`` stands for keys left out of
+  the window (dashed, not a key's look), explained by a legend entry with ``dash``.
 * A cell's ``bg`` and a legend entry's ``color`` are CSS backgrounds: a colour, or for a patterned
   meaning (a stale key) its hatch over the cell's colour (:func:`viz.figures.meanings.hatch`). Every
   colour that marks something comes from :data:`viz.figures.meanings.MEANINGS` and has its legend entry;
@@ -38,7 +39,7 @@ from ..core.engine.model import Trace
 from ..core.engine.explain import fmt
 from ..core.lessons.lesson import LessonFrame
 from ..core.lessons.stale import StaleLesson
-from .base import MASKED, MEANINGS, hatch, legend_item, short
+from .base import INK, MASKED, MEANINGS, hatch, legend_item, short
 from .meanings import CACHE_SCALES, KEY_SCALE, VALUE_SCALE, scale_color, scale_items
 from .lesson import CELL_TEXT_COLUMNS, CELL_TEXT_ROWS, CONTEXTS_TITLE, attention_title, cache_title
 
@@ -103,18 +104,24 @@ def _axes(title: str, rows: str, columns: str) -> dict:
 def attention_board(frame_: LessonFrame, head: str, *, newest_key: bool = False) -> dict:
     """One head's attention window (see :func:`viz.figures.lesson.attention_figure`, same content):
     rows are queries, columns keys, the focus row outlined as the focus and, with ``newest_key``, the
-    key written this step as new (viz.figures.meanings)."""
+    key written this step as new (viz.figures.meanings). Where the window leaves keys out after the
+    first, a gap column in their place (dashed, not a key's look; its legend says so) holds each row's
+    weight on them, so every row still adds up to 1."""
     window = frame_.window
     named = _axes(attention_title(frame_, head), "queries", "keys")
     columns, row_labels = _labels(frame_, window.keys), _labels(frame_, window.rows)
+    hidden = frame_.hidden.tolist() if frame_.hidden is not None and window.gap_label else None
     rows = []
-    for label, weights in zip(row_labels, frame_.weights.detach().double().cpu().tolist()):
+    for r, (label, weights) in enumerate(zip(row_labels, frame_.weights.detach().double().cpu().tolist())):
         cells = []
         for key, w in zip(columns, weights):
             where = f"query {label}\nkey {key}\n"
             cells.append(_cell("Blues", w, short(w), where + f"weight {fmt(w)}") if w == w and abs(w) != float("inf")
                          else _masked(where + "masked: this key comes after the query"))
+        if hidden is not None:
+            cells.insert(1, _gap_cell(label, window.hidden_span, hidden[r]))
         rows.append({"label": label, "cells": cells})
+    gap = 1 if hidden is not None else 0  # the gap column stands after the first key: later keys move right
     outlines, legend = [], []
     focus = window.rows.index(frame_.focus) if frame_.focus in window.rows else None
     if focus is not None:
@@ -122,14 +129,27 @@ def attention_board(frame_: LessonFrame, head: str, *, newest_key: bool = False)
         newest = newest_key or frame_.cache.written != window.keys
         legend.append(legend_item("focus", "newest query" if newest else "query in focus"))
         if newest_key and frame_.focus in window.keys:
-            outlines.append({"group": 0, "row": focus, "col": window.keys.index(frame_.focus),
-                             "color": _color("new")})
+            col = window.keys.index(frame_.focus)
+            outlines.append({"group": 0, "row": focus, "col": col + (gap if col else 0), "color": _color("new")})
             legend.append(legend_item("new"))
     if any(cell["bg"] == MASKED for row in rows for cell in row["cells"]):  # grey says what it is
         legend.append(legend_item("masked", filled=True))
+    if hidden is not None:
+        columns.insert(1, window.gap_label)
+        legend.append({"label": window.gap_meaning, "color": INK, "fill": False, "dash": True})
     return {"kind": "matrix", **named, "columns": columns, "groups": [{"rows": rows}],
-            "outlines": outlines, "gap_after": 0 if window.skipped else None, "legend": legend,
-            "label": f"{named['title']}: attention weights"}
+            "outlines": outlines, "gap_after": None, "legend": legend,
+            "label": f"{named['title']}: attention weights" + (f"; {window.gap_meaning}" if hidden is not None else "")}
+
+
+def _gap_cell(label: str, keys: str, weight: float) -> dict:
+    """The gap column's cell of one query row: its weight on the keys left out, summed (dashed, on white:
+    no key's colour; the board draws a cell marked ``gap`` so)."""
+    where = f"query {label}\nkeys {keys} not shown\n"
+    if weight != weight:  # the row sees none of them
+        return {"bg": WHITE, "fg": INK, "text": "", "tip": where + "this query sees none of them", "gap": True}
+    return {"bg": WHITE, "fg": INK, "text": short(weight), "tip": where + f"their weights together: {fmt(weight)}",
+            "gap": True}
 
 
 def _sign(v: float) -> str:

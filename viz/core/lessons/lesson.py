@@ -49,6 +49,29 @@ class Window:
         return self.keys[1] - self.keys[0] - 1 if len(self.keys) > 1 else 0
 
     @property
+    def hidden_keys(self) -> tuple[int, ...]:
+        """The keys left out between the first key and the recent ones, 0-based (() when none are)."""
+        return tuple(range(self.keys[0] + 1, self.keys[1])) if self.skipped else ()
+
+    @property
+    def hidden_span(self) -> str:
+        """The hidden keys' positions, 1-based: "2–8" ("" when none are hidden)."""
+        hidden = self.hidden_keys
+        if len(hidden) < 2:
+            return f"{hidden[0] + 1}" if hidden else ""
+        return f"{hidden[0] + 1}–{hidden[-1] + 1}"
+
+    @property
+    def gap_label(self) -> str:
+        """The gap column's label: "2–8 …" ("" when no key is hidden)."""
+        return f"{self.hidden_span} …" if self.hidden_keys else ""
+
+    @property
+    def gap_meaning(self) -> str:
+        """What the gap column holds, for its legend ("" when no key is hidden)."""
+        return f"keys {self.hidden_span} not shown: each row's weight on them, together" if self.hidden_keys else ""
+
+    @property
     def complete(self) -> bool:
         return len(self.rows) == self.total_rows and len(self.keys) == self.total_keys
 
@@ -89,20 +112,42 @@ def attention_window(trace: Trace, head: int, window: Window) -> torch.Tensor:
     """One head's weights for the window's query rows over its keys, (rows, keys) float64,
     NaN where the query cannot see the key. Prompt rows come from the prefill pass, later rows
     from the decode steps (row p is the query of the step whose sequence was p + 1 long)."""
-    pre = trace.prefill.attention
-    prompt = pre.weights.shape[1]
     keys = torch.tensor(window.keys, dtype=torch.long)
     out = torch.full((len(window.rows), len(window.keys)), torch.nan, dtype=torch.float64)
     for i, row in enumerate(window.rows):
-        if row < prompt:
-            weights, visible = pre.weights[head, row], pre.visible[row]
-        else:
-            step = trace.steps[row - prompt + 1].attention
-            weights, visible = step.weights[head, 0], step.visible[0]
+        weights, visible = _query_row(trace, head, row)
         seen = keys < weights.shape[0]
         picked = keys[seen]
         out[i, seen] = torch.where(visible[picked], weights[picked].double(), torch.nan)
     return out
+
+
+def hidden_weight(trace: Trace, head: int, window: Window) -> torch.Tensor | None:
+    """Each window row's weight on the keys the window leaves out (:attr:`Window.hidden_keys`), summed:
+    (rows,) float64, NaN where the row sees none of them; None when no key is left out. With the
+    weights shown, each row adds up to 1 (softmax over the keys it sees)."""
+    if not window.hidden_keys:
+        return None
+    hidden = torch.tensor(window.hidden_keys, dtype=torch.long)
+    out = torch.full((len(window.rows),), torch.nan, dtype=torch.float64)
+    for i, row in enumerate(window.rows):
+        weights, visible = _query_row(trace, head, row)
+        picked = hidden[hidden < weights.shape[0]]
+        picked = picked[visible[picked]]
+        if len(picked):
+            out[i] = weights[picked].double().sum()
+    return out
+
+
+def _query_row(trace: Trace, head: int, row: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One query row's weights over its keys and which keys it sees: from the prefill pass for a
+    prompt row, else from the decode step whose sequence was row + 1 long."""
+    pre = trace.prefill.attention
+    prompt = pre.weights.shape[1]
+    if row < prompt:
+        return pre.weights[head, row], pre.visible[row]
+    step = trace.steps[row - prompt + 1].attention
+    return step.weights[head, 0], step.visible[0]
 
 
 @dataclass(frozen=True)
@@ -146,6 +191,7 @@ class LessonFrame:
     next_token: str
     next_p: float
     caption: str  # one line saying what the frame shows
+    hidden: torch.Tensor | None = None  # (rows,) each row's weight on the keys left out (:func:`hidden_weight`)
 
 
 def _words(trace: Trace, step: int) -> tuple[Word, ...]:
@@ -196,7 +242,7 @@ def decode_frame(shown: Trace, kv: Trace, full: Trace | None, step: int, head: i
     else:
         caption = f"Step {step} · newest query '{tokens[-1]}' (position {rows}) · next word '{s.token}' (p = {p:.2f})"
     return LessonFrame(step, tokens, window, attention_window(shown, head, window), rows - 1, view,
-                       _words(shown, step), s.token, p, caption)
+                       _words(shown, step), s.token, p, caption, hidden_weight(shown, head, window))
 
 
 def prefill_frame(trace: Trace, position: int, head: int, size: int = WINDOW, whole: bool = False) -> LessonFrame:
@@ -214,7 +260,7 @@ def prefill_frame(trace: Trace, position: int, head: int, size: int = WINDOW, wh
     caption = (f"Query '{pre.tokens[position - 1]}' (position {position}) · context {fmt(context)} · "
                f"after the last position the next word is '{s.token}' (p = {p:.2f})")
     return LessonFrame(position, tuple(pre.tokens), window, attention_window(trace, head, window),
-                       position - 1, view, _words(trace, 0), s.token, p, caption)
+                       position - 1, view, _words(trace, 0), s.token, p, caption, hidden_weight(trace, head, window))
 
 
 REPLAYED = 64  # steps a replay holds at most (the newest)

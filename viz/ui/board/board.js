@@ -15,7 +15,8 @@ function legend(items) {
   for (const item of items) {
     const entry = el("span", "entry");
     // a filled swatch, an outlined one, or a wide one that runs through a colour scale (a gradient)
-    const swatch = el("span", `swatch${item.fill ? " fill" : ""}${item.wide ? " wide" : ""}`);
+    // (a dashed one: the gap column's, keys left out of the window)
+    const swatch = el("span", `swatch${item.fill ? " fill" : ""}${item.wide ? " wide" : ""}${item.dash ? " dash" : ""}`);
     swatch.style.setProperty("--c", item.color);
     entry.append(swatch, el("span", "", item.label));
     box.append(entry);
@@ -49,6 +50,7 @@ function matrix(spec) {
         box.style.gridColumn = c + 2;
         box.title = cell.tip;
         if (spec.gap_after === c) box.classList.add("gap");
+        if (cell.gap) box.classList.add("gapkeys");  // stands for keys left out of the window, not a key
         grid.append(box);
       });
       sizes.push("var(--cell)");
