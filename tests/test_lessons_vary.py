@@ -97,8 +97,12 @@ def test_a_greedy_repeat_is_explained_and_a_change_is_not():
 def test_the_pages_open_on_the_varied_preset(app, page):
     """At first visit (the seed) the page says it opens on the varied preset and offers no cache-safe toggle."""
     at = on_page(app, page)
-    assert md_escape(varied_opening(load_preset("seed"), "Serving" if "serving" in page else "Memory").note) in \
-        [c.value for c in at.caption]
+    opening = varied_opening(load_preset("seed"), "Serving" if "serving" in page else "Memory")
+    assert md_escape(opening.note) in [c.value for c in at.caption]
+    # and beside the scenario picker, which still names the seed: the sidebar says what the page shows
+    assert md_escape(opening.aside) in [c.value for c in at.sidebar.caption]
+    assert f"shows '{VARIED.title}'" in opening.aside
+    assert not any("instead" in c.value for c in on_page(at, "pages/decode.py").sidebar.caption)
     assert not [t for t in at.toggle if t.key and t.key.endswith("cache_safe")]
 
 

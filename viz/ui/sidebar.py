@@ -15,7 +15,7 @@ import torch
 from streamlit.errors import StreamlitAPIException
 
 from ..core.device import describe_device, pick_device
-from ..core.engine.presets import load_preset, matching_preset, preset_names
+from ..core.engine.presets import VARIED_PAGES, load_preset, matching_preset, preset_names, varied_opening
 from ..core.rules.language import RULE_LIBRARY
 from ..core.engine.scenario import MAX_D_K, MAX_PROMPT_CHARS, Scenario
 from . import state, tables
@@ -47,14 +47,19 @@ def _preset_chosen(name: str) -> None:
         state.set_step(0)
 
 
-def _preset_picker() -> None:
+def _preset_picker(url_path: str) -> None:
     """The built-in scenarios as pills, all in view (one click loads one; none is chosen once the
-    scenario is edited), the chosen one's title below."""
+    scenario is edited), the chosen one's title below, and on a page that shows another scenario
+    than the one chosen (``url_path``: Memory, Serving on the seed), which it shows."""
     names = preset_names()
     match = matching_preset(state.scenario())
     st.pills("Scenario", names, required=True, **state.bound(PRESET, match, _preset_chosen),
              help="Built-in scenarios. Editing anything below makes it a custom scenario.")
     st.caption(md_escape(load_preset(match).title) if match else "Custom scenario (edited)")
+    if url_path in VARIED_PAGES:
+        aside = varied_opening(state.scenario(), VARIED_PAGES[url_path]).aside
+        if aside:
+            st.caption(md_escape(aside))
 
 
 def _send_prompt(sent: str) -> None:
@@ -297,7 +302,7 @@ def render(editors: bool = True, url_path: str = "", following: bool = False) ->
                   help="Large type for a projector; the sidebar folds away (» at the top left opens it); "
                   f"{STEP_KEYS_HELP} step, {BACK_KEYS_HELP} step back.")
         if shown:
-            _preset_picker()
+            _preset_picker(url_path)
         st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")
         for notice in state.notices():
             st.warning(f"Share link: {md_escape(notice)}", icon=":material/link_off:")

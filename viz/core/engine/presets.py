@@ -191,6 +191,11 @@ class Opening:
 
     scenario: Scenario
     note: str  # one line saying the seed was swapped and why; "" when the visitor's scenario is shown
+    aside: str = ""  # the same in a few words, beside the scenario picker that still names the seed
+
+
+# The pages that open on the varied preset while the seed is loaded (url path -> the name they say)
+VARIED_PAGES = {"memory": "Memory", "serving": "Serving"}
 
 
 def varied_opening(scenario: Scenario, page: str) -> Opening:
@@ -202,7 +207,8 @@ def varied_opening(scenario: Scenario, page: str) -> Opening:
     varied = load_preset(VARIED_PRESET)
     return Opening(varied, f"{page} opens on '{varied.title}', whose words vary: with the seed every request, "
                            "draft and eviction would say 'nice' every time. Edit the seed or pick another "
-                           "scenario in the sidebar to use it here.")
+                           "scenario in the sidebar to use it here.",
+                   f"{page} shows '{varied.title}' instead: the seed's words never vary.")
 
 
 def sequence(scenario: Scenario, n: int) -> tuple[list[str], list[float]]:
