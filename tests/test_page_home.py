@@ -45,3 +45,12 @@ def test_the_tour_card_says_what_the_tour_asks():
     assert {"one": 1, "eight": 8, "ten": 10}[words_home.TOUR.split("\n\n")[1].split()[0].lower()] == steps - epilogue
     assert any(not option.replace(".", "").isdigit() for q in questions for option in q.options)  # a word answer
     assert "a number or a word" in words_home.TOUR
+
+
+def test_the_explore_card_says_how_to_reach_the_sidebar_where_it_is_folded():
+    """The card sends a visitor to the sidebar's editors; on a phone or a projector the sidebar is
+    folded to a "»" at the top left, so the card says that is where it opens."""
+    desk = _opened(presenter=False)
+    card = next(m.value for m in desk.markdown if m.value.startswith("### Explore"))
+    assert "in the sidebar" in card and "» at the top left opens it" in card
+    assert PRESENTER_HINT.startswith("Sidebar: » at the top left")  # the same words as presenter mode's hint

@@ -29,7 +29,8 @@ PRESENT = ("### Present in class\n\n"
            "Large type for a projector, editors folded away, ← and → to step. Show decode step by "
            "step, or run the tour as a class vote: question, vote, Reveal.")
 EXPLORE = ("### Explore\n\n"
-           "Change the prompt, the heads' rules and the vocabulary in the sidebar and watch prefill, "
+           "Change the prompt, the heads' rules and the vocabulary in the sidebar (» at the top left opens "
+           "it on a phone or a projector) and watch prefill, "
            "decode, the cache's cost and memory respond. Share the view with its link.")
 
 PAGES = ("The pages, in lesson order: the guided tour; Prefill and Decode, the two phases; Cost, Memory and "
