@@ -172,3 +172,20 @@ def test_a_matrixs_column_labels_never_run_together_level():
     contexts = fit(toy.contexts_figure(tour_view().prefill), 358)
     assert contexts.layout.xaxis.tickangle == -45
     assert fit(contexts, PRESENTER_PX, presenter=True).layout.xaxis.tickangle == 0
+
+
+def test_a_label_inside_a_bar_is_hidden_where_it_would_shrink_below_the_text_size():
+    """Plotly shrinks a label inside a bar to the bar's width (At scale's one-GPU split on a phone: "2 GiB"
+    at 1.5-3 px): fitted, such labels are hidden below the text size instead, at a desk and on a projector;
+    a figure with no label inside a bar is left as it was."""
+    from viz.core.scale.memory import cache_memory, gpu_fit
+    from viz.core.scale.model_config import DEFAULT_MODEL, preset
+    from viz.core.scale.gpus import DEFAULT_GPU, GPU_BY_NAME
+    from viz.figures import memory
+
+    split = gpu_fit(cache_memory(preset(DEFAULT_MODEL), 4096), GPU_BY_NAME[DEFAULT_GPU])
+    for presenter in (False, True):
+        fitted = fit(memory.gpu_split_figure(split, 4), PRESENTER_PX if presenter else DESKTOP_PX, presenter)
+        assert any(t.type == "bar" and t.textposition == "inside" for t in fitted.data)
+        assert (fitted.layout.uniformtext.mode, fitted.layout.uniformtext.minsize) == ("hide", font_sizes(presenter).text)
+    assert fit(_detail(), DESKTOP_PX).layout.uniformtext.mode is None

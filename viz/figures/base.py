@@ -199,6 +199,10 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
             at_least(trace.textfont, sizes.text)
         if "colorbar" in trace:
             trace.colorbar.update(big)
+    if any(t.type == "bar" and t.textposition in ("inside", "auto") for t in fig.data):
+        # Plotly shrinks a label inside a bar to the bar's width: on a phone At scale's "2 GiB" came out at
+        # 1.5-3 px. Below the text size it is hidden instead (the hover and the legend still say it)
+        layout.uniformtext = dict(minsize=sizes.text, mode="hide")
     layout.meta = {**meta, "legend": legend_below(fig, width if presenter else min(width, PHONE_PX), sizes.text,
                                                  meta["bottom"]), "above": above, "turned": turned, CROWDED_ON_A_PHONE: crowded}
     return fig
