@@ -31,6 +31,11 @@ GOLD = ORANGE  # the focus
 RED = VERMILLION  # a series colour only
 
 
+# Tick labels, axis titles, colour-bar numbers and notes: a softer ink than a title's, yet 8.3:1 on white
+# (WCAG; at least 4.5:1 is needed, and a projector washes colours out)
+LABEL_INK = "#4b4e5c"
+
+
 def safe(text: str) -> str:
     """User text for plotly labels: &, < and > escaped, so no tag can form and it shows as typed.
     (Quotes stay: outside a tag they are plain text, and plotly would show &quot; literally.)"""
@@ -186,7 +191,10 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
     at_least(layout.legend.font, sizes.text)
     for note in layout.annotations:
         at_least(note.font, sizes.text)
-    big = dict(tickfont_size=sizes.text, title_font_size=sizes.text)  # Streamlit's theme sizes its own
+        note.font.color = note.font.color or LABEL_INK  # Streamlit's theme greys the colourless ones
+    # Streamlit's theme sizes and colours its own (rgb(128, 132, 149): 3.7:1 on white, too faint on a projector)
+    big = dict(tickfont_size=sizes.text, title_font_size=sizes.text, tickfont_color=LABEL_INK,
+               title_font_color=LABEL_INK)
     # a log axis labels its minor ticks (2, 5) at 0.75 of the tick size: none, only powers of ten
     fig.for_each_xaxis(lambda axis: axis.update(big, minorloglabels="none" if axis.type == "log" else None))
     fig.for_each_yaxis(lambda axis: axis.update(big, minorloglabels="none" if axis.type == "log" else None))
@@ -197,6 +205,7 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
             crowded |= not presenter and bool(trace.texttemplate) and _crowded_on_a_phone(fig, trace, sizes.text)
         elif "textfont" in trace:
             at_least(trace.textfont, sizes.text)
+            _label_ink(trace)
         if "colorbar" in trace:
             trace.colorbar.update(big)
     if any(t.type == "bar" and t.textposition in ("inside", "auto") for t in fig.data):
@@ -206,6 +215,15 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
     layout.meta = {**meta, "legend": legend_below(fig, width if presenter else min(width, PHONE_PX), sizes.text,
                                                  meta["bottom"]), "above": above, "turned": turned, CROWDED_ON_A_PHONE: crowded}
     return fig
+
+
+def _label_ink(trace: Any) -> None:
+    """Numbers a trace writes on the white page (a bar's above it, a line's beside its points) in
+    :data:`LABEL_INK` where the figure chose no colour (a bar's inside text keeps Plotly's contrast)."""
+    if trace.type == "bar":
+        trace.outsidetextfont.color = trace.outsidetextfont.color or trace.textfont.color or LABEL_INK
+    elif trace.type == "scatter" and not trace.textfont.color:
+        trace.textfont.color = LABEL_INK
 
 
 CROWDED_ON_A_PHONE = "crowded_on_a_phone"  # fit's verdict in a figure's meta: see _crowded_on_a_phone
