@@ -370,7 +370,8 @@ def test_each_attention_row_adds_up_to_one_with_the_keys_left_out_in_their_own_c
     """The seed after eleven steps shows rows 8–15 over keys 1 and 9–15: keys 2–8 are left out, so row 15 of
     head 'even' read three cells of .14 (.42). The core gives each row's weight on the keys left out; shown +
     hidden make 1 exactly (softmax over the keys a row sees), and the board prints it in a dashed gap column
-    "2–8 …" after key 1, so the printed numbers add up to 1 to the cells' rounding (half a hundredth each).
+    "2–8 …" after key 1 (the title says what it holds), so the printed numbers add up to 1 to the cells'
+    rounding (half a hundredth each).
     Decode's frames and Prefill's (its window centred on a position) alike; with every key shown, no gap."""
     runs = {mode: generate(scenario, step + 1, mode) for mode in ("kv", "recompute")}
     frames = [decode_frame(runs["kv"], runs["kv"], runs["recompute"], step, head, whole=whole)
@@ -387,11 +388,11 @@ def test_each_attention_row_adds_up_to_one_with_the_keys_left_out_in_their_own_c
         assert (shown + frame.hidden).tolist() == pytest.approx([1.0] * len(rows), abs=1e-6)
         first, last = frame.window.hidden_keys[0] + 1, frame.window.hidden_keys[-1] + 1
         assert spec["columns"][1] == f"{first}–{last} …" and len(spec["columns"]) == len(frame.window.keys) + 1
-        assert any(item.get("dash") and f"keys {first}–{last} not shown" in item["label"] for item in spec["legend"])
+        assert f" · keys {first}–{last} summed in one column · rows: queries" in spec["title"]  # what it holds
         for row in rows:
             gap = row["cells"][1]
             assert gap["gap"] and not any(c.get("gap") for c in row["cells"][:1] + row["cells"][2:])
-            assert gap["bg"] == "#ffffff" and "not shown" in gap["tip"]  # no key's colour
+            assert gap["bg"] == "#ffffff" and f"keys {first}–{last} not shown" in gap["tip"]  # no key's colour
             printed = sum(_printed(c["text"]) for c in row["cells"])
             assert printed == pytest.approx(1.0, abs=0.005 * len(row["cells"])), row
 

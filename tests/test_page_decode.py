@@ -228,13 +228,14 @@ def test_the_run_picker_is_labelled_at_its_left_and_its_help_names_each_way_once
 
 def test_a_windowed_attention_board_carries_the_keys_left_out_in_a_gap_column(decode):
     """After Run 8 on the seed the attention board shows rows 5–12 over keys 1 and 6–12: keys 2–5 stand in
-    one dashed gap column holding each row's weight on them (its legend says so), and every row's printed
+    one dashed gap column holding each row's weight on them (the title says so), and every row's printed
     numbers add up to 1 to the cells' rounding (rows read .17 × 3 = .51 before)."""
     by_label(decode.button, "Run 8").click().run()
     spec = board(decode, "Attention · head")
     assert "rows 5–12 of 12" in spec["title"] and spec["columns"][:3] == ["1 · Today", "2–5 …", "6 · nice"]
-    assert any(item.get("dash") and item["label"].startswith("keys 2–5 not shown") for item in spec["legend"])
+    assert "rows 5–12 of 12 · keys 2–5 summed in one column · rows: queries" in spec["title"]
     for row in spec["groups"][0]["rows"]:
         assert row["cells"][1]["gap"] and "keys 2–5 not shown" in row["cells"][1]["tip"]
         printed = sum(float(c["text"]) for c in row["cells"] if c["text"])
         assert printed == pytest.approx(1.0, abs=0.005 * len(row["cells"])), row
+

@@ -16,10 +16,10 @@ Spec shapes (plain JSON):
 
 * matrix: ``{"kind": "matrix", "title", "axes": {"rows", "columns"}, "columns": [label], "groups":
   [{"rows": [{"label", "cells": [{"bg", "fg", "text", "tip", "gap"?}]}]}], "outlines": [{"group", "row", "col",
-  "color"}], "gap_after": col or null, "legend": [{"label", "color", "fill", "wide"?, "dash"?}], "label": str}``; an
+  "color"}], "gap_after": col or null, "legend": [{"label", "color", "fill", "wide"?}], "label": str}``; an
   outline's ``col`` null spans the row, ``row`` null spans the group's rows. The title ends by saying
   what the rows and columns are (``axes``, in words). A cell with ``gap`` stands for keys left out of
-  the window (dashed, not a key's look), explained by a legend entry with ``dash``.
+  the window (dashed, not a key's look), its column label and the title saying which and what it holds.
 * A cell's ``bg`` and a legend entry's ``color`` are CSS backgrounds: a colour, or for a patterned
   meaning (a stale key) its hatch over the cell's colour (:func:`viz.figures.meanings.hatch`). Every
   colour that marks something comes from :data:`viz.figures.meanings.MEANINGS` and has its legend entry;
@@ -105,12 +105,13 @@ def attention_board(frame_: LessonFrame, head: str, *, newest_key: bool = False)
     """One head's attention window (see :func:`viz.figures.lesson.attention_figure`, same content):
     rows are queries, columns keys, the focus row outlined as the focus and, with ``newest_key``, the
     key written this step as new (viz.figures.meanings). Where the window leaves keys out after the
-    first, a gap column in their place (dashed, not a key's look; its legend says so) holds each row's
-    weight on them, so every row still adds up to 1."""
+    first, a gap column in their place (dashed, not a key's look; the title says what it holds) holds
+    each row's weight on them, so every row still adds up to 1."""
     window = frame_.window
-    named = _axes(attention_title(frame_, head), "queries", "keys")
-    columns, row_labels = _labels(frame_, window.keys), _labels(frame_, window.rows)
     hidden = frame_.hidden.tolist() if frame_.hidden is not None and window.gap_label else None
+    named = _axes(attention_title(frame_, head) + (f" · {window.gap_meaning}" if hidden is not None else ""),
+                  "queries", "keys")
+    columns, row_labels = _labels(frame_, window.keys), _labels(frame_, window.rows)
     rows = []
     for r, (label, weights) in enumerate(zip(row_labels, frame_.weights.detach().double().cpu().tolist())):
         cells = []
@@ -136,10 +137,9 @@ def attention_board(frame_: LessonFrame, head: str, *, newest_key: bool = False)
         legend.append(legend_item("masked", filled=True))
     if hidden is not None:
         columns.insert(1, window.gap_label)
-        legend.append({"label": window.gap_meaning, "color": INK, "fill": False, "dash": True})
     return {"kind": "matrix", **named, "columns": columns, "groups": [{"rows": rows}],
             "outlines": outlines, "gap_after": None, "legend": legend,
-            "label": f"{named['title']}: attention weights" + (f"; {window.gap_meaning}" if hidden is not None else "")}
+            "label": f"{named['title']}: attention weights"}
 
 
 def _gap_cell(label: str, keys: str, weight: float) -> dict:

@@ -68,8 +68,9 @@ class Window:
 
     @property
     def gap_meaning(self) -> str:
-        """What the gap column holds, for its legend ("" when no key is hidden)."""
-        return f"keys {self.hidden_span} not shown: each row's weight on them, together" if self.hidden_keys else ""
+        """What the gap column holds, for the title ("" when no key is hidden): short, so the title of an
+        attention board at 1280 × 720 stays two lines and its legend one."""
+        return f"keys {self.hidden_span} summed in one column" if self.hidden_keys else ""
 
     @property
     def complete(self) -> bool:

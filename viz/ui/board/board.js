@@ -15,8 +15,7 @@ function legend(items) {
   for (const item of items) {
     const entry = el("span", "entry");
     // a filled swatch, an outlined one, or a wide one that runs through a colour scale (a gradient)
-    // (a dashed one: the gap column's, keys left out of the window)
-    const swatch = el("span", `swatch${item.fill ? " fill" : ""}${item.wide ? " wide" : ""}${item.dash ? " dash" : ""}`);
+    const swatch = el("span", `swatch${item.fill ? " fill" : ""}${item.wide ? " wide" : ""}`);
     swatch.style.setProperty("--c", item.color);
     entry.append(swatch, el("span", "", item.label));
     box.append(entry);
