@@ -90,3 +90,37 @@ def test_a_run_cut_by_the_budget_is_said_once_and_compared_where_both_runs_reach
 def test_the_runs_asked_for_are_the_shown_one_the_compared_two_and_re_encode_for_the_work_tab():
     assert decode_modes("kv", False) == ("recompute", "kv")
     assert decode_modes("reencode", False) == decode_modes("kv", True) == ("recompute", "reencode", "kv")
+
+
+def test_the_stale_cache_warning_says_it_is_about_a_kv_cache_when_the_run_shown_uses_none():
+    """With Keys on recompute or re-encode the narration says every key is encoded again, so the warning
+    ("11 of its keys went stale… with the cache") is about what a KV cache would give: it says so first;
+    on the KV cache's run it stays as it was."""
+    traces = runs(12, ("recompute", "reencode", "kv"))
+    for head in (0, 1):  # the stale head's summary, and its longer sentence while it is shown
+        kv = decode_view(traces, {}, None, 11, "kv", head)
+        assert len(kv.warnings) == 1 and "uses none" not in kv.warnings[0]
+        for mode in ("recompute", "reencode"):
+            view = decode_view(traces, {}, None, 11, mode, head)
+            assert view.warnings == ("About a KV cache (this run uses none):", *kv.warnings)
+            assert " again" in view.narration and "cache" not in view.narration
+    safe = SEED.cache_safe()  # nothing differs: no warning to say it of
+    assert decode_view({m: generate(safe, 2, m) for m in ("recompute", "kv")}, {}, None, 1, "recompute", 1).warnings == ()
+
+
+def test_a_context_reads_the_same_in_the_warning_and_the_stale_boards_and_figures_titles():
+    """At step 11 head 'last' gets 6.8333… with the cache: the warning said 6.833 (fmt) and the board's
+    title 6.83; every number in the titles of the stale-cache board and figure is written as the
+    warning writes it, at every step."""
+    import re
+
+    from viz.figures.board import stale_board
+    from viz.figures.stale import stale_figure
+
+    traces = runs(12)
+    for step in range(1, 12):
+        view = decode_view({m: t for m, t in traces.items()}, {}, None, step, "kv", 1)
+        warning = " ".join(view.warnings)
+        for title in (stale_board(view.stale)["title"], stale_figure(view.stale).layout.title.text):
+            said = re.search(r"context (\S+) (?:cached, |vs )(\S+)", title).groups()
+            assert all(f" {n.rstrip(',')} " in warning or f"({n.rstrip(',')} " in warning for n in said), (title, warning)

@@ -239,3 +239,13 @@ def test_a_windowed_attention_board_carries_the_keys_left_out_in_a_gap_column(de
         printed = sum(float(c["text"]) for c in row["cells"] if c["text"])
         assert printed == pytest.approx(1.0, abs=0.005 * len(row["cells"])), row
 
+
+@pytest.mark.parametrize("mode", ["recompute", "reencode"])
+def test_without_a_cache_the_stale_warning_says_it_is_about_a_kv_cache(decode, mode):
+    """Keys on recompute or re-encode: the narration says the whole sequence (or every key) is run again,
+    and the yellow box beside it says first that it is about a KV cache, which this run does not use."""
+    decode.session_state[state.MODE] = mode
+    by_label(decode.button, "Step").click().run()
+    assert "cache" not in shown(decode.info[0].value)
+    warning = shown(decode.warning[0].value)
+    assert warning.startswith("About a KV cache (this run uses none): Head 'last' gets 6 with the KV cache but 7")

@@ -102,7 +102,7 @@ def test_the_board_puts_the_latest_keys_side_by_side_and_marks_the_stale_cells()
     assert all(c["bg"].startswith(hatch("stale").split(",")[0]) for c in stale_cells)
     assert spec["outlines"] == [{"group": 0, "row": r, "col": 0, "color": MEANINGS["stale"].color} for r in (2, 3)]
     assert [item["label"] for item in spec["legend"]] == [MEANINGS["stale"].label]
-    assert spec["title"].startswith("Head 'last': context 6.33 cached, 7 recomputed")
+    assert spec["title"].startswith("Head 'last': context 6.333 cached, 7 recomputed")  # as the warning says it
 
 
 def test_a_long_sequences_board_shows_its_latest_keys_and_says_how_many_it_leaves_out():

@@ -244,8 +244,8 @@ def stale_board(lesson: StaleLesson) -> dict:
                 outlines.append({"group": 0, "row": r, "col": 0, "color": _color("stale")})
             cells.append(cell)
         rows.append({"label": label, "cells": cells})
-    title = (f"Head '{lesson.name}': context {short(lesson.cached_context)} cached, "
-             f"{short(lesson.recomputed_context)} recomputed")
+    title = (f"Head '{lesson.name}': context {fmt(lesson.cached_context)} cached, "
+             f"{fmt(lesson.recomputed_context)} recomputed")
     named = _axes(title, "keys", "✓ match, weight")
     hidden = len(lesson.stale) - sum(k.stale for k in shown)  # stale keys before the latest (said to screen readers)
     label = (f"{named['title']}: the newest query's weight on the latest {len(shown)} of {len(lesson.keys)} keys, "

@@ -7,6 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from ..core.engine.explain import fmt
 from ..core.lessons.stale import StaleLesson
 from .base import heatmap, labels, safe, short
 from .meanings import stripes
@@ -32,7 +33,7 @@ def stale_figure(lesson: StaleLesson) -> go.Figure:
                      for i, (row, weights) in enumerate(zip(matches, z.tolist()))], dtype=object)
     stale = [(0, c) for c, k in enumerate(lesson.keys) if k.stale]
     title = (f"Head '{safe(lesson.name)}' at step {lesson.step}, the newest query cached against recomputed: context "
-             f"{short(lesson.cached_context)} vs {short(lesson.recomputed_context)}"
+             f"{fmt(lesson.cached_context)} vs {fmt(lesson.recomputed_context)}"
              + (" (✓ the rule matched the key, ✗ it did not)" if len(lesson.keys) > WORDY_KEYS else ""))
     fig = heatmap(z, x, list(ROWS), title, highlight_cells=stale, cells_mean="stale", annotate=True, height=230,
                   axes=("key (columns)", "run (rows)"),  # short: two rows are too low for more

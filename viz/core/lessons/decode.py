@@ -61,7 +61,8 @@ class DecodeView:
     stale_shown: bool  # that head is the head shown: the warning says why, the side by side is drawn
     beside: Mapping[int, StaleLesson]  # the side by side in the next word's place, by the step of the frame it
     # stands beside (this one, and those sent ahead) where the head shown went stale; other steps: the next word
-    warnings: tuple[str, ...]  # each differing head's sentence, beside the narration (none when all agree)
+    warnings: tuple[str, ...]  # each differing head's sentence, beside the narration (none when all agree),
+    # after one saying so where the run shown uses no KV cache (the warning is about what a cache would give)
     divisions: tuple[DivisionByZero, ...]  # heads whose rule divided by zero at this step
     frame: LessonFrame  # the lesson screen
     after: LessonFrame | None  # the frame a Step click shows next (None when none is sent)
@@ -104,7 +105,7 @@ def decode_view(traces: Mapping[str, Trace], grants: Mapping[str, Grant], follow
         budget_notes=tuple(dict.fromkeys(g.note for g in grants.values() if g.note)),
         narration=narrate_step(shown, shown_step), check=check, stale=stale, stale_shown=stale_shown,
         beside={**beside, **_stale_ahead(traces, following, after, before, compared, head)},
-        warnings=tuple(stale.why if stale_shown and h.head == stale.name else h.summary for h in check.differing),
+        warnings=_warnings(check, stale, stale_shown, mode),
         divisions=tuple(divisions_by_zero(shown, shown_step)), frame=frame, after=after, before=before,
         repeat=repeat_note(shown, shown_step), cache=_cache_numbers(kv),
         compared_note=words.compared_at(compared) if compared < step else "", gap=f"{check.max_gap:.3g}",
@@ -113,6 +114,13 @@ def decode_view(traces: Mapping[str, Trace], grants: Mapping[str, Grant], follow
         agreed=words.AGREED if not check.differing and all(kv.cacheable) else "",
         work_plotted=step > 0, work_caption=_work_caption(traces, step, compared),
         transcript=transcript(shown, shown_step))
+
+
+def _warnings(check: CacheCheck, stale: StaleLesson | None, stale_shown: bool, mode: str) -> tuple[str, ...]:
+    """The stale-cache warning: each differing head's sentence (the stale head's longer one while it is
+    shown), said to be about a KV cache first where the run shown uses none."""
+    said = tuple(stale.why if stale_shown and h.head == stale.name else h.summary for h in check.differing)
+    return ((words.WITHOUT_CACHE,) if said and mode != "kv" else ()) + said
 
 
 def _turns(traces: Mapping[str, Trace], following: Mapping[str, Trace] | None, step: int, shown_step: int,

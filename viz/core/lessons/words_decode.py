@@ -27,6 +27,12 @@ FIX_HELP = "Make every head cache-safe: each rule's n becomes q.pos"
 SHOW_HEAD_HELP = "Show that head's attention and cache below, with the recomputed run beside it"
 
 
+# said before the stale-cache warning while the run shown uses no KV cache (recompute, re-encode): the
+# warning is about what a cache would give, not about the run whose narration sits beside it (short: the
+# box stays as tall as the narration's at 1280 × 720)
+WITHOUT_CACHE = "About a KV cache (this run uses none):"
+
+
 def run_help(tokens: int) -> str:
     return f"Generate {tokens} more tokens"
 
