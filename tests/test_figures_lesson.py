@@ -127,6 +127,15 @@ def test_prefill_frame_shows_what_prefill_writes():
     assert [title for title, _ in tables][2] == "Next word" and len(tables[1][1]) == 4
 
 
+def test_the_weights_table_of_a_windowed_frame_holds_the_keys_left_out_and_each_row_adds_up_to_one():
+    """The "Figures as tables" tab is the boards' accessible twin: at step 11 of the seed keys 2–8 are left
+    out, so their summed weight is a column after key 1, as on the board, and each row adds up to 1."""
+    frame = decode_frame(*(generate(load_preset("seed"), 12, "kv"),) * 2, None, 11, 0)
+    weights = lesson.frame_tables(frame, load_preset("seed").head_names)[0][1]
+    assert list(weights.columns[:4]) == ["query", "1 Today", "2–8 … (keys 2–8 summed)", "9 nice"]
+    assert weights.drop(columns="query").sum(axis=1).tolist() == pytest.approx([1.0] * len(weights), abs=1e-6)
+
+
 def test_stage_heatmaps_at_13_tokens_have_no_colliding_labels():
     """At 13 tokens the stage cells drop 'masked' (grey says it) and show two decimals; 1e-7 reads 0."""
     from viz.figures import toy

@@ -196,6 +196,8 @@ def frame_tables(frame_: LessonFrame, heads: list[str]) -> list[tuple[str, pd.Da
     window, view = frame_.window, frame_.cache
     keys = [f"{p + 1} {frame_.tokens[p]}" for p in window.keys]
     weights = pd.DataFrame(frame_.weights.numpy(), columns=keys)
+    if frame_.hidden is not None and window.gap_label:  # the keys left out, summed (as the board's gap column)
+        weights.insert(1, f"{window.gap_label} (keys {window.hidden_span} summed)", frame_.hidden.numpy())
     weights.insert(0, "query", [f"{p + 1} {frame_.tokens[p]}" for p in window.rows])
     cache = pd.DataFrame({"key": keys, "value V": [float(v) for v in view.values]})
     stale = set(view.stale)
