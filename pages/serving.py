@@ -29,7 +29,8 @@ from viz.figures import flash as flash_figs, serving as figs
 from viz.figures.base import Stat
 from viz.ui import state
 from viz.ui.common import (LESSON_SHARE, SIDE_SHARE, beside_in_presenter_mode, defined_caption, md_escape,
-                           narration_beside, page_lead, plot, stepper)
+                           narration_beside, page_lead, plot, stepper,
+                           terms_caption)
 from viz.ui.widgets import stats, table
 
 state.require_frame()
@@ -184,13 +185,17 @@ def step_through(view: Stepped, wide: float = 1.0, steps=None, below=None) -> No
     with steps if steps is not None else nullcontext():
         index = stepper(key, count, say.ITERATION_STEP, format_label=lambda i: view.labels[i - 1],
                         help=say.ITERATION_STEP_HELP) - 1
-    st.info(md_escape(view.narration(index)), icon=":material/record_voice_over:")
-    plot(figs.timeline_figure(run, index, view.title, legend_beside=state.presenter()), key=f"serving_timeline_{name}",
-         terms=set(), share=wide)
+    # presenter mode: the narration under the step control, beside the figures, so the timeline and the
+    # pool both fit a projector's first screen (1280 × 720) in the lesson's column
+    (steps if steps is not None else st).info(md_escape(view.narration(index)), icon=":material/record_voice_over:")
+    compact = state.presenter()
+    timeline = figs.timeline_figure(run, index, view.title, legend_beside=compact)
+    plot(timeline, key=f"serving_timeline_{name}", share=wide)
     if view.reserved:
-        plot(figs.reservation_figure(run, index), key=f"serving_memory_{name}", share=wide)
+        plot(figs.reservation_figure(run, index, compact=compact), key=f"serving_memory_{name}", share=wide)
     else:
-        plot(figs.pool_figure(run, index), key=f"serving_memory_{name}", share=wide)
+        plot(figs.pool_figure(run, index, compact=compact), key=f"serving_memory_{name}", share=wide)
+    terms_caption(timeline, set())  # under both figures: the lesson whole first
     with below if below is not None else nullcontext():
         table(figs.iteration_table(run, index), say.ITERATION_TABLE, key=f"serving_iteration_table_{name}")
 

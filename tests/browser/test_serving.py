@@ -171,3 +171,42 @@ def test_every_section_opens_with_its_step_control_and_figure_whole(app, screen)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         name = section.lower().replace(" ", "-")
         app.page.screenshot(path=str(SCREENSHOTS / f"serving-{name}-{size['width']}x{size['height']}.png"))
+
+
+# the smallest type (px) of any text drawn in an element: its own and its figure's
+SMALLEST_TYPE_JS = """e => Math.min(...[e, ...e.querySelectorAll('*')]
+    .filter(x => x.textContent.trim() && !x.children.length && x.getClientRects().length)
+    .map(x => parseFloat(getComputedStyle(x).fontSize)))"""
+TO_TOP_JS = "() => { for (const e of document.querySelectorAll('*')) if (e.scrollTop) e.scrollTop = 0; }"
+
+
+def test_presenter_mode_shows_the_whole_stepped_lesson_at_1280(app):
+    """Presenter mode at 1280 × 720, each stepped section (continuous batching and, flipped, static; chunked
+    prefill; prefix caching) at its first and its busiest step: the step control, the narration, the
+    timeline and the memory figure under it (the pool, or static batching's reservation) lie whole in the
+    first screen, their text at least 16 px (a teacher's review: the pool ran to 940-967 px, under a
+    "Terms" fold and the narration above the timeline)."""
+    app.page.set_viewport_size(PROJECTOR)
+    app.open("/serving", present=1)
+    shown = (("Continuous batching", None, "continuous"), ("Continuous batching", "static", "static"),
+             ("Chunked prefill", None, "chunked"), ("Prefix caching", None, "prefix"))
+    for section, policy, name in shown:
+        if section != "Continuous batching":  # the section the page opens on: a click reruns nothing
+            show(app, section)
+        if policy:
+            show(app, policy)
+        for moment in ("first", "busiest"):
+            if moment == "busiest":  # iteration 5: the burst's whole batch in the pool, its longest narration
+                for _ in range(4):
+                    with app.rerun():
+                        app.main.locator(f".st-key-serving_step_{name}_forward button").first.click()
+            app.page.evaluate(TO_TOP_JS)
+            parts = {"step control": app.main.locator(f".st-key-serving_step_{name}_forward button").first,
+                     "narration": narration(app), "timeline": app.main.locator(f".st-key-serving_timeline_{name}"),
+                     "memory": app.main.locator(f".st-key-serving_memory_{name}")}
+            for part, drawn in parts.items():
+                expect(drawn).to_be_visible()
+                box = drawn.bounding_box()
+                assert box["y"] >= 0 and box["y"] + box["height"] <= PROJECTOR["height"], (section, policy, moment, part, box)
+                assert drawn.evaluate(SMALLEST_TYPE_JS) >= 16, (section, policy, moment, part)
+    app.assert_no_exception()

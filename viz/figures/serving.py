@@ -149,10 +149,16 @@ def timelines_figure(runs: Sequence[tuple[str, ServingRun]], title: str, *, lege
     return figure(data, layout)
 
 
-def pool_figure(run: ServingRun, index: int) -> go.Figure:
+# presenter mode's pool and reservation under the stepped timeline (1280 × 720): rows of this many px, the
+# title kept to one line, so stepper, timeline and memory fit a projector's first screen
+COMPACT_ROW_PX = 36
+
+
+def pool_figure(run: ServingRun, index: int, *, compact: bool = False) -> go.Figure:
     """The block pool after one iteration: each block coloured by the request holding it (its name
     written inside), the shared colour and its count when several hold it, the cached colour when it
-    only holds cached tokens, the free colour when free; the blocks handed out now outlined as new."""
+    only holds cached tokens, the free colour when free; the blocks handed out now outlined as new.
+    ``compact`` (presenter mode, under the timeline): rows of :data:`COMPACT_ROW_PX`."""
     it = run.iterations[index]
     names = [r.name for r in run.workload.requests]
     size = run.config.block_size
@@ -192,7 +198,8 @@ def pool_figure(run: ServingRun, index: int) -> go.Figure:
     shapes = [outline("new", b % BLOCKS_PER_ROW - 0.5, b % BLOCKS_PER_ROW + 0.5, b // BLOCKS_PER_ROW - 0.5,
                       b // BLOCKS_PER_ROW + 0.5, 3) for b in it.allocated]
     used = it.reserved_slots // size
-    layout = plain_layout(f"The pool after iteration {index + 1}: {used} of {n} blocks of {size} in use", 110 + 44 * rows,
+    layout = plain_layout(f"Pool after iteration {index + 1}: {used} of {n} blocks of {size} in use",
+                          56 + COMPACT_ROW_PX * rows if compact else 110 + 44 * rows,
                           shapes=shapes,
                           xaxis=dict(visible=False), yaxis=dict(visible=False, autorange="reversed"))
     return figure(data, layout)
@@ -209,8 +216,9 @@ def _pool_meanings(run: ServingRun) -> list[tuple[str, str]]:
     return [looks[name] for name, shown in drawn.items() if shown]
 
 
-def reservation_figure(run: ServingRun, index: int) -> go.Figure:
-    """Static batching's memory after one iteration: slots each request reserved and how many it filled."""
+def reservation_figure(run: ServingRun, index: int, *, compact: bool = False) -> go.Figure:
+    """Static batching's memory after one iteration: slots each request reserved and how many it filled
+    (``compact``: presenter mode, under the timeline: a title of one line, the legend beside the bars)."""
     it = run.iterations[index]
     names = [safe(r.name) for r in run.workload.requests]
     live = [i for i, s in enumerate(it.states) if s.phase in ("prefill", "decode", "idle")]
@@ -219,9 +227,16 @@ def reservation_figure(run: ServingRun, index: int) -> go.Figure:
     data = [go.Bar(y=[names[i] for i in live], x=filled, orientation="h", name="filled", marker_color=BLUE),
             go.Bar(y=[names[i] for i in live], x=[r - f for r, f in zip(reserved, filled)], orientation="h",
                    name=MEANINGS["reserved"].label, marker_color=MEANINGS["reserved"].color)]
-    layout = plain_layout(f"Static batching reserves prompt + every new token up front: {it.reserved_slots} of "
-                          f"{run.config.slots} slots reserved, {it.filled_slots} filled", 140 + 30 * max(1, len(live)),
-                          barmode="stack", xaxis=dict(title="token slots", range=[0, max(run.config.slots / 2, 1)]))
+    counts = f"{it.reserved_slots} of {run.config.slots} slots, {it.filled_slots} filled"
+    axes = dict(barmode="stack", xaxis=dict(title="token slots", range=[0, max(run.config.slots / 2, 1)]))
+    if not compact:
+        return figure(data, plain_layout(f"Static batching reserves prompt + every new token up front: {it.reserved_slots} of "
+                                         f"{run.config.slots} slots reserved, {it.filled_slots} filled",
+                                         140 + 30 * max(1, len(live)), **axes))
+    # one title line, the legend beside the bars, the axis's numbers and title in the bottom margin
+    layout = plain_layout(f"Reserved up front: {counts}", 96 + 24 * max(1, len(live)), **axes)
+    layout["legend"] = dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top")
+    layout["margin"]["b"] = 60
     return figure(data, layout)
 
 
