@@ -189,7 +189,7 @@ def step_through(view: Stepped, wide: float = 1.0, steps=None, below=None) -> No
     # pool both fit a projector's first screen (1280 × 720) in the lesson's column
     (steps if steps is not None else st).info(md_escape(view.narration(index)), icon=":material/record_voice_over:")
     compact = state.presenter()
-    timeline = figs.timeline_figure(run, index, view.title, legend_beside=compact)
+    timeline = figs.timeline_figure(run, index, view.title, legend_beside=compact, span=view.span)
     plot(timeline, key=f"serving_timeline_{name}", share=wide)
     if view.reserved:
         plot(figs.reservation_figure(run, index, compact=compact), key=f"serving_memory_{name}", share=wide)
@@ -265,7 +265,8 @@ if section == "Continuous batching":
         policy = slots[1].segmented_control("Step through", ["continuous", "static"], default="continuous",
                                             key=POLICY, required=True)
         step_through(view.shown(policy), wide, steps, below)
-    plot(figs.timeline_figure(view.other(policy).run), key="serving_other_timeline")
+    other = view.other(policy)  # on the stepped run's time axis
+    plot(figs.timeline_figure(other.run, span=other.span), key="serving_other_timeline")
     plot(figs.metrics_figure([("continuous", continuous), ("static", static)]), key="serving_metrics")
     plot(figs.utilisation_figure([("continuous", continuous), ("static", static)]), key="serving_use")
     table(figs.requests_table(continuous), say.REQUESTS_TABLE, key="serving_requests_table")

@@ -43,6 +43,27 @@ def test_the_batching_view_holds_the_stats_deltas_helps_and_stepper_labels():
     assert view.shown("static") is view.static and view.other("static") is view.continuous
     assert view.text == view.comparison.text and view.text.startswith("Continuous batching finishes the workload in 30")
     assert view.preemption_note == PREEMPTION_NOTE
+    assert view.continuous.span == view.static.span == 45  # one time axis: the longer run's end
+
+
+def test_continuous_and_static_timelines_share_one_time_axis():
+    """Switching "Step through" between the policies keeps the time axis: both timelines (stepped and
+    drawn whole below) run to the longer run's last tick, so their bars compare (static's ran 0-250,
+    continuous's 0-200 before)."""
+    from viz.figures.serving import timeline_figure
+
+    from viz.core.serving.workload import serving_refusal
+
+    scenario = load_preset("seed")
+    scenario = scenario.cache_safe() if serving_refusal(scenario) else scenario
+    workload = workload_preset(scenario, "a burst")
+    runs = [serve(scenario, workload, ServingConfig(num_blocks=32, policy=policy)) for policy in ("continuous", "static")]
+    view = batching_view(*runs, format_bytes)
+    ends = [run.iterations[-1].end for run in runs]
+    assert ends[0] != ends[1] and view.continuous.span == view.static.span == max(ends)
+    ranges = {tuple(timeline_figure(stepped.run, 0, span=stepped.span).layout.xaxis.range)
+              for stepped in (view.continuous, view.static)}
+    assert len(ranges) == 1 and ranges.pop()[1] >= max(ends)
 
 
 def test_the_chunking_view_follows_the_longest_prompt():

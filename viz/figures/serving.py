@@ -86,12 +86,13 @@ def _requests_axis(names: list[str], **extra) -> dict:
 
 
 def timeline_figure(run: ServingRun, current: int | None = None, title: str | None = None, *,
-                    legend_beside: bool = False, large_type: bool = False) -> go.Figure:
+                    legend_beside: bool = False, large_type: bool = False, span: int | None = None) -> go.Figure:
     """One row per request, one bar per iteration coloured by what it did, a dot per token produced.
     ``legend_beside`` (presenter mode): the legend in a column right of the plot instead of rows under
     it, so a projector's first screen holds the narration above the whole figure. ``large_type``
     (presenter mode, legend under the plot): rows and legend lines measured at presenter type, so a
-    legend that wraps in a narrow column cannot squeeze the rows together."""
+    legend that wraps in a narrow column cannot squeeze the rows together. ``span``: the time axis runs
+    to that tick (a run compared with a longer one: their bars the same length per tick)."""
     names = [safe(r.name) for r in run.workload.requests]
     data = _timeline_traces(run, names)
     shapes = []
@@ -108,7 +109,8 @@ def timeline_figure(run: ServingRun, current: int | None = None, title: str | No
     # short enough for a phone's width on one line (Plotly titles do not wrap)
     layout = plain_layout(title or f"{run.config.policy.capitalize()} batching by iteration (time in ticks)",
                           72 + plot_px, top=42, barmode="overlay", shapes=shapes,
-                          xaxis=dict(rangemode="tozero"), yaxis=_requests_axis(names))
+                          xaxis=dict(rangemode="tozero") if span is None else dict(range=[0, span * 1.02]),
+                          yaxis=_requests_axis(names))
     layout["legend"] = _legend(legend_beside, len(data))
     return figure(data, layout)
 

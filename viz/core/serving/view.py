@@ -11,7 +11,7 @@ stepped run's narration is a method: only the step shown is narrated. Byte count
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import words
@@ -33,6 +33,7 @@ class Stepped:
     labels: tuple[str, ...]  # each iteration's name, for the stepper (iteration 1 first)
     reserved: bool  # static batching: its memory is a reservation, not a pool
     title: str | None = None  # the timeline's title (None: the policy's, "Continuous batching by iteration …")
+    span: int | None = None  # the time axis's end (ticks) when compared with another run: the longer one's
 
     def narration(self, index: int) -> str:
         """What iteration ``index`` (0-based) did."""
@@ -71,8 +72,10 @@ class BatchingView:
 
 def batching_view(continuous: ServingRun, static: ServingRun, size: Size) -> BatchingView:
     c = compare_policies(continuous, static)
+    span = max(run.iterations[-1].end for run in (continuous, static))  # one time axis for both timelines
     return BatchingView(
-        continuous=stepped(continuous, "continuous"), static=stepped(static, "static"), comparison=c,
+        continuous=replace(stepped(continuous, "continuous"), span=span),
+        static=replace(stepped(static, "static"), span=span), comparison=c,
         throughput=f"{continuous.throughput:.3g}", throughput_delta=f"{c.throughput_delta:+.3g}",
         ttft=f"{continuous.mean('ttft'):.3g}", ttft_delta=f"{c.ttft_delta:+.3g}",
         helps=(words.static_help("Ticks to finish every request.", static.makespan),
