@@ -73,6 +73,12 @@ def ask(index: int, question: Question) -> bool:
 MATERIAL_SHARE = 0.5  # a step's material: half the main column, the question in the other half (:func:`step`)
 
 
+def projecting() -> bool:
+    """Whether this screen is a projector's: presenter mode outside a class, a class's teacher's."""
+    here = classroom.seat()
+    return here.teacher if here is not None else state.presenter()
+
+
 def material_and_question(widths: tuple[int, int]) -> tuple:
     """A step's two columns, ``widths`` for the material's and the question's: the question first, as a
     phone stacks them (the question, then the step's text and table: in a class the vote the student
@@ -80,26 +86,35 @@ def material_and_question(widths: tuple[int, int]) -> tuple:
     visitor's question); a projector's (presenter mode outside a class, a class's teacher's) keeps the material first, at
     the left, the question beside it. Side by side both start at the top, so the order moves nothing
     down at a desk."""
-    here = classroom.seat()
-    if here.teacher if here is not None else state.presenter():
+    if projecting():
         material, question = st.columns(widths, gap="medium")
         return material, question
     question, material = st.columns(widths[::-1], gap="medium")
     return material, question
 
 
-def step(intro: Callable[[], None], index: int, answer: Callable[[float], None]) -> None:
-    """A step with question ``index``: its material (``intro``) with the question beside it, and once revealed
-    ``answer`` (drawn for :data:`MATERIAL_SHARE` of the main column) at the top of the material's column,
-    so the figure with the answer is in view beside the marked option, on a projector and at a desk
-    alike (at 1440 × 900 under the question it started at 809 px); a phone stacks the columns
-    (:func:`material_and_question`): the question, then the answer, near the step control."""
+def step(intro: Callable[[], None], index: int, answer: Callable[[float], None],
+         more: Callable[[], None] | None = None) -> None:
+    """A step with question ``index``: its material (``intro``) with the question beside it. Once revealed,
+    ``answer`` draws the one figure (or table, or line) that holds the answer, alone at the top of the
+    material's column (for :data:`MATERIAL_SHARE` of the main column), so it is whole in view beside the
+    marked option on a projector and at a desk alike (at 1440 × 900 under the question it started at
+    809 px; step 3's contexts, drawn under two other things, at 927 px of 720). On a projector ``more``
+    (what else the answer shows) goes under the question, where a 1920 × 1080 projector had an empty half
+    column, so it pushes neither the answer nor the step's text down; elsewhere it follows the answer, as
+    a phone stacks the columns (:func:`material_and_question`): the question, then the answer, near the
+    step control."""
+    beside = projecting() and more is not None
     material, asked = material_and_question((1, 1))
     with asked:
         revealed = ask(index, view.questions[index])
+        if revealed and beside:
+            more()
     with material:
         if revealed:
             answer(MATERIAL_SHARE)
+            if more is not None and not beside:
+                more()
         intro()
 
 
@@ -126,14 +141,14 @@ def step_contexts(asked: int) -> None:
         defined_markdown(words.CONTEXTS_INTRO)
         table(toy.positions_table(prefill), toy.POSITIONS_LABEL, key="tour_positions")
 
-    def answer(share: float) -> None:
-        plot(toy.small_multiples(prefill), key="tour_multiples", share=share)
+    def more() -> None:
+        plot(toy.small_multiples(prefill), key="tour_multiples", share=MATERIAL_SHARE)
         defined_markdown(words.LAST_POSITION)
         for row in view.last_position:
             st.markdown(f"- {md_escape(row.text)}")
-        plot(toy.contexts_figure(prefill), key="tour_contexts", share=share)
 
-    step(intro, asked, answer)
+    # the contexts hold the answer (the 'even' head's at 'so'); every head's weights and choice explain it
+    step(intro, asked, lambda share: plot(toy.contexts_figure(prefill), key="tour_contexts", share=share), more)
 
 
 def step_nothing(asked: int) -> None:
@@ -178,22 +193,25 @@ def step_cache(_: None) -> None:
 
 
 def step_bug(asked: int) -> None:
-    def answer(share: float) -> None:
-        table(toy.comparison_table(view.cache_check), toy.COMPARISON_LABEL, key="tour_compare")
-        defined_markdown(words.BUG_FIX)
-
-    step(lambda: defined_markdown(words.BUG_INTRO), asked, answer)
+    step(lambda: defined_markdown(words.BUG_INTRO), asked,
+         lambda share: table(toy.comparison_table(view.cache_check), toy.COMPARISON_LABEL, key="tour_compare"),
+         lambda: defined_markdown(words.BUG_FIX))
 
 
 def step_pool(asked: int) -> None:
+    """Once revealed, the epilogue's note moves under the pool figure (on a projector under the question:
+    above the step's text, under the pool figure, it pushed that text to 628 px of a 720 px projector)."""
+    revealed = asked in state.tour_choices()
+
     def intro() -> None:
-        st.caption(words.EPILOGUE_NOTE)
+        if not revealed:
+            st.caption(words.EPILOGUE_NOTE)
         defined_markdown(words.POOL_INTRO)
 
     def answer(share: float) -> None:
         plot(serving.pool_figure(view.continuous, view.shared_iteration), key="tour_pool", share=share)
 
-    step(intro, asked, answer)
+    step(intro, asked, answer, lambda: st.caption(words.EPILOGUE_NOTE))
 
 
 def step_batching(asked: int) -> None:

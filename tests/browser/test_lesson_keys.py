@@ -47,6 +47,13 @@ def inside(app, name: str, locator) -> dict:
     return box
 
 
+def beside_or_under(figure: dict, option: dict) -> bool:
+    """Whether a box lies beside another (in another column: no x in common) or under it (in its column,
+    starting below it)."""
+    columns = figure["x"] < option["x"] + option["width"] and option["x"] < figure["x"] + figure["width"]
+    return not columns or figure["y"] >= option["y"] + option["height"]
+
+
 def test_the_keys_step_decode_once_each_and_never_change_the_head(app):
     """Decode in presenter mode at 1280 × 720: after a click on head 'last', →, PageDown and Space
     each go one step forward, PageUp and ← one back, and 'last' stays chosen (and focused)."""
@@ -121,9 +128,10 @@ def test_the_keys_step_the_tour_and_never_change_the_answer(app):
     app.assert_no_exception()
 
 
-# What each tour step shows: with a question, the element its revealed answer is drawn in; asking
-# nothing (steps 1 and 7), the elements it shows, all of which must lie whole in a projector's first screen
-SHOWN = {1: (".st-key-tour_tokens", ".st-key-tour_heads"), 2: ".st-key-tour_mask", 3: ".st-key-tour_multiples",
+# What each tour step shows: with a question, the element that holds its revealed answer (step 3's the
+# contexts, where the 'even' head's 12.5 is read); asking nothing (steps 1 and 7), the elements it shows,
+# all of which must lie whole in a projector's first screen
+SHOWN = {1: (".st-key-tour_tokens", ".st-key-tour_heads"), 2: ".st-key-tour_mask", 3: ".st-key-tour_contexts",
          4: ".st-key-tour_nothing", 5: ".st-key-tour_prediction", 6: "[data-testid=stAlertContentInfo]",
          7: (".st-key-tour_cache", ".st-key-tour_work"), 8: ".st-key-tour_compare", 9: ".st-key-tour_pool",
          10: ".st-key-tour_batching"}
@@ -160,13 +168,11 @@ def test_every_tour_step_fits_a_projector(app, step, screen):
         REVIEW.mkdir(parents=True, exist_ok=True)
         app.page.screenshot(path=str(REVIEW / "tour-1280x720.png"))
     app.click_button("Reveal")
-    top = app.main.locator(SHOWN[step]).first
-    expect(top).to_be_visible()
-    figure = top.bounding_box()
-    assert 0 <= figure["y"] < screen["height"] - 100, f"the answer starts at y = {figure['y']}"
     marked = box.locator("strong", has_text=RIGHT_MARK)
     expect(marked).to_have_count(1)
-    inside(app, "the marked option", marked)
+    option = inside(app, "the marked option", marked)
+    figure = inside(app, f"step {step}'s answer", app.main.locator(SHOWN[step]).first)
+    assert beside_or_under(figure, option), f"step {step}'s answer at {figure}, the marked option at {option}"
     assert float(marked.evaluate("e => getComputedStyle(e).fontWeight")) >= 600
     app.assert_no_exception()
     if step == 3 and screen == PROJECTOR:
@@ -197,8 +203,7 @@ def test_the_vote_screen_at_1920x1080(app):
     REVIEW.mkdir(parents=True, exist_ok=True)
     app.page.screenshot(path=str(REVIEW / "tour-1920x1080.png"))
     app.click_button("Reveal")
-    figure = app.main.locator(".st-key-tour_multiples").bounding_box()
-    assert 0 <= figure["y"] < 1080 - 100, figure
+    inside(app, "the contexts", app.main.locator(".st-key-tour_contexts"))
     app.page.screenshot(path=str(REVIEW / "tour-revealed-1920x1080.png"))
     app.assert_no_exception()
 
@@ -286,8 +291,8 @@ def test_the_class_vote_fits_a_projector_with_its_live_count(new_app, tmp_path):
             review_shot(teacher, f"class-vote-{size['width']}x{size['height']}")
         teacher.page.set_viewport_size(PROJECTOR)
         teacher.click_button("Reveal")
-        expect(teacher.main.locator(".st-key-tour_multiples .js-plotly-plot")).to_be_visible()
-        assert 0 <= teacher.main.locator(".st-key-tour_multiples").bounding_box()["y"] < PROJECTOR["height"] - 100
+        expect(teacher.main.locator(".st-key-tour_contexts .js-plotly-plot")).to_be_visible()
+        inside(teacher, "the contexts", teacher.main.locator(".st-key-tour_contexts"))
         inside(teacher, "the marked option", box.locator("strong", has_text=RIGHT_MARK))
         for count in ("A. 5: 1 vote", "C. 12.5: 1 vote"):  # the class's final count stays, under the answer
             expect(box.get_by_test_id("stProgress").filter(has_text=count)).to_have_count(1)

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from viz import load_preset
 from viz.core.engine.share import View, encode_view
 from viz.core.lessons.leads import DEVELOPERS
-from viz.core.lessons.tour import RIGHT_MARK
+from viz.core.lessons.tour import POOL_INTRO, RIGHT_MARK
 from viz.ui.common import PRESENTER_TEXT_PX
 
 from .test_lesson_screen import assert_inside
@@ -115,14 +115,14 @@ def test_real_models_head_figure_has_large_cell_text_and_fits(app, size, present
 
 
 @pytest.mark.parametrize("size", [PROJECTOR, PROJECTOR_HD])
-@pytest.mark.parametrize("tour, question", [(3, 1), (5, 3)])
-def test_the_tours_revealed_figure_has_ticks_that_do_not_collide(app, size, tour, question):
-    """After Reveal, the answer's figure (every head's weights; the logits and probabilities) has
+@pytest.mark.parametrize("tour, question, key", [(3, 1, "tour_multiples"), (5, 3, "tour_prediction")])
+def test_the_tours_revealed_figure_has_ticks_that_do_not_collide(app, size, tour, question, key):
+    """After Reveal, the answer's figures (every head's weights; the logits and probabilities) have
     level x tick labels, none overlapping another."""
     app.page.set_viewport_size(size)
     app.open("/tour", present=1, tour=tour)
     app.click_button("Reveal", app.main.locator(f".st-key-tour_question_{question}"))
-    figure = app.main.locator(".js-plotly-plot").first
+    figure = app.main.locator(f".st-key-{key} .js-plotly-plot").first
     expect(figure).to_be_visible()
     ticks = figure.evaluate(TEXT_BOXES_JS, ".xaxislayer-above text")
     assert len(ticks) >= 3, ticks
@@ -143,6 +143,19 @@ def test_a_revealed_long_question_and_its_answer_fit_the_projector(app, tour, qu
     app.click_button("Reveal", box)
     expect(box.get_by_text("Answer:")).to_be_visible()
     assert_inside(app, f"step {tour}'s revealed question", box)
+    app.assert_no_exception()
+
+
+@pytest.mark.parametrize("size", [PROJECTOR, PROJECTOR_HD])
+def test_the_pool_steps_text_stays_in_view_after_reveal(app, size):
+    """Step 9 after Reveal: the pool figure takes the top of the material's column and the step's text
+    under it is still whole in the first screen (the epilogue's note above it pushed it to 628 px of 720
+    and cut it off; the note moves under the question once revealed)."""
+    app.page.set_viewport_size(size)
+    app.open("/tour", present=1, tour=9)
+    app.click_button("Reveal", app.main.locator(".st-key-tour_question_6"))
+    assert_inside(app, "the pool figure", app.main.locator(".st-key-tour_pool"))
+    assert_inside(app, "the step's text", app.main.locator("p", has_text=POOL_INTRO.split(".")[0]))
     app.assert_no_exception()
 
 
