@@ -10,7 +10,7 @@ state.require_frame()
 view = home_view(article.link())
 
 if state.presenter():  # the projector's first line, as every page's (the title for screen readers): the cards whole in 1280 × 720
-    lesson_header(view.title, view.lead)
+    lesson_header(view.title, view.lead, name=view.name)
 else:
     st.title(view.title)
 # few elements: a first view pays for each one (the two paragraphs are one element, and each card's

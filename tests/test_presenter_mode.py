@@ -5,6 +5,7 @@ the sentence is the caption under the title and no hint shows."""
 from __future__ import annotations
 
 import html
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -46,6 +47,24 @@ def test_presenter_mode_keeps_the_sentence_and_says_how_the_sidebar_opens(page):
     assert html.escape(SENTENCES[page]) in lines[0] and html.escape(PRESENTER_HINT) in lines[0]
     assert not at.toast
     assert SENTENCES[page] not in [caption.value for caption in at.caption]  # said once
+
+
+# the name each page's first line opens with in bold: its title, but Home's (a long title) its short name
+NAMES = {page: title for page, (title, _) in TITLED.items()} | {"home": words_home.NAME}
+
+
+@pytest.mark.parametrize("page", list(TITLED))
+def test_presenter_mode_shows_the_pages_name_on_its_first_line_and_keeps_the_h1(page):
+    """The folded sidebar and the visually hidden h1 left a projector without the page's name: it opens
+    the sentence's line in bold (visible, the same line), and the title is still the screen readers' h1."""
+    at = _opened(page, presenter=True)
+    assert not at.exception
+    line = _first_lines(at)[0]
+    title, sentence = TITLED[page]
+    hidden = re.search(r'<h1 style="position: absolute; width: 1px;[^"]*">(.*?)</h1>', line)
+    assert hidden and hidden.group(1) == html.escape(title)
+    shown = re.search(r"<p [^>]*><strong[^>]*>(.*?)</strong>(.*?)</p>", line[hidden.end():])
+    assert shown and shown.group(1) == html.escape(NAMES[page]) and html.escape(sentence) in shown.group(2)
 
 
 @pytest.mark.parametrize("page", list(TITLED))

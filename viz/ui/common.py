@@ -358,22 +358,26 @@ def lazy_tabs(labels: tuple[str, ...], key: str, bodies: tuple[Callable[[], None
 
 
 # Presenter mode's first line, one element (one gap above the lesson, not two), kvlab's own: the
-# title for screen readers only (the visually-hidden pattern), the page's one sentence at caption size
-# (0.875 rem: 16 px at 1280 × 720) in full contrast, and at its right how the folded sidebar opens again
-# (instead of a toast, which covered the narration); on a narrow screen the hint wraps under it.
+# title as the page's h1 for screen readers (the visually-hidden pattern; the folded sidebar hides the
+# page's name), the page's name in bold opening the page's one sentence at caption size (0.875 rem: 16 px
+# at 1280 × 720) in full contrast, on the same line (no height of its own), and at its right how the
+# folded sidebar opens again (instead of a toast, which covered the narration); on a narrow screen the
+# hint wraps under it.
 PRESENTER_LEAD = ('<h1 style="position: absolute; width: 1px; height: 1px; margin: 0; padding: 0; '
                   'overflow: hidden; clip-path: inset(50%); white-space: nowrap">{title}</h1>'
                   '<div style="display: flex; flex-wrap: wrap; justify-content: space-between; column-gap: 1.5em">'
-                  '<p style="{line}">{sentence}</p><p style="{line}; opacity: 0.7">{hint}</p></div>')
+                  '<p style="{line}"><strong aria-hidden="true">{name}</strong><span aria-hidden="true"> · </span>'
+                  '{sentence}</p><p style="{line}; opacity: 0.7">{hint}</p></div>')
 LEAD_LINE = "margin: 0; font-size: 0.875rem; line-height: 1.3"
 
 
-def lesson_header(title: str, caption: str) -> None:
+def lesson_header(title: str, caption: str, name: str | None = None) -> None:
     """A page's title and its one sentence (plain text, the app's own); in presenter mode the title is
-    there for screen readers only and the sentence shares one line with the hint that says how the
-    folded sidebar opens again, so the lesson below fits one projector screen."""
+    the h1 for screen readers, the page's ``name`` (its title unless shorter words are given) opens the
+    sentence in bold, and the sentence shares one line with the hint that says how the folded sidebar
+    opens again, so the lesson below fits one projector screen."""
     if not state.presenter():
         header(title, caption)
         return
-    st.html(PRESENTER_LEAD.format(title=html.escape(title), sentence=html.escape(caption),
-                                  hint=html.escape(PRESENTER_HINT), line=LEAD_LINE))
+    st.html(PRESENTER_LEAD.format(title=html.escape(title), name=html.escape(name or title),
+                                  sentence=html.escape(caption), hint=html.escape(PRESENTER_HINT), line=LEAD_LINE))

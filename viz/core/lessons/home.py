@@ -13,6 +13,7 @@ class HomeView:
     line."""
 
     title: str
+    name: str  # the page's name, shorter than its title: presenter mode's first line opens with it
     lead: str  # what the page teaches, in one sentence (presenter mode's first line)
     intro: str
     tour: str
@@ -23,5 +24,5 @@ class HomeView:
 
 def home_view(article_link: str) -> HomeView:
     """The Home page for the article at ``article_link`` (a Markdown link, the app's own text)."""
-    return HomeView(title=words.TITLE, lead=words.LEAD, intro=words.INTRO.format(article=article_link), tour=words.TOUR,
-                    present=words.PRESENT, explore=words.EXPLORE, pages=words.PAGES)
+    return HomeView(title=words.TITLE, name=words.NAME, lead=words.LEAD, intro=words.INTRO.format(article=article_link),
+                    tour=words.TOUR, present=words.PRESENT, explore=words.EXPLORE, pages=words.PAGES)

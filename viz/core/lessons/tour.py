@@ -185,15 +185,15 @@ def tour_score(questions: list[Question], choices: dict[int, str | None]) -> Sco
 
 # -- the tour's words: every sentence the page shows around its figures, tables and questions -------
 TOUR_TITLE = "Guided tour"
-# presenter mode's first line says what the teacher does on the step shown: on a step with a question the
-# vote; on a step without one what to show the class there (the vote's line, on every step, told a teacher
-# to press a Reveal the step does not have)
-PRESENTER_LEAD = "Guided tour · read the question aloud, let the class vote by letter, then press Reveal."
+# presenter mode's first line (after the tour's name in bold: viz.ui.common.lesson_header) says what the
+# teacher does on the step shown: on a step with a question the vote; on a step without one what to show
+# the class there (the vote's line, on every step, told a teacher to press a Reveal the step does not have)
+PRESENTER_LEAD = "Read the question aloud, let the class vote by letter, then press Reveal."
 NO_VOTE_LEADS = {  # step index (0-based) -> the teacher's task on that step, which asks nothing
-    0: "Guided tour · no vote here: go through the values and the four heads' rules, then press →.",
-    6: "Guided tour · no vote here: show the new token's outlined column, then the work charts; press →.",
+    0: "No vote here: go through the values and the four heads' rules, then press →.",
+    6: "No vote here: show the new token's outlined column, then the work charts; press →.",
 }
-LEAD_CHARS = 100  # a lead shares presenter mode's first line with the sidebar's hint at 1280 px
+LEAD_CHARS = 86  # after "Guided tour · ", a lead shares presenter mode's first line with the sidebar's hint at 1280 px
 STEP_TITLES = (
     "The prompt, its values and four heads",
     "Prefill and the causal mask",

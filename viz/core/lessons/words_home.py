@@ -6,8 +6,9 @@ Data only (no torch). Fixed text, no visitor text: the page shows it as Markdown
 from __future__ import annotations
 
 TITLE = "kvlab: from prompt to prediction"
-# the one sentence of what the page teaches: presenter mode's first line (the title is there only for screen
-# readers), one line beside the sidebar's hint at 1280 px
+NAME = "kvlab"  # presenter mode's first line opens with it in bold (the title is the screen readers' h1)
+# the one sentence of what the page teaches: presenter mode's first line (after NAME), one line beside
+# the sidebar's hint at 1280 px
 LEAD = ("How a language model reads a prompt in one pass, adds one word at a time, and why the KV cache "
         "makes that cheap.")
 
