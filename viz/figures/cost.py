@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 from ..core.engine.cost import DECODE_MODES, CostMeasurement, DecodePoint
 from ..core.timing import Timing, format_seconds
 from .base import titled
-from .meanings import way
+from .meanings import way, way_style
 
 # one colour and dash per way of running, the same in both figures and every other chart that draws it
 # (viz.figures.meanings.WAYS): no look means two things on the page
@@ -60,7 +60,7 @@ def _time_trace(name: str, n: list[int], timings: list[Timing], legend: bool) ->
     medians = [t.median_s for t in timings]
     return go.Scatter(
         x=n, y=medians, mode="lines+markers", name=NAMES[name], legendgroup=name, showlegend=legend,
-        line=dict(color=COLORS[name], dash=DASHES[name]),
+        **way_style(name),
         error_y=dict(type="data", symmetric=False, array=[t.max_s - t.median_s for t in timings],
                      arrayminus=[t.median_s - t.min_s for t in timings], thickness=1, width=3,
                      color=_faded(COLORS[name])),
@@ -71,7 +71,7 @@ def _time_trace(name: str, n: list[int], timings: list[Timing], legend: bool) ->
 
 def _work_trace(name: str, n: list[int], work: list[int], legend: bool) -> go.Scatter:
     return go.Scatter(x=n, y=work, mode="lines+markers", name=NAMES[name], legendgroup=name,
-                      showlegend=legend, line=dict(color=COLORS[name], dash=DASHES[name]),
+                      showlegend=legend, **way_style(name),
                       hovertemplate=f"{NAMES[name]}<br>n = %{{x}}<br>%{{y:,}} multiply-adds<extra></extra>")
 
 

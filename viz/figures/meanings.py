@@ -145,6 +145,33 @@ def way(name: str) -> tuple[str, str]:
     return series(WAYS.index(name))
 
 
+# each way's marker, open where it can surround another's: two ways whose points coincide still show both
+WAY_SYMBOLS = ("circle", "square-open", "diamond-open", "x-thin-open", "triangle-up-open", "cross-thin-open")
+COVERED_WIDTH, LINE_WIDTH = 6, 2  # px: a line another lies on is drawn wide, so it shows on both sides
+
+
+def way_style(name: str, covered: bool = False) -> dict:
+    """A Plotly Scatter's ``line`` and ``marker`` for the way of running ``name``: its colour and dash
+    (:func:`way`) and its own marker; ``covered`` (another way's line is drawn exactly on this one) makes
+    its line wide and its marker large, so both series show where they coincide."""
+    color, dash = way(name)
+    return dict(line=dict(color=color, dash=dash, width=COVERED_WIDTH if covered else LINE_WIDTH),
+                marker=dict(symbol=WAY_SYMBOLS[WAYS.index(name) % len(WAY_SYMBOLS)], color=color,
+                            size=14 if covered else 8, line=dict(width=2, color=color)))
+
+
+def coinciding(series_y: dict[str, Sequence[float]]) -> dict[str, str]:
+    """For each series (in drawing order) whose every point is an earlier one's, the first such earlier
+    series: it is drawn over that one, which must show through (:func:`way_style`, ``covered``)."""
+    over: dict[str, str] = {}
+    names = list(series_y)
+    for i, name in enumerate(names):
+        under = next((other for other in names[:i] if list(series_y[other]) == list(series_y[name])), None)
+        if under is not None:
+            over[name] = under
+    return over
+
+
 # a CSS gradient's angle points across its stripes: 135deg draws stripes that rise to the right, as "/"
 _CSS_ANGLES = {"/": "135deg", "\\": "45deg", "x": "45deg"}
 

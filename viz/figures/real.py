@@ -18,7 +18,7 @@ from ..core.real.model import CacheComparison, CacheSnapshot, Prompt
 from ..core.real.rules_match import RuleMatches
 from .base import (MEANINGS, figure, frame, grid, heatmap, heatmap_trace, labels, legend_marker, outline, safe,
                    series)
-from .meanings import OWNERS
+from .meanings import OWNERS, way_style
 
 WHITE = "white"
 
@@ -207,10 +207,10 @@ def cache_growth_figure(growth: Sequence[tuple[int, int, int]]) -> go.Figure:
 def speed_figure(comparison: CacheComparison) -> go.Figure:
     """Tokens per second of each decode step against the sequence length, both ways."""
     lines = [go.Scatter(x=comparison.seq_lens, y=[1 / s for s in seconds], mode="lines+markers", name=name,
-                        line_color=color, marker_size=4,
+                        **way_style(mode),
                         hovertemplate=f"{name}<br>length %{{x}}<br>%{{y:,.0f}} tokens/s<extra></extra>")
-             for name, seconds, color in (("with the KV cache", comparison.cached_seconds, series(0)[0]),
-                                          ("without a cache", comparison.uncached_seconds, series(1)[0]))]
+             for name, seconds, mode in (("with the KV cache", comparison.cached_seconds, "kv"),
+                                         ("without a cache", comparison.uncached_seconds, "recompute"))]
     return figure(lines, frame("Measured speed of each decode step", 360, background=WHITE,
                                xaxis=dict(title_text="sequence length when the token is produced"),
                                yaxis=dict(title_text="tokens per second (one step)", rangemode="tozero"),

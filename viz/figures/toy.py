@@ -17,10 +17,11 @@ import torch
 from ..core.engine.model import Trace
 from ..core.engine.explain import CacheCheck, fmt
 from ..core.lessons.lesson import Window
+from ..core.lessons.words_work import same_as, work_panels
 from ..core.rules.language import compile_rule
 from .base import (BLUE, GOLD, MASKED, MEANINGS, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
                    legend_marker, masked_unsaid, matrix_axes, outline, safe)
-from .meanings import scale_markers, way
+from .meanings import coinciding, scale_markers, way, way_style
 from .lesson import CONTEXTS_TITLE
 
 __all__ = ["BLUE", "GOLD", "MASKED", "RED", "MODE_COLORS", "MODE_NAMES", "STAGES", "safe", "labels",
@@ -302,18 +303,24 @@ def work_figure(traces: dict[str, Trace], cumulative: bool = False, height: int 
     """Scores and keys encoded per decode step (or summed) against sequence length, per mode; ``height``
     as built and ``title`` (plain text) for the tour's, beside its cache figure: lower, its title one line,
     so the pair fits a projector's first screen."""
-    layout, refs = grid(1, 2, ("Query-key scores", "Keys encoded (per head)"), hspace=0.1)
+    heads = len(next(iter(traces.values())).scenario.head_names) if traces else 0
+    layout, refs = grid(1, 2, work_panels(heads), hspace=0.1)
     data = []
-    for mode, trace in traces.items():
-        steps = trace.steps[1:]
-        x = np.array([s.seq_len for s in steps])
-        for (xref, yref), field in zip(refs, ("scores", "keys_encoded")):
-            y = np.array([getattr(s.counts, field) for s in steps])
+    for (xref, yref), field in zip(refs, ("scores", "keys_encoded")):
+        x, y = {}, {}
+        for mode, trace in traces.items():
+            steps = trace.steps[1:]
+            x[mode] = np.array([s.seq_len for s in steps])
+            counts = np.array([getattr(s.counts, field) for s in steps])
+            y[mode] = np.cumsum(counts) if cumulative else counts
+        over = coinciding({mode: (*x[mode], *y[mode]) for mode in traces})  # exactly on an earlier line
+        for mode in traces:
+            note = f"<br>{same_as(MODE_NAMES[over[mode]])}" if mode in over else ""
             data.append(go.Scatter(
-                x=x, y=np.cumsum(y) if cumulative else y, mode="lines+markers", name=MODE_NAMES[mode],
-                line=dict(color=MODE_COLORS[mode], dash=MODE_DASHES[mode]),
+                x=x[mode], y=y[mode], mode="lines+markers", name=MODE_NAMES[mode],
+                **way_style(mode, covered=mode in over.values()),
                 legendgroup=mode, showlegend=xref == "x", xaxis=xref, yaxis=yref,
-                hovertemplate=f"{MODE_NAMES[mode]}<br>length %{{x}}<br>%{{y:,}}<extra></extra>"))
+                hovertemplate=f"{MODE_NAMES[mode]}<br>length %{{x}}<br>%{{y:,}}{note}<extra></extra>"))
     lengths = [s.seq_len for t in traces.values() for s in t.steps[1:]]
     span = max(lengths) - min(lengths) if lengths else 0
     for suffix in ("", "2"):  # whole lengths only: never "5 5 5 6 6 6"
