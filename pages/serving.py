@@ -26,11 +26,10 @@ from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BAT
                                MAX_REQUESTS, PREEMPTIONS, WORKLOADS, ServingConfig, ServingError,
                                ServingRun, Workload, check_workload, make_request, serving_refusal, workload_preset)
 from viz.figures import flash as flash_figs, serving as figs
-from viz.figures.base import Stat
+from viz.figures.base import Stat, font_sizes
 from viz.ui import state
-from viz.ui.common import (LESSON_SHARE, SIDE_SHARE, beside_in_presenter_mode, defined_caption, md_escape,
-                           narration_beside, page_lead, plot, stepper,
-                           terms_caption)
+from viz.ui.common import (LESSON_SHARE, SIDE_SHARE, beside_in_presenter_mode, column_px, defined_caption,
+                           md_escape, narration_beside, page_lead, plot, stepper, terms_caption)
 from viz.ui.widgets import stats, table
 
 state.require_frame()
@@ -396,10 +395,13 @@ else:
     with stage:  # the tiles stepped through first; the running sums, the bytes and the sweep below
         with steps if steps is not None else nullcontext():  # presenter mode: atop the controls' column
             index = stepper("serving_tile", len(run.visits), say.TILE_STEP, help=say.TILE_STEP_HELP) - 1
-        grid, note, share = narration_beside(wide)
+        # presenter mode: the narration under the step control, the grid the lesson column's whole width
+        grid, note, share = (stage, steps, wide) if steps is not None else narration_beside(wide)
         note.info(md_escape(view.narration(index, head)), icon=":material/record_voice_over:")
         with grid:
-            plot(flash_figs.flash_tiles_figure(run, index, head, names[head], plot_px=flash_figs.TILES_PX[state.presenter()]),
+            presenter = state.presenter()
+            plot(flash_figs.flash_tiles_figure(run, index, head, names[head], plot_px=flash_figs.TILES_PX[presenter],
+                                               width_px=column_px(share), text_px=font_sizes(presenter).text),
                  key="serving_tiles", share=share)
     st.markdown(say.FLASH)
     table(flash_figs.running_table(run, index, head), say.RUNNING_TABLE, key="serving_running_table")

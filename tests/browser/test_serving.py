@@ -207,6 +207,38 @@ def test_presenter_mode_shows_the_whole_stepped_lesson_at_1280(app):
             for part, drawn in parts.items():
                 expect(drawn).to_be_visible()
                 box = drawn.bounding_box()
-                assert box["y"] >= 0 and box["y"] + box["height"] <= PROJECTOR["height"], (section, policy, moment, part, box)
+                assert box["y"] >= 0 and box["y"] + box["height"] <= PROJECTOR["height"], \
+                    (section, policy, moment, part, box)
                 assert drawn.evaluate(SMALLEST_TYPE_JS) >= 16, (section, policy, moment, part)
+    app.assert_no_exception()
+
+
+# a figure's tick labels that overlap another of the same axis, and its plot area's share of its width
+TICKS_JS = """key => {
+  const fig = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  const clash = [];
+  for (const axis of ['.xtick text', '.ytick text']) {
+    const boxes = [...fig.querySelectorAll(axis)].map(t => [t.textContent, t.getBoundingClientRect()]);
+    boxes.forEach(([a, p], i) => boxes.slice(i + 1).forEach(([b, q]) => {
+      if (p.left < q.right && q.left < p.right && p.top < q.bottom && q.top < p.bottom) clash.push(`${a} / ${b}`); }));
+  }
+  const width = box => box.getBoundingClientRect().width;
+  return {clash, share: width(fig.querySelector('.nsewdrag')) / width(fig),
+          ticks: fig.querySelectorAll('.xtick text, .ytick text').length};
+}"""
+
+
+def test_flash_tiles_fill_their_column_in_presenter_mode(app):
+    """Presenter mode at 1280 × 720, FlashAttention's 32-token grid: whole in the first screen, its cells
+    take most of the column's width, its labels 16 px or more and none running into another (a teacher's
+    review: a 215-px grid in a 450-px column, turned key labels colliding)."""
+    app.page.set_viewport_size(PROJECTOR)
+    app.open("/serving", present=1)
+    show(app, "FlashAttention")
+    tiles = app.main.locator(".st-key-serving_tiles")
+    above_fold(app, tiles)
+    ticks = app.page.evaluate(TICKS_JS, "serving_tiles")
+    assert ticks["clash"] == [] and ticks["ticks"] >= 10, ticks
+    assert ticks["share"] >= 0.6, ticks
+    assert tiles.evaluate(SMALLEST_TYPE_JS) >= 16
     app.assert_no_exception()

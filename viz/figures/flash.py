@@ -8,6 +8,7 @@ Pure functions from results to plotly figures or pandas tables; tokens are HTML-
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -18,21 +19,34 @@ from ..core.engine.explain import fmt
 from ..core.serving import words as say
 from ..core.serving.flash import FlashRun, TrafficPoint
 from ..core.scale.memory import format_bytes
-from .base import INK, MASKED, figure, frame, legend_marker, outline, rect, safe, series
+from .base import INK, MASKED, PHONE_PX, figure, frame, legend_marker, outline, rect, safe, series
 from .memory import GREY
 from .serving import plain_layout
 
 # px of the stepped tile grid (rows × cells) that fit the first screen under its step control: at a desk
-# (1440 × 900), and in presenter mode's larger type (1280 × 720), where the step control stands atop the
-# controls' column beside the grid, so the grid starts under the section picker (190 px before it did)
-TILES_PX = {False: 310, True: 290}
+# (1440 × 900), and in presenter mode's larger type (1280 × 720), where the step control and the narration
+# stand atop the controls' column beside the grid, so the grid starts under the section picker and takes
+# the lesson column's whole width (beside its narration it drew 215 × 255 px of a 450-px column)
+TILES_PX = {False: 310, True: 330}
+# room beside the grid (px, at ``text_px`` type): the query labels ("22 · morning") and their axis title at
+# its left, the colour bar with its numbers and title at its right
+SIDE_EM, LABEL_GAP_EM, ROW_EM = 14, 1.2, 1.4
 
 
-def flash_tiles_figure(run: FlashRun, index: int, head: int, head_name: str, *, plot_px: int = 480) -> go.Figure:
+def label_every(cell_px: float, label_px: float) -> int:
+    """Label every k-th row or column of cells ``cell_px`` wide: the smallest k whose labels, ``label_px``
+    each, never touch (a 32-token grid in a projector's column: 6-px cells, every label would collide)."""
+    return max(1, math.ceil(label_px / max(cell_px, 1)))
+
+
+def flash_tiles_figure(run: FlashRun, index: int, head: int, head_name: str, *, plot_px: int = 480,
+                       width_px: int = PHONE_PX, text_px: int = 12) -> go.Figure:
     """The n × n scores of one head (a colour bar says which colour is which score): tiles already
     done, the current one (outlined as the focus) with its numbers, the ones still to come, and the
     ones above the diagonal that are never loaded (the masked grey); a legend names each. The grid is
-    at most ``plot_px`` high (rows of 30 px where they fit)."""
+    at most ``plot_px`` high (rows of 30 px where they fit) in a column ``width_px`` wide; keys are
+    labelled by position (level numbers), queries by position and token, each every k-th cell so
+    that ``text_px`` labels never touch."""
     n = run.n
     z = np.full((n, n), np.nan)
     text = np.full((n, n), "", dtype=object)
@@ -43,6 +57,7 @@ def flash_tiles_figure(run: FlashRun, index: int, head: int, head_name: str, *, 
         if visit.index == index and n <= 24:
             text[r0:r1, c0:c1] = [[("" if not np.isfinite(s) else f"{s:.0f}") for s in row] for row in block]
     labels = [f"{i + 1} · {safe(t)}" for i, t in enumerate(run.tokens)]
+    keys = [str(i + 1) for i in range(n)]
     shapes = []
     current = run.visits[index]
     q_tiles, k_tiles = run.tiles
@@ -58,7 +73,7 @@ def flash_tiles_figure(run: FlashRun, index: int, head: int, head_name: str, *, 
                 shapes.append(rect(c0 - 0.5, c1 - 0.5, r0 - 0.5, r1 - 0.5, INK, 1))  # a tile's edge
     shapes.append(outline("focus", current.cols[0] - 0.5, current.cols[1] - 0.5, current.rows[0] - 0.5,
                           current.rows[1] - 0.5, 4))
-    data = [go.Heatmap(z=z, x=labels, y=labels, text=text, texttemplate="%{text}", textfont=dict(size=12),
+    data = [go.Heatmap(z=z, x=keys, y=labels, text=text, texttemplate="%{text}", textfont=dict(size=12),
                        colorscale="RdBu", zmid=0, showscale=True, xgap=1, ygap=1,
                        colorbar=dict(title=dict(text="score", side="right"), thickness=12, len=0.8),
                        hovertemplate="query %{y}<br>key %{x}<br>score %{z}<extra></extra>"),
@@ -67,14 +82,17 @@ def flash_tiles_figure(run: FlashRun, index: int, head: int, head_name: str, *, 
     if index < len(run.visits) - 1:  # the white tiles, edged in ink: no meaning's colour, named all the same
         data.append(go.Scatter(x=[None], y=[None], mode="markers", name="tile still to come", hoverinfo="skip",
                                marker=dict(symbol="square", size=14, color="white", line=dict(color=INK, width=1))))
-    cell = min(30, plot_px // n)  # ticks stay 12 px: thinner rows label every k-th token
+    cell = min(30, plot_px // n)
+    column = (width_px - SIDE_EM * text_px) / n  # a column's px once the labels and colour bar have theirs
+    every_key = label_every(column, (len(str(n)) + LABEL_GAP_EM) * text_px * 0.6)
+    every_query = label_every(cell, ROW_EM * text_px)
     layout = frame(f"Head '{safe(head_name)}': tile {index + 1} of {len(run.visits)}, scores Q·Kᵀ/√d_k",
-                   170 + cell * n, top=110, background="white", shapes=shapes, showlegend=True,
+                   150 + cell * n, top=96, background="white", shapes=shapes, showlegend=True,
                    legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),
-                   xaxis=dict(type="category", side="top", tickangle=-45 if n > 8 else 0,
-                              title=dict(text="key (columns)"), tickfont=dict(size=12)),
+                   xaxis=dict(type="category", side="top", tickmode="array", tickvals=keys[::every_key],
+                              title=dict(text="key (columns)"), tickfont=dict(size=text_px)),
                    yaxis=dict(type="category", autorange="reversed", title=dict(text="query (rows)"),
-                              tickfont=dict(size=12)))
+                              tickmode="array", tickvals=labels[::every_query], tickfont=dict(size=text_px)))
     layout["margin"]["b"] = 40  # the legend under the grid
     return figure(data, layout)
 
