@@ -51,8 +51,9 @@ def test_after_one_step_the_view_holds_the_stale_head_its_sentences_and_both_tur
     assert (view.cache_info, view.agreed) == ("", "")
     assert view.narration.startswith("Step 1: 'nice' joins at position 5")
     assert view.work_plotted and view.work_caption == (
-        "At length 5: keys encoded 20 without a cache vs 4 with it (n per token, so n² in total, against 1 per "
-        "token, n in total); query-key scores 100 for a full recompute vs 20; multiply-adds 6,512 vs 1,312.")
+        "At length 5, over the 4 heads: keys encoded 20 without a cache vs 4 with it (each head encodes all 5 keys "
+        "again at every step, so n² over a generation, against the 1 new key, n in all); query-key scores 100 for a "
+        "full recompute vs 20; multiply-adds 6,512 vs 1,312.")
     assert view.repeat.startswith("Why 'nice' again?")
     assert (view.frame.step, view.after.step, view.before.step) == (1, 2, 0)
     assert view.after.caption == "Step 2 · newest query 'nice' (position 6) · next word 'nice' (p = 0.72)"
@@ -84,7 +85,7 @@ def test_a_run_cut_by_the_budget_is_said_once_and_compared_where_both_runs_reach
     assert view.before is None and view.after is None
     recomputed = decode_view(traces, {}, None, 2, "recompute", 1)
     assert not recomputed.newest_key and not recomputed.frame.cache.cached and recomputed.before.step == 1
-    assert view.work_caption.startswith("At length 6:")  # the length both runs reached: 4 + 2
+    assert view.work_caption.startswith("At length 6,")  # the length both runs reached: 4 + 2
 
 
 def test_the_runs_asked_for_are_the_shown_one_the_compared_two_and_re_encode_for_the_work_tab():

@@ -9,6 +9,7 @@ Nothing here computes: the numbers come in as the engine counted them.
 from __future__ import annotations
 
 from ..engine.model import MODE_LABELS, MODES, WorkCounts
+from .glossary import hover
 
 TITLE = "Decode"
 LEAD = ("One token at a time: its query attends to every key so far; the KV cache keeps keys and values "
@@ -23,7 +24,10 @@ MODE_PICKER = "Keys"  # the run picker's label, at its left (short: the row fits
 # each way once (MODE_LABELS opens with "no cache" or "KV cache", which the option's name already says of the kv run)
 MODE_HELP = "How each step gets every key and value so far:\n\n" + "\n\n".join(
     f"**{MODE_SHORT[m]}**: {MODE_LABELS[m].removeprefix('KV cache: ')}" for m in MODES)
-FIX_HELP = "Make every head cache-safe: each rule's n becomes q.pos"
+FIX_LABEL = "Fix: n → q.pos"
+# the Fix button's hover: what it does, and the two names its label uses in plain words (the glossary's)
+FIX_HELP = (f"Make every head cache-safe: each rule's n becomes q.pos. {hover('cache-safe')} {hover('n')} "
+            f"{hover('q.pos')}")
 SHOW_HEAD_HELP = "Show that head's attention and cache below, with the recomputed run beside it"
 
 
@@ -60,10 +64,12 @@ def before_decode(scores: int, prompt_tokens: int) -> str:
             "prompt tokens.")
 
 
-def work_compared(length: int, recompute: WorkCounts, kv: WorkCounts) -> str:
-    """One step's work without a cache and with one (``recompute``, ``kv``: the engine's WorkCounts)."""
-    return (f"At length {length}: keys encoded {recompute.keys_encoded:,} without a cache vs {kv.keys_encoded:,} "
-            "with it (n per token, so n² in total, against 1 per token, n in total); query-key scores "
+def work_compared(length: int, heads: int, recompute: WorkCounts, kv: WorkCounts) -> str:
+    """One step's work over every head without a cache and with one (``recompute``, ``kv``: the
+    engine's WorkCounts; ``heads``: how many heads they sum)."""
+    return (f"At length {length}, over the {heads} heads: keys encoded {recompute.keys_encoded:,} without a cache vs "
+            f"{kv.keys_encoded:,} with it (each head encodes all {length} keys again at every step, so n² over a "
+            "generation, against the 1 new key, n in all); query-key scores "
             f"{recompute.scores:,} for a full recompute vs {kv.scores:,}; multiply-adds "
             f"{recompute.multiply_adds:,} vs {kv.multiply_adds:,}.")
 
