@@ -76,7 +76,8 @@ def stale_lesson(kv: Trace, full: Trace, check: CacheCheck) -> StaleLesson | Non
     else:
         keys_say = (f"{len(stale)} of its keys went stale: cached when n was smaller, they still say what they said "
                     f"then; encoded again with n = {n} they say otherwise")
-    why = (f"Head '{differing.head}' reads n: {keys_say} ({fmt(differing.kv_context)} with the cache against "
+    why = (f"Head '{differing.head}' reads n, the length so far (a toy's rule: a real model's keys never change): "
+           f"{keys_say} ({fmt(differing.kv_context)} with the cache against "
            f"{fmt(differing.full_context)} recomputed).")
     return StaleLesson(check.step, head, differing.head, f"Show head '{differing.head}'", why, keys,
                        differing.kv_context, differing.full_context)
