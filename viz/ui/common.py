@@ -367,7 +367,7 @@ PRESENTER_LEAD = ('<h1 style="position: absolute; width: 1px; height: 1px; margi
                   'overflow: hidden; clip-path: inset(50%); white-space: nowrap">{title}</h1>'
                   '<div style="display: flex; flex-wrap: wrap; justify-content: space-between; column-gap: 1.5em">'
                   '<p style="{line}"><strong aria-hidden="true">{name}</strong><span aria-hidden="true"> · </span>'
-                  '{sentence}</p><p style="{line}; opacity: 0.7">{hint}</p></div>')
+                  '<span>{sentence}</span></p><p style="{line}; opacity: 0.7">{hint}</p></div>')
 LEAD_LINE = "margin: 0; font-size: 0.875rem; line-height: 1.3"
 
 
