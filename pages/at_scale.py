@@ -16,7 +16,7 @@ from viz.figures import memory as figures
 from viz.figures import roofline as roof
 from viz.figures.base import Stat
 from viz.ui import state
-from viz.ui.common import beside_in_presenter_mode, defined_caption, md_escape, page_lead, plot
+from viz.ui.common import beside_in_presenter_mode, defined_caption, defined_markdown, md_escape, page_lead, plot
 from viz.ui.runs import decode_traces
 from viz.ui.widgets import stats, table
 
@@ -149,7 +149,7 @@ with cache_tab:
         st.warning(view.beyond_context_text(md_escape), icon=":material/warning:")
     st.multiselect("Compare with", others, key=COMPARE, max_selections=5)
     with lesson:
-        st.markdown(view.model_line(md_escape))
+        defined_markdown(view.model_line(md_escape))  # its hover defines MHA, GQA, MLA
         plot(figures.memory_curve_figure(list(view.curves), tokens, view.capacity_bytes,
                                          config.max_context, view.curves[0][1].state_bytes), key="scale_curve",
              terms=set(), share=wide)

@@ -46,7 +46,7 @@ COMPARE_FOLD = "decode_compare_open"  # whether the head-by-head comparison tabl
 NUMBERS_FOLD = "decode_numbers_open"  # whether the fold of the cache's and the check's figures is open
 STEP, BACK = "decode_step", "decode_back"  # the buttons' keys: the board draws the next step at their click
 TABS = ("Cache vs recompute", "Work", "Text and table", "Replay in the browser", "Figures as tables")
-FIX = "Fix: n → q.pos"
+FIX = words.FIX_LABEL
 
 
 def go_to(step: int) -> None:

@@ -230,7 +230,8 @@ with rules_tab:  # the chosen head against its rule first; every head's score, t
         options = view.head_options()
         if st.session_state.get(REAL_MATCH_HEAD) not in options:
             st.session_state[REAL_MATCH_HEAD] = view.matches.best_head().label
-        chosen = side.selectbox("Real head", list(options), key=REAL_MATCH_HEAD, format_func=options.get)
+        chosen = side.selectbox("Real head", list(options), key=REAL_MATCH_HEAD, format_func=options.get,
+                                help=words.HEAD_PICK_HELP)
         if view.beats_chance:
             side.markdown(view.chance_line)
         else:

@@ -19,6 +19,7 @@ from viz.core.engine.explain import fmt
 from viz.core.lessons.lesson import decode_frame, prefill_frame
 from viz.figures import board
 from viz.figures.base import MASKED, MEANINGS, Stat, hatch, plain_table, short, stats_row
+from viz.figures.meanings import FOCUS_NEWEST
 from viz.figures.lesson import CONTEXTS_TITLE
 
 BOARD_JS = Path(board.__file__).resolve().parents[1] / "ui" / "board" / "board.js"
@@ -113,7 +114,7 @@ def test_attention_cells_read_as_people_write_numbers_and_masked_cells_are_empty
     assert rows[4]["cells"][0]["tip"].endswith(f"weight {fmt(5.6e-8)}")
     assert spec["outlines"] == [{"group": 0, "row": 4, "col": None, "color": FOCUS},
                                 {"group": 0, "row": 4, "col": 4, "color": NEW}]
-    assert [item["label"] for item in spec["legend"]] == ["newest query", "new key", MEANINGS["masked"].label]
+    assert [item["label"] for item in spec["legend"]] == [FOCUS_NEWEST, "new key", MEANINGS["masked"].label]
     assert spec["legend"][-1] == {"label": MEANINGS["masked"].label, "color": MASKED, "fill": True}  # the grey named
     assert spec["axes"] == {"rows": "queries", "columns": "keys"} and spec["title"].endswith(
         "rows: queries, columns: keys")

@@ -13,6 +13,7 @@ from viz.core.engine.explain import check_cache, fmt
 from viz.core.lessons.lesson import WINDOW, decode_frame, make_window, prefill_frame
 from viz.figures import lesson
 from viz.figures.base import MEANINGS, fit, title_room
+from viz.figures.meanings import FOCUS_NEWEST
 from viz.ui.common import PRESENTER_TEXT_PX
 
 
@@ -68,7 +69,7 @@ def test_heatmap_cells_use_the_text_template_and_show_near_zeros_as_0():
     assert heat.texttemplate == "%{text}" and not fig.layout.annotations
     assert heat.text[4][0] == "0" and heat.text[2][0] == ".33" and heat.text[0][1] == ""
     assert "masked" in heat.customdata[0][1] and heat.customdata[4][0] == f"weight {fmt(5.6e-8)}" == "weight 0"
-    assert [t.name for t in fig.data[1:]] == ["newest query", "new key"]
+    assert [t.name for t in fig.data[1:]] == [FOCUS_NEWEST, "new key"]
 
 
 @pytest.mark.parametrize("tokens, whole, numbers", [(13, True, True), (35, False, True), (35, True, False),

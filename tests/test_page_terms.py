@@ -66,3 +66,31 @@ def test_every_unfamiliar_term_a_control_metric_or_caption_names_is_defined_in_i
     at.run()
     assert not at.exception
     assert not _undefined(at), _undefined(at)
+
+
+def test_the_lesson_screens_names_are_defined_where_they_are_read():
+    """Decode's Fix (n → q.pos) says what n and q.pos are; the tour's pool says what cache-safe means; At
+    scale's model line (MHA, GQA, …) defines its attention kind in its hover; Real model's head picker
+    says what 'L0H1' is and its rules go by the toy's names; Decode's newest query and Prefill's query in
+    focus (one orange outline) are one glossary term."""
+    from viz.core.lessons import tour, words_decode
+    from viz.core.lessons.glossary import defined
+    from viz.core.real import words as real_words
+    from viz.core.real.rules_match import TOY_RULES
+    assert lookup("n").short in words_decode.FIX_HELP and lookup("q.pos").short in words_decode.FIX_HELP
+    assert "q.pos" in words_decode.FIX_LABEL and {"cache-safe", "q.pos"} <= UNFAMILIAR
+    assert lookup("cache-safe").short in defined(tour.POOL_INTRO) and "q.pos" in tour.POOL_INTRO
+    assert "layer 0, head 1" in real_words.HEAD_PICK_HELP and "everything" not in {r.name for r in TOY_RULES}
+    import torch
+    from viz.figures import real
+    grid = real.attention_grid(torch.rand(1, 2, 3, 3).softmax(-1), [0])  # subplots L0H0, L0H1: its title says so
+    assert "L1H2: layer 1, head 2" in grid.layout.meta["title"]
+    from viz.figures.meanings import FOCUS_NEWEST, FOCUS_POSITION  # the one orange outline's two names: one term
+    assert all("query in focus" in {t.term for t in terms_in(words)} for words in (FOCUS_NEWEST, FOCUS_POSITION))
+    at = AppTest.from_file("../app.py", default_timeout=120)
+    at.query_params["page"] = "at_scale"
+    at.run()
+    assert not at.exception
+    line = next(m for m in at.markdown if " · " in m.value and "layers" in m.value and "query heads" in m.value)
+    kind = next(t for t in terms_in(line.value) if t.term in {"MHA", "GQA", "MLA"})
+    assert kind.short in str(line.proto.help).replace("\\", "")

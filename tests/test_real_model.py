@@ -283,8 +283,8 @@ def test_sampling_settings_are_checked():
 
 
 # -- heads that look like rules -----------------------------------------------------------------
-@pytest.mark.parametrize("kind, rule", [("self", "self"), ("previous", "previous token"),
-                                        ("first", "first token"), ("uniform", "everything")])
+@pytest.mark.parametrize("kind, rule", [("self", "self"), ("previous", "previous"),
+                                        ("first", "first"), ("uniform", "all")])
 def test_matcher_finds_a_head_built_to_match_a_rule(kind, rule):
     """A head whose attention is written by hand to follow a rule is matched to that rule with score ≈ 1."""
     n = 9
@@ -304,13 +304,13 @@ def test_matcher_scores_a_mixture_by_overlap():
     scores = match_heads(mixed[None, None], ["a"] * n).head(0, 0).scores
     names = [r.name for r in TOY_RULES]
     assert abs(scores[names.index("self")] - 0.5) < 1e-5
-    assert abs(scores[names.index("previous token")] - 0.5) < 1e-5
+    assert abs(scores[names.index("previous")] - 0.5) < 1e-5
 
 
 def test_rule_patterns_come_from_the_toy_engine():
     """The toy's 'even positions' pattern spreads weight evenly over even keys and is causal."""
     patterns = rule_patterns(["a", "b", "c", "d", "e"])
-    even = patterns[[r.name for r in TOY_RULES].index("even positions")]
+    even = patterns[[r.name for r in TOY_RULES].index("even")]
     assert torch.allclose(even[4], torch.tensor([0, 0.5, 0, 0.5, 0], dtype=torch.float64), atol=1e-6)
     assert float(patterns.triu(1).abs().max()) == 0.0
 
@@ -337,12 +337,12 @@ def test_shipped_model_has_rule_like_heads(real):
 
 # -- chance ------------------------------------------------------------------------------------------
 def test_random_heads_set_a_chance_level_per_rule():
-    """Random heads (softmax of random scores) already overlap 'everything' well (above 0.6 at 12 tokens) but
-    'previous token' little; the chance level is their 95th percentile, per rule, the same every time."""
+    """Random heads (softmax of random scores) already overlap 'all' well (above 0.6 at 12 tokens) but
+    'previous' little; the chance level is their 95th percentile, per rule, the same every time."""
     tokens = tuple(f"t{i}" for i in range(12))
     chance = chance_levels(tokens)
     names = [r.name for r in TOY_RULES]
-    assert chance[names.index("everything")] > 0.6 > 0.3 > chance[names.index("previous token")]
+    assert chance[names.index("all")] > 0.6 > 0.3 > chance[names.index("previous")]
     scores = overlap(random_heads(12), rule_patterns(tokens))  # (RANDOM_HEADS, rules)
     assert scores.shape == (RANDOM_HEADS, len(TOY_RULES))
     assert bool(((scores <= chance).float().mean(dim=0) >= 0.94).all())
@@ -546,3 +546,13 @@ def test_the_decode_tabs_cache_picture_reads_on_a_phone(real, prompt):
     # right after the prefill no row is the one just appended: no outline, no "new entry" in the legend
     prefilled = figs.key_norms_figure(snap, 0, list(prompt.pieces), height=figs.CACHE_PX, appended=False)
     assert "new entry" not in [trace.name for trace in prefilled.data] and not prefilled.layout.shapes
+
+
+def test_the_toy_rules_go_by_the_names_the_toy_gives_them():
+    """A rule Real model compares heads with is named as the toy's presets name the same rule (its
+    'everything' was the toy's 'all'), so a head 'like all' is the head the toy calls 'all'."""
+    from viz.core.engine.presets import load_preset, preset_names
+    toy = {head.rule: head.name for name in preset_names() for head in load_preset(name).heads}
+    named = [(rule.name, toy[rule.rule]) for rule in TOY_RULES if rule.rule in toy]
+    assert {"True", "k.pos == 1", "k.pos % 2 == 0"} <= {rule.rule for rule in TOY_RULES if rule.rule in toy}
+    assert all(ours == theirs for ours, theirs in named), named

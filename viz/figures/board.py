@@ -40,7 +40,7 @@ from ..core.engine.explain import fmt
 from ..core.lessons.lesson import LessonFrame
 from ..core.lessons.stale import StaleLesson
 from .base import INK, MASKED, MEANINGS, hatch, legend_item, short
-from .meanings import CACHE_SCALES, KEY_SCALE, VALUE_SCALE, scale_color, scale_items
+from .meanings import CACHE_SCALES, FOCUS_NEWEST, FOCUS_POSITION, KEY_SCALE, VALUE_SCALE, scale_color, scale_items
 from .lesson import CELL_TEXT_COLUMNS, CELL_TEXT_ROWS, CONTEXTS_TITLE, attention_title, cache_title
 
 BLACK, WHITE = "#000000", "#ffffff"
@@ -128,7 +128,7 @@ def attention_board(frame_: LessonFrame, head: str, *, newest_key: bool = False)
     if focus is not None:
         outlines.append({"group": 0, "row": focus, "col": None, "color": _color("focus")})
         newest = newest_key or frame_.cache.written != window.keys
-        legend.append(legend_item("focus", "newest query" if newest else "query in focus"))
+        legend.append(legend_item("focus", FOCUS_NEWEST if newest else FOCUS_POSITION))
         if newest_key and frame_.focus in window.keys:
             col = window.keys.index(frame_.focus)
             outlines.append({"group": 0, "row": focus, "col": col + (gap if col else 0), "color": _color("new")})

@@ -18,7 +18,7 @@ import torch
 from ..core.engine.explain import fmt
 from ..core.lessons.lesson import CacheView, LessonFrame
 from .base import INK, QUERY_KEY, figure, frame, grid, legend_marker, outline, safe, short, stripes
-from .meanings import KEY_SCALE, VALUE_SCALE, scale_markers
+from .meanings import FOCUS_NEWEST, FOCUS_POSITION, KEY_SCALE, VALUE_SCALE, scale_markers
 
 CELL_TEXT_COLUMNS = 16  # cell numbers are drawn up to this many keys (they no longer fit beyond)
 CELL_TEXT_ROWS = 24
@@ -82,7 +82,7 @@ def attention_figure(frame_: LessonFrame, head: str, *, newest_key: bool = False
     if focus is not None:
         shapes.append(outline("focus", -0.5, cols - 0.5, focus - 0.5, focus + 0.5, 4))
         newest = newest_key or frame_.cache.written != window.keys
-        legend.append(legend_marker("focus", "newest query" if newest else "query in focus"))
+        legend.append(legend_marker("focus", FOCUS_NEWEST if newest else FOCUS_POSITION))
     if newest_key and focus is not None and frame_.focus in window.keys:
         col = window.keys.index(frame_.focus)
         shapes.append(outline("new", col - 0.5, col + 0.5, focus - 0.5, focus + 0.5, 4))

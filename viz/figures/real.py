@@ -35,6 +35,7 @@ def pieces_table(prompt: Prompt) -> pd.DataFrame:
                          "token id": [str(i) for i in prompt.ids]})
 
 
+HEAD_KEY = "L1H2: layer 1, head 2"  # what a head's short label says, wherever the labels stand alone
 WEIGHT_SCALE = "weight"  # the colour bar of heatmaps without numbers in their cells: what the blues mean
 
 
@@ -62,7 +63,7 @@ def attention_grid(attentions: torch.Tensor, layers: Sequence[int],
     row_height = max(90, min(200, 1000 // heads))
     marks = [legend_marker("focus", "selected head")] if shapes else []
     # two lines, each short enough for a phone's width (the desk's one line ran 170 px past a phone's figure)
-    layout_ = frame("Attention of every head<br>rows: queries, columns: keys · grey: masked",
+    layout_ = frame(f"Attention of every head ({HEAD_KEY})<br>rows: queries, columns: keys · grey: masked",
                     70 + row_height * len(layers) + (30 if marks else 0), top=60, shapes=shapes,
                     showlegend=bool(marks), legend=dict(orientation="h", x=0, y=0, yanchor="bottom", yref="container"),
                     **layout)
@@ -271,7 +272,8 @@ def head_vs_rule_figure(attentions: torch.Tensor, matches: RuleMatches, layer: i
     rule = matches.rules[match.best]
     names = labels(pieces)
     n = len(names)
-    titles = [f"real head L{layer}H{head}", f"toy rule '{safe(rule.name)}': {safe(rule.rule)}"]
+    titles = [f"real head L{layer}H{head}: layer {layer}, head {head}",
+              f"toy rule '{safe(rule.name)}': {safe(rule.rule)}"]
     layout, refs = grid(1, 2, titles, hspace=0.05, vspace=0.0)
     data = [heatmap_trace(z, names, names, visible=_causal(n), annotate=False, ref=ref,
                           hover="query %{y}<br>key %{x}<br>weight %{z:.3f}", scale=WEIGHT_SCALE if k else None)

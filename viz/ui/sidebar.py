@@ -15,6 +15,7 @@ import torch
 from streamlit.errors import StreamlitAPIException
 
 from ..core.device import describe_device, pick_device
+from ..core.lessons.words_decode import FIX_HELP
 from ..core.engine.presets import VARIED_PAGES, load_preset, matching_preset, preset_names, varied_opening
 from ..core.rules.language import RULE_LIBRARY
 from ..core.engine.scenario import MAX_D_K, MAX_PROMPT_CHARS, Scenario
@@ -162,7 +163,7 @@ def _heads(scenario: Scenario) -> None:
         state.update("heads", lambda: scenario.with_head_added(name.split(" (")[0], RULE_LIBRARY[name]))
     if not all(value == "yes" for value in base["cacheable"]):
         if st.button("Make every head cache-safe (n → q.pos)", key=state.widget_key("safe"),
-                     icon=":material/build:"):
+                     icon=":material/build:", help=FIX_HELP):
             state.set_scenario(scenario.cache_safe())
             st.rerun()
 

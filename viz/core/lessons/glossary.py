@@ -75,6 +75,10 @@ GLOSSARY: tuple[Term, ...] = (
     Term("query", "What the current position asks for (Q); one row of an attention matrix.",
          "Each position's query is compared with every key it may see; in a matrix the rows are queries.",
          ("queries", "Q")),
+    Term("query in focus", "The query row a step is about, outlined in orange: the newest token's on Decode, the "
+         "step's position on Prefill.", "Decode's step adds a token, whose query is the newest; Prefill's step moves "
+         "along the prompt, every query computed at once. Either way the orange outline is the row the step is about.",
+         ("newest query",)),
     Term("key", "What a position offers to be found by (K); one column of an attention matrix.",
          "Each token's key is compared with the queries that may see it; in a matrix the columns are keys.",
          ("keys", "K")),
@@ -130,6 +134,9 @@ GLOSSARY: tuple[Term, ...] = (
          ("reencode",)),
     Term("n", "The sequence length at the moment a key is encoded.",
          "A rule that reads n gives a cached key the length it had when it was cached."),
+    Term("q.pos", "The position of the query reading a key: a rule that reads it instead of n never changes "
+         "a cached key.", "A rule's q.pos is known when a key is read, not when it is written, so a cached key "
+         "holds for every later query: Fix turns each rule's n into q.pos (k.pos is the key's own position)."),
     Term("stale key", "A cached key that encoding again would give differently: the cache is wrong there.",
          "A head whose rule reads n makes keys that change as the sequence grows; the cache keeps the old "
          "ones. Real models' keys never change, so their caches never go stale.", ("stale",)),
@@ -238,7 +245,8 @@ def hover(word: str) -> str:
 # its hover ("help") carries the definition (:func:`defined`; tests/test_page_terms.py walks the pages).
 UNFAMILIAR = frozenset({"d_k", "√d_k", "MHA", "GQA", "MLA", "TTFT", "TPOT", "tick", "ridge point", "FLOPs per byte",
                         "FLOPs", "memory-bound", "compute-bound", "bandwidth", "CUDA graph", "CUDA", "activations",
-                        "multiply-add", "quantisation", "sink", "chunked prefill", "preemption", "copy on write"})
+                        "multiply-add", "quantisation", "sink", "chunked prefill", "preemption", "copy on write",
+                        "cache-safe", "q.pos"})
 
 
 @lru_cache(maxsize=4096)

@@ -10,7 +10,7 @@ mean over rows 2..n (row 1 sees one key, so every rule agrees there). The best m
 the rule with the highest score, the earlier rule on a tie.
 
 A score means little without chance: attention that follows no rule at all still overlaps a
-spread-out rule such as "everything" (a head whose scores are random normal numbers scores about
+spread-out rule such as 'all' (a head whose scores are random normal numbers scores about
 0.65 on it). So the same rules also score :data:`RANDOM_HEADS` random heads over the same n
 positions (softmax of standard normal scores under the causal mask, seeded), and a rule's
 **chance level** is the 95th percentile of their scores. A real head *beats chance* when its best
@@ -34,12 +34,13 @@ from ..engine.scenario import Head, Scenario, VocabWord
 RANDOM_HEADS = 128  # random heads scored for the chance level
 RANDOM_SEED = 0
 CHANCE_QUANTILE = 0.95
+# named as the toy's presets name the same rules (the toy's 'all' was this page's 'everything')
 TOY_RULES = (
     Head("self", "k.pos == q.pos"),
-    Head("previous token", "k.pos == q.pos - 1"),
-    Head("first token", "k.pos == 1"),
-    Head("even positions", "k.pos % 2 == 0"),
-    Head("everything", "True"),
+    Head("previous", "k.pos == q.pos - 1"),
+    Head("first", "k.pos == 1"),
+    Head("even", "k.pos % 2 == 0"),
+    Head("all", "True"),
 )
 
 

@@ -185,7 +185,7 @@ RULES_INTRO = ("Each real head's prefill attention is compared, row by row, with
                "engine computes for a rule over the same tokens. A row scores the overlap of the two "
                "distributions (1 = identical); a head's score is the mean over rows 2…n. The toy's "
                "rules are sharp; a small, briefly trained model like the shipped one mostly spreads its "
-               "attention, so 'everything' is often its closest rule and scores well below 1 are "
+               "attention, so 'all' (True) is often its closest rule and scores well below 1 are "
                "common. A larger local model (For developers, under the tabs) compares better.")
 SHORT_PROMPT = "Matching needs a prompt of at least 2 tokens."
 NOT_ADDED = "The head could not be added."
@@ -206,7 +206,12 @@ def above_chance(above: int, heads: int) -> str:
 def none_above(heads: int) -> str:
     return (f"No head beats chance: on the rule it looks most like, every one of the {heads} "
             "heads scores no higher than random heads (softmax of random scores over the same tokens) do "
-            "on that rule. Matching 'everything' then only says the head spreads its attention.")
+            "on that rule. Matching 'all' then only says the head spreads its attention.")
+
+
+# the head picker's hover: its options' short labels ('L0H1 ≈ all (0.83)') in words
+HEAD_PICK_HELP = ("L0H1 is layer 0, head 1 (counted from 0, as transformers counts); after ≈ the toy rule whose "
+                  "attention the head's looks most like, and their overlap (1 = identical).")
 
 
 def head_option(match: HeadMatch, rule: str) -> str:
