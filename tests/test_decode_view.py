@@ -48,7 +48,7 @@ def test_after_one_step_the_view_holds_the_stale_head_its_sentences_and_both_tur
     assert view.gap == "1" and view.stale.name == "last" and view.stale.stale == (3,) and view.stale_shown
     assert view.warnings == (view.stale.why,) and "(6 with the cache against 7 recomputed)" in view.stale.why
     # n said in words, and that no real model's keys go stale (the page's example is a toy's rule)
-    assert view.stale.why.startswith("Head 'last' reads n, the length so far (a toy's rule: a real model's keys")
+    assert view.stale.why.startswith("Head 'last' reads n, the length so far, as no real model's key does: ")
     assert len(view.head_texts) == 1 and view.head_texts[0].startswith("Head 'last' (k.pos == n) reads n")
     assert (view.cache_info, view.agreed) == ("", "")
     assert view.narration.startswith("Step 1: 'nice' joins at position 5")

@@ -74,11 +74,10 @@ def stale_lesson(kv: Trace, full: Trace, check: CacheCheck) -> StaleLesson | Non
         keys_say = (f"the key of '{key.token}' (position {key.position + 1}) went stale: cached when n was smaller, "
                     f"it still says {said[0]}; encoded again with n = {n} it says {said[1]}")
     else:
-        keys_say = (f"{len(stale)} of its keys went stale: cached when n was smaller, they still say what they said "
-                    f"then; encoded again with n = {n} they say otherwise")
-    why = (f"Head '{differing.head}' reads n, the length so far (a toy's rule: a real model's keys never change): "
-           f"{keys_say} ({fmt(differing.kv_context)} with the cache against "
-           f"{fmt(differing.full_context)} recomputed).")
+        keys_say = (f"{len(stale)} of its keys went stale: cached with a smaller n, encoded again with n = {n} "
+                    "they say otherwise")
+    why = (f"Head '{differing.head}' reads n, the length so far, as no real model's key does: {keys_say} "
+           f"({fmt(differing.kv_context)} with the cache against {fmt(differing.full_context)} recomputed).")
     return StaleLesson(check.step, head, differing.head, f"Show head '{differing.head}'", why, keys,
                        differing.kv_context, differing.full_context)
 
