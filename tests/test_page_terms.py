@@ -79,7 +79,7 @@ def test_the_lesson_screens_names_are_defined_where_they_are_read():
     from viz.core.real.rules_match import TOY_RULES
     assert lookup("n").short in words_decode.FIX_HELP and lookup("q.pos").short in words_decode.FIX_HELP
     assert "q.pos" in words_decode.FIX_LABEL and {"cache-safe", "q.pos"} <= UNFAMILIAR
-    assert lookup("cache-safe").short in defined(tour.POOL_INTRO) and "q.pos" in tour.POOL_INTRO
+    assert lookup("cache-safe").short in defined(tour.POOL_INTRO) and "(none reads n)" in tour.POOL_INTRO
     assert "layer 0, head 1" in real_words.HEAD_PICK_HELP and "everything" not in {r.name for r in TOY_RULES}
     import torch
     from viz.figures import real

@@ -235,8 +235,8 @@ BUG_FIX = ("The cache-safe form of the rule reads the **query's** position inste
            "and recomputation agree at every step.")
 EPILOGUE_NOTE = "Optional epilogue, in two steps: what a server does with many caches at once."
 POOL_INTRO = ("One sequence keeps one growing cache. A server keeps **many** at once, cut into fixed-size "
-              "**blocks** of one pool. Here three requests send the seed's prompt, its heads made *cache-safe* (a rule "
-              "reads the query's position, q.pos, instead of n: cached keys never change), and "
+              "**blocks** of one pool. Here three requests send the seed's prompt, its heads made *cache-safe* "
+              "(none reads n), and "
               "**prefix caching** lets a request take the full blocks an earlier one already computed.")
 BATCHING_INTRO = ("At every **iteration** the server decides who computes: new prompts (prefill), one more "
                   "token for each running request (decode), or nobody while memory is short. Time is counted in "
