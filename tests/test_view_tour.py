@@ -50,11 +50,11 @@ def test_the_tour_words_build_the_verdict_and_the_score():
 
 def test_the_footer_says_an_epilogue_follows_and_names_every_key():
     """Step 3 of the 8 main steps says an epilogue follows (the slider runs on into it); every footer
-    names every lesson key (a clicker's PageDown and Space too)."""
+    names the → button first (a phone has no keys) and every lesson key (a clicker's PageDown and Space too)."""
     steps = len(tour.STEP_TITLES)
-    assert tour.tour_footer(2, steps) == ("Step 3 of 8 (then an optional epilogue) · → (or PageDown, Space) "
-                                          "goes on, ← (or PageUp) goes back.")
-    assert tour.tour_footer(9, steps) == "Optional epilogue · → (or PageDown, Space) goes on, ← (or PageUp) goes back."
+    keys = "the → button above (or the keys →, PageDown, Space) goes on, ← (or PageUp) goes back."
+    assert tour.tour_footer(2, steps) == f"Step 3 of 8 (then an optional epilogue) · {keys}"
+    assert tour.tour_footer(9, steps) == f"Optional epilogue · {keys}"
 
 
 def test_the_epilogues_timeline_titles_fit_a_phone():

@@ -165,7 +165,7 @@ def tour_footer(index: int, steps: int) -> str:
     none in the epilogue (a number there could read as an answer to its question)."""
     main = steps - EPILOGUE
     where = "Optional epilogue" if index >= main else f"Step {index + 1} of {main} (then an optional epilogue)"
-    return f"{where} · → (or PageDown, Space) goes on, ← (or PageUp) goes back."
+    return f"{where} · the → button above (or the keys →, PageDown, Space) goes on, ← (or PageUp) goes back."
 
 
 @dataclass(frozen=True)
