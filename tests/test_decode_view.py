@@ -127,3 +127,12 @@ def test_a_context_reads_the_same_in_the_warning_and_the_stale_boards_and_figure
         for title in (stale_board(view.stale)["title"], stale_figure(view.stale).layout.title.text):
             said = re.search(r"context (\S+) (?:cached, |vs )(\S+)", title).groups()
             assert all(f" {n.rstrip(',')} " in warning or f"({n.rstrip(',')} " in warning for n in said), (title, warning)
+
+
+def test_the_work_caption_names_a_lone_head_in_the_singular():
+    """A one-head scenario's caption says "over its one head", not "over the 1 heads"."""
+    from viz.core.engine.model import WorkCounts
+    from viz.core.lessons.words_decode import work_compared
+
+    caption = work_compared(3, 1, WorkCounts(keys_encoded=3, scores=9), WorkCounts(keys_encoded=1, scores=3))
+    assert caption.startswith("At length 3, over its one head: keys encoded 3 without a cache vs 1 with it")

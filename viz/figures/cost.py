@@ -21,7 +21,6 @@ from .meanings import way, way_style
 # one colour and dash per way of running, the same in both figures and every other chart that draws it
 # (viz.figures.meanings.WAYS): no look means two things on the page
 COLORS = {name: way(name)[0] for name in ("recompute", "kv", "cat", "batched", "one by one")}
-DASHES = {name: way(name)[1] for name in COLORS}
 NAMES = {"recompute": "no cache (recompute)", "kv": "KV cache", "cat": "torch.cat cache",
          "batched": "batched (one pass)", "one by one": "one token at a time"}
 

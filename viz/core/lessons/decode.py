@@ -168,5 +168,6 @@ def _work_caption(traces: Mapping[str, Trace], step: int, compared: int) -> str:
     kv, full = traces["kv"], traces["recompute"]
     if step == 0:
         return words.before_decode(kv.prefill.attention.counts.scores, len(kv.scenario.tokens))
-    return words.work_compared(kv.steps[compared].seq_len, len(kv.scenario.heads), full.steps[min(compared, len(full.steps) - 1)].counts,
+    return words.work_compared(kv.steps[compared].seq_len, len(kv.scenario.heads),
+                               full.steps[min(compared, len(full.steps) - 1)].counts,
                                kv.steps[min(compared, len(kv.steps) - 1)].counts)

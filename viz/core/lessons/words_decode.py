@@ -67,7 +67,8 @@ def before_decode(scores: int, prompt_tokens: int) -> str:
 def work_compared(length: int, heads: int, recompute: WorkCounts, kv: WorkCounts) -> str:
     """One step's work over every head without a cache and with one (``recompute``, ``kv``: the
     engine's WorkCounts; ``heads``: how many heads they sum)."""
-    return (f"At length {length}, over the {heads} heads: keys encoded {recompute.keys_encoded:,} without a cache vs "
+    over = f"the {heads} heads" if heads != 1 else "its one head"
+    return (f"At length {length}, over {over}: keys encoded {recompute.keys_encoded:,} without a cache vs "
             f"{kv.keys_encoded:,} with it (each head encodes all {length} keys again at every step, so n² over a "
             "generation, against the 1 new key, n in all); query-key scores "
             f"{recompute.scores:,} for a full recompute vs {kv.scores:,}; multiply-adds "
