@@ -21,7 +21,7 @@ from viz.figures import toy
 from viz.figures.base import Stat
 from viz.figures.board import stale_board
 from viz.ui import classroom, guard, state
-from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys
+from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys, step_bar
 from viz.ui.common import (defined_caption, division_notices, folded, head_picker, inline_label, lazy_tabs,
                            lesson_header, lesson_screen, lesson_tables, md_escape, plot, whole_switch)
 from viz.ui.widgets import stats, table
@@ -45,6 +45,7 @@ TAB = "decode_tab"
 COMPARE_FOLD = "decode_compare_open"  # whether the head-by-head comparison table's fold is open
 NUMBERS_FOLD = "decode_numbers_open"  # whether the fold of the cache's and the check's figures is open
 STEP, BACK = "decode_step", "decode_back"  # the buttons' keys: the board draws the next step at their click
+STEP_LABEL, BACK_LABEL = "Step", "Back"  # their names (a phone's step bar over the board says them too)
 TABS = ("Cache vs recompute", "Work", "Text and table", "Replay in the browser", "Figures as tables")
 FIX = words.FIX_LABEL
 
@@ -69,9 +70,9 @@ def controls(step: int) -> None:
     with st.container(horizontal=True, vertical_alignment="center"):
         st.button("Reset", icon=":material/restart_alt:", on_click=reset,
                   disabled=step == 0 and st.session_state[HORIZON] == 0)
-        st.button("Back", icon=":material/arrow_back:", on_click=go_to, args=(step - 1,),
+        st.button(BACK_LABEL, icon=":material/arrow_back:", on_click=go_to, args=(step - 1,),
                   disabled=step == 0, help=f"One step back ({BACK_KEYS_HELP})", key=BACK)
-        st.button("Step", icon=":material/arrow_forward:", on_click=go_to, args=(step + 1,), type="primary",
+        st.button(STEP_LABEL, icon=":material/arrow_forward:", on_click=go_to, args=(step + 1,), type="primary",
                   disabled=step >= MAX_DECODE_STEPS, help=f"Generate one more token ({STEP_KEYS_HELP})", key=STEP)
         run_n = st.session_state.setdefault(RUN_SIZE, 8)
         st.segmented_control("Tokens to run", RUN_SIZES, required=True, label_visibility="collapsed",
@@ -120,7 +121,9 @@ def decode_lesson() -> None:
             choices(scenario, view)
     lesson_screen(view.frame, list(view.heads), head, newest_key=view.newest_key,
                   turns=((view.after, STEP), (view.before, BACK)) if own else (),
-                  beside={step: stale_board(lesson) for step, lesson in view.beside.items()})
+                  beside={step: stale_board(lesson) for step, lesson in view.beside.items()},
+                  steps=step_bar(STEP, BACK, labels=(BACK_LABEL, STEP_LABEL), at_start=step == 0,
+                                 at_end=step >= MAX_DECODE_STEPS) if own else ())
     if view.repeat:  # a side note, under the lesson: never pushing it down
         st.caption(md_escape(view.repeat))
     if not own:

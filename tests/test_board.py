@@ -32,13 +32,28 @@ def test_a_turn_without_its_two_fields_is_refused(turn):
         board_ui.board_data(SPEC, presenter=False, turns=[turn], draw=1)
 
 
+def test_a_step_bar_is_back_then_step_each_pressing_the_pages_own_button():
+    """A phone's step bar (board_data's "steps") is ← Back then Step →, each naming the selector of
+    the page's button it presses, Back off at the first step and Step off at the last; a board sent
+    without one carries no "steps" field, and a malformed button is refused."""
+    bar = board_ui.step_bar("decode_step", "decode_back", labels=("Back", "Step"), at_start=True, at_end=False)
+    assert bar == [{"label": "← Back", "selector": ".st-key-decode_back button", "disabled": True, "primary": False},
+                   {"label": "Step →", "selector": ".st-key-decode_step button", "disabled": False, "primary": True}]
+    assert board_ui.board_data(SPEC, presenter=False, turns=[], draw=0, steps=bar)[0]["steps"] == bar
+    assert "steps" not in board_ui.board_data(SPEC, presenter=False, turns=[], draw=0)[0]
+    with pytest.raises(ValueError, match="step bar"):
+        board_ui.board_data(SPEC, presenter=False, turns=[], draw=0, steps=[{"label": "Step", "selector": "x"}])
+
+
 def test_the_readme_documents_every_field_the_script_reads():
     """Every field board_data adds, and every field the script reads off a turn, is in README.md."""
     script = Path(board_ui.__file__).with_name("board.js").read_text(encoding="utf-8")
-    for field in ("presenter", "turns", "draw", "selector", "spec", "kind", "keys"):
+    for field in ("presenter", "turns", "draw", "selector", "spec", "kind", "keys", "steps", *board_ui.STEP_FIELDS):
         assert f'"{field}"' in README, field
     assert set(re.findall(r"turn\.(\w+)", script)) <= {"selector", "spec"}
-    assert set(re.findall(r"data\.(\w+)", script)) <= {"presenter", "turns", "label", "title", "legend", "kind", "keys"}
+    assert set(re.findall(r"step\.(\w+)", script)) == board_ui.STEP_FIELDS
+    assert set(re.findall(r"data\.(\w+)", script)) <= {"presenter", "turns", "label", "title", "legend", "kind", "keys",
+                                                       "steps"}
     entry = set(re.findall(r"item\.(\w+)", script))  # a legend entry's fields (the cache board's scales: "wide")
     assert entry == {"label", "color", "fill", "wide"} and all(f'"{field}"' in README for field in entry)
 
@@ -90,6 +105,22 @@ def test_a_lesson_page_draws_its_boards_each_with_a_new_draw_number(app):
     assert min(b["draw"] for b in again) > max(b["draw"] for b in first)
     assert len({b["draw"] for b in first + again}) == 6
     assert all(b["turns"] for b in first + again)
+
+
+def test_decodes_attention_board_alone_carries_the_phones_step_bar(app):
+    """On Decode the attention board (the first) carries the step bar a phone shows over it, pressing
+    the page's own Back and Step; at step 0 its Back is off like the page's; the cache and the next
+    word carry none, and neither does Prefill (its stepper stands right over the board)."""
+    decode = on_page(app, "pages/decode.py")
+    sent = boards(decode)
+    assert [[b["label"] for b in spec.get("steps", [])] for spec in sent] == [["← Back", "Step →"], [], []]
+    buttons = {b.key: b for b in decode.button}
+    assert [b["disabled"] for b in sent[0]["steps"]] == [buttons["decode_back"].disabled,
+                                                          buttons["decode_step"].disabled] == [True, False]
+    assert [b["selector"] for b in sent[0]["steps"]] == [".st-key-decode_back button", ".st-key-decode_step button"]
+    decode.button(key="decode_step").click().run()
+    assert not boards(decode)[0]["steps"][0]["disabled"]
+    assert not any("steps" in spec for spec in boards(on_page(app, "pages/prefill.py")))
 
 
 def test_a_board_without_turns_keeps_its_draw_number_so_unchanged_data_is_not_redrawn(app):

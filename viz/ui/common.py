@@ -317,8 +317,8 @@ def lesson_tables(frame: LessonFrame, heads: list[str]) -> None:
 
 
 def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key: bool = False,
-                  turns: tuple[tuple[LessonFrame | None, str], ...] = (), beside: dict[int, dict] | None = None
-                  ) -> None:
+                  turns: tuple[tuple[LessonFrame | None, str], ...] = (), beside: dict[int, dict] | None = None,
+                  steps: list[dict] = ()) -> None:
     """The figures of a lesson screen side by side (stacked in this order on a phone): the attention
     window, the keys and values under it, the next word. A window that fits is drawn by the light
     board; a larger one (the whole matrix of a long sequence) by Plotly, which zooms and pans.
@@ -327,7 +327,9 @@ def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key
 
     ``turns`` are the frames a control shows next, as (frame or None, the button's key): the board
     gets them now and draws one the moment its button is clicked (a lesson key clicks it too); the
-    rerun the click starts then brings the same frame."""
+    rerun the click starts then brings the same frame. ``steps``: the step bar a phone shows over the
+    attention board (:func:`viz.ui.board.step_bar`), when a board draws it, so a phone's Step and the
+    figure it changes share one screen whatever stands above them."""
     def specs(f: LessonFrame) -> list[dict]:
         newest = newest_key and f.step > 0
         return [attention_board(f, heads[head], newest_key=newest), cache_board(f, heads), third(f)]
@@ -348,7 +350,8 @@ def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key
             if shown[i] is None:
                 plot(figures[i](), key=key, share=shares[i] / sum(shares))
             else:
-                board(shown[i], key=key, turns=[{"selector": selector, "spec": spec[i]} for spec, selector in ahead])
+                board(shown[i], key=key, turns=[{"selector": selector, "spec": spec[i]} for spec, selector in ahead],
+                      steps=steps if i == 0 else ())
 
 
 def lazy_tabs(labels: tuple[str, ...], key: str, bodies: tuple[Callable[[], None], ...]) -> None:

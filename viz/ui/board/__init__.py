@@ -37,20 +37,36 @@ def button_selector(key: str) -> str:
     return f".st-key-{key} button"
 
 
-def board_data(spec: dict, *, presenter: bool, turns: list[dict], draw: int) -> list[dict]:
+STEP_FIELDS = {"label", "selector", "disabled", "primary"}  # one button of a phone's step bar (README.md)
+
+
+def step_bar(step: str, back: str, *, labels: tuple[str, str], at_start: bool, at_end: bool) -> list[dict]:
+    """The buttons of a phone's step bar over the board (README.md, "steps"): Back then Step, each
+    pressing the page's own button under widget key ``back`` / ``step``; ``labels`` are (Back, Step)
+    as the page's buttons are named."""
+    return [{"label": f"← {labels[0]}", "selector": button_selector(back), "disabled": at_start, "primary": False},
+            {"label": f"{labels[1]} →", "selector": button_selector(step), "disabled": at_end, "primary": True}]
+
+
+def board_data(spec: dict, *, presenter: bool, turns: list[dict], draw: int, steps: list[dict] = ()) -> list[dict]:
     """What the board's script is sent (README.md): the spec with presenter mode, the turns
-    ({"selector", "spec"}, each drawn at its button's click, which a lesson key makes too) and this
-    render's number, as the one item of a list. Streamlit checks every top-level value of a dict for
-    a dataframe (about half a millisecond per board per run); a list goes through as plain JSON."""
+    ({"selector", "spec"}, each drawn at its button's click, which a lesson key makes too), this
+    render's number and, where given, a phone's step bar (:func:`step_bar`), as the one item of a list.
+    Streamlit checks every top-level value of a dict for a dataframe (about half a millisecond per
+    board per run); a list goes through as plain JSON."""
     for turn in turns:
         if set(turn) != {"selector", "spec"}:
             raise ValueError(f"a turn has selector and spec, not {sorted(turn)}")
-    return [{**spec, "presenter": presenter, "turns": list(turns), "draw": draw}]
+    for button in steps:
+        if set(button) != STEP_FIELDS:
+            raise ValueError(f"a step bar's button has {sorted(STEP_FIELDS)}, not {sorted(button)}")
+    return [{**spec, "presenter": presenter, "turns": list(turns), "draw": draw, **({"steps": list(steps)} if steps else {})}]
 
 
-def board(spec: dict, key: str, turns: list[dict] = ()) -> None:
+def board(spec: dict, key: str, turns: list[dict] = (), steps: list[dict] = ()) -> None:
     """Draw one spec at full width; larger type in presenter mode. Each of ``turns`` is drawn the
-    moment its button is clicked (the rerun the click starts brings the same spec)."""
+    moment its button is clicked (the rerun the click starts brings the same spec). ``steps``: a step
+    bar over the board, shown on a phone only (:func:`step_bar`)."""
     # with turns, a new number on every draw: the browser redraws the board from this run's data even
     # when the spec is unchanged (over a frame the board drew at a click, should the server have answered
     # otherwise). Without turns nothing but the server's data is ever drawn, so the number stays 0 and the
@@ -59,7 +75,7 @@ def board(spec: dict, key: str, turns: list[dict] = ()) -> None:
     if turns:
         st.session_state[DRAWS] = st.session_state.get(DRAWS, 0) + 1
         draw = st.session_state[DRAWS]
-    _mount(key=key, data=board_data(spec, presenter=state.presenter(), turns=list(turns), draw=draw),
+    _mount(key=key, data=board_data(spec, presenter=state.presenter(), turns=list(turns), draw=draw, steps=list(steps)),
            width="stretch", height="content")
 
 

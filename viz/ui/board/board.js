@@ -101,10 +101,30 @@ function bars(spec) {
   return box;
 }
 
+// A phone's step bar over the board (board.css shows it on a screen under 641 px only): each button
+// presses the page's own (not when that one is disabled), so the click is the page's ordinary Step or
+// Back, drawn at once by the turns below. On a phone the controls, the narration and the choices stack
+// above the board; the bar keeps Step and the figure it changes on one screen.
+function stepBar(steps) {
+  const bar = el("div", "steps");
+  for (const step of steps) {
+    const button = el("button", step.primary ? "step primary" : "step", step.label);
+    button.type = "button";
+    button.disabled = step.disabled;
+    button.addEventListener("click", () => {
+      const target = find(step.selector);
+      if (target && !target.disabled) target.click();
+    });
+    bar.append(button);
+  }
+  return bar;
+}
+
 function draw(parentElement, data) {
   const figure = el("figure", data.presenter ? "board presenter" : "board");
   figure.setAttribute("role", "group");
   figure.setAttribute("aria-label", data.label);
+  if (data.steps && data.steps.length) figure.append(stepBar(data.steps));
   const head = el("div", "head");  // the title, and the legend beside it where there is room
   head.append(el("figcaption", "title", data.title));
   if (data.legend && data.legend.length) head.append(legend(data.legend));
@@ -128,7 +148,7 @@ function listen(parentElement, data) {
       const button = event.target.closest && event.target.closest(turn.selector);
       if (button && !button.disabled) {
         off();
-        return draw(parentElement, { ...turn.spec, presenter: data.presenter });
+        return draw(parentElement, { ...turn.spec, presenter: data.presenter, steps: data.steps });
       }
     }
   };
