@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apptest_helpers import (array, by_label, choice_data, flip, pick, board, boards, figure, figures, move_range, plain_table, plain_tables, range_data, scenario, shown, stat,
+from apptest_helpers import (array, by_label, choice_data, flip, label_beside, pick, board, boards, figure, figures, move_range, plain_table, plain_tables, range_data, scenario, shown, stat,
                              stat_value)
 from viz.ui import state
 
@@ -182,8 +182,9 @@ def test_replay_sends_every_step_reached(decode):
 
 
 def _without_turns(spec: dict) -> dict:
-    """A board's spec as drawn: without the frames sent ahead and the draw's serial number."""
-    return {k: v for k, v in spec.items() if k not in ("turns", "draw")}
+    """A board's spec as drawn: without the frames sent ahead, the draw's serial number and the phone's
+    step bar (a turn keeps the bar it was sent with)."""
+    return {k: v for k, v in spec.items() if k not in ("turns", "draw", "steps")}
 
 
 @pytest.mark.parametrize("mode, head", [("kv", 0), ("recompute", 0), ("kv", 1)])
@@ -249,3 +250,17 @@ def test_without_a_cache_the_stale_warning_says_it_is_about_a_kv_cache(decode, m
     assert "cache" not in shown(decode.info[0].value)
     warning = shown(decode.warning[0].value)
     assert warning.startswith("About a KV cache (this run uses none): Head 'last' gets 6 with the KV cache but 7")
+
+
+def test_the_head_picker_is_labelled_at_its_left_with_one_help_that_says_what_a_head_is(decode):
+    """The head picker shows "Head" right at its left, whose (?) defines a head (the glossary's
+    sentence); the picker's own label is collapsed for a screen reader and carries no second (?)."""
+    from viz.core.lessons.glossary import lookup
+    from viz.core.lessons.lesson import HEAD_HELP, HEAD_PICKER
+
+    label = label_beside(decode, "decode_head")
+    assert label == {"text": "Head", "help": HEAD_HELP, "label": HEAD_PICKER, "collapsed": True,
+                     "picker help": None}
+    assert lookup("head").short[1:] in HEAD_HELP
+    mode = label_beside(decode, "decode_mode_picker")  # the run picker too: its label, its one (?)
+    assert (mode["text"], mode["collapsed"], mode["picker help"]) == ("Keys", True, None)
