@@ -22,7 +22,7 @@ from viz.figures.base import Stat
 from viz.figures.board import stale_board
 from viz.ui import classroom, guard, state
 from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys, step_bar
-from viz.ui.common import (defined_caption, division_notices, folded, head_picker, inline_label, lazy_tabs,
+from viz.ui.common import (defined_caption, division_notices, folded, head_picker, labelled, lazy_tabs,
                            lesson_header, lesson_screen, lesson_tables, md_escape, plot, whole_switch)
 from viz.ui.widgets import stats, table
 from viz.ui.runs import decode_traces, kept_view
@@ -134,21 +134,22 @@ def decode_lesson() -> None:
 
 
 def choices(scenario, view: DecodeView) -> None:
-    """The choices of what is shown (head, Whole, run), and the stale-cache warning's buttons at the
-    row's end (not a row of their own: the lesson screen below fits 1280 × 720)."""
+    """The choices of what is shown (head, Whole, run), each picker's label at its left, and the
+    stale-cache warning's buttons at the row's end (not a row of their own: the lesson screen below fits
+    1280 × 720), without icons: with them the row was wider than 1280 × 720 in presenter mode."""
     with st.container(horizontal=True, vertical_alignment="center", gap="xsmall"):
         head_picker(HEAD)
         whole_switch(WHOLE, words.WHOLE_HELP, view.frame.window)
-        inline_label(words.MODE_PICKER, words.MODE_HELP)
-        st.segmented_control(words.MODE_PICKER, MODES, format_func=words.MODE_SHORT.get, required=True,
-                             label_visibility="collapsed",
-                             **state.bound(MODE_PICKER, state.mode(), state.set_mode))
+        with labelled(words.MODE_PICKER, words.MODE_HELP):
+            st.segmented_control(words.MODE_PICKER, MODES, format_func=words.MODE_SHORT.get, required=True,
+                                 label_visibility="collapsed",
+                                 **state.bound(MODE_PICKER, state.mode(), state.set_mode))
         if view.warnings:
-            if st.button(FIX, icon=":material/build:", help=words.FIX_HELP):
+            if st.button(FIX, help=words.FIX_HELP):
                 state.set_scenario(scenario.cache_safe())
                 st.rerun(scope="app")  # the sidebar's editors show the rules, so the whole app reruns
             if not view.stale_shown:
-                st.button(md_escape(view.stale.button), icon=":material/visibility:", on_click=state.set_head,
+                st.button(md_escape(view.stale.button), on_click=state.set_head,
                           args=(view.stale.head,), help=words.SHOW_HEAD_HELP)
 
 

@@ -237,3 +237,27 @@ def flip(at, key: str, on: bool):
     """Switch a toggle to ``on``, as a visitor's click does, and check nothing raised."""
     widget(at, key).set_value(on)
     return rerun(at)
+
+
+def label_beside(at, key: str) -> dict:
+    """The visible label drawn right before the widget under ``key`` in the same block (a caption at
+    its left: viz.ui.common.labelled): its text and help, and the widget's own label, whether that
+    is collapsed and its help (a second (?) would repeat the label's)."""
+    picker = widget(at, key)
+
+    def find(block):
+        children = list(block.children.values())
+        for i, child in enumerate(children):
+            if child is picker:
+                return children[i - 1] if i else None
+            if hasattr(child, "children"):
+                found = find(child)
+                if found is not None:
+                    return found
+        return None
+
+    before, shown_label = find(at.main), picker.proto.label_visibility
+    assert before is not None and getattr(before, "is_caption", False), f"no caption right before {key!r}: {before}"
+    return {"text": shown(before.value), "help": before.proto.help, "label": shown(picker.label),
+            "collapsed": shown_label.value == type(shown_label).LabelVisibilityOptions.COLLAPSED,
+            "picker help": picker.help}

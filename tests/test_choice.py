@@ -3,17 +3,18 @@ toggles): what each shows, the value the app decided, and the callbacks a change
 
 from __future__ import annotations
 
-from apptest_helpers import by_label, choice_data, flip, pick, rerun, widget
+from apptest_helpers import by_label, choice_data, flip, label_beside, pick, rerun, widget
 from viz.ui import sidebar, state
 
 HEAD, MODE, RUN, WHOLE = "decode_head", "decode_mode_picker", "decode_run_n", "decode_whole_switch"
 
 
 def test_each_control_shows_its_label_options_value_and_help(decode):
-    """Each control has its label, its options as the visitor reads them, the value in force and help."""
+    """Each control has its label, its options as the visitor reads them, the value in force and help
+    (the head picker's in the label at its left)."""
     head = choice_data(decode, HEAD)
     assert head["label"] == "Head" and head["options"] == list(decode.session_state[state.SCENARIO].head_names)
-    assert head["value"] == decode.session_state[state.HEAD] == 0 and head["help"]
+    assert head["value"] == decode.session_state[state.HEAD] == 0 and label_beside(decode, HEAD)["help"]
     assert choice_data(decode, MODE)["options"] == ["recompute", "re-encode", "KV cache"]
     assert choice_data(decode, MODE)["value"] == decode.session_state[state.MODE] == "kv"
     whole = choice_data(decode, WHOLE)

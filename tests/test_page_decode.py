@@ -260,7 +260,7 @@ def test_the_head_picker_is_labelled_at_its_left_with_one_help_that_says_what_a_
 
     label = label_beside(decode, "decode_head")
     assert label == {"text": "Head", "help": HEAD_HELP, "label": HEAD_PICKER, "collapsed": True,
-                     "picker help": None}
+                     "picker help": ""}
     assert lookup("head").short[1:] in HEAD_HELP
     mode = label_beside(decode, "decode_mode_picker")  # the run picker too: its label, its one (?)
-    assert (mode["text"], mode["collapsed"], mode["picker help"]) == ("Keys", True, None)
+    assert (mode["text"], mode["collapsed"], mode["picker help"]) == ("Keys", True, "")

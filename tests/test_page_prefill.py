@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apptest_helpers import array, flip, pick, board, boards, cells, edit_table, figure, figures, move_range, range_data, shown
+from apptest_helpers import array, flip, label_beside, pick, board, boards, cells, edit_table, figure, figures, move_range, range_data, shown
 
 
 def _markdown(at) -> str:
@@ -165,3 +165,12 @@ def test_every_head_of_a_long_prompt_is_boards_until_whole_asks_for_all(app):
     # (besides the heatmaps only legend entries, drawn at no point)
     # no every-head board (at most the lesson screen's; its heatmaps turn Plotly too when whole)
     assert len(boards(app)) <= 3 and not any(b["title"].startswith("Contexts") for b in boards(app))
+
+
+def test_the_head_picker_is_labelled_at_its_left_with_one_help_that_says_what_a_head_is(app):
+    """As on Decode: "Head" right at the picker's left, its (?) defining a head; the picker's own label
+    collapsed, with no second (?)."""
+    from viz.core.lessons.lesson import HEAD_HELP
+
+    assert label_beside(app, "prefill_head") == {"text": "Head", "help": HEAD_HELP, "label": "Head",
+                                                 "collapsed": True, "picker help": ""}

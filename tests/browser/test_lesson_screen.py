@@ -138,6 +138,41 @@ def test_prefill_is_one_screen_in_presenter_mode(app, case, width, height):
     app.screenshot(f"lesson-prefill-{case.replace(' ', '')}-{width}x{height}")
 
 
+@pytest.mark.parametrize("width, height, presenter", [(1440, 900, False), (1280, 720, True), (390, 844, False)])
+def test_decode_choices_have_their_labels_at_the_left_and_one_row_in_presenter_mode(app, width, height, presenter):
+    """Step 1 on the seed with head 'even' shown (the stale-cache state, both of its buttons shown): each
+    picker's label ("Head", "Keys") stands right at its left, on its line, at a desk, in presenter mode
+    and on a phone (where the row wraps); in presenter mode at 1280×720 Head and its picker, Whole, Keys
+    and its picker, Fix and "Show head 'last'" share one row inside the screen. (At a desk beside the
+    400 px sidebar the row, about 965 px, is wider than the 880 px main column: "Show head 'last'" goes
+    under it, as it did before the labels.)"""
+    app.page.set_viewport_size({"width": width, "height": height})
+    app.open("/decode", **encode_view(View(load_preset("seed"), step=1, presenter=presenter, head=0)))
+    main = app.main
+    caption = main.get_by_test_id("stCaptionContainer")
+    picker = lambda option: main.get_by_test_id("stButtonGroup").filter(has_text=option)  # noqa: E731
+    pairs = {"Head": picker("even"), "Keys": picker("recompute")}
+    parts = {**{f"{name} label": caption.filter(has=app.page.get_by_text(name, exact=True)) for name in pairs},
+             **{f"{name} text": caption.get_by_text(name, exact=True) for name in pairs}, **pairs,
+             "Whole": main.get_by_text("Whole", exact=True),
+             "Fix": button(app, "Fix: n → q.pos"), "Show head": button(app, "Show head 'last'")}
+    boxes = {}
+    for name, locator in parts.items():
+        expect(locator).to_have_count(1)
+        boxes[name] = locator.bounding_box()
+    for name in pairs:  # the label right at its picker's left, on the same line
+        said, text, box = boxes[f"{name} label"], boxes[f"{name} text"], boxes[name]
+        assert 0 <= box["x"] - (said["x"] + said["width"]) <= 12, (name, said, box)
+        assert abs((text["y"] + text["height"] / 2) - (box["y"] + box["height"] / 2)) <= 8, (name, text, box)
+    if presenter:
+        middle = boxes["Head"]["y"] + boxes["Head"]["height"] / 2
+        for name, box in ((name, box) for name, box in boxes.items() if not name.endswith(" label")):
+            assert abs(box["y"] + box["height"] / 2 - middle) <= 8, f"{name} at {box} is not on the row at {middle}"
+            assert box["x"] + box["width"] <= width, f"{name} at {box} is past the screen's {width} px"
+    app.assert_no_exception()
+    app.screenshot(f"decode-choices-{width}x{height}")
+
+
 def test_a_step_reruns_only_the_decode_view_and_keeps_the_link(app):
     """Step, the → key and the mode picker rerun the fragment; the address bar follows each of them."""
     app.open("/decode")

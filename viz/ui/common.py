@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ..core.engine.division import DivisionByZero
-from ..core.lessons.lesson import WHOLE_ALL_SHOWN, LessonFrame, Window
+from ..core.lessons.lesson import HEAD_HELP, HEAD_PICKER, WHOLE_ALL_SHOWN, LessonFrame, Window
 from ..core.lessons.glossary import defined, hover
 from ..core.lessons.leads import DEVELOPERS, PAGE_LEADS, PRESENTER_HINT
 from ..core.text import clip_words
@@ -285,13 +285,26 @@ def inline_label(label: str, help: str) -> None:
     st.caption(label, help=help, width="content")
 
 
-def head_picker(key: str, label: str = "Head") -> int:
+def labelled(label: str, help: str):
+    """A row of its own for one choice and its :func:`inline_label`, drawn in it now: the choice goes
+    in with ``with``. The two stay together where a row of choices wraps (a phone), and stand without
+    a gap between them (the (?) has room of its own), so a lesson's row of choices stays one row."""
+    pair = st.container(horizontal=True, vertical_alignment="center", gap=None, width="content")
+    with pair:
+        inline_label(label, help)
+    return pair
+
+
+def head_picker(key: str) -> int:
     """The head shown in detail (0-based): one choice shared by the pages and kept in share links. Its
-    options are the heads' names, and the figure right under it is titled with the head it shows."""
+    options are the heads' names, and the figure right under it is titled with the head it shows. Drawn
+    in a row: its label "Head" at its left (:func:`labelled`), whose (?) says what a head is (the
+    picker's own label, collapsed, carries no second one)."""
     names = state.scenario().head_names
-    st.segmented_control(label, range(len(names)), format_func=lambda i: md_escape(names[i]), required=True,
-                         label_visibility="collapsed", help="Which head the figures show",
-                         **state.bound(key, state.head(), state.set_head))
+    with labelled(HEAD_PICKER, HEAD_HELP):
+        st.segmented_control(HEAD_PICKER, range(len(names)), format_func=lambda i: md_escape(names[i]),
+                             required=True, label_visibility="collapsed",
+                             **state.bound(key, state.head(), state.set_head))
     return state.head()
 
 

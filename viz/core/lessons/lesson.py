@@ -20,11 +20,16 @@ import torch
 
 from ..engine.model import Trace
 from ..engine.explain import check_cache, fmt
+from .glossary import lookup
 
 WINDOW = 8  # query rows and keys a lesson view shows, unless the whole matrix is asked for
 WHOLE_CELLS = 256 * 256  # the largest matrix drawn whole; a bigger one shows its last 256 rows and keys
 # the Whole switch's help while every row and key already shows (it is off limits then: it would change nothing)
 WHOLE_ALL_SHOWN = f"Every row and key shows already: Whole matters once the sequence passes {WINDOW} tokens"
+# the head picker's label, at its left, and its hover: the glossary's one-line definition, as a sentence
+HEAD_PICKER = "Head"
+_HEAD = lookup("head").short
+HEAD_HELP = f"The head the figures show. A head is {_HEAD[0].lower()}{_HEAD[1:]}"
 TOP_WORDS = 8  # words the next-word view lists (the most likely ones)
 
 
