@@ -82,7 +82,7 @@ def test_the_cache_boards_legend_says_what_every_cell_colour_encodes(scenario, s
         colours = {cell["bg"] for cell in keys if cell["text"] == sign}
         assert colours <= {legend[f"K {sign}"]["color"]} and legend[f"K {sign}"]["fill"]
     assert legend["K −1"]["color"] != legend["K +1"]["color"]
-    values = spec["groups"][1]["rows"][0]["cells"]
+    values = [cell for cell in spec["groups"][1]["rows"][0]["cells"] if not cell.get("gap")]  # the keys' own
     scale = legend["V: low → high"]
     assert scale["wide"] and scale["fill"] and scale["color"].startswith("linear-gradient(90deg")
     stops = re.findall(r"#[0-9a-f]{6}", scale["color"])
@@ -408,3 +408,50 @@ def test_the_seed_at_step_eleven_gives_head_even_row_fifteen_its_hidden_weight()
         "0", ".57", "0", ".14", "0", ".14", "0", ".14", "0"]
     assert spec["columns"][:3] == ["1 · Today", "2–8 …", "9 · nice"]
     assert {"group": 0, "row": 7, "col": 8, "color": NEW} in spec["outlines"]
+
+
+@pytest.mark.parametrize("scenario, step", [(load_preset("seed"), 11), (long_scenario(), 15), (load_preset("seed"), 3)])
+def test_the_cache_board_marks_the_keys_the_window_leaves_out_as_the_attention_board_does(scenario, step):
+    """A student typed a longer prompt: the cache board said "12 entries" over 8 columns, keys 2–5 gone
+    with no mark, beside the attention board's "2–5 …" column. Now the cache board has the same column
+    after key 1, a dashed "…" in every row (no key's colour, no number: a cache has no sum to show),
+    its tip saying the entries are in the cache; the title says which keys are not shown; the stale and
+    new outlines move right past it with their keys. With every key shown, no such column."""
+    frame = _frame(scenario, step)
+    spec = board.cache_board(frame, scenario.head_names)
+    rows = [row for group in spec["groups"] for row in group["rows"]]
+    assert all(len(row["cells"]) == len(spec["columns"]) for row in rows)
+    hidden = frame.window.hidden_keys
+    if not hidden:
+        assert not any(c.get("gap") for row in rows for c in row["cells"]) and "not shown" not in spec["title"]
+        return
+    span = f"{hidden[0] + 1}–{hidden[-1] + 1}"
+    assert spec["columns"][1] == f"{span} …" and f" · keys {span} not shown · rows:" in spec["title"]
+    for row in rows:
+        gap = row["cells"][1]
+        assert gap["gap"] and gap["text"] == "…" and gap["bg"] == "#ffffff" and "in the cache" in gap["tip"]
+    keys = [spec["columns"].index(label) for label in spec["columns"] if label != f"{span} …"]
+    for o in spec["outlines"]:  # every outline stands on a key's column, never on the gap
+        assert o["col"] in keys
+    view = frame.cache
+    for h, p in view.stale:  # the stale outline sits on the cell saying "stale"
+        col = next(o["col"] for o in spec["outlines"] if o["color"] == STALE and o["row"] == h
+                   and spec["columns"][o["col"]].startswith(f"{p + 1} ·"))
+        assert "stale" in spec["groups"][0]["rows"][h]["cells"][col]["text"]
+
+
+def test_a_cached_key_that_reads_the_query_says_q_k_and_the_legend_defines_it():
+    """After "Fix: n → q.pos" head 'last' reads the query: its cached keys say q·k (no sign to store);
+    the legend names that colour ("q·k: worked out when a query reads it"), in exactly the cells'
+    colour; a cache without such keys has no such entry."""
+    fixed = load_preset("seed").cache_safe()
+    spec = board.cache_board(_frame(fixed, 3), fixed.head_names)
+    legend = {item["label"]: item for item in spec["legend"]}
+    qk = [c for row in spec["groups"][0]["rows"] for c in row["cells"] if c["text"] == "q·k"]
+    assert qk and {c["bg"] for c in qk} == {legend["q·k: worked out when a query reads it"]["color"]}
+    plain = board.cache_board(_frame(load_preset("seed"), 3), load_preset("seed").head_names)
+    assert not any(item["label"].startswith("q·k") for item in plain["legend"])
+    from viz.figures.lesson import cache_figure  # the Plotly cache (a long window) names it too
+    names = {trace.name for trace in cache_figure(_frame(fixed, 3), fixed.head_names).data}
+    assert "q·k: worked out when a query reads it" in names
+

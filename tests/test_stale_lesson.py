@@ -105,6 +105,17 @@ def test_the_board_puts_the_latest_keys_side_by_side_and_marks_the_stale_cells()
     assert spec["title"].startswith("Head 'last': context 6.333 cached, 7 recomputed")  # as the warning says it
 
 
+def test_the_boards_title_says_which_keys_it_shows_once_it_leaves_earlier_ones_out():
+    """A student read "context 6.5 cached, 7 recomputed" over rows starting at key 2 and looked for
+    Today: past STALE_ROWS keys the title says which keys the rows are ("keys 2–6 of 6"); with every
+    key shown it says nothing of the kind."""
+    kv, full = runs(2)
+    assert stale_board(stale_lesson(kv, full, check_cache(kv, full, 2)))["title"].startswith(
+        "Head 'last': context 6.333 cached, 7 recomputed · keys 2–6 of 6 · rows: keys")
+    kv, full = runs(1)
+    assert " of " not in stale_board(stale_lesson(kv, full, check_cache(kv, full, 1)))["title"]
+
+
 def test_a_long_sequences_board_shows_its_latest_keys_and_says_how_many_it_leaves_out():
     """Past STALE_ROWS keys the board keeps the latest ones (the newest key last, never stale), and
     says in its label for screen readers how many stale keys lie before them."""

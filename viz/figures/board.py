@@ -40,7 +40,7 @@ from ..core.engine.explain import fmt
 from ..core.lessons.lesson import LessonFrame
 from ..core.lessons.stale import StaleLesson
 from .base import INK, MASKED, MEANINGS, hatch, legend_item, short
-from .meanings import CACHE_SCALES, FOCUS_NEWEST, FOCUS_POSITION, KEY_SCALE, VALUE_SCALE, scale_color, scale_items
+from .meanings import FOCUS_NEWEST, FOCUS_POSITION, KEY_SCALE, VALUE_SCALE, cache_scales, scale_color, scale_items
 from .lesson import CELL_TEXT_COLUMNS, CELL_TEXT_ROWS, CONTEXTS_TITLE, attention_title, cache_title
 
 BLACK, WHITE = "#000000", "#ffffff"
@@ -156,12 +156,12 @@ def _sign(v: float) -> str:
     return "+1" if v > 0 else ("−1" if v < 0 else "q·k")
 
 
-def scale_legend() -> list[dict]:
+def scale_legend(query_keys: bool = False) -> list[dict]:
     """The cache's colour scales as legend entries (numbers, not meanings, so none is a meaning's
     colour): a filled swatch for a key of −1 and one for +1, and a wide swatch running through the
     value scale, low to high, for the V row (:data:`viz.figures.meanings.CACHE_SCALES`, which the Plotly
-    cache figures' legends draw too)."""
-    return scale_items(CACHE_SCALES)
+    cache figures' legends draw too); with ``query_keys``, one for a key that reads the query (q·k)."""
+    return scale_items(cache_scales(query_keys))
 
 
 def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
@@ -171,10 +171,11 @@ def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
     view = frame_.cache
     columns = _labels(frame_, view.keys)
     stale = set(view.stale)
+    signs = view.signs.detach().double().cpu().tolist()
     key_rows = []
-    for h, (name, signs) in enumerate(zip(heads, view.signs.detach().double().cpu().tolist())):
+    for h, (name, row) in enumerate(zip(heads, signs)):
         cells = []
-        for c, (label, s) in enumerate(zip(columns, signs)):
+        for c, (label, s) in enumerate(zip(columns, row)):
             tip = f"head {name}\n{'cached key' if view.cached else 'key'} of {label}: {_sign(s)}"
             cell = _cell(KEY_SCALE, (s + 1) / 2, _sign(s), tip)
             if (h, view.keys[c]) in stale:
@@ -196,8 +197,18 @@ def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
         col = view.keys.index(view.written[0])
         outlines += [{"group": g, "row": None, "col": col, "color": _color("new")} for g in (0, 1)]
         legend.append(legend_item("new", "new entry" if view.cached else "new key"))
-    legend += scale_legend()  # what the cells' own colours say: a key's sign, a value's size
-    named = _axes(cache_title(view), "K per head, then V", "keys")
+    legend += scale_legend(any(v == 0 for row in signs for v in row))  # what the cells' own colours say
+    window = frame_.window
+    gap = bool(window.hidden_keys) and not set(window.hidden_keys) & set(view.keys)
+    if gap:  # the keys the window leaves out after the first: one column saying so, as on the attention board
+        tip = f"keys {window.hidden_span} not shown: {window.cache_gap_meaning}"
+        for row in key_rows + [value_row]:
+            row["cells"].insert(1, {"bg": WHITE, "fg": INK, "text": "…", "tip": tip, "gap": True})
+        columns.insert(1, window.gap_label)
+        for o in outlines:
+            o["col"] += 1 if o["col"] else 0
+    named = _axes(cache_title(view) + (f" · keys {window.hidden_span} not shown" if gap else ""),
+                  "K per head, then V", "keys")
     return {"kind": "matrix", **named, "columns": columns, "groups": [{"rows": key_rows}, {"rows": [value_row]}],
             "outlines": outlines, "gap_after": None, "legend": legend,
             "label": f"{named['title']}: one key row per head (+1, −1 or q·k) and the values V"}
@@ -246,6 +257,8 @@ def stale_board(lesson: StaleLesson) -> dict:
         rows.append({"label": label, "cells": cells})
     title = (f"Head '{lesson.name}': context {fmt(lesson.cached_context)} cached, "
              f"{fmt(lesson.recomputed_context)} recomputed")
+    if len(shown) < len(lesson.keys):  # the earlier keys are left out: the title says which are shown
+        title += f" · keys {shown[0].position + 1}–{shown[-1].position + 1} of {len(lesson.keys)}"
     named = _axes(title, "keys", "✓ match, weight")
     hidden = len(lesson.stale) - sum(k.stale for k in shown)  # stale keys before the latest (said to screen readers)
     label = (f"{named['title']}: the newest query's weight on the latest {len(shown)} of {len(lesson.keys)} keys, "

@@ -18,7 +18,7 @@ import torch
 from ..core.engine.explain import fmt
 from ..core.lessons.lesson import CacheView, LessonFrame
 from .base import INK, QUERY_KEY, figure, frame, grid, legend_marker, outline, safe, short, stripes
-from .meanings import FOCUS_NEWEST, FOCUS_POSITION, KEY_SCALE, VALUE_SCALE, scale_markers
+from .meanings import FOCUS_NEWEST, FOCUS_POSITION, KEY_SCALE, VALUE_SCALE, cache_scales, scale_markers
 
 CELL_TEXT_COLUMNS = 16  # cell numbers are drawn up to this many keys (they no longer fit beyond)
 CELL_TEXT_ROWS = 24
@@ -160,11 +160,12 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
     layout["yaxis"].update(tickvals=list(range(len(heads))), ticktext=[f"K {h}" for h in head_labels],
                            autorange="reversed", showgrid=False, zeroline=False)
     layout["yaxis2"].update(tickvals=[0], ticktext=["V"], showgrid=False, zeroline=False)
-    legend += scale_markers()  # what the cells' own colours say: a key's sign, a value's size
+    scales = scale_markers(cache_scales(bool((signs == 0).any())))  # what the cells' own colours say
+    legend += scales
     title = cache_title(view)
     # under the plot: fit() makes room for the ticks and every row the legend takes at the figure's width
     extra = dict(showlegend=True, legend=dict(orientation="h", x=0, xref="container", y=-0.02, yanchor="top"))
-    if len(legend) > len(scale_markers()):  # wrapped, Plotly gives each entry its widest one's width and its
+    if len(legend) > len(scales):  # wrapped, Plotly gives each entry its widest one's width and its
         # symbol's, one a row in a third of a projector: two a row, the rows fit() makes room for there
         extra["legend"].update(entrywidth=0.5, entrywidthmode="fraction")
     row_px = min(30, 200 // len(heads))  # many heads: thinner rows, the figure stays one screen high

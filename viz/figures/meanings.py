@@ -286,6 +286,13 @@ class ScaleEntry:
 # the KV cache's cells (a board's or a Plotly figure's): a key of −1, of +1, and the values' scale
 CACHE_SCALES = (ScaleEntry("K −1", KEY_SCALE, (0.0,)), ScaleEntry("K +1", KEY_SCALE, (1.0,)),
                 ScaleEntry("V: low → high", VALUE_SCALE, SCALE_STOPS))
+# a cached key that reads the query (its rule reads q.pos): no sign to store, worked out at each read
+QUERY_KEY = ScaleEntry("q·k: worked out when a query reads it", KEY_SCALE, (0.5,))
+
+
+def cache_scales(query_keys: bool) -> tuple[ScaleEntry, ...]:
+    """The cache's scale entries, with :data:`QUERY_KEY` after the two signs where a cell says q·k."""
+    return CACHE_SCALES[:2] + ((QUERY_KEY,) if query_keys else ()) + CACHE_SCALES[2:]
 
 
 def scale_items(entries: Sequence[ScaleEntry] = CACHE_SCALES) -> list[dict]:

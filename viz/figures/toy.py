@@ -21,7 +21,7 @@ from ..core.lessons.words_work import same_as, work_panels
 from ..core.rules.language import compile_rule
 from .base import (BLUE, GOLD, MASKED, MEANINGS, RED, figure, frame, grid, heatmap, heatmap_trace, labels,
                    legend_marker, masked_unsaid, matrix_axes, outline, safe)
-from .meanings import coinciding, scale_markers, way, way_style
+from .meanings import cache_scales, coinciding, scale_markers, way, way_style
 from .lesson import CONTEXTS_TITLE
 
 __all__ = ["BLUE", "GOLD", "MASKED", "RED", "MODE_COLORS", "MODE_NAMES", "STAGES", "safe", "labels",
@@ -248,7 +248,7 @@ def cache_figure(trace: Trace) -> go.Figure:
         layout[f"yaxis{suffix}"].update(type="category", autorange="reversed", title=dict(text=what))
     shapes = [outline("new", n - 1.5, n - 0.5, -0.5, span - 0.5, 3, ref) for span, ref in ((len(heads), refs[0]),
                                                                                          (1, refs[1]))]
-    data += [legend_marker("new", "new entry"), *scale_markers()]
+    data += [legend_marker("new", "new entry"), *scale_markers(cache_scales(not all(key_only)))]
     # one line in half a projector's width, beside the tour's work chart (the bytes reserved, the capacity
     # and its growth took three lines there and pushed the pair past 720 px: Memory teaches those)
     title = f"KV cache: {len(cache)} entries · {cache.nbytes:,} bytes"

@@ -78,6 +78,12 @@ class Window:
         return f"keys {self.hidden_span} summed in one column" if self.hidden_keys else ""
 
     @property
+    def cache_gap_meaning(self) -> str:
+        """Where the cache's entries of the hidden keys are ("" when no key is hidden): a cache board
+        has no sum to show for them, only that they are there."""
+        return "they are in the cache; Whole shows every entry" if self.hidden_keys else ""
+
+    @property
     def complete(self) -> bool:
         return len(self.rows) == self.total_rows and len(self.keys) == self.total_keys
 
