@@ -488,3 +488,15 @@ def test_a_markers_label_stands_clear_of_the_charts_lines():
         for marker in markers:
             y = np.log10(marker.y[[bool(text) for text in marker.text].index(True)])
             assert all(abs(at(line, marker.x[0]) - y) > 0.5 for line in lines), (name, marker.name)
+
+
+def test_the_two_wastes_memory_compares_look_different_in_the_bars_and_the_legend():
+    """Memory's three-ways bars compare a contiguous buffer's reserved, never-filled slots with a block's
+    empty end: each wears its own meaning (the first hatched), in its bars and its legend swatch."""
+    spec = FIGURES["waste board"][0]
+    swatch = {item["label"]: item["color"] for item in spec["legend"]}
+    never, block_end = swatch["reserved, never filled"], swatch["empty end of last block"]
+    assert never != block_end
+    assert never == hatch("unfilled") and block_end == MEANINGS["reserved"].color
+    looks = {s["tip"].split(":")[0]: s["color"] for bar in spec["bars"] for s in bar["segments"]}
+    assert looks["reserved, never filled"] == never and looks["empty end of last block"] == block_end

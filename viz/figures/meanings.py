@@ -46,6 +46,9 @@ FREE = "#f4f6f9"
 MASKED = "#d9d9d9"
 RESERVED = "#bdbdbd"
 LEFT_OUT = "#707070"
+# a contiguous buffer's slots reserved and never filled: dark grey stripes (hatched "\\"), so this waste never
+# looks like a block's empty end (the reserved grey) beside it in Memory's three-ways bars
+UNFILLED = "#454545"
 INK = "#262730"  # text, and marks that must read on any cell colour
 # owners of pool blocks (Paul Tol's indigo and olive, ColorBrewer's brown and tan): none is a meaning's
 INDIGO = "#332288"
@@ -100,8 +103,9 @@ MEANINGS: dict[str, Meaning] = {
     "rejected": Meaning(BLACK, "rejected", pattern="x", also=("does not fit",)),
     "left out": Meaning(LEFT_OUT, "left out", also=("filtered out by top-k/top-p", "evicted", "not checked")),
     "reserved": Meaning(RESERVED, "reserved, still empty",
-                        also=("reserved, never filled", "empty slot in a used block", "empty end of last block",
+                        also=("empty slot in a used block", "empty end of last block",
                               "idle slot (static)")),
+    "unfilled": Meaning(UNFILLED, "reserved, never filled", pattern="\\"),
     "masked": Meaning(MASKED, "masked: key after the query", also=("above the diagonal: never loaded",)),
     "free": Meaning(FREE, "free"),
     # Serving: what a request does in an iteration (an idle slot is "reserved"), and prefix caching's blocks

@@ -19,9 +19,9 @@ from ..core.scale.memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurv
 from ..core.serving.paged import PagedRun, PoolSnapshot, WasteReport
 from .base import (BLUE, FREE, GREEN, INK, LEFT_OUT, MEANINGS, SERIES, SKY, legend_item, legend_marker, safe,
                    series, short, titled)
+from .meanings import hatch, owner
 from .board import colored_cell, shade
 from .lesson import CELL_TEXT_COLUMNS
-from .meanings import owner
 
 GREY = LEFT_OUT  # a baseline series (the full cache), and what lies outside the engine
 SHARED, EMPTY = MEANINGS["shared"], MEANINGS["reserved"]
@@ -272,10 +272,12 @@ WASTE_TITLE = "Memory for the same sequences, three ways"
 
 
 def _waste_rows(waste: WasteReport, max_new_tokens: int) -> list[tuple[str, list[tuple[str, int, str]]]]:
-    """The three layouts, each as (label, [(part, slots, colour)])."""
+    """The three layouts, each as (label, [(part, slots, look)]): a look is a CSS background, the never-filled
+    reservation hatched so it never reads as a block's empty end."""
+    never = MEANINGS["unfilled"]
     return [
         (f"contiguous: prompt + {max_new_tokens} new tokens reserved each",
-         [("held tokens", waste.tokens, BLUE), ("reserved, never filled", waste.contiguous_waste, EMPTY.color)]),
+         [("held tokens", waste.tokens, BLUE), (never.label, waste.contiguous_waste, hatch("unfilled"))]),
         ("paged blocks, no sharing",
          [("held tokens", waste.tokens, BLUE), ("empty end of last block", waste.unshared_fragmentation, EMPTY.color)]),
         ("paged blocks + shared prefixes",
