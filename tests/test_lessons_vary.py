@@ -101,9 +101,20 @@ def test_the_pages_open_on_the_varied_preset(app, page):
     assert md_escape(opening.note) in [c.value for c in at.caption]
     # and beside the scenario picker, which still names the seed: the sidebar says what the page shows
     assert md_escape(opening.aside) in [c.value for c in at.sidebar.caption]
-    assert f"shows '{VARIED.title}'" in opening.aside
+    assert f"shows the '{VARIED_PRESET}' scenario" in opening.aside
     assert not any("instead" in c.value for c in on_page(at, "pages/decode.py").sidebar.caption)
     assert not [t for t in at.toggle if t.key and t.key.endswith("cache_safe")]
+
+
+def test_the_aside_names_the_scenario_and_the_prompt_memory_shows(app):
+    """The sidebar and the footer name the scenario as its picker does and quote the prompt as the page
+    shows it (A's prompt in the sequences table), never a title the page does not show."""
+    at = on_page(app, "pages/memory.py")
+    shown = next(t.value for t in at.table if "prompt" in t.value.columns)["prompt"].iloc[0]
+    opening = varied_opening(load_preset("seed"), "Memory")
+    for said in (opening.aside, opening.note):
+        assert f"'{VARIED_PRESET}'" in said and f"'{shown}'" in said and VARIED.title not in said
+    assert [c.value for c in at.sidebar.caption if "instead" in c.value] == [md_escape(opening.aside)]
 
 
 def test_serving_requests_say_different_words_on_the_page(app):

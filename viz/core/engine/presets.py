@@ -205,10 +205,12 @@ def varied_opening(scenario: Scenario, page: str) -> Opening:
     if matching_preset(scenario) != DEFAULT_PRESET:
         return Opening(scenario, "")
     varied = load_preset(VARIED_PRESET)
-    return Opening(varied, f"{page} opens on '{varied.title}', whose words vary: with the seed every request, "
+    # named as the sidebar's picker names it, with its prompt as the page shows it (its tokens), not its title
+    shown = f"the '{VARIED_PRESET}' scenario ('{' '.join(varied.tokens)}')"
+    return Opening(varied, f"{page} opens on {shown}, whose words vary: with the seed every request, "
                            "draft and eviction would say 'nice' every time. Edit the seed or pick another "
                            "scenario in the sidebar to use it here.",
-                   f"{page} shows '{varied.title}' instead: the seed's words never vary.")
+                   f"{page} shows {shown} instead: the seed's words never vary.")
 
 
 def sequence(scenario: Scenario, n: int) -> tuple[list[str], list[float]]:
