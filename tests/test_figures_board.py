@@ -455,3 +455,22 @@ def test_a_cached_key_that_reads_the_query_says_q_k_and_the_legend_defines_it():
     names = {trace.name for trace in cache_figure(_frame(fixed, 3), fixed.head_names).data}
     assert "q·k: worked out when a query reads it" in names
 
+
+
+def test_a_stale_cells_words_read_from_the_back_row_on_both_colours_of_its_stripes():
+    """A teacher's review: white words over pink stripes on a dark key colour (and on the white of a
+    light one) were hard to read. A stale cell, on the cache board and the stale board, is the stale
+    stripes on white with its words in ink: at least 4.5 : 1 (WCAG AA) against both stripe colours."""
+    from viz.figures.base import INK
+    spec = board.cache_board(_frame(long_scenario(), 15), long_scenario().head_names)
+    stale = [c for row in spec["groups"][0]["rows"] for c in row["cells"] if "stale" in c["text"]]
+    kv, full = (generate(load_preset("seed"), 4, mode) for mode in ("kv", "recompute"))
+    from viz.core.engine.explain import check_cache
+    from viz.core.lessons.stale import stale_lesson
+    side = board.stale_board(stale_lesson(kv, full, check_cache(kv, full, 3)))
+    stale += [c for row in side["groups"][0]["rows"] for c in row["cells"] if "stale" in c["text"]]
+    assert len(stale) > 5
+    for cell in stale:
+        assert cell["fg"] == INK and cell["bg"] == hatch("stale")
+        for stripe in re.findall(r"#[0-9a-fA-F]{6}", cell["bg"]):
+            assert _contrast(cell["fg"], stripe) >= 4.5, (cell["text"], stripe)

@@ -182,7 +182,9 @@ def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
                 # the cached sign and the word where a cell holds both (up to six keys: a third of a
                 # 1280-px projector gives each about 50 px), else the word (the sign is in the tip)
                 said = f"{_sign(s)} stale" if len(columns) <= WORDY_STALE_KEYS else "stale"
-                cell.update(bg=hatch("stale", cell["bg"]), text=said,
+                # the stripes on white and the words in ink: white words over stripes on a dark key
+                # colour were hard to read from the back row (a teacher's review)
+                cell.update(bg=hatch("stale"), fg=INK, text=said,
                             tip=tip + "\nstale: encoding it again gives the opposite")
             cells.append(cell)
         key_rows.append({"label": f"K {name}", "cells": cells})
@@ -250,7 +252,7 @@ def stale_board(lesson: StaleLesson) -> dict:
                          f"key {label}, {how}: the rule {'matched' if matched else 'did not match'}\n"
                          f"the newest query's weight {fmt(weight)} ({run})")
             if key.stale and c == 0:
-                cell.update(bg=hatch("stale", cell["bg"]), text=cell["text"] + " stale",
+                cell.update(bg=hatch("stale"), fg=INK, text=cell["text"] + " stale",
                             tip=cell["tip"] + "\nstale: encoding it again gives the opposite")
                 outlines.append({"group": 0, "row": r, "col": 0, "color": _color("stale")})
             cells.append(cell)
