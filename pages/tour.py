@@ -64,7 +64,7 @@ def ask(index: int, question: Question) -> bool:
                                revealed_options(question, chosen[index], lettered=lettered, class_pick=presenter)))
         right, picked = question.options[question.answer], chosen[index]
         kind, text = words.verdict(md_escape(right), None if picked is None else md_escape(picked),
-                                   md_escape(question.explanation))
+                                   md_escape(question.explanation), class_pick=presenter)
         {"info": st.info, "success": st.success, "error": st.error}[kind](text)
         class_votes.counted(index, question.options)  # in a class, the teacher's screen: the final count
     return True

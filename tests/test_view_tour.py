@@ -36,6 +36,9 @@ def test_the_tour_words_build_the_verdict_and_the_score():
     assert tour.verdict("12.5", None, "Why.") == ("info", "Answer: **12.5**. Why.")
     assert tour.verdict("12.5", "12.5", "Why.") == ("success", "Right: **12.5**. Why.")
     assert tour.verdict("12.5", "9", "Why.") == ("error", "Not quite: you chose 9, it is **12.5**. Why.")
+    # on the projector the pick was the class's (the options say "the class's pick"): so is the verdict
+    assert tour.verdict("12.5", "9", "Why.", class_pick=True) == (
+        "error", "Not quite: the class chose 9, it is **12.5**. Why.")
     assert tour.score_line(tour.Score(5, 8, 1, 2)) == (
         "**Your score: 5 of 8** right (1 revealed without a vote, 2 not revealed yet).")
     assert tour.score_line(tour.Score(8, 8, 0, 0)) == "**Your score: 8 of 8** right."
@@ -54,7 +57,17 @@ def test_the_footer_says_an_epilogue_follows_and_names_every_key():
     steps = len(tour.STEP_TITLES)
     keys = "the → button above (or the keys →, PageDown, Space) goes on, ← (or PageUp) goes back."
     assert tour.tour_footer(2, steps) == f"Step 3 of 8 (then an optional epilogue) · {keys}"
-    assert tour.tour_footer(9, steps) == f"Optional epilogue · {keys}"
+    assert tour.tour_footer(8, steps) == f"Optional epilogue · {keys}"
+
+
+def test_the_footer_offers_no_way_that_is_off():
+    """A teacher read the last step's footer aloud: "→ goes on", with → off. The first step offers only
+    → and the last only ←; a one-step tour offers neither."""
+    steps = len(tour.STEP_TITLES)
+    assert tour.tour_footer(0, steps) == ("Step 1 of 8 (then an optional epilogue) · the → button above (or the "
+                                          "keys →, PageDown, Space) goes on.")
+    assert tour.tour_footer(steps - 1, steps) == "Optional epilogue · ← (or PageUp) goes back."
+    assert tour.tour_footer(0, 1) == "Optional epilogue."
 
 
 def test_the_epilogues_timeline_titles_fit_a_phone():

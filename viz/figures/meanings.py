@@ -87,7 +87,7 @@ class Meaning:
 
 # the lesson screens' outlined row: Decode's newest query, Prefill's query in focus at this step (the glossary's
 # "query in focus" defines both; Decode's legend has no room for more words at 1280 × 720)
-FOCUS_NEWEST, FOCUS_POSITION = "newest query", "query in focus (this step's)"
+FOCUS_NEWEST, FOCUS_POSITION = "newest query", "query in focus"
 MEANINGS: dict[str, Meaning] = {
     "focus": Meaning(ORANGE, "query in focus",
                      also=(FOCUS_NEWEST, FOCUS_POSITION, "current tile", "this iteration", "this round",

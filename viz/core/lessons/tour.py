@@ -165,7 +165,12 @@ def tour_footer(index: int, steps: int) -> str:
     none in the epilogue (a number there could read as an answer to its question)."""
     main = steps - EPILOGUE
     where = "Optional epilogue" if index >= main else f"Step {index + 1} of {main} (then an optional epilogue)"
-    return f"{where} · the → button above (or the keys →, PageDown, Space) goes on, ← (or PageUp) goes back."
+    ways = ([FORWARD] if index < steps - 1 else []) + ([BACKWARD] if index > 0 else [])  # none that is off
+    return f"{where} · {', '.join(ways)}." if ways else f"{where}."
+
+
+FORWARD = "the → button above (or the keys →, PageDown, Space) goes on"
+BACKWARD = "← (or PageUp) goes back"
 
 
 @dataclass(frozen=True)
@@ -288,14 +293,15 @@ def ask_line(prompt: str, *, presenter: bool, revealed: bool = False) -> str:
     return f"**{'Vote' if presenter else 'Predict first'}:** {prompt}"
 
 
-def verdict(right: str, picked: str | None, explanation: str) -> tuple[str, str]:
+def verdict(right: str, picked: str | None, explanation: str, *, class_pick: bool = False) -> tuple[str, str]:
     """How a revealed answer reads, and its kind ("info" without a vote, "success", "error"); the
-    arguments are Markdown, escaped by the caller."""
+    arguments are Markdown, escaped by the caller. ``class_pick``: the pick was the class's (presenter
+    mode, where the options say "the class's pick"), so the verdict speaks of the class, not "you"."""
     if picked is None:
         return "info", f"Answer: **{right}**. {explanation}"
     if picked == right:
         return "success", f"Right: **{right}**. {explanation}"
-    return "error", f"Not quite: you chose {picked}, it is **{right}**. {explanation}"
+    return "error", f"Not quite: {'the class' if class_pick else 'you'} chose {picked}, it is **{right}**. {explanation}"
 
 
 def score_line(tally: Score, *, class_pick: bool = False) -> str:
