@@ -210,7 +210,7 @@ def text_and_table(view: DecodeView) -> None:
     text = view.transcript  # the last word is only chosen
     st.markdown(words.transcript_line(md_escape(" ".join(text.prompt)), [md_escape(t) for t in text.generated],
                                       md_escape(text.next_token)))
-    st.dataframe(toy.generated_table(view.shown), hide_index=True, width="stretch", height=300,
+    st.dataframe(toy.generated_table(view.shown), hide_index=True, width="stretch", height="content",
                  column_config={"p": st.column_config.ProgressColumn("p", min_value=0.0, max_value=1.0,
                                                                      format="%.3f", width="medium")})
 

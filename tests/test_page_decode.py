@@ -168,6 +168,24 @@ def test_text_so_far_has_one_generated_token_per_step(decode):
         assert text.count(":blue-background[") == k
 
 
+def test_the_generated_table_is_as_tall_as_its_rows(decode, monkeypatch):
+    """Text and table's table takes the height of its rows (Streamlit's height="content"), at any step:
+    a fixed height drew empty ruled rows under the 4 of step 3 (a student's review)."""
+    import streamlit as st
+    heights = []
+    drawn = st.dataframe
+
+    def spy(*args, **kwargs):
+        heights.append(kwargs.get("height", "auto"))
+        return drawn(*args, **kwargs)
+
+    monkeypatch.setattr(st, "dataframe", spy)
+    decode.session_state["decode_tab"] = "Text and table"
+    for _ in range(3):
+        by_label(decode.button, "Step").click().run()
+    assert len(decode.dataframe[0].value) == 4 and heights and set(heights) == {"content"}
+
+
 def test_replay_sends_every_step_reached(decode):
     """The replay tab holds one frame per step reached, each the engine's weights for that step."""
     from viz import generate, load_preset
