@@ -19,7 +19,7 @@ from viz.core.engine.explain import fmt
 from viz.core.lessons.lesson import decode_frame, prefill_frame
 from viz.figures import board
 from viz.figures.base import MASKED, MEANINGS, Stat, hatch, plain_table, short, stats_row
-from viz.figures.meanings import FOCUS_NEWEST
+from viz.figures.meanings import FOCUS_NEWEST, VALUE_SCALE, scale_color
 from viz.figures.lesson import CONTEXTS_TITLE
 
 BOARD_JS = Path(board.__file__).resolve().parents[1] / "ui" / "board" / "board.js"
@@ -86,9 +86,11 @@ def test_the_cache_boards_legend_says_what_every_cell_colour_encodes(scenario, s
     scale = legend["V: low → high"]
     assert scale["wide"] and scale["fill"] and scale["color"].startswith("linear-gradient(90deg")
     stops = re.findall(r"#[0-9a-f]{6}", scale["color"])
-    by_value = sorted(values, key=lambda c: float(c["tip"].rsplit(": ", 1)[1].replace(",", "")))
-    if by_value[0]["bg"] != by_value[-1]["bg"]:  # the values differ: the ends of the scale are theirs
-        assert (stops[0], stops[-1]) == (by_value[0]["bg"], by_value[-1]["bg"])
+    low, high = _frame(scenario, step).cache.value_range  # every entry's, shown or not: the scale's ends
+    assert (stops[0], stops[-1]) == (scale_color(VALUE_SCALE, 0.0), scale_color(VALUE_SCALE, 1.0))
+    for cell in values:
+        v = float(cell["tip"].rsplit(": ", 1)[1].replace(",", ""))
+        assert cell["bg"] == scale_color(VALUE_SCALE, (v - low) / (high - low) if high > low else 0.5)
     assert not {item["color"] for item in board.scale_legend()} & {m.color for m in MEANINGS.values()}
 
 
@@ -474,3 +476,17 @@ def test_a_stale_cells_words_read_from_the_back_row_on_both_colours_of_its_strip
         assert cell["fg"] == INK and cell["bg"] == hatch("stale")
         for stripe in re.findall(r"#[0-9a-fA-F]{6}", cell["bg"]):
             assert _contrast(cell["fg"], stripe) >= 4.5, (cell["text"], stripe)
+
+
+def test_a_values_colour_keeps_its_meaning_when_the_window_leaves_keys_out():
+    """A teacher's review: Today's value 10 was teal at step 1 and the scale's top (yellow) from step 6,
+    once 20 (weather) had left the window. The V row's colours come from every entry's range, shown or
+    not: Today's cell is the same colour at steps 1 and 12, and so in the Plotly figure's scale."""
+    seed = load_preset("seed")
+    early, late = (board.cache_board(_frame(seed, step), seed.head_names) for step in (1, 12))
+    today = [spec["groups"][1]["rows"][0]["cells"][0] for spec in (early, late)]
+    assert [c["text"] for c in today] == ["10", "10"] and today[0]["bg"] == today[1]["bg"]
+    assert _frame(seed, 12).cache.value_range == (1.0, 20.0)
+    from viz.figures.lesson import cache_figure
+    v = cache_figure(_frame(seed, 12), seed.head_names).data[1]
+    assert (v.zmin, v.zmax) == (1.0, 20.0)

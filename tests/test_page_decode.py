@@ -154,7 +154,9 @@ def test_figures_for_every_head_count():
         traces = {mode: generate(scenario, 3, mode) for mode in MODES}
         cache = toy.cache_figure(traces["kv"]).data
         assert [t.type for t in cache if t.type == "heatmap"] == ["heatmap"] * 2  # K and V
-        assert [t.name for t in cache if t.type != "heatmap"] == ["new entry", "K −1", "K +1", "V: low → high"]  # the outline's, the cells' colours
+        # the outline's, the cells' colours (these rules read the query: their keys say q·k, named too)
+        assert [t.name for t in cache if t.type != "heatmap"] == ["new entry", "K −1", "K +1",
+                                                                  "q·k: worked out when a query reads it", "V: low → high"]
         assert len(toy.work_figure(traces).data) == 2 * len(MODES)
         assert sum(t.type == "heatmap" for t in toy.small_multiples(traces["kv"], 2).data) == heads
 

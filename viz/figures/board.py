@@ -189,7 +189,7 @@ def cache_board(frame_: LessonFrame, heads: list[str]) -> dict:
             cells.append(cell)
         key_rows.append({"label": f"K {name}", "cells": cells})
     values = view.values.detach().double().cpu().tolist()
-    low, high = (min(values), max(values)) if values else (0.0, 0.0)
+    low, high = view.value_range or ((min(values), max(values)) if values else (0.0, 0.0))  # every entry's
     value_row = {"label": "V", "cells": [
         _cell(VALUE_SCALE, (v - low) / (high - low) if high > low else 0.5, short(v), f"value of {label}: {fmt(v)}")
         for label, v in zip(columns, values)]}

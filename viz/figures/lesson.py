@@ -145,6 +145,8 @@ def cache_figure(frame_: LessonFrame, heads: list[str]) -> go.Figure:
                    customdata=key_hover, xgap=gap, ygap=2,
                    hovertemplate="%{customdata}<extra></extra>", xaxis=refs[0][0], yaxis=refs[0][1], name=""),
         go.Heatmap(z=values[None, :].numpy(), x=list(range(cols)), y=[0], colorscale=VALUE_SCALE, showscale=False,
+                   zmin=view.value_range[0] if view.value_range else None,  # every entry's range, shown or not
+                   zmax=view.value_range[1] if view.value_range else None,
                    text=np.array([[short(v) for v in values.tolist()]], dtype=object) if fits else None,
                    texttemplate="%{text}" if fits else None, textfont=dict(size=12), xgap=gap,
                    customdata=np.array([[f"value of {label}: {fmt(v)}" for label, v in zip(labels, values.tolist())]],

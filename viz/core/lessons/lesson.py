@@ -179,6 +179,9 @@ class CacheView:
     length: int  # entries in all
     nbytes: int  # bytes the cache holds (0 without a cache)
     compared: bool = True  # False: recomputation had not reached this step, so staleness is unknown
+    # the lowest and highest value of every entry, shown or not: the V colours keep their meaning when
+    # the window leaves keys out (Today's 10 turned the scale's top once 20 left the window)
+    value_range: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -220,6 +223,11 @@ def _key_only(trace: Trace) -> torch.Tensor:
     return torch.tensor([compile_rule(h.rule).key_only for h in trace.scenario.heads])
 
 
+def _span(values: torch.Tensor) -> tuple[float, float] | None:
+    """The lowest and highest of ``values`` (None when there are none)."""
+    return (float(values.min()), float(values.max())) if values.numel() else None
+
+
 def decode_frame(shown: Trace, kv: Trace, full: Trace | None, step: int, head: int, size: int = WINDOW,
                  whole: bool = False) -> LessonFrame:
     """Decode step ``step`` of the run ``shown`` (any mode) for one head: the newest query rows,
@@ -233,20 +241,21 @@ def decode_frame(shown: Trace, kv: Trace, full: Trace | None, step: int, head: i
     if shown.mode == "kv":
         cache = kv.cache
         signs = cache.keys()[:, keys, 0].detach().double().cpu()
-        values = cache.values()[keys].detach().double().cpu()
+        every = cache.values()[:rows].detach().double().cpu()
+        values = every[keys]
         compared = full is not None and len(full.steps) > step
         stale = ()
         if compared and not all(shown.cacheable):
             shown_keys = set(window.keys)
             stale = tuple(sorted(p for p in check_cache(kv, full, step).stale if p[1] in shown_keys))
         view = CacheView(window.keys, signs, values, stale, (rows - 1,) if step else window.keys, True,
-                         s.cache_length, s.cache_nbytes, compared)
+                         s.cache_length, s.cache_nbytes, compared, _span(every))
     else:
         matches = s.attention.matches[:, 0, keys]  # (heads, keys): where each head's rule holds now
         signs = torch.where(key_only[:, None], matches.double() * 2 - 1, torch.zeros((), dtype=torch.float64))
-        values = torch.tensor(list(shown.scenario.values) + [t.value for t in shown.steps[:step]],
-                              dtype=torch.float64)[keys]
-        view = CacheView(window.keys, signs, values, (), window.keys, False, 0, 0)
+        every = torch.tensor(list(shown.scenario.values) + [t.value for t in shown.steps[:step]],
+                             dtype=torch.float64)[:rows]
+        view = CacheView(window.keys, signs, every[keys], (), window.keys, False, 0, 0, value_range=_span(every))
     tokens = tuple(shown.tokens[:rows])
     p = float(s.probs[s.sample.index])
     if step == 0:
@@ -264,8 +273,9 @@ def prefill_frame(trace: Trace, position: int, head: int, size: int = WINDOW, wh
     n = len(pre.tokens)
     window = make_window(n, n, position - 1, size, centre=True, whole=whole)
     keys = torch.tensor(window.keys, dtype=torch.long)
-    view = CacheView(window.keys, pre.k[:, keys, 0].detach().double().cpu(), pre.v[keys].detach().double().cpu(),
-                     (), window.keys, True, n, 0)
+    every = pre.v[:n].detach().double().cpu()
+    view = CacheView(window.keys, pre.k[:, keys, 0].detach().double().cpu(), every[keys], (), window.keys, True, n, 0,
+                     value_range=_span(every))
     s = trace.steps[0]
     p = float(s.probs[s.sample.index])
     context = float(pre.contexts[head, position - 1])
