@@ -252,7 +252,7 @@ if section == "Continuous batching":
     say_unused(unused, (continuous, static))
     view = batching_view(continuous, static, format_bytes)
     comparison, finished, throughput, ttft, padding, preempted = view.comparison, *view.helps
-    stats([Stat("Finished after", continuous.makespan, delta=comparison.makespan_delta, good="down", help=finished),
+    stats([Stat("Finished after", view.makespan, delta=view.makespan_delta, good="down", help=finished),
            Stat("Throughput", view.throughput, delta=view.throughput_delta, help=throughput),
            Stat("Mean TTFT", view.ttft, delta=view.ttft_delta, good="down", help=ttft),
            Stat("Padding rows", continuous.padding, delta=comparison.padding_delta, good="down", help=padding),

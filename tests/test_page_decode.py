@@ -15,7 +15,7 @@ def test_step_advances_the_trace(decode):
     by_label(decode.button, "Step").click().run()
     assert decode.session_state[state.STEP] == 1
     assert stat_value(decode, "Entries") == "5"
-    assert stat(decode, "Entries")["delta"] == {"text": "+1", "direction": "up", "tone": "good"}
+    assert stat(decode, "Entries")["delta"] == {"text": "1", "direction": "up", "tone": "good"}
     assert "'nice' joins at position 5" in shown(decode.info[0].value)
 
 

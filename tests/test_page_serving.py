@@ -62,9 +62,10 @@ def test_continuous_batching_shows_the_engine_numbers_and_steps(at):
     workload = workload_preset(SCENARIO, "a burst")
     continuous = serve(SCENARIO, workload, DEFAULT)
     static = serve(SCENARIO, workload, replace(DEFAULT, policy="static"))
-    assert stat_value(at, "Finished after") == f"{continuous.makespan:,}"
+    # in ticks, Serving's unit, and its delta once: the arrow is its sign (a student read '201' and '↓ -61')
+    assert stat_value(at, "Finished after") == f"{continuous.makespan:,} ticks"
     sooner = static.makespan - continuous.makespan
-    assert sooner > 0 and stat(at, "Finished after")["delta"] == {"text": f"-{sooner:,}",
+    assert sooner > 0 and stat(at, "Finished after")["delta"] == {"text": f"{sooner:,} ticks",
                                                                 "direction": "down", "tone": "good"}
     assert stat_value(at, "Padding rows") == f"{continuous.padding:,}"
     assert md_escape(narrate_iteration(continuous, 0)) in narration(at)
@@ -124,7 +125,7 @@ def test_a_bad_workload_edit_keeps_the_last_good_workload(at):
     rerun(at)
     assert any("new tokens must be a whole number" in e.value for e in at.error)
     workload = workload_preset(SCENARIO, "a burst")
-    assert stat_value(at, "Finished after") == f"{serve(SCENARIO, workload, DEFAULT).makespan:,}"
+    assert stat_value(at, "Finished after") == f"{serve(SCENARIO, workload, DEFAULT).makespan:,} ticks"
     at.session_state[key] = {"edited_rows": {"0": {"new tokens": 2}}, "added_rows": [], "deleted_rows": [1, 2, 3, 4, 5]}
     rerun(at)
     assert not at.error

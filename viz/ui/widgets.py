@@ -27,9 +27,11 @@ def metric_args(stat: dict) -> dict:
     """The keyword arguments of ``st.metric`` for one stat of :func:`viz.figures.base.stats_row`:
     label, value and help escaped (Streamlit renders them as Markdown), the delta as text, the
     delta's arrow from its direction (none for a delta without one) and its colour from its tone,
-    both given outright (Streamlit would read a direction off a leading "-" only)."""
+    both given outright (Streamlit would read a direction off a leading "-" only). The arrow says the
+    sign, so a signed delta is written without it ("↓ 61", never "↓ -61")."""
     delta = stat["delta"] or {"text": None, "direction": "", "tone": "neutral"}
-    return {"label": md_escape(stat["label"]), "value": md_escape(stat["value"]), "delta": delta["text"],
+    text = delta["text"][1:].lstrip() if delta["direction"] else delta["text"]  # a direction is its leading sign
+    return {"label": md_escape(stat["label"]), "value": md_escape(stat["value"]), "delta": text,
             "delta_color": _TONE_COLOR[delta["tone"]], "delta_arrow": delta["direction"] or "off",
             "help": md_escape(defined(stat["label"], stat["help"])) or None}
 

@@ -54,6 +54,8 @@ class BatchingView:
     continuous: Stepped
     static: Stepped
     comparison: Comparison
+    makespan: str  # continuous batching's ticks to finish every request, with its unit: "201 ticks"
+    makespan_delta: str  # against static batching, signed: "-61 ticks"
     throughput: str  # continuous batching's tokens per 100 ticks
     throughput_delta: str
     ttft: str  # its mean time to first token
@@ -76,6 +78,7 @@ def batching_view(continuous: ServingRun, static: ServingRun, size: Size) -> Bat
     return BatchingView(
         continuous=replace(stepped(continuous, "continuous"), span=span),
         static=replace(stepped(static, "static"), span=span), comparison=c,
+        makespan=words.ticks(continuous.makespan), makespan_delta=words.ticks(c.makespan_delta, signed=True),
         throughput=f"{continuous.throughput:.3g}", throughput_delta=f"{c.throughput_delta:+.3g}",
         ttft=f"{continuous.mean('ttft'):.3g}", ttft_delta=f"{c.ttft_delta:+.3g}",
         helps=(words.static_help("Ticks to finish every request.", static.makespan),

@@ -87,6 +87,11 @@ TRAFFIC_TABLE = "Every item each pass moves between slow and fast memory"
 # a caption under each table that names a term a table cannot define (a table has no hover; a caption's
 # hover defines every unfamiliar term it names)
 REQUESTS_TABLE_NOTE = "TTFT and TPOT are counted in ticks."
+
+
+def ticks(count: int, signed: bool = False) -> str:
+    """A count of ticks, Serving's unit of time, with its unit ('201 ticks'; signed, '-61 ticks')."""
+    return f"{count:{'+' if signed and count else ''},} tick{'' if abs(count) == 1 else 's'}"
 SPEC_TABLE_NOTE = "Multiply-adds count the work of both: the target's passes and, speculating, the draft's."
 TRAFFIC_TABLE_NOTE = "S = QKᵀ / √d_k holds one score per query and key, for every head."
 SPEC_SETTINGS = "Words, temperature"
