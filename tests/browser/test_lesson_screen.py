@@ -313,7 +313,7 @@ def test_the_cache_check_is_a_real_table(app):
 
 def test_the_cache_figures_are_metrics_of_real_text(app):
     """Decode's cache figures are st.metric text (no canvas), in their fold of the first tab: after one
-    step the engine's 5 entries with its change +1, its bytes; on a 390 px phone every figure stays
+    step the engine's 5 entries with its change ↑ 1, its bytes; on a 390 px phone every figure stays
     within the screen."""
     kv = generate(load_preset("seed"), 2, "kv")  # the seed after one decode step
     app.open("/decode", step=1)
@@ -321,7 +321,9 @@ def test_the_cache_figures_are_metrics_of_real_text(app):
     expect(app.stat("Entries")).to_have_text(str(len(kv.cache)))
     expect(app.stat("Bytes held (K + V)")).to_have_text(f"{kv.cache.nbytes:,}")
     expect(app.stat("Same next word?")).to_have_text("yes")
-    expect(app.metric("Entries").get_by_test_id("stMetricDelta")).to_contain_text("+1")
+    delta = app.metric("Entries").get_by_test_id("stMetricDelta")  # the change: Streamlit's up arrow and 1
+    expect(delta).to_have_text("1")
+    expect(delta.get_by_test_id("stMetricDeltaIcon-Up")).to_have_count(1)
     assert app.metric("Entries").locator("canvas").count() == 0
     app.page.set_viewport_size({"width": 390, "height": 844})
     expect(app.metric("Bytes held (K + V)")).to_be_visible()
