@@ -71,6 +71,7 @@ def test_presenter_mode_folds_the_sidebar_and_unfolds_it_on_exit(app):
     assert sidebar_px(app) == WIDTH_PX
     app.toggle("Presenter mode")
     expect(app.sidebar).to_have_attribute("data-collapsed", "true")
+    app.main.evaluate(SETTLED_WIDTH_JS)  # measured once the page has widened as the sidebar slid shut
     hint, sentence = app.main.get_by_text(PRESENTER_HINT, exact=True), app.main.get_by_text(words_decode.LEAD)
     above_fold(app, app.main.locator(".st-key-lesson_attention"))
     narration = app.main.get_by_test_id("stAlertContentInfo").first.bounding_box()

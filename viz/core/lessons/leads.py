@@ -38,6 +38,8 @@ PAGE_LEADS: dict[str, PageLead] = {
 
 # Presenter mode folds the sidebar; this says how to open it again (at the right of the page's one
 # sentence, on the same line at 1280 px: short). The sidebar's switch ends presenter mode.
-PRESENTER_HINT = "Sidebar: » at the top left"
+# true whether the sidebar is folded or not: Streamlit keeps a sidebar the visitor opened by hand open,
+# in presenter mode too (its browser remembers the choice), so the hint says how to fold it as well
+PRESENTER_HINT = "Sidebar: » opens, « folds"
 
 DEVELOPERS = "For developers"  # the fold that holds commands, folders and allocator notes
