@@ -86,6 +86,21 @@ def test_rounds_are_narrated_with_the_rule_that_decided_them():
     assert text.index("p is the target's probability of a guess, q the draft's") < text.index("(p = ")
 
 
+def test_a_round_that_keeps_every_guess_counts_them_in_words_and_names_the_passs_last_position():
+    """'all 2 kept' read wrong to a teacher: one guess is 'the one guess', two are 'both', 'all N' only from
+    3 on; and the bonus comes from the target pass's last position (it said 'the last row', where the
+    rounds figure's rows are rounds)."""
+    greedy = speculate(load_preset("previous-token"), 16, 3, DraftSpec("fewer heads", heads=1))
+    bonus = next(r for r in greedy.rounds if r.guesses)
+    said = {1: "the one guess kept", 2: "both kept", 3: "all 3 kept", 4: "all 4 kept"}
+    for n, words in said.items():
+        rnd = replace(bonus, guesses=("hot",) * n, p_guess=(1.0,) * n, q_guess=(1.0,) * n, draws=(-1.0,) * n,
+                      accepted=n, bonus=True)
+        text = narrate_round(rnd, True)
+        assert f"; {words}, and the target pass's last position gives '{rnd.new_word}' for free" in text, text
+        assert "last row" not in text and (n >= 3 or f"all {n} kept" not in text), text
+
+
 def test_tiles_are_narrated_with_their_running_max_and_final_context():
     """A tile that raises the maximum gives the rescale factor; a row's last tile gives out / sum = context."""
     tokens, values = sequence(SCENARIO, 12)

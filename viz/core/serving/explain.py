@@ -168,12 +168,17 @@ def narrate_round(rnd: Round, greedy: bool) -> str:
             checks.append(f"'{guess}' {'kept' if kept else 'rejected'} ({rule})")
         if not kept:
             break
-    ending = (f"all {len(rnd.guesses)} kept, and the last row gives '{rnd.new_word}' for free" if rnd.bonus
-              else f"the target puts '{rnd.new_word}' in place of the first rejected guess")
+    ending = (f"{_all_kept(len(rnd.guesses))}, and the target pass's last position gives '{rnd.new_word}' for free"
+              if rnd.bonus else f"the target puts '{rnd.new_word}' in place of the first rejected guess")
     return (f"Round {rnd.index + 1}: the draft guesses {', '.join(repr(g) for g in rnd.guesses)}. One target "
             f"pass over '{rnd.fed}' and the guesses grows the cache from {rnd.cache_before} to "
             f"{rnd.cache_verified}; " + "; ".join(checks) + f"; {ending}. {_cache_kept(rnd)}: "
             f"{rnd.accepted + 1} new word{'s' if rnd.accepted else ''} for one pass.")
+
+
+def _all_kept(guesses: int) -> str:
+    """Every guess of a round kept, in words: 'all' only from three on."""
+    return {1: "the one guess kept", 2: "both kept"}.get(guesses, f"all {guesses} kept")
 
 
 def _cache_kept(rnd: Round) -> str:
