@@ -17,6 +17,7 @@ import streamlit as st
 import torch
 
 from viz.ui import class_links, classroom, guard, sidebar, state
+from viz.ui.board import fold_sidebar
 from viz.ui.common import favicon
 from viz.ui.widgets import presenter_style
 
@@ -67,6 +68,7 @@ classroom.begin({p.url_path: p for p in PAGES}, page.url_path)  # class mode (vi
 guard.begin()
 # presenter mode's large type (as set by the sidebar toggle's callback, before this run)
 presenter_style(state.presenter())
+turned = state.presenter_turned()  # presenter mode turned on or off: fold or unfold the sidebar, below
 editors = page.url_path in EDITOR_PAGES
 with guard.frame("the sidebar", st.sidebar):
     sidebar.render(editors, page.url_path, following=classroom.following())
@@ -84,4 +86,6 @@ with guard.frame("the link to this view", st.sidebar, admit=False):  # computes 
     sidebar.share_link()
     class_links.short_link(page.url_path)
     classroom.sync()  # the teacher's screen publishes its view (again, if the page moved it)
+    if turned:  # even a sidebar moved by hand, which Streamlit's initial state leaves as it was
+        fold_sidebar(state.presenter())
 state.sync_url(page.url_path)

@@ -67,10 +67,10 @@ def sent_data(element) -> dict:
 
 def boards(at) -> list[dict]:
     """Every lesson board on the page (viz.ui.board), as the spec sent to the browser (not the
-    keys-only form, which draws nothing)."""
+    keys-only form nor the sidebar form, which draw nothing)."""
     from viz.ui.board import NAME
     sent = [sent_data(el) for el in at.get("bidi_component") if el.proto.component_name == NAME]
-    return [data for data in sent if data.get("kind") != "keys"]
+    return [data for data in sent if data.get("kind") not in ("keys", "sidebar")]
 
 
 def board(at, title_part: str) -> dict:

@@ -48,12 +48,13 @@ def test_a_step_bar_is_back_then_step_each_pressing_the_pages_own_button():
 def test_the_readme_documents_every_field_the_script_reads():
     """Every field board_data adds, and every field the script reads off a turn, is in README.md."""
     script = Path(board_ui.__file__).with_name("board.js").read_text(encoding="utf-8")
-    for field in ("presenter", "turns", "draw", "selector", "spec", "kind", "keys", "steps", *board_ui.STEP_FIELDS):
+    for field in ("presenter", "turns", "draw", "selector", "spec", "kind", "keys", "steps", "fold",
+                  *board_ui.STEP_FIELDS):
         assert f'"{field}"' in README, field
     assert set(re.findall(r"turn\.(\w+)", script)) <= {"selector", "spec"}
     assert set(re.findall(r"step\.(\w+)", script)) == board_ui.STEP_FIELDS
     assert set(re.findall(r"data\.(\w+)", script)) <= {"presenter", "turns", "label", "title", "legend", "kind", "keys",
-                                                       "steps"}
+                                                       "steps", "fold"}
     entry = set(re.findall(r"item\.(\w+)", script))  # a legend entry's fields (the cache board's scales: "wide")
     assert entry == {"label", "color", "fill", "wide"} and all(f'"{field}"' in README for field in entry)
 
@@ -131,3 +132,23 @@ def test_a_board_without_turns_keeps_its_draw_number_so_unchanged_data_is_not_re
     prefill.run()
     again = [b for b in boards(prefill) if not b["turns"]]
     assert first and {b["draw"] for b in first + again} == {0} and again == first
+
+
+def test_presenter_mode_turning_sends_the_sidebar_form_once(app):
+    """Streamlit's initial state folds the sidebar only where the visitor never moved it by hand, so
+    the run where presenter mode turns on sends the sidebar form (fold), the run where it turns off
+    sends it again (unfold the one it folded), and the runs between send none."""
+    from apptest_helpers import on_page
+    decode = on_page(app, "pages/decode.py")
+
+    def forms() -> list[dict]:
+        return [sent for sent in _sent(decode) if sent.get("kind") == "sidebar"]
+
+    assert forms() == []
+    assert board_ui.sidebar_data(True) == [{"kind": "sidebar", "fold": True}]
+    decode.toggle(key="kv_w_presenter").set_value(True).run()
+    assert forms() == board_ui.sidebar_data(True)
+    decode.run()
+    assert forms() == []
+    decode.toggle(key="kv_w_presenter").set_value(False).run()
+    assert forms() == board_ui.sidebar_data(False)

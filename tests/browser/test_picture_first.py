@@ -88,6 +88,31 @@ def test_presenter_mode_folds_the_sidebar_and_unfolds_it_on_exit(app):
     app.assert_no_exception()
 
 
+def test_presenter_mode_folds_a_sidebar_opened_by_hand_and_unfolds_it_on_exit(app):
+    """A teacher's review: in presenter mode she opened the sidebar (») to edit, left presenter mode and
+    turned it on again: the sidebar stayed open (Streamlit's browser keeps a choice made by hand over the
+    page's initial state). Each turn on folds an open sidebar; each turn off unfolds the one it folded,
+    as wide as before; a sidebar opened during presenter mode stays open until the next turn."""
+    app.page.set_viewport_size(PROJECTOR)
+    app.open("/")  # a cold server lists the pages/ folder (300 px) until a first session has run app.py
+    app.open("/decode")
+    app.toggle("Presenter mode")
+    expect(app.sidebar).to_have_attribute("data-collapsed", "true")
+    app.page.get_by_test_id("stExpandSidebarButton").click()  # opened by hand, to edit
+    assert sidebar_px(app) == WIDTH_PX
+    with app.rerun():
+        app.main.get_by_role("button", name="Step", exact=True).click()
+    expect(app.sidebar).to_have_attribute("data-collapsed", "false")  # a run later: still open
+    for _ in range(2):
+        app.toggle("Presenter mode")  # off, from the open sidebar (where the toggle is): it stays open
+        assert sidebar_px(app) == WIDTH_PX
+        app.toggle("Presenter mode")  # on again: folded, whatever the hand did before
+        expect(app.sidebar).to_have_attribute("data-collapsed", "true")
+        app.page.get_by_test_id("stExpandSidebarButton").click()  # opened by hand again
+        assert sidebar_px(app) == WIDTH_PX
+    app.assert_no_exception()
+
+
 def test_the_sidebar_is_one_width_on_every_visit(app, new_app):
     """The sidebar opens WIDTH_PX wide (app.py's st.set_page_config) on a page, on the next page, after
     a reload and once a presenter link leaves presenter mode: Streamlit reads the width once, when it

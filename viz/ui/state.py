@@ -39,6 +39,7 @@ STEP = "kv_step"
 MODE = "kv_mode"
 PRESENTER = "kv_presenter"
 PRESENTER_TOGGLE = "kv_w_presenter"  # the sidebar toggle's widget key
+PRESENTER_SHOWN = "kv_presenter_shown"  # presenter mode as the last run drew it (presenter_turned)
 NOTICES = "kv_notices"
 HEAD = "kv_head"  # the head shown in detail (0-based), shared by the pages
 POSITION = "kv_position"  # the Prefill page's query position (1-based)
@@ -222,6 +223,14 @@ def set_mode(value: str) -> None:
 
 def presenter() -> bool:
     return st.session_state[PRESENTER]
+
+
+def presenter_turned() -> bool:
+    """Whether presenter mode turned on or off since the last run (or a session opens in it): the run
+    that folds or unfolds the sidebar (:func:`viz.ui.board.fold_sidebar`). Call once per run."""
+    now, was = presenter(), st.session_state.get(PRESENTER_SHOWN)
+    st.session_state[PRESENTER_SHOWN] = now
+    return now if was is None else now != was
 
 
 def set_presenter(value: bool) -> None:

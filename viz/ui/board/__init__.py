@@ -94,3 +94,16 @@ def lesson_keys(step: str, back: str) -> None:
     page: with several step controls, a key goes to the one clicked last (else the first shown)."""
     _mount(key=f"{step}_keys", data=keys_data(step, back, presenter=state.presenter()),
            width="content", height="content")
+
+
+def sidebar_data(fold: bool) -> list[dict]:
+    """What the sidebar form is sent (README.md, "The sidebar"): fold it (presenter mode on) or unfold
+    the sidebar it folded (off)."""
+    return [{"kind": "sidebar", "fold": bool(fold)}]
+
+
+def fold_sidebar(fold: bool) -> None:
+    """Fold the sidebar (``fold``) or unfold the one folded here, whatever the visitor did by hand
+    before (Streamlit's initial state gives way to that); draws nothing. Mounted in the run where
+    presenter mode turns on or off, at the sidebar's end."""
+    _mount(key="kv_sidebar_fold", data=sidebar_data(fold), width="content", height="content")

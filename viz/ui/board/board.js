@@ -240,11 +240,31 @@ function register(parentElement, map, presenter) {
   return () => { if (maps.get(parentElement) === map) maps.delete(parentElement); };
 }
 
+// Presenter mode folds the sidebar and unfolds it on exit (README.md, "The sidebar"). Streamlit keeps
+// a sidebar the visitor folded or unfolded by hand as it was, over the page's initial state (its
+// browser remembers the choice), so the app sends this form in the run where presenter mode turns on
+// or off: on, an open sidebar is folded as its « button folds it; off, a sidebar folded here is
+// unfolded as the » button unfolds it. A sidebar the visitor opened in presenter mode stays open.
+function foldSidebar(fold) {
+  const sidebar = document.querySelector('[data-testid="stSidebar"]');
+  if (!sidebar) return;
+  const open = sidebar.getAttribute("data-collapsed") === "false";
+  if (fold && open) {
+    const button = sidebar.querySelector('[data-testid="stSidebarCollapseButton"] button');
+    if (button) { button.click(); window.__kvlabFolded = true; }
+  } else if (!fold && !open && window.__kvlabFolded) {
+    const button = document.querySelector('[data-testid="stExpandSidebarButton"]');
+    if (button) button.click();
+    window.__kvlabFolded = false;
+  }
+}
+
 export default function (component) {
   const { parentElement } = component;
   const data = Array.isArray(component.data) ? component.data[0] : null;  // README.md: the data contract
   if (!data) return;
   if (data.kind === "keys") return register(parentElement, data.keys, data.presenter);  // keys only: nothing drawn
+  if (data.kind === "sidebar") return foldSidebar(data.fold);  // nothing drawn
   // the same data as the board on screen (a render without turns, whose draw number stays 0): keep it,
   // so a hover or a selection survives a rerun that changed nothing (a following student's poll)
   const sent = JSON.stringify(data);
