@@ -189,3 +189,35 @@ def test_a_label_inside_a_bar_is_hidden_where_it_would_shrink_below_the_text_siz
         assert any(t.type == "bar" and t.textposition == "inside" for t in fitted.data)
         assert (fitted.layout.uniformtext.mode, fitted.layout.uniformtext.minsize) == ("hide", font_sizes(presenter).text)
     assert fit(_detail(), DESKTOP_PX).layout.uniformtext.mode is None
+
+
+# Figures whose titles a student read broken in two at 1440 × 900 (25-30 characters a line on a figure 600-880 px
+# wide), with the share of the main column each is drawn in at a desk and in presenter mode (viz.ui.common.column_px)
+WIDE_TITLES = {"cost decode": (1.0, 1.0)}
+
+
+def _column_px(share: float, presenter: bool) -> int:
+    return int((PRESENTER_PX if presenter else DESKTOP_PX) * share - ((37 if presenter else 32) if share < 1 else 0))
+
+
+def test_wide_figures_titles_wrap_only_as_their_width_needs():
+    """A title wraps only where its width needs it: at a desk (1440 × 900 beside the sidebar) and in presenter
+    mode (1280 × 720) these titles take the lines their column's width takes, one for a short title, and on a
+    phone's 358 px (where the same desk figure may be drawn: the server never learns a screen's width) every
+    line of the desk's still fits; no line is a word alone."""
+    from figure_gallery import gallery
+
+    from viz.figures.base import PHONE_PX, _wrap, title_chars
+
+    figures = {name: fig for name, fig, _ in gallery()}
+    for name, shares in WIDE_TITLES.items():
+        fig = go.Figure(figures[name])
+        text = fig.layout.meta["title"]
+        for share, presenter in zip(shares, (False, True)):
+            width = _column_px(share, presenter)
+            lines = fit(fig, width, presenter=presenter).layout.title.text.split("<br>")
+            needed = [piece for line in text.split("<br>") for piece in _wrap(line, *title_chars(width, presenter))]
+            assert len(lines) == len(needed), (name, presenter, lines)
+            assert all(" " in line for line in lines) or len(lines) == 1, (name, lines)
+            if not presenter:
+                assert all(len(line) <= title_chars(PHONE_PX)[1] for line in lines), (name, lines)

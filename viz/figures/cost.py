@@ -93,7 +93,7 @@ def decode_figure(measurement: CostMeasurement) -> go.Figure:
     fig.update_yaxes(title_text="multiply-adds per token", row=1, col=1)
     fig.update_yaxes(title_text="time per token (median)", row=1, col=2)
     sizes = sorted({p.n for p in measurement.decode})
-    return _layout(fig, "Decode: O(n²) work without a cache, O(n) with one", sizes)
+    return _layout(fig, "Decode: O(n²) without a cache, O(n) with one", sizes)  # one line on a phone too
 
 
 def prefill_figure(measurement: CostMeasurement) -> go.Figure:
