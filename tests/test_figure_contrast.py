@@ -10,6 +10,7 @@ import pytest
 
 from figure_gallery import gallery
 from viz.figures.base import DESKTOP_PX, LABEL_INK, PRESENTER_PX, fit
+from viz.figures.room import NUMBERS
 
 PLOTLY = {name: fig for name, fig, _ in gallery() if isinstance(fig, go.Figure)}
 WIDTHS = [(DESKTOP_PX, False), (PRESENTER_PX, True), (1736, True)]  # 1736: the main column at 1920 × 1080
@@ -62,7 +63,8 @@ def _label_colours(fig: go.Figure) -> list[tuple[str, str | None]]:
             found += [("colour bar numbers", trace.colorbar.tickfont.color)]
             if trace.colorbar.title.text:
                 found.append(("colour bar title", trace.colorbar.title.font.color))
-        if trace.type == "bar" and (trace.text is not None or trace.texttemplate):
+        on_cells = trace.meta == NUMBERS  # a heatmap's numbers, written by bars in each cell's contrast
+        if trace.type == "bar" and not on_cells and (trace.text is not None or trace.texttemplate):
             found.append(("bar numbers", trace.outsidetextfont.color))
         if trace.type == "scatter" and "text" in (trace.mode or ""):
             found.append(("point labels", trace.textfont.color))

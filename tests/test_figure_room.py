@@ -10,7 +10,7 @@ import torch
 
 from viz.figures import real
 from viz.figures.base import CROWDED_ON_A_PHONE, DESKTOP_PX, PRESENTER_PX, fit, font_sizes
-from viz.figures.room import ENTRY_PX, cell_px, legend_rows
+from viz.figures.room import ENTRY_PX, NUMBERS, cell_px, legend_rows
 
 PIECES = [f"piece {i}" for i in range(16)]
 
@@ -21,9 +21,10 @@ def _detail(tokens: int = 16) -> go.Figure:
 
 
 def test_cell_numbers_are_plotly_sized_at_a_desk_and_fixed_in_presenter_mode():
-    """At a desk column the cells hold 12-px numbers, so the size is left to Plotly (it shrinks them on a
-    narrower screen instead of letting them overlap); presenter mode sets 16 px, which its cells hold."""
-    desk = fit(_detail(), int(DESKTOP_PX * 0.75))
+    """At a desk column cells that hold 12-px numbers on a phone too leave the size to Plotly (it shrinks
+    them on a narrower screen instead of letting them overlap); presenter mode sets 16 px, which its cells
+    hold."""
+    desk = fit(_detail(3), int(DESKTOP_PX * 0.75))
     trace = desk.data[0]
     assert trace.texttemplate == "%{text}" and trace.textfont.size is None
     assert desk.layout.font.size == font_sizes().base  # Plotly's cap on the size it picks
@@ -42,15 +43,54 @@ def test_cells_too_narrow_for_12_px_numbers_drop_them():
 
 
 def test_a_heatmap_whose_cells_hold_numbers_at_a_desk_but_not_on_a_phone_says_so():
-    """Fitted for a desk column, the 16 × 16 matrix keeps its numbers there but is marked crowded on a
-    phone (Plotly drew them 3 px high in a 358-px column); three keys are not, nor is presenter mode
-    (its screen is known), and fitting twice gives the same verdict."""
+    """Fitted for a desk column, the 16 × 16 matrix keeps its numbers there (written by bars) but is marked
+    crowded on a phone (Plotly drew them 3 px high in a 358-px column); three keys are not, nor is presenter
+    mode (its screen is known), and fitting twice gives the same verdict."""
     desk = fit(_detail(), int(DESKTOP_PX * 0.7))
-    assert desk.data[0].texttemplate == "%{text}" and desk.layout.meta[CROWDED_ON_A_PHONE] is True
+    assert [t.meta for t in desk.data].count(NUMBERS) == 1 and desk.layout.meta[CROWDED_ON_A_PHONE] is True
     assert fit(desk, int(DESKTOP_PX * 0.7)).layout.meta[CROWDED_ON_A_PHONE] is True
     assert fit(_detail(3), int(DESKTOP_PX * 0.7)).layout.meta[CROWDED_ON_A_PHONE] is False
     assert fit(_detail(), int(PRESENTER_PX * 0.7), presenter=True).layout.meta[CROWDED_ON_A_PHONE] is False
     assert fit(_detail(), 358).layout.meta[CROWDED_ON_A_PHONE] is False  # fitted for a phone: no numbers at all
+
+
+def test_numbers_a_phone_would_shrink_under_the_text_size_are_written_by_bars_plotly_hides_there():
+    """A student's phone (390 × 844): Real model's 16 × 16 weights printed their numbers 3-4 px high, Plotly
+    sizing a heatmap's text to its cells with no least size. Fitted for a desk, that matrix's numbers are
+    written by see-through bars over its cells instead, one a cell, which Plotly fits to the cell on the
+    screen it draws on and hides under 9 px (layout.uniformtext, as for any bar's label): 12 px at a desk,
+    none on a phone's 358 px (the hover and "As a table" have them). The bars stand on the heatmap's columns
+    and an overlaid axis of its rows (the rows axis does not zoom, so they stay on their cells), each in
+    the colour Plotly writes on that cell, every label as wide as the widest (all drawn, or none: a lone
+    "0" stayed), hover and tables untouched; presenter mode's fixed 16 px keeps the heatmap's own."""
+    import numpy as np
+
+    from viz.figures.base import figure_table
+
+    width = int(DESKTOP_PX * 0.7)
+    weights = torch.softmax(torch.randn(1, 1, 16, 16, generator=torch.Generator().manual_seed(0)), -1)
+    weights[0, 0, 0] = torch.nn.functional.one_hot(torch.tensor(0), 16)  # one cell of weight 1: dark blue
+    built = real.attention_detail(weights, PIECES, 0, 0, height=real.DETAIL_PX)
+    fig = fit(real.attention_detail(weights, PIECES, 0, 0, height=real.DETAIL_PX), width)
+    heat = fig.data[0]
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert heat.texttemplate is None and len(bars) == 1 and bars[0].meta == NUMBERS
+    bar, text = bars[0], np.asarray(heat.text, dtype=object)
+    cells = [(r, c) for r in range(16) for c in range(16) if text[r, c]]
+    assert [t.strip("\u2007") for t in bar.text] == [text[r, c] for r, c in cells]
+    assert len({len(t) for t in bar.text}) == 1  # as wide as the widest: all drawn or none
+    assert list(bar.x) == [heat.x[c] for _, c in cells] and list(bar.base) == [r - 0.5 for r, _ in cells]
+    assert set(bar.y) == {1} and bar.width == 1 and bar.textposition == "inside" and bar.hoverinfo == "skip"
+    assert bar.textfont.size == 12 and (fig.layout.uniformtext.mode, fig.layout.uniformtext.minsize) == ("hide", 9)
+    rows = fig.layout[f"yaxis{bar.yaxis[1:]}"]
+    assert bar.xaxis == "x" and rows.overlaying == "y" and list(rows.range) == [15.5, -0.5] and rows.visible is False
+    assert fig.layout.yaxis.fixedrange is True and rows.fixedrange is True
+    colours = dict(zip(cells, bar.textfont.color))
+    assert colours[0, 0] == "white" and colours[1, 1] == "#444"  # 1 on dark blue, a small weight on pale blue
+    assert figure_table(fig).equals(figure_table(built))  # the numbers as a table: the heatmap's, once
+    presenter = fit(fig, int(PRESENTER_PX * 0.7), presenter=True)
+    assert [t.type for t in presenter.data] == [t.type for t in built.data] and presenter.data[0].texttemplate
+    assert presenter.layout.uniformtext.mode is None and not presenter.layout.yaxis.fixedrange
 
 
 def test_a_legend_under_the_plot_gets_room_under_the_ticks_and_title():
@@ -188,7 +228,7 @@ def test_a_label_inside_a_bar_is_hidden_where_it_would_shrink_below_the_text_siz
         fitted = fit(memory.gpu_split_figure(split, 4), PRESENTER_PX if presenter else DESKTOP_PX, presenter)
         assert any(t.type == "bar" and t.textposition == "inside" for t in fitted.data)
         assert (fitted.layout.uniformtext.mode, fitted.layout.uniformtext.minsize) == ("hide", font_sizes(presenter).text)
-    assert fit(_detail(), DESKTOP_PX).layout.uniformtext.mode is None
+    assert fit(_detail(3), DESKTOP_PX).layout.uniformtext.mode is None
 
 
 # Figures whose titles a student read broken in two at 1440 × 900 (25-30 characters a line on a figure 600-880 px

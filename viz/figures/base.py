@@ -23,7 +23,8 @@ from ..core.lessons.glossary import Term, terms_in
 from .meanings import (BLACK, BLUE, FREE, GREEN, INK, KEY_SCALE, LEFT_OUT, MASKED, MEANINGS, ORANGE, PURPLE,
                        RESERVED, SERIES, SKY, VALUE_SCALE, VERMILLION, YELLOW, Meaning, hatch, legend_item,
                        legend_marker, meaning, outline, series, stripes)
-from .room import at_least, cell_text, cells_hold_text, legend_below, room_above, turn_crowded_labels
+from .room import (NUMBERS, at_least, cell_text, cells_hold_text, legend_below, numbers_layer, room_above,
+                   turn_crowded_labels, unlayer)
 
 # The colours and what each means live in one table (viz.figures.meanings), imported from here by
 # every figure module; GOLD and RED are the older names of two of them.
@@ -164,6 +165,7 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
     cells, ticks, axis titles, legends, notes, colour bars). The Streamlit layer calls it with the
     width of the column a figure goes in."""
     sizes = font_sizes(presenter)
+    unlayer(fig)  # as built: a heatmap writes its own numbers
     layout = fig.layout
     # the height and bottom margin as built, kept in meta: fitting twice gives what fitting once does
     legend = layout.legend
@@ -198,22 +200,25 @@ def fit(fig: go.Figure, width: int = PHONE_PX, presenter: bool = False) -> go.Fi
     # a log axis labels its minor ticks (2, 5) at 0.75 of the tick size: none, only powers of ten
     fig.for_each_xaxis(lambda axis: axis.update(big, minorloglabels="none" if axis.type == "log" else None))
     fig.for_each_yaxis(lambda axis: axis.update(big, minorloglabels="none" if axis.type == "log" else None))
-    crowded = False  # cell numbers a phone's column could not hold (the server never learns a screen's width)
-    for trace in fig.data:
+    crowded, layered = False, []  # cell numbers a phone's column could not hold (the server never learns its width)
+    for i, trace in enumerate(fig.data):
         if trace.type == "heatmap" and trace.texttemplate:
             cell_text(fig, trace, width, sizes.text, shrink=not presenter)
-            crowded |= not presenter and bool(trace.texttemplate) and _crowded_on_a_phone(fig, trace, sizes.text)
+            if not presenter and trace.texttemplate and _crowded_on_a_phone(fig, trace, sizes.text):
+                crowded = True  # written by bars, which Plotly hides on a screen where they would be under 9 px
+                layered.append([i, numbers_layer(fig, trace, sizes.text)])
         elif "textfont" in trace:
             at_least(trace.textfont, sizes.text)
             _label_ink(trace)
         if "colorbar" in trace:
             trace.colorbar.update(big)
-    if any(t.type == "bar" and t.textposition in ("inside", "auto") for t in fig.data):
+    if any(t.type == "bar" and t.meta != NUMBERS and t.textposition in ("inside", "auto") for t in fig.data):
         # Plotly shrinks a label inside a bar to the bar's width: on a phone At scale's "2 GiB" came out at
         # 1.5-3 px. Below the text size it is hidden instead (the hover and the legend still say it)
         layout.uniformtext = dict(minsize=sizes.text, mode="hide")
     layout.meta = {**meta, "legend": legend_below(fig, width if presenter else min(width, PHONE_PX), sizes.text,
-                                                 meta["bottom"]), "above": above, "turned": turned, CROWDED_ON_A_PHONE: crowded}
+                                                 meta["bottom"]), "above": above, "turned": turned,
+                   CROWDED_ON_A_PHONE: crowded, "numbers": layered}
     return fig
 
 
@@ -232,8 +237,9 @@ CROWDED_ON_A_PHONE = "crowded_on_a_phone"  # fit's verdict in a figure's meta: s
 def _crowded_on_a_phone(fig: go.Figure, trace: go.Heatmap, text_px: int) -> bool:
     """Whether a heatmap whose cells hold their numbers at a desk could not hold them at ``text_px`` in a
     phone's column (:data:`PHONE_PX`), where Plotly would shrink them to a few pixels (Real model's 16 ×
-    16 weights: 3 px). Decided from the cells as :func:`~viz.figures.room.cell_text` decides; the
-    Streamlit layer then offers the numbers in an "As a table" fold (a phone still draws them small)."""
+    16 weights: 3 px). Decided from the cells as :func:`~viz.figures.room.cell_text` decides; fit then
+    has bars write them (:func:`~viz.figures.room.numbers_layer`: none on a phone) and the Streamlit
+    layer offers them in an "As a table" fold."""
     return not cells_hold_text(fig, trace, PHONE_PX, text_px, shrink=True)
 
 
@@ -413,7 +419,7 @@ def figure_table(fig: go.Figure) -> pd.DataFrame:
     per heatmap cell, bar or point, named by its panel (trace or subplot title), row and column."""
     titles = [note.text for note in fig.layout.annotations or ()]
     rows = []
-    for trace in fig.data:
+    for trace in (t for t in fig.data if t.meta != NUMBERS):  # not the bars that write a heatmap's numbers
         cell = int((trace.xaxis or "x")[1:] or 1) - 1  # the subplot the trace is drawn in
         panel = " · ".join(p for p in (titles[cell] if cell < len(titles) else "", trace.name or "") if p)
         if trace.type == "heatmap":

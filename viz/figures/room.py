@@ -187,3 +187,93 @@ def room_above(fig: go.Figure, text_px: int, title_px: float) -> int:
     layout.margin.t = (layout.margin.t or 0) + grow
     layout.height = (layout.height or 450) + grow
     return grow
+
+
+# Cell numbers a phone's column would shrink under the text size (Real model's 16 × 16 weights: Plotly sized
+# them 3-4 px there, having no least size for a heatmap's text) are written by a bar trace instead, one
+# see-through bar a cell: Plotly fits a label inside its bar on the screen it is drawn on, and hides it below
+# layout.uniformtext's minsize, as it does for any bar's label. So a desk draws them at the text size, a
+# phone at what its cells hold down to READABLE_PX and none under it (the hover and "As a table" have them).
+# The bars stand on the heatmap's own x axis and an overlaid linear y axis of rows; the heatmap's y axis does
+# not zoom (a drag zooms across, where both share the axis).
+NUMBERS = "cell numbers"  # the meta of such a bar trace
+READABLE_PX = 9  # the least size they are drawn at (a phone's); a desk's cells hold the text size
+FIGURE_SPACE = "\u2007"  # as wide as a digit: every label padded to the longest, all drawn or none
+
+
+def _rgb(colour: str) -> tuple[float, ...]:
+    """'#0072B2', 'rgb(0, 114, 178)' or 'rgba(…)' as its red, green and blue."""
+    if colour.startswith("#"):
+        return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return tuple(float(part) for part in colour[colour.index("(") + 1:-1].split(",")[:3])
+
+
+def _colour_at(scale: Any, share: float) -> tuple[float, ...]:
+    """The colour of a Plotly colour scale (position, colour pairs) at ``share`` of its range."""
+    steps = [(float(at), _rgb(colour)) for at, colour in scale]
+    for (a, low), (b, high) in zip(steps, steps[1:]):
+        if share <= b:
+            part = (share - a) / (b - a) if b > a else 1.0
+            return tuple(lo + (hi - lo) * part for lo, hi in zip(low, high))
+    return steps[-1][1]
+
+
+def _text_colours(trace: go.Heatmap, cells: list[tuple[int, int]]) -> list[str]:
+    """The colour Plotly writes a heatmap cell's number in (plotly.js Color.contrast): white on a dark
+    cell (brightness under 128), #444 on a light one and on an empty (masked) cell, the plot's light grey."""
+    z = np.asarray(trace.z, dtype=float)
+    low = trace.zmin if trace.zmin is not None else np.nanmin(z)
+    high = trace.zmax if trace.zmax is not None else np.nanmax(z)
+    if trace.zmid is not None and (trace.zmin is None or trace.zmax is None):
+        reach = max(abs(np.nanmin(z) - trace.zmid), abs(np.nanmax(z) - trace.zmid))
+        low, high = trace.zmid - reach, trace.zmid + reach
+    colours = []
+    for r, c in cells:
+        if np.isnan(z[r, c]):
+            colours.append("#444")
+            continue
+        red, green, blue = _colour_at(trace.colorscale, float(np.clip((z[r, c] - low) / ((high - low) or 1), 0, 1)))
+        colours.append("white" if 0.299 * red + 0.587 * green + 0.114 * blue < 128 else "#444")
+    return colours
+
+
+def numbers_layer(fig: go.Figure, trace: go.Heatmap, text_px: int) -> str:
+    """Move the cell numbers of heatmap ``trace`` to a bar trace (:data:`NUMBERS`) over it, at ``text_px``
+    at most; returns the name of the y axis of rows it adds."""
+    text = np.asarray(trace.text, dtype=object)
+    rows, cols = text.shape
+    cells = [(r, c) for r in range(rows) for c in range(cols) if str(text[r, c]).strip()]
+    labels = [str(text[r, c]) for r, c in cells]
+    longest = max((len(html.unescape(label)) for label in labels), default=0)
+    padded = [label.center(len(label) + longest - len(html.unescape(label)), FIGURE_SPACE) for label in labels]
+    axes: list = []
+    fig.for_each_yaxis(axes.append)
+    rows_axis = f"yaxis{len(axes) + 1}"
+    base = (trace.yaxis or "y")
+    fig.layout[rows_axis] = dict(overlaying=base, anchor=trace.xaxis or "x", range=[rows - 0.5, -0.5],
+                                 visible=False, fixedrange=True)
+    fig.layout[f"yaxis{base[1:]}"].fixedrange = True
+    fig.layout.uniformtext = dict(minsize=READABLE_PX, mode="hide")  # fit raises it to the text size for other bars
+    fig.add_trace(go.Bar(x=[trace.x[c] for _, c in cells] if trace.x is not None else [c for _, c in cells],
+                         y=[1] * len(cells), base=[r - 0.5 for r, _ in cells], width=1, text=padded,
+                         textposition="inside", insidetextanchor="middle", textangle=0, cliponaxis=True,
+                         textfont=dict(size=text_px, color=_text_colours(trace, cells)), meta=NUMBERS,
+                         marker=dict(color="rgba(0, 0, 0, 0)", line=dict(width=0)), hoverinfo="skip",
+                         showlegend=False, xaxis=trace.xaxis or "x", yaxis="y" + rows_axis[len("yaxis"):]))
+    trace.texttemplate = None
+    return rows_axis
+
+
+def unlayer(fig: go.Figure) -> None:
+    """Undo :func:`numbers_layer` where a fitted figure is fitted again: its heatmaps write their numbers
+    again, their y axes zoom, and the bars, their axes of rows and the least size of bar labels go."""
+    layered = fig.layout.meta.get("numbers", []) if isinstance(fig.layout.meta, dict) else []
+    if not layered:
+        return
+    for index, rows_axis in layered:
+        trace = fig.data[index]
+        trace.texttemplate = "%{text}"
+        fig.layout[f"yaxis{(trace.yaxis or 'y')[1:]}"].fixedrange = None
+    gone = {rows_axis for _, rows_axis in layered} | {"uniformtext"}
+    fig.data = [trace for trace in fig.data if trace.meta != NUMBERS]
+    fig.layout = {name: value for name, value in fig.layout.to_plotly_json().items() if name not in gone}

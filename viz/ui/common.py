@@ -81,12 +81,12 @@ def plot(fig: go.Figure, key: str | None = None, table: bool = False, share: flo
     """Show a plotly figure at full width, fitted (:func:`viz.figures.base.fit`) to its column
     (``share`` of the main column): its title broken for that width, every text at least 12 px at a
     desk and 16 px in presenter mode. ``table`` adds a folded "As a table" under it (its numbers, built
-    only when opened), as does a heatmap whose cell numbers a phone could not hold (Plotly shrinks them
-    to a few pixels there; no documented way lets the app hide them by width); ``terms`` (the page's set
-    of terms already defined) adds a folded "Terms"."""
+    only when opened), as does a heatmap whose cell numbers a phone could not hold (drawn there by bars that
+    Plotly hides under 9 px: :func:`viz.figures.room.numbers_layer`); ``terms`` (the page's set of terms
+    already defined) adds a folded "Terms"."""
     fit(fig, width=column_px(share), presenter=state.presenter())
     st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key=key)
-    if key is not None and fig.layout.meta[CROWDED_ON_A_PHONE]:  # numbers a phone shrinks to dots: a table there
+    if key is not None and fig.layout.meta[CROWDED_ON_A_PHONE]:  # numbers a phone does not draw: a table there
         table = True
     if table:
         folded("As a table", f"{key}_table",
