@@ -85,12 +85,12 @@ class Meaning:
         return (self.label, *self.also)
 
 
-# the lesson screens' outlined row: Decode's newest query, Prefill's query in focus at this step (the glossary's
-# "query in focus" defines both; Decode's legend has no room for more words at 1280 × 720)
+# the lesson screens' outlined row: Decode's newest query, Prefill's query in focus (the meaning's own label;
+# the glossary's "query in focus" defines both; Decode's legend has no room for more words at 1280 × 720)
 FOCUS_NEWEST, FOCUS_POSITION = "newest query", "query in focus"
 MEANINGS: dict[str, Meaning] = {
     "focus": Meaning(ORANGE, "query in focus",
-                     also=(FOCUS_NEWEST, FOCUS_POSITION, "current tile", "this iteration", "this round",
+                     also=(FOCUS_NEWEST, "current tile", "this iteration", "this round",
                            "selected head",
                            "the longest prompt", "chosen length")),
     "new": Meaning(GREEN, "new key",
