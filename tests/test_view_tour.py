@@ -97,6 +97,38 @@ def test_the_batching_figure_stacks_the_two_timelines_on_one_time_axis():
     assert sorted(listed) == sorted({t.name for t in fig.data})
 
 
+def test_the_epilogues_waiting_bars_start_at_the_arrival_the_answer_counts_from():
+    """In both timelines of step 10, every request's bars run from its arrival mark past its last token
+    with no gap, so the late request's hatched waiting bar starts at its triangle (it arrives mid-
+    iteration: the bar started at the next iteration, 6 ticks later, and the gap between them read as
+    nothing at all); and the question's ticks are the figure's, from the triangle to the first token."""
+    from viz.figures.serving import timelines_figure
+
+    view = tour.tour_view()
+    runs = ((tour.STATIC_TITLE, view.static), (tour.CONTINUOUS_TITLE, view.continuous))
+    fig = timelines_figure(list(runs), tour.BATCHING_TITLE)
+    question = view.questions[-1]
+    late = view.continuous.workload.requests[-1].name
+    ticks = {}
+    for (_, run), axis in zip(runs, ("x", "x2")):
+        traces = [t for t in fig.data if t.xaxis == axis]
+        arrives = next(t for t in traces if t.name == "arrives")
+        marks = next(t for t in traces if t.name == "a token is ready")
+        for name, arrival in zip(arrives.y, arrives.x):
+            bars = sorted((b, b + w) for t in traces if t.type == "bar"
+                          for b, w, y in zip(t.base, t.x, t.y) if y == name)
+            assert bars[0][0] == arrival, (run.config.policy, name, bars[0], arrival)
+            assert all(a[1] == b[0] for a, b in zip(bars, bars[1:])), (run.config.policy, name, bars)
+            assert bars[-1][1] >= max(x for x, y in zip(marks.x, marks.y) if y == name)  # static: idle after
+        waiting = next(t for t in traces if t.name.startswith("waiting"))
+        first_wait = min(b for b, y in zip(waiting.base, waiting.y) if y == late)
+        arrival = next(x for x, y in zip(arrives.x, arrives.y) if y == late)
+        assert first_wait == arrival
+        ticks[run.config.policy] = min(x for x, y in zip(marks.x, marks.y) if y == late) - arrival
+    assert f"first token comes {ticks['static']} ticks after it arrives" in question.prompt
+    assert question.options[question.answer] == str(ticks["continuous"])
+
+
 def test_every_tour_heatmap_says_what_its_colours_mean():
     """Each heatmap the tour draws says what its shades mean: numbers in its cells, or a colour bar in
     its figure; and grey cells with no word in them have a 'masked' legend entry (step 3's weights had

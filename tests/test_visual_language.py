@@ -143,7 +143,7 @@ def test_cached_and_free_blocks_differ_in_lightness_with_every_vision():
     for vision, matrix in CVD.items():
         gap = _lightness(MEANINGS["free"].color, matrix) - _lightness(MEANINGS["cached"].color, matrix)
         assert gap >= 15, (vision, gap)
-    swatches = {t.name: t.marker for t in FIGURES["serving pool"][0].data if t.type == "scatter" and t.name}
+    swatches = {t.name: t.marker for t in FIGURES["serving pool, cached"][0].data if t.type == "scatter" and t.name}
     for look in (MEANINGS["free"], MEANINGS["cached"]):
         assert swatches[look.label].color == look.color and swatches[look.label].line.width >= 1, look.label
 
@@ -407,26 +407,33 @@ def test_a_legend_names_why_a_mark_stands_out():
     assert [trace.name for trace in fig.data if trace.showlegend is not False and trace.name] == ["the longest prompt"]
 
 
-def test_the_pools_legend_lists_only_the_blocks_its_run_draws():
-    """Serving's pool: without prefix caching no block is ever shared or cached, so the legend does not
-    offer those colours (it listed them in every section); with it, both are listed at every step, so
-    the legend does not change as one steps."""
+def test_the_pools_legend_lists_only_the_blocks_its_figure_draws():
+    """Serving's pool: the legend offers a block colour only where the iteration drawn has such a block
+    (it listed 'cached, no holder' on the tour's step 9 and Prefix caching, where no block wore it), in
+    one order (shared, cached, free) whichever are there."""
     from viz import load_preset
     from viz.core.serving.scheduler import serve
     from viz.core.serving.workload import ServingConfig, workload_preset
     from viz.figures.serving import pool_figure
 
     scenario = load_preset("cache-safe")
-    words = {"shared (ref > 1)", MEANINGS["cached"].label}  # the pool says shared in its short words
+    order = ["shared (ref > 1)", MEANINGS["cached"].label, MEANINGS["free"].label]  # the pool's short words
 
     def legend(run, index):
-        return {trace.name for trace in pool_figure(run, index).data if trace.name}
+        return [trace.name for trace in pool_figure(run, index).data if trace.name in order]
+
+    def drawn(it):
+        return [any(len(b.owners) > 1 for b in it.blocks), any(b.cached and not b.owners for b in it.blocks),
+                any(not b.owners and not b.cached for b in it.blocks)]
 
     plain = serve(scenario, workload_preset(scenario, "a burst"), ServingConfig(num_blocks=32))
-    assert not words & legend(plain, 0) and MEANINGS["free"].label in legend(plain, 0)
+    assert legend(plain, 0) == [MEANINGS["free"].label]
     shared = workload_preset(scenario, "a shared system prompt")
     cached = serve(scenario, shared, ServingConfig(num_blocks=32, prefix_caching=True))
-    assert all(words <= legend(cached, i) for i in (0, len(cached.iterations) - 1))
+    looks = {tuple(drawn(it)) for it in cached.iterations}
+    assert (True, False, True) in looks and (False, True, True) in looks and (True, True, True) in looks
+    for it in cached.iterations:
+        assert legend(cached, it.index) == [words for words, shown in zip(order, drawn(it)) if shown], it.index
 
 
 def test_a_log_axis_says_what_it_counts():

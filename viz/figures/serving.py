@@ -51,15 +51,15 @@ def _timeline_traces(run: ServingRun, names: list[str], axes: tuple[str, str] = 
     data = []
     for phase, look in PHASES.items():
         xs, ys, bases, hover = [], [], [], []
-        for it in run.iterations:
-            for i, s in enumerate(it.states):
-                if s.phase == phase:
-                    xs.append(it.duration)
-                    ys.append(names[i])
-                    bases.append(it.start)
-                    note = f" · {safe(s.event)}" if s.event else (f" · {safe(s.reason)}" if s.reason else "")
-                    hover.append(f"{names[i]}, iteration {it.index + 1}: {look.label}"
-                                 + (f", {s.fed} tokens" if s.fed else "") + note)
+        for span in run.spans():  # a request arriving mid-iteration waits from its arrival mark
+            if span.phase == phase:
+                i, s = span.request, run.iterations[span.iteration].states[span.request]
+                xs.append(span.end - span.start)
+                ys.append(names[i])
+                bases.append(span.start)
+                note = f" · {safe(s.event)}" if s.event else (f" · {safe(s.reason)}" if s.reason else "")
+                hover.append(f"{names[i]}, iteration {span.iteration + 1}: {look.label}"
+                             + (f", {s.fed} tokens" if s.fed else "") + note)
         if xs:
             data.append(go.Bar(x=xs, y=ys, base=bases, orientation="h", name=look.label,
                                marker=dict(color=look.color, line=dict(color="white", width=0.5),
@@ -192,7 +192,7 @@ def pool_figure(run: ServingRun, index: int, *, compact: bool = False) -> go.Fig
     held = {o for block in it.blocks for o in block.owners}
     data += [go.Scatter(x=[None], y=[None], mode="markers", name=safe(names[i]), hoverinfo="skip",
                         marker=dict(color=owner(i), size=12, symbol="square")) for i in sorted(held)]
-    for label, color in _pool_meanings(run):
+    for label, color in _pool_meanings(it.blocks):
         data.append(go.Scatter(x=[None], y=[None], mode="markers", name=label, hoverinfo="skip",
                                marker=dict(color=color, size=12, symbol="square", line=dict(color=GREY, width=1))))
     if it.allocated:
@@ -207,10 +207,10 @@ def pool_figure(run: ServingRun, index: int, *, compact: bool = False) -> go.Fig
     return figure(data, layout)
 
 
-def _pool_meanings(run: ServingRun) -> list[tuple[str, str]]:
-    """The legend's block meanings the run draws at some iteration (shared, cached, free): the same at
-    every step, and none the figure never shows (without prefix caching no block is shared or cached)."""
-    blocks = [block for it in run.iterations for block in it.blocks]
+def _pool_meanings(blocks: Sequence) -> list[tuple[str, str]]:
+    """The legend's block meanings this pool draws (shared, cached, free, always in that order): none it
+    does not show (without prefix caching no block is shared or cached; with it, an iteration may have
+    no cached block that nobody holds)."""
     drawn = {"shared": any(len(b.owners) > 1 for b in blocks), "cached": any(b.cached and not b.owners for b in blocks),
              "free": any(not b.owners and not b.cached for b in blocks)}
     looks = {"shared": ("shared (ref > 1)", MEANINGS["shared"].color), "cached": (CACHED.label, CACHED.color),
@@ -354,10 +354,12 @@ def rounds_window(count: int, current: int, shown: int) -> range:
 def rounds_figure(run, current: int | None = None, *, shown: int | None = None) -> go.Figure:
     """One row per round: the fed word, then each guess kept (the chosen colour) or rejected (black,
     crossed; the ones after it grey: not checked), then the target's new word, as new (a bonus after
-    every guess was kept; the target's own choice in place of a rejected guess, or with no guess).
-    ``shown``: at most that many rounds, around the ``current`` one (every round without it)."""
+    every guess was kept; the target's own choice in place of a rejected guess, or with no guess); a guess
+    the round did not make says so on white. ``shown``: at most that many rounds, around the ``current``
+    one (every round without it), and the title then says which rounds of how many."""
     rounds = run.rounds
     width = max((len(r.guesses) for r in rounds), default=0) + 2  # the same columns wherever the window is
+    window = range(len(rounds))
     if shown is not None and current is not None:
         window = rounds_window(len(rounds), current, shown)
         rounds, current = rounds[window.start:window.stop], current - window.start
@@ -368,10 +370,12 @@ def rounds_figure(run, current: int | None = None, *, shown: int | None = None) 
         for i, guess in enumerate(rnd.guesses):
             z[r, i + 1] = 1 if i < rnd.accepted else (2 if i == rnd.accepted else 3)
             text[r, i + 1] = safe(guess)
+        for i in range(len(rnd.guesses) + 1, width - 1):  # the draft guessed fewer: said, on the white page
+            z[r, i], text[r, i] = 6, say.NO_GUESS
         z[r, width - 1] = 4 if rnd.bonus and rnd.guesses else 5  # no guess: a plain step
         text[r, width - 1] = safe(rnd.new_word)
     palette = [FREE, MEANINGS["chosen"].color, MEANINGS["rejected"].color, MEANINGS["left out"].color,
-               MEANINGS["new"].color, MEANINGS["new"].color]
+               MEANINGS["new"].color, MEANINGS["new"].color, "#ffffff"]
     k = len(palette)
     colorscale = [item for i in range(k) for item in ([i / k, palette[i]], [(i + 1) / k, palette[i]])]
     y = [f"round {r.index + 1}" for r in rounds]
@@ -390,7 +394,7 @@ def rounds_figure(run, current: int | None = None, *, shown: int | None = None) 
         data.append(legend_marker("focus", "this round"))
     # 180 px of title, top axis and legend: with a projector column's true width (viz.ui.common.column_px)
     # the legend takes one more row there, and four rounds still fit under the step control in 1280 × 720
-    layout = plain_layout("Each round: the guesses, which the target kept,<br>and the word it adds",
+    layout = plain_layout(say.rounds_title(window.start + 1, window.stop, len(run.rounds)),
                           180 + 30 * max(1, len(rounds)), top=90, shapes=shapes,
                           xaxis=dict(side="top", type="category", title=dict(text="word (columns)")),
                           yaxis=dict(autorange="reversed", type="category", title=dict(text="round (rows)")))

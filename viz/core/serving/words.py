@@ -77,6 +77,7 @@ REAL_DRAFT_HELP = ("prompt lookup: tokens that followed an earlier match; early 
 LOGIT_HELP = ("Against plain decoding, up to the first word the two chose differently (sampling draws other "
               "words): the verification pass sums each row together with the guesses' masked keys, which "
               "rounds the last bits differently.")
+NO_GUESS = "no guess"  # a rounds grid's cell for a guess the round did not make (the draft guessed fewer)
 # the tables' names for screen readers (each is a real HTML table, wrapping its text to its column)
 ITERATION_TABLE = "Every request during this iteration: what it did, its cache entries, blocks and chosen word"
 REQUESTS_TABLE = "Every request: its timings, its words, and its prompt, arrival, preemptions and prefix hits"
@@ -151,6 +152,13 @@ def chunks_heading(size: int) -> str:
 def timeline_title(heading: str) -> str:
     """A stepped timeline's title: what it shows, and its clock (its time axis has no title)."""
     return f"{heading} (time in ticks)"
+
+
+def rounds_title(first: int, last: int, count: int) -> str:
+    """The rounds grid's title; where it shows only rounds ``first``–``last`` (1-based) of ``count``, it
+    says which, so rounds stepped out of the window are not taken for all there are."""
+    shown = "Each round" if (first, last) == (1, count) else f"Rounds {first}–{last} of {count}"
+    return f"{shown}: the guesses, which the target kept,<br>and the word it adds"
 
 
 def same_as_target(greedy: bool, same_words: bool) -> str:

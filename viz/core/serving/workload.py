@@ -285,6 +285,16 @@ class Iteration:
         return sum(s.fed for s in self.states)
 
 
+class Span(NamedTuple):
+    """One request's stretch of one iteration on the timeline, in ticks."""
+
+    request: int  # index in workload order
+    iteration: int
+    phase: Phase
+    start: int
+    end: int
+
+
 @dataclass(frozen=True)
 class ServingRun:
     """A workload served under one configuration."""
@@ -355,6 +365,21 @@ class ServingRun:
     @property
     def seconds(self) -> float:
         return sum(it.seconds for it in self.iterations)
+
+    def spans(self) -> tuple[Span, ...]:
+        """Each request's phase in each iteration as a stretch of ticks, in iteration order. A request
+        that arrives while an iteration runs is seen by the scheduler only at the next one: the iteration
+        records it as not arrived, yet from its arrival to the iteration's end it waits (the timeline's
+        waiting bar starts at the arrival mark, and time to first token counts from there)."""
+        arrivals = [r.arrival for r in self.workload.requests]
+        spans = []
+        for it in self.iterations:
+            for i, s in enumerate(it.states):
+                if s.phase is Phase.NOT_ARRIVED and it.start < arrivals[i] < it.end:
+                    spans.append(Span(i, it.index, Phase.WAITING, arrivals[i], it.end))
+                else:
+                    spans.append(Span(i, it.index, s.phase, it.start, it.end))
+        return tuple(spans)
 
     def mean(self, metric: str) -> float:
         """Mean of an outcome metric ("ttft", "tpot", "latency") over the requests that have it."""
