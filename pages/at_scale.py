@@ -150,7 +150,7 @@ with cache_tab:
     st.multiselect("Compare with", others, key=COMPARE, max_selections=5)
     with lesson:
         defined_markdown(view.model_line(md_escape))  # its hover defines MHA, GQA, MLA
-        plot(figures.memory_curve_figure(list(view.curves), tokens, view.capacity_bytes,
+        plot(figures.memory_curve_figure(list(view.curves), tokens, view.curve_notes, view.capacity_bytes,
                                          config.max_context, view.curves[0][1].state_bytes), key="scale_curve",
              terms=set(), share=wide)
         st.caption(view.source_caption(md_escape))

@@ -27,6 +27,7 @@ from viz.core.scale.gpus import DEFAULT_GPU, GPU_BY_NAME
 from viz.core.scale.memory import cache_memory, gpu_fit, memory_curve
 from viz.core.scale.model_config import DEFAULT_MODEL, preset, preset_names
 from viz.core.scale.roofline import batch_sweep, decode_step, prefill_step
+from viz.core.scale.words import curve_notes
 from viz.core.serving.compress import CacheSpec, EvictionPolicy, compare_with_full
 from viz.core.serving.flash import flash_attention, traffic_sweep
 from viz.core.serving.paged import decode_together, variants
@@ -101,6 +102,7 @@ def _serving() -> list[tuple[str, object, str | None]]:
     return [
         ("timeline", serving.timeline_figure(continuous, 1), None),
         ("serving pool", serving.pool_figure(continuous, shared), None),  # blocks laid out in rows: no axes
+        ("serving pool, cached", serving.pool_figure(continuous, len(continuous.iterations) - 1), None),  # no holder
         ("reservation", serving.reservation_figure(static, 1), None),
         ("metrics", serving.metrics_figure(runs), None),
         ("utilisation", serving.utilisation_figure(runs), None),
@@ -146,6 +148,7 @@ def _scale() -> list[tuple[str, object, str | None]]:
     sweep = list(batch_sweep(configs[0], gpu, 4096, limit=1024))
     steps = [("decode, batch 1", decode_step(configs[0], gpu, 1, 4096)), ("prefill", prefill_step(configs[0], gpu, 4096))]
     return [("memory curve", memory.memory_curve_figure([(c.name, memory_curve(c, 8192)) for c in configs], 4096,
+                                                        curve_notes(fit.capacity_bytes, 1, 4096),
                                                         fit.capacity_bytes, configs[0].max_context), None),
             ("GPU split", memory.gpu_split_figure(fit, 10_000), None),
             ("roofline", roofline.roofline_figure(steps), None),

@@ -294,9 +294,10 @@ def test_a_model_without_attention_draws_every_tab(at):
 def test_the_first_tab_uses_an_input_a_later_tab_holds(at):
     """The cache curve (first tab) marks the cache the GPUs hold, which the GPU tab's utilization slider
     (drawn after it) sets: one view worked out before the tabs, so they are laid out in their order."""
-    def held(at) -> str:  # the curve's note of the cache the GPUs hold (far above a 4,096-token curve)
+    def held(at) -> str:  # the curve's note of the cache the GPUs hold (far above a 4,096-token curve), one line
         curve = figure(at, "Cache memory grows")
-        return " ".join(a["text"] for a in curve["layout"]["annotations"] if "the GPUs can hold" in a["text"])
+        return " ".join(_one_line(a["text"]) for a in curve["layout"]["annotations"]
+                        if "far above this chart" in _one_line(a["text"]))
 
     before = held(at)
     at.slider(key="scale_usable").set_value(0.5)
@@ -318,3 +319,64 @@ def test_the_gpu_tab_opens_with_its_split(at):
     chart = next(i for i, k in enumerate(kinds) if k[2] == "PlotlyChart")
     later = [i for i, k in enumerate(kinds) if k[0] in ("Slider", "NumberInput", "Markdown", "Metric")]
     assert later and chart < min(later), kinds
+
+
+def _one_line(text: str) -> str:
+    """A note as read: its lines (broken to fit a phone) joined, no-break spaces as spaces."""
+    return text.replace("<br>", " ").replace("\u00a0", " ")
+
+
+@pytest.mark.parametrize("gpus, words", [(1, "the cache the GPU can hold"), (2, "the cache the 2 GPUs can hold")])
+def test_the_curves_note_counts_the_gpus(at, gpus, words):
+    """The note on the cache curve names the GPUs as many as there are: 'the GPU' for the default one
+    (it said 'the GPUs' for one GPU, a teacher's review)."""
+    at.number_input(key="scale_gpu_count").set_value(gpus)
+    rerun(at)
+    notes = [_one_line(a["text"]) for a in figure(at, "Cache memory grows")["layout"]["annotations"]]
+    assert any(n.startswith(words) and n.endswith("is far above this chart") for n in notes), notes
+    assert gpus > 1 or not any("GPUs" in n for n in notes), notes
+
+
+# the curve's plot on a phone (358-px figure less the y axis's title and numbers), and its notes' type:
+# 12 px at 0.52 em a character (Source Sans measures about 0.44 em: the estimate is generous)
+PHONE_PLOT_PX, NOTE_CHAR_PX, NOTE_LINE_PX, PHONE_PLOT_HEIGHT_PX = 288, 12 * 0.52, 16, 200
+
+
+def _boxes(spec: dict) -> tuple[list[float], list[tuple[str, float, float, float, float]]]:
+    """The curve's vertical lines (fractions of its x axis) and each of its words' box on a phone's plot:
+    (text, left, right as fractions of the plot's width, top, bottom in px from the plot's top)."""
+    layout = spec["layout"]
+    vertical = [s for s in layout.get("shapes", []) if s.get("x0") is not None and s["x0"] == s.get("x1")
+                and s.get("xref", "x") == "x"]
+    span = max([max(t["x"]) for t in spec["data"]] + [s["x0"] for s in vertical])
+    boxes = []
+    for a in layout["annotations"]:
+        lines = a["text"].split("<br>")
+        width = max(len(line) for line in lines) * NOTE_CHAR_PX / PHONE_PLOT_PX
+        x = a["x"] if a.get("xref") == "paper" else a["x"] / span
+        x += (a.get("xshift") or 0) / PHONE_PLOT_PX
+        left = {"left": x, "right": x - width, "center": x - width / 2}[a.get("xanchor", "center")]
+        height = len(lines) * NOTE_LINE_PX
+        at_top = a["y"] == 1  # a line's label at its top, or a note under those labels; else at the plot's foot
+        top = -(a.get("yshift") or 0) if at_top else PHONE_PLOT_HEIGHT_PX - height - (a.get("yshift") or 0)
+        boxes.append((a["text"], left, left + width, top, top + height))
+    return [s["x0"] / span for s in vertical], boxes
+
+
+@pytest.mark.parametrize("tokens", [4096, 1000, 2048, 6000])
+def test_the_curves_words_cross_no_line_and_no_other_words(at, tokens):
+    """On a phone's plot, no word on the cache curve touches or crosses a vertical line (the chosen length,
+    the trained context), nor another's words: the note 'the cache … is far above this chart' was drawn
+    across the dotted 4,096-token line on a 390-px phone, and '4,096 tokens' touched it (a student's and a
+    teacher's review). At 1,000 and 2,048 tokens the trained context's line stands at the axis's end or
+    between, at 6,000 before the chosen length."""
+    at.number_input(key="scale_tokens").set_value(tokens)
+    rerun(at)
+    lines, boxes = _boxes(figure(at, "Cache memory grows"))
+    assert any("far above" in _one_line(text) for text, *_ in boxes) and len(lines) == (1 if tokens == 4096 else 2)
+    for text, left, right, top, bottom in boxes:
+        assert -0.04 <= left and right <= 1.04, (text, left, right)  # the estimate's own margin: 12 px
+        assert not any(left <= x <= right for x in lines), (text, left, right, lines)
+    for i, (text, left, right, top, bottom) in enumerate(boxes):
+        for other, left2, right2, top2, bottom2 in boxes[i + 1:]:
+            assert right <= left2 or right2 <= left or bottom <= top2 or bottom2 <= top, (text, other)

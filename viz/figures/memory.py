@@ -7,6 +7,7 @@ to plotly figures or pandas tables; no arithmetic beyond unit conversion and lab
 
 from __future__ import annotations
 
+import textwrap
 from typing import Sequence
 
 import pandas as pd
@@ -16,9 +17,10 @@ import torch
 from ..core.serving.compress import CacheComparison, StepComparison
 from ..core.scale.cache_layout import LibraryLayout
 from ..core.scale.memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurve, ToyCacheMemory, format_bytes
+from ..core.scale.words import CurveNotes
 from ..core.serving.paged import PagedRun, PoolSnapshot, WasteReport
-from .base import (BLUE, FREE, GREEN, INK, LEFT_OUT, MEANINGS, SERIES, SKY, legend_item, legend_marker, safe,
-                   series, short, titled)
+from .base import (BLUE, CHAR_EM, FREE, GREEN, INK, LEFT_OUT, MEANINGS, PHONE_PX, SERIES, SKY, font_sizes,
+                   legend_item, legend_marker, safe, series, short, titled)
 from .meanings import hatch, owner
 from .board import colored_cell, shade
 from .lesson import CELL_TEXT_COLUMNS
@@ -38,12 +40,59 @@ def _layout(fig: go.Figure, title: str, height: int, *, legend: bool = True, top
 
 
 # -- at scale -------------------------------------------------------------------------------
-def memory_curve_figure(curves: Sequence[tuple[str, MemoryCurve]], tokens: int,
+CURVE_PLOT_PX = PHONE_PX - 70  # the curve's plot on a phone: its figure less the y axis's title and numbers
+NOTE_GAP_PX = 8  # between a vertical line and the words beside it
+LABEL_ROW_PX = 18  # a line's label below another's, at the plot's top
+
+
+def _label_side(at: float, lines: Sequence[float]) -> tuple[str, int]:
+    """The side of the vertical line at ``at`` (a fraction of the x axis) with more room before the next
+    line or the axis's end, for its label; and the shift that keeps the label off the line."""
+    left = at - max([0.0, *(x for x in lines if x < at)])
+    right = min([1.0, *(x for x in lines if x > at)]) - at
+    return ("right", NOTE_GAP_PX) if right >= left else ("left", -NOTE_GAP_PX)
+
+
+def _widest_gap(lines: Sequence[float]) -> tuple[float, float]:
+    """The widest stretch of the x axis (fractions) between its ends and the vertical lines at ``lines``."""
+    edges = sorted({0.0, 1.0, *(min(1.0, max(0.0, x)) for x in lines)})
+    return max(zip(edges, edges[1:]), key=lambda gap: (gap[1] - gap[0], gap[0]))  # a tie: the right one
+
+
+def balanced_lines(text: str, chars: int) -> str:
+    """``text`` in the fewest lines of at most ``chars`` characters, as even as they go, joined by <br>;
+    broken at spaces only (a no-break space keeps a number with its unit)."""
+    count = len(textwrap.wrap(text, chars))
+    while chars > 1 and len(textwrap.wrap(text, chars - 1)) == count:
+        chars -= 1
+    return "<br>".join(textwrap.wrap(text, chars))
+
+
+def note_placement(lines: Sequence[float]) -> dict:
+    """Where the note 'far above this chart' goes, as annotation settings in fractions of the x axis: in
+    the widest stretch between the vertical lines, clear of them by :data:`NOTE_GAP_PX` and in lines short
+    enough for that stretch on a phone (none crosses a line). The rightmost stretch: at its foot, under the
+    curves rising to the top right; another: at its top, above them, under the lines' labels."""
+    a, b = _widest_gap(lines)
+    room = (b - a) * CURVE_PLOT_PX - 2 * NOTE_GAP_PX
+    chars = max(12, int(room / (font_sizes().text * CHAR_EM)))
+    if b == 1.0:
+        where = dict(x=b, xanchor="right", xshift=-NOTE_GAP_PX, align="right", y=0, yanchor="bottom", yshift=4)
+    else:
+        where = dict(x=a, xanchor="left", xshift=NOTE_GAP_PX, align="left", y=1, yanchor="top",
+                     yshift=-2 * LABEL_ROW_PX)
+    return dict(where, chars=chars)
+
+
+def memory_curve_figure(curves: Sequence[tuple[str, MemoryCurve]], tokens: int, notes: CurveNotes,
                         budget_bytes: int | None = None, max_context: int | None = None,
                         state_bytes: int = 0) -> go.Figure:
     """Cache of the batch (GiB) against context length, one line per model; what the GPUs can hold
     for the cache as a dashed line, the chosen length as a dotted one; the first model's fixed state
-    (linear-attention and state-space layers), which the curve includes, as a flat line under it."""
+    (linear-attention and state-space layers), which the curve includes, as a flat line under it.
+    ``notes``: the words on those lines (:func:`viz.core.scale.words.curve_notes`). Each vertical line's
+    label sits at its top on its roomier side, off the line; the note that the GPUs' line is far above
+    the chart sits between the lines (:func:`note_placement`)."""
     fig = go.Figure()
     for i, (name, curve) in enumerate(curves):
         fig.add_trace(go.Scatter(
@@ -52,25 +101,28 @@ def memory_curve_figure(curves: Sequence[tuple[str, MemoryCurve]], tokens: int,
             customdata=[format_bytes(b) for b in curve.bytes],
             hovertemplate="%{x:,} tokens: %{customdata}<extra>" + safe(name) + "</extra>"))
     highest = max((max(curve.bytes) for _, curve in curves), default=0)
+    span = max([tokens, max_context or 0, *(max(curve.tokens) for _, curve in curves)])
+    trained = max_context is not None and max_context != tokens
+    lines = [tokens / span] + ([max_context / span] if trained else [])
     if budget_bytes is not None and budget_bytes <= 2 * highest:
-        fig.add_hline(y=budget_bytes / GIB, line=dict(color=INK, dash="dash"),
-                      annotation_text=f"cache the GPUs can hold: {format_bytes(budget_bytes)}",
+        fig.add_hline(y=budget_bytes / GIB, line=dict(color=INK, dash="dash"), annotation_text=notes.held,
                       annotation_position="top left")
     elif budget_bytes is not None:  # a line far above the curves would flatten them
-        fig.add_annotation(text=f"the cache the GPUs can hold, {format_bytes(budget_bytes)},<br>is far above this chart",
-                           xref="paper", yref="paper", x=0.99, y=0.03, xanchor="right", yanchor="bottom",
-                           align="right", showarrow=False, font_color=INK)  # under the rising curves
+        place = note_placement(lines)
+        chars = place.pop("chars")
+        fig.add_annotation(text=balanced_lines(notes.above, chars), xref="paper", yref="paper",
+                           showarrow=False, font_color=INK, **place)
+    side, shift = _label_side(lines[0], lines)
     fig.add_vline(x=tokens, line=dict(color=INK, dash="dot", width=2),  # labelled where it is: neutral ink
-                  annotation_text=f"{tokens:,} tokens",
-                  annotation_position="top right")
-    if max_context is not None and max_context != tokens:
-        fig.add_vline(x=max_context, line=dict(color=GREY, dash="dot"),
-                      annotation_text="trained context", annotation_position="bottom right")
+                  annotation_text=notes.tokens, annotation_position=f"top {side}", annotation_xshift=shift)
+    if trained:  # a row under the chosen length's label: the two never meet
+        side, shift = _label_side(lines[1], lines)
+        fig.add_vline(x=max_context, line=dict(color=GREY, dash="dot"), annotation_text=notes.trained,
+                      annotation_position=f"top {side}", annotation_xshift=shift, annotation_yshift=-LABEL_ROW_PX)
     if state_bytes:  # the part that does not grow, against the K/V that does
         fig.add_hline(y=state_bytes / GIB, line=dict(color=SERIES[3], dash="dashdot"),
-                      annotation_text=f"fixed state of the batch: {format_bytes(state_bytes)}, at any length",
-                      annotation_position="bottom right")
-    fig.update_xaxes(title="context length (tokens per sequence)", rangemode="tozero")
+                      annotation_text=notes.state, annotation_position="bottom right")
+    fig.update_xaxes(title="context length (tokens per sequence)", range=[0, span])  # the lines' fractions
     fig.update_yaxes(title="K/V + fixed state of the batch (GiB)" if state_bytes else "KV cache of the batch (GiB)",
                      rangemode="tozero")
     # 360: with the legend's row under the plot (fit() adds it) the figure stays whole in the first screen

@@ -74,6 +74,7 @@ class ScaleView:
     toy_caption: str  # what the toy's cache is made of
     checks: tuple[str, ...]  # the formula against published figures, one line each
     roof_stats: tuple[StatText, ...]  # one decode step: bytes, FLOPs, FLOPs per byte, time per token
+    curve_notes: words.CurveNotes  # the cache curve's words on its lines
 
     @property
     def capacity_bytes(self) -> int | None:
@@ -157,4 +158,6 @@ def scale_view(inputs: ScaleInputs, toy_cache: KVCache | CacheAt) -> ScaleView:
         formula=words.formula_text(memory), model_summary=words.config_summary(memory),
         toy_sentence=words.toy_sentence(toy, memory, toy_ratio),
         toy_caption=words.toy_caption(toy.d_k, toy.heads, toy.allocated_nbytes), checks=words.published_checks(),
-        roof_stats=words.roof_stats(decode))
+        roof_stats=words.roof_stats(decode),
+        curve_notes=words.curve_notes(fit.capacity_bytes if fit.weights_fit else None, gpus, c.tokens,
+                                      curves[0][1].state_bytes))

@@ -210,6 +210,35 @@ def formula_text(memory: CacheMemory) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class CurveNotes:
+    """The cache curve's words on its lines (plain text, the app's own: no visitor's text in them)."""
+
+    held: str  # beside the dashed line of the cache the GPUs hold ("" when the weights do not fit)
+    above: str  # the same in a note, when that line is far above the curves
+    tokens: str  # on the dotted line at the chosen length
+    trained: str  # on the grey line at the trained context
+    state: str  # on the fixed state's line ("" without one)
+
+
+NBSP = "\u00a0"  # between a number and its unit: a note broken into lines keeps them together
+
+
+def the_gpus(gpus: int) -> str:
+    """'the GPU', or 'the 4 GPUs'."""
+    return "the GPU" if gpus == 1 else f"the {gpus:,} GPUs"
+
+
+def curve_notes(capacity_bytes: int | None, gpus: int, tokens: int, state_bytes: int = 0) -> CurveNotes:
+    """The curve's words, the GPUs counted as the view counts them (one GPU: 'the GPU')."""
+    held = "" if capacity_bytes is None else format_bytes(capacity_bytes)
+    state = f"fixed state of the batch: {format_bytes(state_bytes)}, at any length" if state_bytes else ""
+    return CurveNotes(held=f"cache {the_gpus(gpus)} can hold: {held}" if held else "",
+                      above=(f"the cache {the_gpus(gpus)} can hold, {held.replace(' ', NBSP)}, is far above "
+                             "this chart" if held else ""),
+                      tokens=f"{tokens:,} tokens", trained="trained context", state=state)
+
+
 def toy_sentence(toy: ToyCacheMemory, memory: CacheMemory, ratio: float) -> str:
     """One line putting the toy's whole cache next to one token of the real model (plain text: it names the
     model, which a visitor's config.json may have named, so the page escapes it whole)."""
