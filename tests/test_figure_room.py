@@ -233,7 +233,8 @@ def test_a_label_inside_a_bar_is_hidden_where_it_would_shrink_below_the_text_siz
 
 # Figures whose titles a student read broken in two at 1440 × 900 (25-30 characters a line on a figure 600-880 px
 # wide), with the share of the main column each is drawn in at a desk and in presenter mode (viz.ui.common.column_px)
-WIDE_TITLES = {"cost decode": (1.0, 1.0)}
+WIDE_TITLES = {"cost decode": (1.0, 1.0), "memory curve": (1.0, 0.75), "timeline": (0.75, 0.68),
+               "rounds": (0.75, 0.68)}
 
 
 def _column_px(share: float, presenter: bool) -> int:

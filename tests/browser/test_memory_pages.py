@@ -21,7 +21,7 @@ def test_at_scale_page_switches_model(app):
     app.assert_no_exception()
     expected = format_bytes(cache_memory(preset("Llama-3-8B"), 8192).bytes_per_sequence)
     expect(app.stat("Per sequence")).to_have_text(expected)
-    expect(app.figure_title("Cache memory grows with every token of context")).to_be_visible()
+    expect(app.figure_title("Cache memory grows with every token")).to_be_visible()
     app.screenshot("at-scale-llama3-8b")
     with app.rerun():  # the tab lays the cache out only when open, so opening it reruns
         app.page.get_by_role("tab", name="transformers' own count").click()

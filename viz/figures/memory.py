@@ -126,7 +126,7 @@ def memory_curve_figure(curves: Sequence[tuple[str, MemoryCurve]], tokens: int, 
     fig.update_yaxes(title="K/V + fixed state of the batch (GiB)" if state_bytes else "KV cache of the batch (GiB)",
                      rangemode="tozero")
     # 360: with the legend's row under the plot (fit() adds it) the figure stays whole in the first screen
-    return _layout(fig, "Cache memory grows with every token of context", 360)
+    return _layout(fig, "Cache memory grows with every token", 360)  # one line on a phone too
 
 
 def gpu_split_figure(fit: GpuFit, batch: int) -> go.Figure:

@@ -107,7 +107,7 @@ def timeline_figure(run: ServingRun, current: int | None = None, title: str | No
     else:
         plot_px = TIMELINE_ROW_PX * len(names) + LEGEND_LINE_PX * len(data)
     # short enough for a phone's width on one line (Plotly titles do not wrap)
-    layout = plain_layout(title or f"{run.config.policy.capitalize()} batching by iteration (time in ticks)",
+    layout = plain_layout(title or f"{run.config.policy.capitalize()} batching by iteration, in ticks",
                           72 + plot_px, top=42, barmode="overlay", shapes=shapes,
                           xaxis=dict(rangemode="tozero") if span is None else dict(range=[0, span * 1.02]),
                           yaxis=_requests_axis(names))

@@ -158,7 +158,7 @@ def rounds_title(first: int, last: int, count: int) -> str:
     """The rounds grid's title; where it shows only rounds ``first``–``last`` (1-based) of ``count``, it
     says which, so rounds stepped out of the window are not taken for all there are."""
     shown = "Each round" if (first, last) == (1, count) else f"Rounds {first}–{last} of {count}"
-    return f"{shown}: the guesses, which the target kept,<br>and the word it adds"
+    return f"{shown}: the guesses, which the target kept, and the word it adds"
 
 
 def same_as_target(greedy: bool, same_words: bool) -> str:
