@@ -90,6 +90,11 @@ TRAFFIC_TABLE = "Every item each pass moves between slow and fast memory"
 REQUESTS_TABLE_NOTE = "TTFT and TPOT are counted in ticks."
 
 
+def in_ticks(mean: float, signed: bool = False) -> str:
+    """A mean of ticks (three significant digits) with its unit ('56.3 ticks'; signed, '-7.5 ticks')."""
+    return f"{mean:{'+' if signed and mean else ''}.3g} tick{'' if abs(mean) == 1 else 's'}"
+
+
 def ticks(count: int, signed: bool = False) -> str:
     """A count of ticks, Serving's unit of time, with its unit ('201 ticks'; signed, '-61 ticks')."""
     return f"{count:{'+' if signed and count else ''},} tick{'' if abs(count) == 1 else 's'}"
