@@ -64,21 +64,27 @@ def set_run_size(size: int) -> None:
     st.session_state[RUN_SIZE] = size
 
 
+def ends(step: int) -> tuple[bool, bool]:
+    """Whether ``step`` is the first (Back is off) and the last (Step and Run are off)."""
+    return step == 0, step >= MAX_DECODE_STEPS
+
+
 def controls(step: int) -> None:
     """Reset, Back, Step (and the lesson's keys), Run n and the timeline, in one row that wraps on a
     narrow screen."""
+    first, last = ends(step)
     with st.container(horizontal=True, vertical_alignment="center"):
         st.button("Reset", icon=":material/restart_alt:", on_click=reset,
-                  disabled=step == 0 and st.session_state[HORIZON] == 0)
+                  disabled=first and st.session_state[HORIZON] == 0)
         st.button(BACK_LABEL, icon=":material/arrow_back:", on_click=go_to, args=(step - 1,),
-                  disabled=step == 0, help=f"One step back ({BACK_KEYS_HELP})", key=BACK)
+                  disabled=first, help=f"One step back ({BACK_KEYS_HELP})", key=BACK)
         st.button(STEP_LABEL, icon=":material/arrow_forward:", on_click=go_to, args=(step + 1,), type="primary",
-                  disabled=step >= MAX_DECODE_STEPS, help=f"Generate one more token ({STEP_KEYS_HELP})", key=STEP)
+                  disabled=last, help=f"Generate one more token ({STEP_KEYS_HELP})", key=STEP)
         run_n = st.session_state.setdefault(RUN_SIZE, 8)
         st.segmented_control("Tokens to run", RUN_SIZES, required=True, label_visibility="collapsed",
                              help=words.RUN_SIZE_HELP, **state.bound(RUN_N, run_n, set_run_size))
         st.button(f"Run {run_n}", icon=":material/fast_forward:", on_click=go_to, args=(state.step_after(run_n),),
-                  disabled=step >= MAX_DECODE_STEPS, help=words.run_help(run_n))
+                  disabled=last, help=words.run_help(run_n))
         horizon = st.session_state[HORIZON]
         if horizon >= TIMELINE_FROM:
             st.slider("Timeline (tokens generated)", 0, horizon, format=f"%d of {horizon}",
@@ -122,8 +128,7 @@ def decode_lesson() -> None:
     lesson_screen(view.frame, list(view.heads), head, newest_key=view.newest_key,
                   turns=((view.after, STEP), (view.before, BACK)) if own else (),
                   beside={step: stale_board(lesson) for step, lesson in view.beside.items()},
-                  steps=step_bar(STEP, BACK, labels=(BACK_LABEL, STEP_LABEL), at_start=step == 0,
-                                 at_end=step >= MAX_DECODE_STEPS) if own else ())
+                  steps=step_bar(STEP, BACK, (BACK_LABEL, STEP_LABEL), *ends(step)) if own else ())
     if view.repeat:  # a side note, under the lesson: never pushing it down
         st.caption(md_escape(view.repeat))
     if not own:

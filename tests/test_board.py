@@ -36,7 +36,7 @@ def test_a_step_bar_is_back_then_step_each_pressing_the_pages_own_button():
     """A phone's step bar (board_data's "steps") is ← Back then Step →, each naming the selector of
     the page's button it presses, Back off at the first step and Step off at the last; a board sent
     without one carries no "steps" field, and a malformed button is refused."""
-    bar = board_ui.step_bar("decode_step", "decode_back", labels=("Back", "Step"), at_start=True, at_end=False)
+    bar = board_ui.step_bar("decode_step", "decode_back", ("Back", "Step"), at_start=True, at_end=False)
     assert bar == [{"label": "← Back", "selector": ".st-key-decode_back button", "disabled": True, "primary": False},
                    {"label": "Step →", "selector": ".st-key-decode_step button", "disabled": False, "primary": True}]
     assert board_ui.board_data(SPEC, presenter=False, turns=[], draw=0, steps=bar)[0]["steps"] == bar

@@ -32,7 +32,8 @@ def test_the_batching_view_holds_the_stats_deltas_helps_and_stepper_labels():
     continuous = served(30, 40.0, 0, 5.0, "continuous", [(0, 12), (12, 30)], recomputed=6, swap_bytes=3072)
     static = served(45, 25.0, 9, 12.5, "static", [(0, 20), (20, 45)])
     view = batching_view(continuous, static, format_bytes)
-    assert (view.throughput, view.throughput_delta, view.ttft, view.ttft_delta) == ("40", "+15", "5 ticks", "-7.5 ticks")
+    assert (view.throughput, view.throughput_delta, view.ttft, view.ttft_delta) == ("40", "+15", "5 ticks",
+                                                                                   "-7.5 ticks")
     assert view.helps == ("Ticks to finish every request. Static batching: 45.",
                           "Tokens per 100 ticks. Static batching: 25.",
                           "Time to first token, in ticks. Static batching: 12.5.",

@@ -99,14 +99,20 @@ def _greedy(words: list[str], first: int, rest: int) -> list[str]:
 
 def _wrap(line: str, first: int, rest: int) -> list[str]:
     """One title line broken at spaces: the first at most ``first`` characters, the others ``rest``,
-    and balanced (the fewest lines, then as even as they go: no word left alone on the last)."""
-    words = line.split()
+    and balanced (the fewest lines, then as even as they go: no word left alone on the last). Never at a
+    no-break space, which keeps a number with its unit."""
+    words = [word for word in line.split(" ") if word]
     if not words:
         return [""]
     count = len(_greedy(words, first, rest))
     while rest > 1 and len(_greedy(words, min(first, rest - 1), rest - 1)) == count:
         rest -= 1
     return _greedy(words, min(first, rest), rest)
+
+
+def balanced(text: str, chars: int) -> str:
+    """``text`` in the fewest lines of at most ``chars`` characters, as even as they go, joined by <br>."""
+    return "<br>".join(_wrap(text, chars, chars))
 
 
 def title_chars(width: int = PHONE_PX, presenter: bool = False) -> tuple[int, int]:

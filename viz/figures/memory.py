@@ -7,7 +7,6 @@ to plotly figures or pandas tables; no arithmetic beyond unit conversion and lab
 
 from __future__ import annotations
 
-import textwrap
 from typing import Sequence
 
 import pandas as pd
@@ -19,8 +18,8 @@ from ..core.scale.cache_layout import LibraryLayout
 from ..core.scale.memory import DTYPE_BITS, GIB, CacheMemory, GpuFit, MemoryCurve, ToyCacheMemory, format_bytes
 from ..core.scale.words import CurveNotes
 from ..core.serving.paged import PagedRun, PoolSnapshot, WasteReport
-from .base import (BLUE, CHAR_EM, FREE, GREEN, INK, LEFT_OUT, MEANINGS, PHONE_PX, SERIES, SKY, font_sizes,
-                   legend_item, legend_marker, safe, series, short, titled)
+from .base import (BLUE, CHAR_EM, FREE, GREEN, INK, LEFT_OUT, MEANINGS, PHONE_PX, SERIES, SKY, balanced,
+                   font_sizes, legend_item, legend_marker, safe, series, short, titled)
 from .meanings import hatch, owner
 from .board import colored_cell, shade
 from .lesson import CELL_TEXT_COLUMNS
@@ -57,15 +56,6 @@ def _widest_gap(lines: Sequence[float]) -> tuple[float, float]:
     """The widest stretch of the x axis (fractions) between its ends and the vertical lines at ``lines``."""
     edges = sorted({0.0, 1.0, *(min(1.0, max(0.0, x)) for x in lines)})
     return max(zip(edges, edges[1:]), key=lambda gap: (gap[1] - gap[0], gap[0]))  # a tie: the right one
-
-
-def balanced_lines(text: str, chars: int) -> str:
-    """``text`` in the fewest lines of at most ``chars`` characters, as even as they go, joined by <br>;
-    broken at spaces only (a no-break space keeps a number with its unit)."""
-    count = len(textwrap.wrap(text, chars))
-    while chars > 1 and len(textwrap.wrap(text, chars - 1)) == count:
-        chars -= 1
-    return "<br>".join(textwrap.wrap(text, chars))
 
 
 def note_placement(lines: Sequence[float]) -> dict:
@@ -110,7 +100,7 @@ def memory_curve_figure(curves: Sequence[tuple[str, MemoryCurve]], tokens: int, 
     elif budget_bytes is not None:  # a line far above the curves would flatten them
         place = note_placement(lines)
         chars = place.pop("chars")
-        fig.add_annotation(text=balanced_lines(notes.above, chars), xref="paper", yref="paper",
+        fig.add_annotation(text=balanced(notes.above, chars), xref="paper", yref="paper",
                            showarrow=False, font_color=INK, **place)
     side, shift = _label_side(lines[0], lines)
     fig.add_vline(x=tokens, line=dict(color=INK, dash="dot", width=2),  # labelled where it is: neutral ink

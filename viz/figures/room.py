@@ -209,7 +209,9 @@ def _rgb(colour: str) -> tuple[float, ...]:
 
 
 def _colour_at(scale: Any, share: float) -> tuple[float, ...]:
-    """The colour of a Plotly colour scale (position, colour pairs) at ``share`` of its range."""
+    """The colour of a Plotly colour scale (position, colour pairs) at ``share`` of its range. Not
+    ``plotly.colors.sample_colorscale``: it cannot blend a hex colour, nor a stepped scale whose
+    positions repeat (the rounds grid's), where it raises."""
     steps = [(float(at), _rgb(colour)) for at, colour in scale]
     for (a, low), (b, high) in zip(steps, steps[1:]):
         if share <= b:

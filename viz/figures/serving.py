@@ -48,10 +48,10 @@ def _timeline_traces(run: ServingRun, names: list[str], axes: tuple[str, str] = 
     per token produced, a triangle per arrival. Each meaning is listed in the legend once: ``listed``
     holds the names already there (a figure of several timelines shares one legend)."""
     listed = set() if listed is None else listed
-    data = []
+    data, spans = [], run.spans()  # a request arriving mid-iteration waits from its arrival mark
     for phase, look in PHASES.items():
         xs, ys, bases, hover = [], [], [], []
-        for span in run.spans():  # a request arriving mid-iteration waits from its arrival mark
+        for span in spans:
             if span.phase == phase:
                 i, s = span.request, run.iterations[span.iteration].states[span.request]
                 xs.append(span.end - span.start)

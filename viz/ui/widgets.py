@@ -30,7 +30,7 @@ def metric_args(stat: dict) -> dict:
     both given outright (Streamlit would read a direction off a leading "-" only). The arrow says the
     sign, so a signed delta is written without it ("↓ 61", never "↓ -61")."""
     delta = stat["delta"] or {"text": None, "direction": "", "tone": "neutral"}
-    text = delta["text"][1:].lstrip() if delta["direction"] else delta["text"]  # a direction is its leading sign
+    text = delta["text"].lstrip("+-\u2212").lstrip() if delta["direction"] else delta["text"]  # its sign: the arrow
     return {"label": md_escape(stat["label"]), "value": md_escape(stat["value"]), "delta": text,
             "delta_color": _TONE_COLOR[delta["tone"]], "delta_arrow": delta["direction"] or "off",
             "help": md_escape(defined(stat["label"], stat["help"])) or None}

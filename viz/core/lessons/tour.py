@@ -160,6 +160,10 @@ def question_join(continuous: ServingRun, static: ServingRun, request: int) -> Q
 EPILOGUE = 2  # the tour's last steps: an optional epilogue, from one cache to a server's
 
 
+FORWARD = "the → button above (or the keys →, PageDown, Space) goes on"  # the footer's ways, each where on
+BACKWARD = "← (or PageUp) goes back"
+
+
 def tour_footer(index: int, steps: int) -> str:
     """The line under step ``index`` (0-based) of ``steps``: the step's number among the main ones,
     none in the epilogue (a number there could read as an answer to its question)."""
@@ -168,9 +172,6 @@ def tour_footer(index: int, steps: int) -> str:
     ways = ([FORWARD] if index < steps - 1 else []) + ([BACKWARD] if index > 0 else [])  # none that is off
     return f"{where} · {', '.join(ways)}." if ways else f"{where}."
 
-
-FORWARD = "the → button above (or the keys →, PageDown, Space) goes on"
-BACKWARD = "← (or PageUp) goes back"
 
 
 @dataclass(frozen=True)
@@ -301,7 +302,8 @@ def verdict(right: str, picked: str | None, explanation: str, *, class_pick: boo
         return "info", f"Answer: **{right}**. {explanation}"
     if picked == right:
         return "success", f"Right: **{right}**. {explanation}"
-    return "error", f"Not quite: {'the class' if class_pick else 'you'} chose {picked}, it is **{right}**. {explanation}"
+    who = "the class" if class_pick else "you"
+    return "error", f"Not quite: {who} chose {picked}, it is **{right}**. {explanation}"
 
 
 def score_line(tally: Score, *, class_pick: bool = False) -> str:

@@ -80,7 +80,7 @@ def batching_view(continuous: ServingRun, static: ServingRun, size: Size) -> Bat
         static=replace(stepped(static, "static"), span=span), comparison=c,
         makespan=words.ticks(continuous.makespan), makespan_delta=words.ticks(c.makespan_delta, signed=True),
         throughput=f"{continuous.throughput:.3g}", throughput_delta=f"{c.throughput_delta:+.3g}",
-        ttft=words.in_ticks(continuous.mean("ttft")), ttft_delta=words.in_ticks(c.ttft_delta, signed=True),
+        ttft=words.ticks(continuous.mean("ttft")), ttft_delta=words.ticks(c.ttft_delta, signed=True),
         helps=(words.static_help("Ticks to finish every request.", static.makespan),
                words.static_help("Tokens per 100 ticks.", f"{static.throughput:.3g}"),
                words.static_help("Time to first token, in ticks.", f"{static.mean('ttft'):.3g}"),
@@ -128,8 +128,8 @@ class PrefixView:
 def prefix_view(off: ServingRun, on: ServingRun, num_heads: int) -> PrefixView:
     saving = compare_prefix(off, on, num_heads)
     return PrefixView(off=off, on=stepped(on, "prefix", words.PREFIX_HEADING), saving=saving, text=saving.text,
-                      system=on.sharing.sentence if on.sharing else "", ttft=words.in_ticks(saving.ttft[0]),
-                      ttft_delta=words.in_ticks(saving.ttft_delta, signed=True))
+                      system=on.sharing.sentence if on.sharing else "", ttft=words.ticks(saving.ttft[0]),
+                      ttft_delta=words.ticks(saving.ttft_delta, signed=True))
 
 
 @dataclass(frozen=True)

@@ -90,14 +90,14 @@ TRAFFIC_TABLE = "Every item each pass moves between slow and fast memory"
 REQUESTS_TABLE_NOTE = "TTFT and TPOT are counted in ticks."
 
 
-def in_ticks(mean: float, signed: bool = False) -> str:
-    """A mean of ticks (three significant digits) with its unit ('56.3 ticks'; signed, '-7.5 ticks')."""
-    return f"{mean:{'+' if signed and mean else ''}.3g} tick{'' if abs(mean) == 1 else 's'}"
+def ticks(value: float, signed: bool = False) -> str:
+    """Ticks, Serving's unit of time, with the unit: a count as it is ('201 ticks'; signed, '-61 ticks'),
+    a mean to three significant digits ('56.3 ticks', '-7.5 ticks')."""
+    sign = "+" if signed and value else ""
+    number = f"{value:{sign},}" if isinstance(value, int) else f"{value:{sign}.3g}"
+    return f"{number} tick{'' if abs(value) == 1 else 's'}"
 
 
-def ticks(count: int, signed: bool = False) -> str:
-    """A count of ticks, Serving's unit of time, with its unit ('201 ticks'; signed, '-61 ticks')."""
-    return f"{count:{'+' if signed and count else ''},} tick{'' if abs(count) == 1 else 's'}"
 SPEC_TABLE_NOTE = "Multiply-adds count the work of both: the target's passes and, speculating, the draft's."
 TRAFFIC_TABLE_NOTE = "S = QKᵀ / √d_k holds one score per query and key, for every head."
 SPEC_SETTINGS = "Words, temperature"

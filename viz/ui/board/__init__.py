@@ -40,7 +40,7 @@ def button_selector(key: str) -> str:
 STEP_FIELDS = {"label", "selector", "disabled", "primary"}  # one button of a phone's step bar (README.md)
 
 
-def step_bar(step: str, back: str, *, labels: tuple[str, str], at_start: bool, at_end: bool) -> list[dict]:
+def step_bar(step: str, back: str, labels: tuple[str, str], at_start: bool, at_end: bool) -> list[dict]:
     """The buttons of a phone's step bar over the board (README.md, "steps"): Back then Step, each
     pressing the page's own button under widget key ``back`` / ``step``; ``labels`` are (Back, Step)
     as the page's buttons are named."""
@@ -60,7 +60,8 @@ def board_data(spec: dict, *, presenter: bool, turns: list[dict], draw: int, ste
     for button in steps:
         if set(button) != STEP_FIELDS:
             raise ValueError(f"a step bar's button has {sorted(STEP_FIELDS)}, not {sorted(button)}")
-    return [{**spec, "presenter": presenter, "turns": list(turns), "draw": draw, **({"steps": list(steps)} if steps else {})}]
+    data = {**spec, "presenter": presenter, "turns": list(turns), "draw": draw}
+    return [{**data, "steps": list(steps)} if steps else data]
 
 
 def board(spec: dict, key: str, turns: list[dict] = (), steps: list[dict] = ()) -> None:
@@ -75,8 +76,8 @@ def board(spec: dict, key: str, turns: list[dict] = (), steps: list[dict] = ()) 
     if turns:
         st.session_state[DRAWS] = st.session_state.get(DRAWS, 0) + 1
         draw = st.session_state[DRAWS]
-    _mount(key=key, data=board_data(spec, presenter=state.presenter(), turns=list(turns), draw=draw, steps=list(steps)),
-           width="stretch", height="content")
+    _mount(key=key, data=board_data(spec, presenter=state.presenter(), turns=list(turns), draw=draw,
+                                    steps=list(steps)), width="stretch", height="content")
 
 
 def keys_data(step: str, back: str, *, presenter: bool = False) -> list[dict]:
