@@ -66,7 +66,7 @@ if target:
     st.switch_page(next(p for p in PAGES if p.url_path == target))
 classroom.begin({p.url_path: p for p in PAGES}, page.url_path)  # class mode (viz.ui.classroom)
 guard.begin()
-# presenter mode's large type (as set by the sidebar toggle's callback, before this run)
+# presenter mode's large type (as set by the sidebar switch's callback, before this run)
 presenter_style(state.presenter())
 turned = state.presenter_turned()  # presenter mode turned on or off: fold or unfold the sidebar, below
 editors = page.url_path in EDITOR_PAGES

@@ -22,7 +22,7 @@ from viz.figures.base import Stat
 from viz.figures.board import stale_board
 from viz.ui import classroom, guard, state
 from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys, step_bar
-from viz.ui.common import (defined_caption, division_notices, folded, head_picker, labelled, lazy_tabs,
+from viz.ui.common import (defined_caption, division_notices, folded, head_picker, held_switch, labelled, lazy_tabs,
                            lesson_header, lesson_screen, lesson_tables, md_escape, plot, whole_switch)
 from viz.ui.widgets import stats, table
 from viz.ui.runs import decode_traces, kept_view
@@ -191,7 +191,7 @@ def numbers(view: DecodeView) -> None:
 
 def work(view: DecodeView) -> None:
     # kept while another tab is open (the tabs build only the open one)
-    cumulative = st.toggle("Sum over the steps so far", key=CUMULATIVE, persist_state="page")
+    cumulative = held_switch("Sum over the steps so far", CUMULATIVE, False)
     if view.work_plotted:
         plot(toy.work_figure(dict(view.traces), cumulative), key="work", table=True)
     st.caption(view.work_caption)

@@ -15,7 +15,7 @@ from viz.core.lessons import words_memory as words
 from viz.core.lessons.memory import CompressView, PagedView, compress_view, paged_view
 from viz.core.lessons.papers import Lesson
 from viz.ui import state
-from viz.ui.common import (beside_in_presenter_mode, defined_caption, lazy_tabs, md_escape, page_lead, plot, stepper,
+from viz.ui.common import (beside_in_presenter_mode, defined_caption, held_switch, lazy_tabs, md_escape, page_lead, plot, stepper,
                            terms_caption)
 from viz.ui.board import board
 from viz.ui.widgets import stats, table
@@ -66,13 +66,13 @@ def paged() -> None:
     if refusal:  # a footnote with its fix: the lesson needs cache-safe heads to share blocks
         with below:
             st.info(md_escape(refusal), icon=":material/info:")
-            if st.toggle(words.CACHE_SAFE, value=True, key=CACHE_SAFE, persist_state=KEEP):
+            if held_switch(words.CACHE_SAFE, CACHE_SAFE, True):
                 paged_scenario = scenario.cache_safe()
     cols = [controls] * 3 if state.presenter() else controls.columns(3)
     block_size = cols[0].select_slider("Block size (tokens)", [b for b in (1, 2, 4, 8, 16, 32) if b <= MAX_BLOCK_SIZE],
                                        value=4, key=BLOCK_SIZE, persist_state=KEEP)
     steps = cols[1].slider("Predictions per sequence", 1, MAX_STEPS, 4, key=STEPS, persist_state=KEEP)
-    share = cols[2].toggle("Share common prefixes", value=True, key=SHARE, persist_state=KEEP)
+    share = held_switch("Share common prefixes", SHARE, True, place=cols[2])
     reserve = settings.slider("Contiguous: new tokens reserved", MAX_STEPS, MAX_DECODE_STEPS, 32, key=RESERVE,
                               persist_state=KEEP, help=words.RESERVE_HELP)
 

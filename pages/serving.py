@@ -28,8 +28,8 @@ from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BAT
 from viz.figures import flash as flash_figs, serving as figs
 from viz.figures.base import Stat, font_sizes
 from viz.ui import state
-from viz.ui.common import (LESSON_SHARE, SIDE_SHARE, beside_in_presenter_mode, column_px, defined_caption,
-                           md_escape, narration_beside, page_lead, plot, stepper, terms_caption)
+from viz.ui.common import (LESSON_SHARE, SIDE_SHARE, beside_in_presenter_mode, column_px, defined_caption, held,
+                           held_switch, md_escape, narration_beside, page_lead, plot, stepper, terms_caption)
 from viz.ui.widgets import stats, table
 
 state.require_frame()
@@ -213,14 +213,14 @@ def cache_safe_footnote(refusal: str) -> None:
     """Why the page serves the cache-safe form of some heads, and the switch back: a footnote under
     the lesson (the switch's value is read at the top of the next run)."""
     st.info(md_escape(refusal), icon=":material/info:")
-    st.toggle(say.CACHE_SAFE, value=True, key=CACHE_SAFE)
+    held_switch(say.CACHE_SAFE, CACHE_SAFE, True)
 
 
 page_lead("serving")
 opening = varied_opening(state.scenario(), "Serving")
 scenario = opening.scenario
 refusal = serving_refusal(scenario)
-if refusal and st.session_state.get(CACHE_SAFE, True):
+if refusal and held(CACHE_SAFE, True):
     scenario = scenario.cache_safe()
 section = st.segmented_control("Show", SECTIONS, default=SECTIONS[0], key=SECTION, required=True)
 if serving_refusal(scenario) and section != "FlashAttention":

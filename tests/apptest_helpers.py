@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from viz.ui import sidebar, state
+from viz.ui.common import SWITCH_ICONS
 
 # Every page script, as AppTest's switch_page names them (Prefill first: old links open there).
 ALL_PAGES = sorted((f"pages/{p.name}" for p in (Path(__file__).resolve().parents[1] / "pages").glob("*.py")),
@@ -174,8 +175,8 @@ def on_page(app, page: str):
 
 def widget(at, key: str):
     """The widget drawn under ``key`` in the last run (a slider, select slider, segmented control or
-    pills, toggle or text input)."""
-    for kind in ("select_slider", "slider", "button_group", "toggle", "text_input"):
+    pills, text input, or a switch: viz.ui.common.switch, a button)."""
+    for kind in ("select_slider", "slider", "button_group", "text_input", "button"):
         for element in getattr(at, kind):
             if element.key == key:
                 return element
@@ -217,10 +218,11 @@ def has_prompt_box(at) -> bool:
 
 
 def choice_data(at, key: str) -> dict:
-    """What a segmented control, pills or toggle shows: label, options (as the visitor reads them),
-    value, help."""
+    """What a segmented control, pills or switch shows: label, options (as the visitor reads them),
+    value (a switch's: whether its box is ticked), help."""
     element = widget(at, key)
-    data = {"label": shown(element.label), "value": element.value, "help": shown(element.help)}
+    value = switched(at, key) if element.type == "button" else element.value
+    data = {"label": shown(element.label), "value": value, "help": shown(element.help)}
     if element.type == "button_group":
         data["options"] = [shown(option) for option in element.options]
     return data
@@ -233,9 +235,18 @@ def pick(at, key: str, value):
     return rerun(at)
 
 
+def switched(at, key: str) -> bool:
+    """Whether the switch under ``key`` (viz.ui.common.switch) shows its ticked box: on."""
+    icon = widget(at, key).proto.icon
+    assert icon in SWITCH_ICONS.values(), f"{key!r} is not a switch: its icon is {icon!r}"
+    return icon == SWITCH_ICONS[True]
+
+
 def flip(at, key: str, on: bool):
-    """Switch a toggle to ``on``, as a visitor's click does, and check nothing raised."""
-    widget(at, key).set_value(on)
+    """Turn the switch under ``key`` to ``on`` (a click, as a visitor's, where it is the other way),
+    and check nothing raised."""
+    if switched(at, key) != on:
+        widget(at, key).click()
     return rerun(at)
 
 

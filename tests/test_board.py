@@ -138,7 +138,7 @@ def test_presenter_mode_turning_sends_the_sidebar_form_once(app):
     """Streamlit's initial state folds the sidebar only where the visitor never moved it by hand, so
     the run where presenter mode turns on sends the sidebar form (fold), the run where it turns off
     sends it again (unfold the one it folded), and the runs between send none."""
-    from apptest_helpers import on_page
+    from apptest_helpers import flip, on_page
     decode = on_page(app, "pages/decode.py")
 
     def forms() -> list[dict]:
@@ -146,9 +146,9 @@ def test_presenter_mode_turning_sends_the_sidebar_form_once(app):
 
     assert forms() == []
     assert board_ui.sidebar_data(True) == [{"kind": "sidebar", "fold": True}]
-    decode.toggle(key="kv_w_presenter").set_value(True).run()
+    flip(decode, "kv_w_presenter", True)
     assert forms() == board_ui.sidebar_data(True)
     decode.run()
     assert forms() == []
-    decode.toggle(key="kv_w_presenter").set_value(False).run()
+    flip(decode, "kv_w_presenter", False)
     assert forms() == board_ui.sidebar_data(False)

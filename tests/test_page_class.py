@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_helpers import board, boards, cells, stat_value, widget
+from apptest_helpers import board, boards, cells, flip, stat_value, widget
 from viz.core.classroom import RecentReads, recent as recent_module
 from viz.ui import class_links, classroom, runs, sidebar, state
 from viz.tools.server import free_port
@@ -157,12 +157,13 @@ def test_bad_codes_locked_and_ended_classes_say_why():
     at, seat = teacher()
     assert any("letters and digits" in t for t in texts(student("12")))
     assert any("There is no class" in t for t in texts(student("ZZZZ-ZZZZ")))
-    next(w for w in at.toggle if w.label.startswith("Lock")).set_value(True).run()
+    lock = lambda on: flip(at, next(b.key for b in at.button if (b.key or "").startswith("kv_class_lock_")), on)  # noqa: E731
+    lock(True)
     assert any("locked" in t for t in texts(student(seat.code)))
     press(at, "kv_class_end")
     assert any("has ended" in t for t in texts(student(seat.code)))
     press(at, "kv_class_reopen")
-    next(w for w in at.toggle if w.label.startswith("Lock")).set_value(False).run()
+    lock(False)
     assert student(seat.code).session_state[classroom.SEAT].role == "student"
 
 

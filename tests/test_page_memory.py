@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 import pandas as pd
-from apptest_helpers import (board, boards, by_label, cells, errors, figure, flip, move_range, on_page, plain_table, range_data,
+from apptest_helpers import (board, boards, by_label, cells, errors, figure, flip, move_range, on_page, plain_table, range_data, switched,
                              rerun, shown, stat_labels, stat_value)
 
 from viz import load_preset
@@ -54,7 +54,7 @@ def frame(at, column: str):
 def test_seed_is_made_cache_safe_and_shares_prefixes(at):
     """The seed's 'last' head reads n: the page says so, uses the cache-safe form, and B and C share A's blocks."""
     assert any("'last' reads n" in shown(i.value) for i in at.info)
-    assert at.toggle(key="memory_cache_safe").value
+    assert switched(at, "memory_cache_safe")
     shares = list(frame(at, "shares")["shares"])
     assert shares == ["—", "3 tokens with A", "4 tokens with A"]
     assert any("identical" in s.value for s in at.success)
@@ -77,7 +77,7 @@ def test_paged_metrics_are_the_engine_numbers(at):
 def test_turning_sharing_off_stops_sharing(at):
     """Without prefix sharing no sequence shares and the blocks in use grow."""
     before = stat_value(at, "Paged blocks in use")
-    at.toggle(key="memory_share").set_value(False)
+    flip(at, "memory_share", False)
     rerun(at)
     assert list(frame(at, "shares")["shares"]) == ["—", "—", "—"]
     assert stat_value(at, "Shared, stored once") == "0 tokens"
@@ -86,7 +86,7 @@ def test_turning_sharing_off_stops_sharing(at):
 
 def test_without_the_cache_safe_form_sharing_is_refused(at):
     """Keeping the n-reading head turns sharing off (the engine refuses it) and says nothing is identical."""
-    at.toggle(key="memory_cache_safe").set_value(False)
+    flip(at, "memory_cache_safe", False)
     rerun(at)
     assert list(frame(at, "shares")["shares"]) == ["—", "—", "—"]
     assert not at.success

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from apptest_helpers import on_page, rerun, stat, stat_value
+from apptest_helpers import flip, on_page, rerun, stat, stat_value, switched
 
 from viz import load_preset
 from viz.core.serving.flash import flash_attention
@@ -48,8 +48,8 @@ def narration(at) -> list[str]:
 def test_seed_is_served_in_its_cache_safe_form(at):
     """The seed's 'last' head reads n: the page says so and serves the cache-safe form by default."""
     assert any(md_escape("'last' reads n") in text for text in narration(at))
-    assert at.toggle(key="serving_cache_safe").value
-    at.toggle(key="serving_cache_safe").set_value(False)
+    assert switched(at, "serving_cache_safe")
+    flip(at, "serving_cache_safe", False)
     rerun(at)
     assert any("needs keys that do not depend on n" in w.value for w in at.warning)
     section(at, "FlashAttention")

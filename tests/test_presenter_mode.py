@@ -8,6 +8,7 @@ import html
 import re
 
 import pytest
+from apptest_helpers import flip
 from streamlit.testing.v1 import AppTest
 
 from viz.core.lessons import tour, words_decode, words_home, words_prefill
@@ -87,8 +88,8 @@ def test_at_a_desk_the_sentence_is_the_caption_and_no_hint_shows():
 def test_turning_presenter_mode_on_shows_the_hint_and_off_removes_it():
     """The sidebar's switch: on, the hint is on the first line (no toast); off, it is gone."""
     at = _opened("decode", presenter=False)
-    at.toggle(key=state.PRESENTER_TOGGLE).set_value(True).run()
+    flip(at, state.PRESENTER_TOGGLE, True)
     assert not at.exception and not at.toast
     assert any(html.escape(PRESENTER_HINT) in line for line in _first_lines(at))
-    at.toggle(key=state.PRESENTER_TOGGLE).set_value(False).run()
+    flip(at, state.PRESENTER_TOGGLE, False)
     assert not at.session_state[state.PRESENTER] and not _first_lines(at)

@@ -252,7 +252,7 @@ def test_first_visit_to_a_deep_link_on_a_cold_server(new_app, start_server, app_
     deep = [page for page in app_pages if page.url_path != "/"]
     target = sorted(deep, key=lambda page: page.url_path.strip("/") == page.name)[0]
     visitor = new_app(cold).open(target.url_path)
-    expect(visitor.sidebar.get_by_role("switch", name="Presenter mode")).to_be_visible()
+    expect(visitor.switch("Presenter mode", visitor.sidebar)).to_be_visible()
     current = visitor.sidebar.locator('[data-testid="stSidebarNavLink"][aria-current="page"]')
     expect(current).to_contain_text(target.title)
     expect(visitor.page.get_by_role("dialog")).to_have_count(0)

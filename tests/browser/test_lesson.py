@@ -108,7 +108,7 @@ def test_the_link_keeps_the_view_through_page_changes(app, new_app):
     other = new_app().open_url(shared)
     expect(other.page).to_have_url(re.compile(r"/tour\?"))
     assert other.query == app.query
-    expect(other.sidebar.get_by_role("switch", name="Presenter mode")).to_be_checked()
+    other.expect_switched(other.switch("Presenter mode", other.sidebar), True)
     # a presenter link opened at / folds the sidebar like one opened at its page; » opens it to change page
     expect(other.sidebar).to_have_attribute("data-collapsed", "true")
     other.page.get_by_test_id("stExpandSidebarButton").click()

@@ -154,7 +154,7 @@ def test_decode_choices_have_their_labels_at_the_left_and_one_row_in_presenter_m
     pairs = {"Head": picker("even"), "Keys": picker("recompute")}
     parts = {**{f"{name} label": caption.filter(has=app.page.get_by_text(name, exact=True)) for name in pairs},
              **{f"{name} text": caption.get_by_text(name, exact=True) for name in pairs}, **pairs,
-             "Whole": main.get_by_text("Whole", exact=True),
+             "Whole": app.switch("Whole", main),
              "Fix": button(app, "Fix: n → q.pos"), "Show head": button(app, "Show head 'last'")}
     boxes = {}
     for name, locator in parts.items():
@@ -336,8 +336,8 @@ def test_the_cache_figures_are_metrics_of_real_text(app):
 def test_a_choice_keeps_its_value_under_the_lesson_keys_and_enter_picks(app):
     """Inside a segmented control (Decode's mode) → steps the lesson and the choice and the focus stay
     (viz/ui/board/README.md, "Keys"); its options are buttons, so Tab reaches each and Enter picks.
-    Space on a focused toggle steps too, the toggle left as it was; Shift+Space (a key with Shift is
-    no lesson key) flips it. Opened at step 4, where Whole shows more than the window (the seed's first
+    Space on a focused switch (a button) steps too, the switch left as it was; Shift+Space (a key with
+    Shift is no lesson key) flips it. Opened at step 4, where Whole shows more than the window (the seed's first
     steps fit one window, and there Whole is off limits)."""
     app.open("/decode", step=4)
     group = app.page.get_by_role("radiogroup", name="Keys", exact=True)
@@ -354,17 +354,17 @@ def test_a_choice_keeps_its_value_under_the_lesson_keys_and_enter_picks(app):
         app.page.keyboard.press("Enter")
     expect(reencode).to_have_attribute("aria-checked", "true")
     assert app.query.get("mode") == "reencode" and app.query.get("step") == "5"
-    whole = app.page.get_by_role("switch", name="Whole", exact=True)
+    whole = app.switch("Whole")
     expect(whole).to_be_enabled()
     whole.focus()
     with app.rerun():
         app.page.keyboard.press("Space")
-    expect(whole).not_to_be_checked()
+    app.expect_switched(app.switch("Whole"), False)
     assert app.query.get("step") == "6"
-    whole.focus()
+    app.switch("Whole").focus()
     with app.rerun():
         app.page.keyboard.press("Shift+Space")
-    expect(whole).to_be_checked()
+    app.expect_switched(app.switch("Whole"), True)
     assert app.query.get("step") == "6"
     app.assert_no_exception()
 

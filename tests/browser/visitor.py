@@ -22,6 +22,10 @@ from playwright.sync_api import (Browser, BrowserContext, Dialog, Error as Playw
 from viz.tools.chromium import CONTENT_HEIGHT_JS, NEXT_PAINT_JS, SETTLED_JS
 from viz.tools.protocol import RunLog
 from viz.tools.server import ROOT, STREAM_PATH, StreamlitServer
+from viz.ui.common import SWITCH_ICONS
+
+# what a switch's icon reads as text (its ligature) while on and while off
+SWITCH_FACES = {on: icon.removeprefix(":material/").removesuffix(":") for on, icon in SWITCH_ICONS.items()}
 
 ARTIFACTS = ROOT / "artifacts"
 SCREENSHOTS = ARTIFACTS / "screenshots"
@@ -180,12 +184,19 @@ class App:
         with self.rerun():
             (scope or self.page).get_by_role("button", name=label).click()
 
+    def switch(self, label: str, scope: Locator | None = None) -> Locator:
+        """The on/off switch named ``label`` (viz.ui.common.switch: a button whose box is ticked while on)."""
+        return (scope or self.page).get_by_role("button", name=label, exact=True).first
+
+    @staticmethod
+    def expect_switched(switch: Locator, on: bool) -> None:
+        """Wait until ``switch`` (:meth:`switch`) shows its box ticked (``on``) or empty."""
+        expect(switch.get_by_test_id("stIconMaterial")).to_have_text(SWITCH_FACES[on])
+
     def toggle(self, label: str) -> None:
-        """Flip a toggle (st.toggle, a switch to assistive technology) by clicking it (its label
-        takes the click: the switch itself is drawn by the track beside it)."""
-        switch = self.page.get_by_role("switch", name=label, exact=True)
+        """Flip the on/off switch named ``label`` by clicking it, as a visitor does."""
         with self.rerun():
-            self.page.locator("label").filter(has=switch).click()
+            self.switch(label).click()
 
     def pick(self, group: str, option: str) -> None:
         """Pick ``option`` in a segmented control or pills named ``group`` by clicking it."""

@@ -308,8 +308,38 @@ def head_picker(key: str) -> int:
     return state.head()
 
 
+# A switch's two faces: a ticked box while on, an empty one while off (the button's label names it)
+SWITCH_ICONS = {True: ":material/check_box:", False: ":material/check_box_outline_blank:"}
+
+
+def switch(label: str, key: str, on: bool, flip: Callable[[bool], None], help: str | None = None,
+           disabled: bool = False, place=None) -> bool:
+    """kvlab's on/off choice: a button under widget key ``key`` whose box is ticked while ``on`` and
+    whose click hands the other value to ``flip`` (before the rerun it starts); ``on`` lives wherever
+    the caller keeps it. Returns ``on``. Drawn in ``place`` (a container, a column, the sidebar;
+    else where the script is). Decided over ``st.toggle``, whose script files (the checkbox's, nine
+    of them) were fetched by every first view that showed one: a lesson link's first view came 0.07×
+    the floor sooner without them (docs/performance.md), while buttons are on every page anyway."""
+    (place or st).button(md_escape(label), key=key, icon=SWITCH_ICONS[bool(on)], help=help, disabled=disabled,
+                         on_click=lambda: flip(not on))
+    return on
+
+
+def held(key: str, default: bool) -> bool:
+    """What the :func:`held_switch` under widget key ``key`` holds (``default`` before it is drawn)."""
+    return st.session_state.get(f"{key}_on", default)
+
+
+def held_switch(label: str, key: str, default: bool, help: str | None = None, place=None) -> bool:
+    """A :func:`switch` whose value is kept in the session under ``{key}_on`` (``default`` at
+    first), so it survives a page or a tab that does not draw it; returns it."""
+    value = f"{key}_on"
+    return switch(label, key, st.session_state.setdefault(value, default),
+                  lambda on: st.session_state.__setitem__(value, on), help=help, place=place)
+
+
 def whole_switch(key: str, help: str, window: Window) -> bool:
-    """A lesson's Whole toggle (every row and key, or only those around the focus), off at first;
+    """A lesson's Whole switch (every row and key, or only those around the focus), off at first;
     whether it is on lives under ``key``, so it survives a tab or a page that does not draw it. Off
     limits, saying why, while ``window`` (the one shown) would look the same either way: a control that
     changes nothing is not offered."""
@@ -317,9 +347,8 @@ def whole_switch(key: str, help: str, window: Window) -> bool:
         st.session_state[key] = on
 
     whole, shows_more = st.session_state.get(key, False), window.whole_shows_more
-    st.toggle("Whole", help=help if shows_more else WHOLE_ALL_SHOWN, disabled=not shows_more,
-              **state.bound(f"{key}_switch", whole, flipped))
-    return whole
+    return switch("Whole", f"{key}_switch", whole, flipped, help=help if shows_more else WHOLE_ALL_SHOWN,
+                  disabled=not shows_more)
 
 
 def lesson_tables(frame: LessonFrame, heads: list[str]) -> None:

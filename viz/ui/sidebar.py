@@ -1,4 +1,4 @@
-"""The shared sidebar: presenter toggle, presets, device badge and every scenario editor.
+"""The shared sidebar: presenter mode's switch, presets, device badge and every scenario editor.
 
 Drawn once by app.py before the page runs, so an edit made here is already in force when the page
 computes. Each editor shows its own error right below it; a refused edit never replaces the last
@@ -21,7 +21,7 @@ from ..core.rules.language import RULE_LIBRARY
 from ..core.engine.scenario import MAX_D_K, MAX_PROMPT_CHARS, Scenario
 from . import state, tables
 from .board import BACK_KEYS_HELP, STEP_KEYS_HELP
-from .common import folded, md_escape
+from .common import folded, md_escape, switch
 
 # The sidebar's one width (px), wide enough for the editors' tables: Streamlit's documented
 # st.set_page_config(initial_sidebar_state=<int>), which app.py sends on a session's first run
@@ -293,15 +293,15 @@ def render(editors: bool = True, url_path: str = "", following: bool = False) ->
     :func:`share_link` (or the page's fragment) fills once the page has run; ``url_path`` is the
     page's path.
 
-    In presenter mode only the toggle, the preset, the badge and the link remain; on a page that
+    In presenter mode only the switch, the preset, the badge and the link remain; on a page that
     does not read the scenario (``editors`` False) the preset picker and the editors are left out;
     on a student's screen that follows a teacher's (``following``) they are left out too, and one
     line says where they are."""
     shown = editors and not following  # the scenario's preset picker and editors
     with st.sidebar:
-        st.toggle("Presenter mode", **state.bound(state.PRESENTER_TOGGLE, state.presenter(), state.set_presenter),
-                  help="Large type for a projector; the sidebar folds away (» at the top left opens it); "
-                  f"{STEP_KEYS_HELP} step, {BACK_KEYS_HELP} step back.")
+        switch("Presenter mode", state.PRESENTER_TOGGLE, state.presenter(), state.set_presenter,
+               help="Large type for a projector; the sidebar folds away (» at the top left opens it); "
+               f"{STEP_KEYS_HELP} step, {BACK_KEYS_HELP} step back.")
         if shown:
             _preset_picker(url_path)
         st.badge(f"torch {torch.__version__} · {_device_label()}", icon=":material/memory:", color="gray")
