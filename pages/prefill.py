@@ -28,6 +28,9 @@ WHOLE = "prefill_whole"  # whether Whole is on (its switch: WHOLE + "_switch")
 TAB = "prefill_tab"
 EVERY_HEAD_COLUMNS = 2  # heads side by side in "Every head" (cells wide enough for their numbers)
 ABOUT_FOLD = "prefill_about_open"  # whether the fold about the scenario is open (built when opened)
+# a prompt of up to this many tokens offers each position as a chip (its word in view, one click); a
+# longer one, the slider
+CHIP_POSITIONS = 6
 TABS = ("Every head", "Stages of one head", "Tokens and mask", "From context to word", "Figures as tables")
 
 
@@ -44,7 +47,7 @@ def prefill_lesson() -> None:
     # choices or tabs of its own ("Explore on my own" brings them)
     own = not classroom.following()
     position = stepper(POSITION, len(tokens), words.STEP_LABEL, format_label=words.position_labels(tokens).__getitem__,
-                       help=words.STEP_HELP) if own else held_step(POSITION, len(tokens))
+                       help=words.STEP_HELP, chips=CHIP_POSITIONS) if own else held_step(POSITION, len(tokens))
     state.set_position(position)
     # the head and Whole as their controls below hold them (a control's value is in the session before it is drawn)
     view = prefill_view(trace, position, state.head(), st.session_state.get(WHOLE, False), md_escape)

@@ -184,11 +184,11 @@ def widget(at, key: str):
 
 
 def range_data(at, key: str) -> dict:
-    """What a stepper's slider (viz.ui.common.stepper, whole numbers in a row) or a slider shows:
-    label, min, max, value, help, and a stepper's ``labels`` (each value's text)."""
+    """What a stepper (viz.ui.common.stepper, whole numbers in a row: its slider, or its chips) or a
+    slider shows: label, min, max, value, help, and a stepper's ``labels`` (each value's text)."""
     element = widget(at, key)
     data = {"label": shown(element.label), "value": element.value, "help": element.help}
-    if element.type == "select_slider":  # a stepper: its options are consecutive whole numbers
+    if element.type in ("select_slider", "button_group"):  # a stepper: its options are consecutive whole numbers
         low = element.value - list(element.options).index(element.format_func(element.value))
         labels = [shown(option) for option in element.options]
         return {**data, "labels": labels, "min": low, "max": low + len(labels) - 1}

@@ -123,7 +123,7 @@ def test_prefill_is_one_screen_in_presenter_mode(app, case, width, height):
         "lead": main.get_by_text(words_prefill.CAPTION, exact=True),
         "stepper back": main.locator(".st-key-prefill_position_back button").first,
         "stepper forward": main.locator(".st-key-prefill_position_forward button").first,
-        "position": main.get_by_role("slider", name="Step · query position"),
+        "position": main.locator(".st-key-prefill_position_range"),  # the seed's chips, the long prompt's slider
         "narration": main.get_by_test_id("stAlertContentInfo").first,
         "attention heatmap": chart(app, "Attention · head 'last'"),
         "cache": chart(app, "Cache after prefill"),

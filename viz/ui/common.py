@@ -236,9 +236,11 @@ def held_step(key: str, count: int, first: int = 1, opening: int | None = None) 
 
 
 def stepper(key: str, count: int, label: str, *, first: int = 1, opening: int | None = None, run: object = None,
-            format_label: Callable[[int], str] = str, help: str | None = None) -> int:
+            format_label: Callable[[int], str] = str, help: str | None = None, chips: int = 0) -> int:
     """A slider from ``first`` to ``count`` between ← and → buttons (also the lesson's keys: → PageDown
     Space, ← PageUp, whatever has focus; :func:`viz.ui.board.lesson_keys`); returns the chosen value.
+    Up to ``chips`` values are a segmented control instead: every value's name in view, one click
+    each (Prefill's few positions are the prompt's words). Either is under widget key ``{key}_range``.
 
     The value lives in the session under ``key``, so it survives while the stepper is not drawn (a
     tab that is closed, another page). It opens at ``opening`` (default ``first``). A new run (``run``:
@@ -270,9 +272,13 @@ def stepper(key: str, count: int, label: str, *, first: int = 1, opening: int | 
             lesson_keys(f"{key}_forward", f"{key}_back")
             st.button("", icon=":material/arrow_back:", key=f"{key}_back", on_click=move, args=(-1,),
                       disabled=current <= first, help=f"Back ({BACK_KEYS_HELP})")
-        st.select_slider(md_escape(label), range(min(first, count), count + 1), width="stretch",
-                         format_func=lambda v: md_escape(clip_words(format_label(v), VALUE_CHARS)), disabled=count <= first, help=help,
-                         **state.bound(f"{key}_range", current, moved))
+        values, name = range(min(first, count), count + 1), lambda v: md_escape(clip_words(format_label(v), VALUE_CHARS))
+        if len(values) <= chips:  # all in view, and no slider's script files on the first view (docs/performance.md)
+            st.segmented_control(md_escape(label), values, format_func=name, required=True, disabled=count <= first,
+                                 help=help, **state.bound(f"{key}_range", current, moved))
+        else:
+            st.select_slider(md_escape(label), values, width="stretch", format_func=name, disabled=count <= first,
+                             help=help, **state.bound(f"{key}_range", current, moved))
         st.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
                   disabled=current >= count, help=f"Forward ({STEP_KEYS_HELP})")
     return st.session_state[key]
