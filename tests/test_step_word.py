@@ -66,10 +66,10 @@ def test_no_page_names_its_step_control_in_words_of_its_own(page):
                                            ("pages/tour.py", None)])
 def test_every_page_steps_with_a_control_labelled_step(app, page, forward):
     """Opened as a visitor opens it, each stepped page shows a step control, and every stepper there
-    (a slider between ← and →) and every forward button is labelled Step, with a help."""
+    (a slider, or a few chips, between ← and →) and every forward button is labelled Step, with a help."""
     app.switch_page(page).run()
     assert not app.exception, app.exception
-    steppers = [s for s in app.select_slider if str(s.key).endswith("_range")]
+    steppers = [s for s in [*app.select_slider, *app.button_group] if str(s.key).endswith("_range")]
     buttons = [b for b in app.button if b.key == forward] if forward else []
     assert steppers or buttons, f"{page}: no step control"
     assert all(_is_step(s.label) for s in steppers), [s.label for s in steppers]
