@@ -39,7 +39,7 @@ def test_arrow_keys_on_the_position_range_step_prefill(app):
 
 
 def test_a_short_prompts_positions_are_chips_in_a_row(app):
-    """The seed's four positions are chips named "i · token" between ← and →, on one line; a click
+    """The seed's four positions are chips named "i · token" after ← and →, on one line; a click
     on one moves there (one rerun, the link follows); → and a lesson key step from it, the chosen chip
     following."""
     app.open("/prefill", **encode_view(View(load_preset("seed"), position=2)))
@@ -51,7 +51,7 @@ def test_a_short_prompts_positions_are_chips_in_a_row(app):
     row = [app.main.locator(f".st-key-prefill_position_{side} button").first.bounding_box() for side in ("back", "forward")]
     row.append(group.bounding_box())
     middles = [box["y"] + box["height"] / 2 for box in row]
-    assert max(middles) - min(middles) <= 12, row  # ←, the chips and → on one line
+    assert max(middles) - min(middles) <= 12, row  # ←, → and the chips on one line at a desk
     with app.rerun():
         group.get_by_role("radio", name="4 · so").click()
     assert app.query.get("pos") == "4"

@@ -239,8 +239,9 @@ def stepper(key: str, count: int, label: str, *, first: int = 1, opening: int | 
             format_label: Callable[[int], str] = str, help: str | None = None, chips: int = 0) -> int:
     """A slider from ``first`` to ``count`` between ← and → buttons (also the lesson's keys: → PageDown
     Space, ← PageUp, whatever has focus; :func:`viz.ui.board.lesson_keys`); returns the chosen value.
-    Up to ``chips`` values are a segmented control instead: every value's name in view, one click
-    each (Prefill's few positions are the prompt's words). Either is under widget key ``{key}_range``.
+    Up to ``chips`` values are a segmented control after ← and → instead: every value's name in view,
+    one click each (Prefill's few positions are the prompt's words). Either is under widget key
+    ``{key}_range``.
 
     The value lives in the session under ``key``, so it survives while the stepper is not drawn (a
     tab that is closed, another page). It opens at ``opening`` (default ``first``). A new run (``run``:
@@ -266,21 +267,26 @@ def stepper(key: str, count: int, label: str, *, first: int = 1, opening: int | 
     def moved(value: int) -> None:
         st.session_state[key] = value
 
-    # one row on every screen (columns would stack into three rows on a phone): ←, the slider, →
+    def forward() -> None:
+        st.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
+                  disabled=current >= count, help=f"Forward ({STEP_KEYS_HELP})")
+
+    # one row on every screen (columns would stack into three rows on a phone): ←, the slider, →; or
+    # ← → and the chips, which wrap under the two arrows on a phone (not between them)
+    values, name = range(min(first, count), count + 1), lambda v: md_escape(clip_words(format_label(v), VALUE_CHARS))
     with st.container(horizontal=True, vertical_alignment="bottom", key=f"{key}_row"):
         with st.container(width="content", gap=None):  # the keys (nothing drawn) take no gap of the row
             lesson_keys(f"{key}_forward", f"{key}_back")
             st.button("", icon=":material/arrow_back:", key=f"{key}_back", on_click=move, args=(-1,),
                       disabled=current <= first, help=f"Back ({BACK_KEYS_HELP})")
-        values, name = range(min(first, count), count + 1), lambda v: md_escape(clip_words(format_label(v), VALUE_CHARS))
         if len(values) <= chips:  # all in view, and no slider's script files on the first view (docs/performance.md)
+            forward()
             st.segmented_control(md_escape(label), values, format_func=name, required=True, disabled=count <= first,
                                  help=help, **state.bound(f"{key}_range", current, moved))
         else:
             st.select_slider(md_escape(label), values, width="stretch", format_func=name, disabled=count <= first,
                              help=help, **state.bound(f"{key}_range", current, moved))
-        st.button("", icon=":material/arrow_forward:", key=f"{key}_forward", on_click=move, args=(1,),
-                  disabled=current >= count, help=f"Forward ({STEP_KEYS_HELP})")
+            forward()
     return st.session_state[key]
 
 
