@@ -28,7 +28,7 @@ from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BAT
 from viz.figures import flash as flash_figs, serving as figs
 from viz.figures.base import Stat, font_sizes
 from viz.ui import state
-from viz.ui.common import (LESSON_SHARE, SIDE_SHARE, beside_in_presenter_mode, column_px, defined_caption, held,
+from viz.ui.common import (LESSON_SHARE, SIDE_SHARE, beside_in_presenter_mode, column_px, defined_caption,
                            held_switch, md_escape, narration_beside, page_lead, plot, stepper, terms_caption)
 from viz.ui.widgets import stats, table
 
@@ -220,7 +220,7 @@ page_lead("serving")
 opening = varied_opening(state.scenario(), "Serving")
 scenario = opening.scenario
 refusal = serving_refusal(scenario)
-if refusal and held(CACHE_SAFE, True):
+if refusal and st.session_state.get(CACHE_SAFE, True):
     scenario = scenario.cache_safe()
 section = st.segmented_control("Show", SECTIONS, default=SECTIONS[0], key=SECTION, required=True)
 if serving_refusal(scenario) and section != "FlashAttention":

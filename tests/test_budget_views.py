@@ -58,7 +58,7 @@ def calls(monkeypatch):
 def test_memorys_paged_view_at_the_limits_fits_the_budget(calls, block_size, share):
     """The pool fits what a click may allocate; both runs fit the budget, or one run and one prediction is all."""
     at = worst_on("pages/memory.py", {"memory_block_size": block_size, "memory_steps": 16,
-                                      "memory_reserve": MAX_DECODE_STEPS, "memory_share_on": share})
+                                      "memory_reserve": MAX_DECODE_STEPS, "memory_share": share})
     runs = [c for c in calls if c[0] == "decode_together"]
     assert runs
     scenario, requests, size = runs[0][1]

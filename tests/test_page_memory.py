@@ -54,7 +54,7 @@ def frame(at, column: str):
 def test_seed_is_made_cache_safe_and_shares_prefixes(at):
     """The seed's 'last' head reads n: the page says so, uses the cache-safe form, and B and C share A's blocks."""
     assert any("'last' reads n" in shown(i.value) for i in at.info)
-    assert switched(at, "memory_cache_safe")
+    assert switched(at, "memory_cache_safe_switch")
     shares = list(frame(at, "shares")["shares"])
     assert shares == ["—", "3 tokens with A", "4 tokens with A"]
     assert any("identical" in s.value for s in at.success)
@@ -77,7 +77,7 @@ def test_paged_metrics_are_the_engine_numbers(at):
 def test_turning_sharing_off_stops_sharing(at):
     """Without prefix sharing no sequence shares and the blocks in use grow."""
     before = stat_value(at, "Paged blocks in use")
-    flip(at, "memory_share", False)
+    flip(at, "memory_share_switch", False)
     rerun(at)
     assert list(frame(at, "shares")["shares"]) == ["—", "—", "—"]
     assert stat_value(at, "Shared, stored once") == "0 tokens"
@@ -86,7 +86,7 @@ def test_turning_sharing_off_stops_sharing(at):
 
 def test_without_the_cache_safe_form_sharing_is_refused(at):
     """Keeping the n-reading head turns sharing off (the engine refuses it) and says nothing is identical."""
-    flip(at, "memory_cache_safe", False)
+    flip(at, "memory_cache_safe_switch", False)
     rerun(at)
     assert list(frame(at, "shares")["shares"]) == ["—", "—", "—"]
     assert not at.success
@@ -144,7 +144,7 @@ def test_a_new_run_keeps_the_moment_shown_else_opens_at_its_first_frame(at):
 
     labels = range_data(at, "memory_snapshot_range")["labels"]
     move_range(at, "memory_snapshot_range", labels.index("decode 1"))
-    flip(at, "memory_share", False)
+    flip(at, "memory_share_switch", False)
     assert moment("memory_snapshot_range") == "decode 1"
     to_last_iteration(at)
     last = moment("memory_snapshot_range")

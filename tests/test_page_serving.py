@@ -48,8 +48,8 @@ def narration(at) -> list[str]:
 def test_seed_is_served_in_its_cache_safe_form(at):
     """The seed's 'last' head reads n: the page says so and serves the cache-safe form by default."""
     assert any(md_escape("'last' reads n") in text for text in narration(at))
-    assert switched(at, "serving_cache_safe")
-    flip(at, "serving_cache_safe", False)
+    assert switched(at, "serving_cache_safe_switch")
+    flip(at, "serving_cache_safe_switch", False)
     rerun(at)
     assert any("needs keys that do not depend on n" in w.value for w in at.warning)
     section(at, "FlashAttention")

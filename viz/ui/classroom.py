@@ -28,7 +28,7 @@ from ..core.engine.share import decode_view, encode_view
 from ..figures.classroom import join_qr_png
 from . import state
 from .class_links import PROBLEM, link, store, store_call
-from .common import folded, md_escape, switch
+from .common import folded, held_switch, md_escape, switch
 
 SEAT = "kv_class_seat"  # this session's place in a class (Seat), or absent
 READ = "kv_class_read"  # the address bar's class parameters were read (the first run)
@@ -279,9 +279,7 @@ def _teacher_controls(here: Seat) -> None:
     if now is None:
         return
     with st.container(horizontal=True, vertical_alignment="center", key="kv_class_controls", width="content"):
-        switch("Join screen", f"{JOIN_SCREEN}_switch", bool(st.session_state.get(JOIN_SCREEN)),
-               lambda on: st.session_state.__setitem__(JOIN_SCREEN, on),
-               help="The join code, link and QR code, large, for the projector")
+        held_switch("Join screen", JOIN_SCREEN, False, help="The join code, link and QR code, large, for the projector")
         with st.popover("Class", icon=":material/tune:", help="Lock, end, the results"):
             switch("Lock (no new students)", f"kv_class_lock_{now.version}", now.locked,
                    lambda on: _flag("set_locked", on))

@@ -337,17 +337,12 @@ def switch(label: str, key: str, on: bool, flip: Callable[[bool], None], help: s
     return on
 
 
-def held(key: str, default: bool) -> bool:
-    """What the :func:`held_switch` under widget key ``key`` holds (``default`` before it is drawn)."""
-    return st.session_state.get(f"{key}_on", default)
-
-
-def held_switch(label: str, key: str, default: bool, help: str | None = None, place=None) -> bool:
-    """A :func:`switch` whose value is kept in the session under ``{key}_on`` (``default`` at
-    first), so it survives a page or a tab that does not draw it; returns it."""
-    value = f"{key}_on"
-    return switch(label, key, st.session_state.setdefault(value, default),
-                  lambda on: st.session_state.__setitem__(value, on), help=help, place=place)
+def held_switch(label: str, key: str, default: bool, help: str | None = None, disabled: bool = False,
+                place=None) -> bool:
+    """A :func:`switch` (widget key ``{key}_switch``) whose value is kept in the session under ``key``
+    (``default`` until it has one), so it survives a page or a tab that does not draw it; returns it."""
+    return switch(label, f"{key}_switch", st.session_state.setdefault(key, default),
+                  lambda on: st.session_state.__setitem__(key, on), help=help, disabled=disabled, place=place)
 
 
 def whole_switch(key: str, help: str, window: Window) -> bool:
@@ -355,12 +350,8 @@ def whole_switch(key: str, help: str, window: Window) -> bool:
     whether it is on lives under ``key``, so it survives a tab or a page that does not draw it. Off
     limits, saying why, while ``window`` (the one shown) would look the same either way: a control that
     changes nothing is not offered."""
-    def flipped(on: bool) -> None:
-        st.session_state[key] = on
-
-    whole, shows_more = st.session_state.get(key, False), window.whole_shows_more
-    return switch("Whole", f"{key}_switch", whole, flipped, help=help if shows_more else WHOLE_ALL_SHOWN,
-                  disabled=not shows_more)
+    shows_more = window.whole_shows_more
+    return held_switch("Whole", key, False, help=help if shows_more else WHOLE_ALL_SHOWN, disabled=not shows_more)
 
 
 def lesson_tables(frame: LessonFrame, heads: list[str]) -> None:
