@@ -3,7 +3,7 @@
 One lesson screen on top (the step controls, the stale-cache warning when there is one, the
 narration, the attention heatmap on its newest rows, the KV cache and the next word, or while the
 stale head is shown, in the next word's place, that head's cache against recomputation); the rest in
-tabs below. Everything a Step changes runs in one fragment, so a click reruns the decode view, not
+sections below, one shown at a time. Everything a Step changes runs in one fragment, so a click reruns the decode view, not
 the sidebar and the frame. Every number and sentence the view shows comes from one core call
 (viz.core.lessons.decode.decode_view), its fixed prose from viz.core.lessons.words_decode.
 """
@@ -22,8 +22,8 @@ from viz.figures.base import Stat
 from viz.figures.board import stale_board
 from viz.ui import classroom, guard, state
 from viz.ui.board import BACK_KEYS_HELP, STEP_KEYS_HELP, lesson_keys, step_bar
-from viz.ui.common import (defined_caption, division_notices, folded, head_picker, held_switch, labelled, lazy_tabs,
-                           lesson_header, lesson_screen, lesson_tables, md_escape, plot, whole_switch)
+from viz.ui.common import (defined_caption, division_notices, folded, head_picker, held_switch, labelled,
+                           lesson_header, lesson_screen, lesson_tables, md_escape, plot, sections, whole_switch)
 from viz.ui.widgets import stats, table
 from viz.ui.runs import decode_traces, kept_view
 
@@ -41,12 +41,12 @@ HEAD = "decode_head"
 MODE_PICKER = "decode_mode_picker"
 WHOLE = "decode_whole"  # whether Whole is on (its switch: WHOLE + "_switch")
 CUMULATIVE = "decode_cumulative"
-TAB = "decode_tab"
+SECTION = "decode_tab"
 COMPARE_FOLD = "decode_compare_open"  # whether the head-by-head comparison table's fold is open
 NUMBERS_FOLD = "decode_numbers_open"  # whether the fold of the cache's and the check's figures is open
 STEP, BACK = "decode_step", "decode_back"  # the buttons' keys: the board draws the next step at their click
 STEP_LABEL, BACK_LABEL = "Step", "Back"  # their names (a phone's step bar over the board says them too)
-TABS = ("Cache vs recompute", "Work", "Text and table", "Replay in the browser", "Figures as tables")
+SECTIONS = ("Cache vs recompute", "Work", "Text and table", "Replay in the browser", "Figures as tables")
 FIX = words.FIX_LABEL
 
 
@@ -96,19 +96,19 @@ def controls(step: int) -> None:
 
 @guard.fragment
 def decode_lesson() -> None:
-    """The decode view: controls, lesson screen and tabs, rerun alone on every click inside it."""
+    """The decode view: controls, lesson screen and sections, rerun alone on every click inside it."""
     scenario = state.scenario()
     step = state.step()
     st.session_state[HORIZON] = max(st.session_state.get(HORIZON, 0), step)
-    tab = st.session_state.get(TAB) or TABS[0]
+    section = st.session_state.get(SECTION) or SECTIONS[0]
     head, whole = state.head(), st.session_state.get(WHOLE, False)  # what the choices below show
     mode = state.mode()  # the view is worked out once for every session at this step and these choices
-    view = kept_view(scenario, step, decode_modes(mode, tab == "Work"), (mode, head, whole),
+    view = kept_view(scenario, step, decode_modes(mode, section == "Work"), (mode, head, whole),
                      lambda traces, grants, following: decode_view(traces, grants, following, step, mode, head, whole))
 
     # the controls, the narration and the choices close together, so the lesson screen below fits
     # 1280 × 720 in presenter mode. A student's screen that follows the teacher's shows the lesson as
-    # the projector does: no controls, choices or tabs of its own ("Explore on my own" brings them)
+    # the projector does: no controls, choices or sections of its own ("Explore on my own" brings them)
     own = not classroom.following()
     with st.container(gap="xsmall"):
         if own:
@@ -133,7 +133,7 @@ def decode_lesson() -> None:
         st.caption(md_escape(view.repeat))
     if not own:
         return
-    lazy_tabs(TABS, TAB, (lambda: compare(view), lambda: work(view),
+    sections(SECTIONS, SECTION, (lambda: compare(view), lambda: work(view),
                           lambda: text_and_table(view), lambda: replay(view, scenario, head),
                           lambda: lesson_tables(view.frame, list(view.heads))))
 
@@ -160,7 +160,7 @@ def choices(scenario, view: DecodeView) -> None:
 
 def compare(view: DecodeView) -> None:
     """Why each head agrees or not, in words first; the figures and the head-by-head table in folds,
-    built when opened: this tab is open on a new visitor's first view, where st.metric would bring
+    built when opened: this section is shown on a new visitor's first view, where st.metric would bring
     script files of its own (Vega's loader among them) and st.table about 1 MB of Arrow's."""
     if view.compared_note:
         st.caption(view.compared_note)
@@ -190,7 +190,7 @@ def numbers(view: DecodeView) -> None:
 
 
 def work(view: DecodeView) -> None:
-    # kept while another tab is open (the tabs build only the open one)
+    # kept while another section is shown (only the shown one is built)
     cumulative = held_switch("Sum over the steps so far", CUMULATIVE, False)
     if view.work_plotted:
         plot(toy.work_figure(dict(view.traces), cumulative), key="work", table=True)

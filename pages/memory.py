@@ -15,8 +15,8 @@ from viz.core.lessons import words_memory as words
 from viz.core.lessons.memory import CompressView, PagedView, compress_view, paged_view
 from viz.core.lessons.papers import Lesson
 from viz.ui import state
-from viz.ui.common import (beside_in_presenter_mode, defined_caption, held_switch, lazy_tabs, md_escape, page_lead, plot, stepper,
-                           terms_caption)
+from viz.ui.common import (beside_in_presenter_mode, defined_caption, held_switch, md_escape, page_lead, plot,
+                           sections, stepper, terms_caption)
 from viz.ui.board import board
 from viz.ui.widgets import stats, table
 
@@ -40,9 +40,9 @@ PREDICTION = "memory_prediction"
 PROMPT = "memory_prompt_{}"  # a variant's prompt, per sequence name
 MAX_STEPS = MAX_PREDICTIONS
 METHODS = ("Sliding window", "Sinks + window", "Drop by hand", "Quantise")
-KEEP = "page"  # the tabs build only the open one: its widgets keep their values while the other is shown
-TAB = "memory_tab"
-TABS = ("Paged blocks", "Eviction and quantisation")
+KEEP = "page"  # only the shown section is built: its widgets keep their values while the other is shown
+SECTION = "memory_tab"
+SECTIONS = ("Paged blocks", "Eviction and quantisation")
 
 page_lead("memory")
 opening = varied_opening(state.scenario(), "Memory")
@@ -135,7 +135,7 @@ def pooled(view: PagedView, wide: float = 1.0, notes=None, settings: object = No
 
 
 def compress() -> None:
-    # shown in this order, filled in the order they are needed: the tab's one sentence, the controls
+    # shown in this order, filled in the order they are needed: the section's one sentence, the controls
     # and the stepped attention (the lesson figure) first; the numbers, outputs and other figures below
     st.markdown(words.COMPRESS_LEAD)
     controls, lesson, wide = beside_in_presenter_mode()  # presenter mode: the controls beside the figure
@@ -235,6 +235,6 @@ def inspect_prediction(view: CompressView, wide: float, below, settings: object 
         plot(figures.bytes_figure(comparison), key="memory_bytes")
 
 
-lazy_tabs(TABS, TAB, (paged, compress))  # only the open tab is computed and sent
+sections(SECTIONS, SECTION, (paged, compress))  # only the shown section is computed and sent
 if opening.note:  # why the page opens on another scenario: under the lesson, not above it
     st.caption(md_escape(opening.note))

@@ -2,7 +2,7 @@
 
 One lesson screen on top (the position stepper, what each head does there, the attention heatmap
 around that query, the keys and values prefill writes into the cache, and the next word); every
-stage, head and table in tabs below. The stepper and everything it drives run in one fragment.
+stage, head and table in sections below, one shown at a time. The stepper and everything it drives run in one fragment.
 """
 
 import streamlit as st
@@ -14,9 +14,8 @@ from viz.figures import toy
 from viz.figures.base import figure_table
 from viz.figures.board import attention_board, contexts_board, fits
 from viz.ui import classroom, guard, state
-from viz.ui.common import (defined_caption, division_notices, folded, head_picker, lazy_tabs, lesson_header,
-                           held_step, lesson_screen, lesson_tables, md_escape, plot, stepper,
-                           whole_switch)
+from viz.ui.common import (defined_caption, division_notices, folded, head_picker, held_step, lesson_header,
+                           lesson_screen, lesson_tables, md_escape, plot, sections, stepper, whole_switch)
 from viz.ui.board import board
 from viz.ui.widgets import grid, table
 from viz.ui.runs import decode_traces
@@ -25,18 +24,18 @@ state.require_frame()
 HEAD = "prefill_head"
 POSITION = state.PREFILL_POSITION  # class mode sets it too
 WHOLE = "prefill_whole"  # whether Whole is on (its switch: WHOLE + "_switch")
-TAB = "prefill_tab"
+SECTION = "prefill_tab"
 EVERY_HEAD_COLUMNS = 2  # heads side by side in "Every head" (cells wide enough for their numbers)
 ABOUT_FOLD = "prefill_about_open"  # whether the fold about the scenario is open (built when opened)
 # a prompt of up to this many tokens offers each position as a chip (its word in view, one click); a
 # longer one, the slider
 CHIP_POSITIONS = 6
-TABS = ("Every head", "Stages of one head", "Tokens and mask", "From context to word", "Figures as tables")
+SECTIONS = ("Every head", "Stages of one head", "Tokens and mask", "From context to word", "Figures as tables")
 
 
 @guard.fragment
 def prefill_lesson() -> None:
-    """The prefill view: stepper, lesson screen and tabs, rerun alone on every click inside it."""
+    """The prefill view: stepper, lesson screen and sections, rerun alone on every click inside it."""
     scenario = state.scenario()
     traces, _ = decode_traces(scenario, 0, ("kv",))  # the session's kv run: prefill and its prediction
     trace = traces["kv"]
@@ -44,7 +43,7 @@ def prefill_lesson() -> None:
     heads = scenario.head_names
     st.session_state.setdefault(POSITION, state.position())  # a share link's position, on the first run
     # a student's screen that follows the teacher's shows the lesson as the projector does: no stepper,
-    # choices or tabs of its own ("Explore on my own" brings them)
+    # choices or sections of its own ("Explore on my own" brings them)
     own = not classroom.following()
     position = stepper(POSITION, len(tokens), words.STEP_LABEL, format_label=words.position_labels(tokens).__getitem__,
                        help=words.STEP_HELP, chips=CHIP_POSITIONS) if own else held_step(POSITION, len(tokens))
@@ -63,7 +62,7 @@ def prefill_lesson() -> None:
     if not own:
         return
 
-    lazy_tabs(TABS, TAB, (lambda: every_head(view), lambda: stages(view), lambda: tokens_and_mask(trace),
+    sections(SECTIONS, SECTION, (lambda: every_head(view), lambda: stages(view), lambda: tokens_and_mask(trace),
                           lambda: to_word(view), lambda: lesson_tables(view.frame, heads)))
 
 

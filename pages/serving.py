@@ -28,7 +28,7 @@ from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BAT
 from viz.figures import flash as flash_figs, serving as figs
 from viz.figures.base import Stat, font_sizes
 from viz.ui import state
-from viz.ui.common import (LESSON_SHARE, SIDE_SHARE, beside_in_presenter_mode, column_px, defined_caption,
+from viz.ui.common import (LESSON_SHARE, SHOW, SIDE_SHARE, beside_in_presenter_mode, column_px, defined_caption,
                            held_switch, md_escape, narration_beside, page_lead, plot, stepper, terms_caption)
 from viz.ui.widgets import stats, table
 
@@ -222,7 +222,8 @@ scenario = opening.scenario
 refusal = serving_refusal(scenario)
 if refusal and st.session_state.get(CACHE_SAFE, True):
     scenario = scenario.cache_safe()
-section = st.segmented_control("Show", SECTIONS, default=SECTIONS[0], key=SECTION, required=True)
+# the sections as the other pages show theirs (viz.ui.common.sections), the code after it choosing by name
+section = st.segmented_control(SHOW, SECTIONS, default=SECTIONS[0], key=SECTION, required=True)
 if serving_refusal(scenario) and section != "FlashAttention":
     st.warning(say.NEEDS_CACHE_SAFE, icon=":material/warning:")
     cache_safe_footnote(refusal)

@@ -36,6 +36,11 @@ def visitor(**query) -> AppTest:
     return at
 
 
+def sections_shown(at: AppTest, key: str) -> bool:
+    """Whether the page drew its sections picker (viz.ui.common.sections) under ``key``."""
+    return any(element.key == key for element in at.button_group)
+
+
 def press(at: AppTest, key: str) -> AppTest:
     next(b for b in at.button if b.key == key).click().run()
     assert not at.exception, at.exception
@@ -225,12 +230,12 @@ def test_a_following_screen_shows_the_lesson_without_its_own_controls_until_the_
     press(at, "decode_step")
     pupil.run()
     keys = {b.key for b in pupil.button}
-    assert "decode_step" not in keys and "kv_class_explore" in keys and not pupil.tabs
+    assert "decode_step" not in keys and "kv_class_explore" in keys and not sections_shown(pupil, "decode_tab")
     assert not editor_folds(pupil) and boards(pupil) and pupil.info
     assert any("Explore on my own" in t and "editors" in t for t in texts(pupil))  # the sidebar says where they are
     press(pupil, "kv_class_explore")
     assert not pupil.session_state[classroom.SEAT].following and pupil.session_state[state.STEP] == 1
-    assert "decode_step" in {b.key for b in pupil.button} and pupil.tabs and "Prompt" in editor_folds(pupil)
+    assert "decode_step" in {b.key for b in pupil.button} and sections_shown(pupil, "decode_tab") and "Prompt" in editor_folds(pupil)
     assert any("Exploring on your own" in t for t in texts(pupil))
     press(pupil, "decode_step")  # their own step: the teacher's screen stays where it was
     assert pupil.session_state[state.STEP] == 2 and at.run().session_state[state.STEP] == 1
@@ -266,7 +271,7 @@ def test_a_following_prefill_screen_shows_the_teachers_position_without_its_step
     pupil.run()
     assert pupil.session_state[classroom.PAGE] == "prefill"
     assert pupil.session_state[state.PREFILL_POSITION] == at.session_state[state.PREFILL_POSITION] == 2
-    assert f"{state.PREFILL_POSITION}_forward" not in {b.key for b in pupil.button} and not pupil.tabs
+    assert f"{state.PREFILL_POSITION}_forward" not in {b.key for b in pupil.button} and not sections_shown(pupil, "prefill_tab")
     shown = [b["title"] for b in boards(pupil)]  # the lesson screen's boards (the teacher's tabs draw more below)
     assert len(shown) == 3 and shown == [b["title"] for b in boards(at)][:3]
 
@@ -323,7 +328,7 @@ def test_an_ended_class_gives_the_student_their_screen_back_in_words_that_read()
     assert "decode_step" not in {b.key for b in pupil.button}
     press(at, "kv_class_end")
     pupil.run()
-    assert "decode_step" in {b.key for b in pupil.button} and pupil.tabs
+    assert "decode_step" in {b.key for b in pupil.button} and sections_shown(pupil, "decode_tab")
     ended = [t for t in texts(pupil) if "has ended" in t]
     assert ended and not any("ended as" in t for t in ended)
 

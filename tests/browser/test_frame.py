@@ -27,11 +27,8 @@ def last_context(scenario: Scenario) -> str:
 
 
 def context_line(app):
-    """The Prefill sentence that states the last position's context vector (in its own tab)."""
-    tab = app.main.get_by_role("tab", name="From context to word")
-    if tab.get_attribute("aria-selected") != "true":
-        with app.rerun():  # the page's tabs draw only the one that is open
-            tab.click()
+    """The Prefill sentence that states the last position's context vector (in its own section)."""
+    app.show("From context to word")  # the page's sections: only the one shown is drawn
     return app.main.locator("p", has_text="The context of the last position")
 
 

@@ -46,8 +46,7 @@ def test_memory_page_paged_blocks_and_eviction(app):
     expect(app.main.get_by_text("Physical blocks after decode 3")).to_be_visible()
     expect(app.main.get_by_text("identical to decoding each sequence alone", exact=False)).to_be_visible()
     app.screenshot("memory-paged")
-    with app.rerun():  # the page's tabs build only the one that is open
-        app.page.get_by_role("tab", name="Eviction and quantisation").click()
+    app.show("Eviction and quantisation")  # the page's sections: only the one shown is built
     with app.rerun():
         app.page.get_by_role("radio", name="Quantise", exact=True).click()
     app.assert_no_exception()

@@ -1,8 +1,9 @@
 """Tier 3 (browser): the issue 32 review's layout defects stay fixed. Serving's narration sits above its
 timeline, as Decode's does, with the timeline still whole in the first screen; Memory narrates its pool
-(above it at a desk, beside it in presenter mode); on a 390 × 844 phone nothing scrolls sideways, a
-stepper keeps ←, its slider and → on one row and Serving's timeline title is not cut; a revealed tour
-question shows its options as text in full contrast, not as a grey disabled control."""
+(above it at a desk, beside it in presenter mode); on a 390 × 844 phone nothing scrolls sideways,
+every section's name is in view, a stepper keeps ←, its slider and → on one row and Serving's
+timeline title is not cut; a revealed tour question shows its options as text in full contrast, not
+as a grey disabled control."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from playwright.sync_api import expect
 
 from viz.core.lessons.tour import RIGHT_MARK
 from viz.figures.room import READABLE_PX
+from viz.ui.common import SHOW
 
 DESK = {"width": 1440, "height": 900}
 PROJECTOR = {"width": 1280, "height": 720}
@@ -101,6 +103,28 @@ def test_on_a_phone_nothing_scrolls_sideways_and_the_stepper_is_one_row(app, pag
     assert boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"], boxes
     name = row.get_by_test_id("stSliderThumbValue").bounding_box()
     assert back["x"] + back["width"] < name["x"] and name["x"] + name["width"] < forward["x"], (name, boxes)
+    app.assert_no_exception()
+
+
+@pytest.mark.parametrize("page", ["prefill", "decode", "memory", "serving"])
+def test_on_a_phone_every_sections_name_is_in_view(app, page):
+    """At 390 × 844 the page's "Show" picker wraps its sections' names onto rows inside the screen:
+    every one is visible whole without scrolling sideways (a row of tabs scrolled Decode's last two,
+    "Replay in the browser" and "Figures as tables", out of sight behind an arrow), and choosing the
+    last one shows it."""
+    app.page.set_viewport_size(PHONE)
+    app.open(f"/{page}")
+    picker = app.main.get_by_role("radiogroup", name=SHOW, exact=True)
+    picker.scroll_into_view_if_needed()
+    options = picker.get_by_role("radio")
+    names = options.all_inner_texts()
+    assert len(names) >= 2, names
+    for option in options.all():
+        box = option.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 0.5, \
+            (option.inner_text(), box)
+    assert app.page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    app.show(names[-1].strip())
     app.assert_no_exception()
 
 
@@ -209,6 +233,15 @@ TEXT_CUT_JS = """() => [...document.querySelectorAll('[data-testid=stMain] .js-p
                   return [t.textContent.slice(0, 40), Math.max(r.right - edge.right, edge.left - r.left)]; })
       .filter(([, past]) => past > 0.5); })"""
 REVEAL = "Reveal"  # in FIGURE_VIEWS: not a tab but the tour question's button
+SHOWN = ("/prefill", "/decode", "/memory", "/serving")  # pages whose sections are a "Show" picker; the others' are tabs
+
+
+def open_section(app, path: str, name: str) -> None:
+    """Show the section or open the tab ``name`` on the page at ``path``."""
+    if path in SHOWN:
+        app.show(name)
+    else:
+        app.page.get_by_role("tab", name=name).click()
 FIGURE_VIEWS = {  # url path, tab (or REVEAL), the figures and the tables that must be there (issue 32's second review)
     "real-prefill": ("/real_model", "Prefill", {"real_detail", "real_grid", "real_topk"}, ()),
     "real-decode": ("/real_model", "Decode with the KV cache", {"real_norms", "real_growth", "real_next"},
@@ -246,7 +279,7 @@ def test_figures_keep_legends_titles_and_cell_numbers_apart_and_tables_fit(app, 
     if tab == REVEAL:
         app.click_button(REVEAL)
     elif tab:
-        app.page.get_by_role("tab", name=tab).click()
+        open_section(app, path, tab)
     for key in wanted:
         expect(app.main.locator(f".st-key-{key} .js-plotly-plot .main-svg").first).to_be_visible()
     for key in tables:  # small tables as st.table, which wraps its cells to the column
@@ -298,10 +331,8 @@ def test_on_a_phone_every_table_fits_its_column(app, path):
     app.page.set_viewport_size(PHONE)
     app.open(path)
     for opened, fold, keys in PHONE_TABLES[path]:
-        if opened and path == "/serving":
-            app.pick("Show", opened)
-        elif opened:
-            app.page.get_by_role("tab", name=opened).click()
+        if opened:
+            open_section(app, path, opened)
         if fold:
             app.expander(fold)
         for key in keys:
@@ -338,10 +369,7 @@ def test_each_sections_lesson_figure_is_whole_in_the_first_screen(app, view, scr
     path, opened, key = TAB_FIGURES[view]
     app.page.set_viewport_size(size)
     app.open(path, **params)
-    if path == "/serving":
-        app.pick("Show", opened)
-    else:
-        app.page.get_by_role("tab", name=opened).click()
+    open_section(app, path, opened)
     figure = app.main.locator(f".st-key-{key}")
     expect(figure).to_be_visible()  # a Plotly figure or a board, drawn once it is more than its frame
     app.page.wait_for_function("k => document.querySelector(`.st-key-${k}`).getBoundingClientRect().height > 100",

@@ -1,6 +1,6 @@
-"""Tier 3 (browser): the picture first in every tab (issue 32). Each of Memory's and Real model's
-tabs, when chosen, opens with its one sentence, then the few controls that drive its lesson figure
-(the step control where it steps) and the figure, whole in the first screen: at 1440 × 900 with the
+"""Tier 3 (browser): the picture first in every section and tab (issue 32). Each of Memory's
+sections and Real model's tabs, when chosen, opens with its one sentence, then the few controls that
+drive its lesson figure (the step control where it steps) and the figure, whole in the first screen: at 1440 × 900 with the
 sidebar open and in presenter mode at 1280 × 720. On a 390 × 844 phone the tabs that step keep their
 step control and their figure on one screen, before and after a step. First screens go to the
 screenshot artifacts.
@@ -51,14 +51,14 @@ SCREENS = {"desk": (DESK, {}), "projector": (PROJECTOR, {"present": 1})}
 
 
 def choose(app, page: str, tab: str) -> None:
-    """Show a tab: Memory's build only the open one (a click reruns), Real model's are all drawn."""
+    """Show a section or a tab: Memory's sections, in its "Show" picker, build only the one shown (a
+    choice reruns); Real model's tabs are all drawn."""
+    if page == "memory":
+        app.show(tab)
+        return
     control = app.page.get_by_role("tab", name=tab)
     if control.get_attribute("aria-selected") != "true":
-        if page == "memory":
-            with app.rerun():
-                control.click()
-        else:
-            control.click()
+        control.click()
     expect(control).to_have_attribute("aria-selected", "true")
 
 

@@ -22,7 +22,7 @@ from playwright.sync_api import (Browser, BrowserContext, Dialog, Error as Playw
 from viz.tools.chromium import CONTENT_HEIGHT_JS, NEXT_PAINT_JS, SETTLED_JS
 from viz.tools.protocol import RunLog
 from viz.tools.server import ROOT, STREAM_PATH, StreamlitServer
-from viz.ui.common import SWITCH_ICONS
+from viz.ui.common import SHOW, SWITCH_ICONS
 
 # what a switch's icon reads as text (its ligature) while on and while off
 SWITCH_FACES = {on: icon.removeprefix(":material/").removesuffix(":") for on, icon in SWITCH_ICONS.items()}
@@ -203,6 +203,17 @@ class App:
         with self.rerun():
             self.page.get_by_role("radiogroup", name=group, exact=True).get_by_role(
                 "radio", name=option, exact=True).click()
+
+    def show(self, section: str) -> Locator:
+        """Show the page's ``section`` (viz.ui.common.sections: its "Show" picker, whose choice reruns),
+        unless it is shown already; returns the section's option, checked."""
+        option = self.main.get_by_role("radiogroup", name=SHOW, exact=True).get_by_role(
+            "radio", name=section, exact=True)
+        if option.get_attribute("aria-checked") != "true":
+            with self.rerun():
+                option.click()
+        expect(option).to_have_attribute("aria-checked", "true")
+        return option
 
     def expander(self, label: str, scope: Locator | None = None, reruns: bool = False) -> Locator:
         """An ``st.expander`` by its label, opened if it was folded. Pass ``reruns`` for one that

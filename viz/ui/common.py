@@ -399,10 +399,19 @@ def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key
                       steps=steps if i == 0 else ())
 
 
-def lazy_tabs(labels: tuple[str, ...], key: str, bodies: tuple[Callable[[], None], ...]) -> None:
-    """Tabs whose bodies run only while open (choosing a tab reruns; the choice is kept under ``key``)."""
-    for tab, body in zip(st.tabs(labels, key=key, on_change="rerun"), bodies):
-        _fill_if_open(tab, body)
+SHOW = "Show"  # the label of a page's sections picker (Serving's too)
+
+
+def sections(labels: tuple[str, ...], key: str, bodies: tuple[Callable[[], None], ...]) -> str:
+    """A page's sections, one shown at a time: a segmented control named "Show" (as Serving's), then
+    the chosen section's body, the only one computed and sent (choosing reruns; the choice is kept
+    under ``key``). Every section's name stays in view: on a phone the options wrap, where a row of
+    tabs scrolled the last ones out of sight. Returns the chosen label."""
+    if st.session_state.get(key) not in labels:  # first run, or a section this page no longer has
+        st.session_state[key] = labels[0]
+    chosen = st.segmented_control(SHOW, labels, key=key, required=True)
+    bodies[labels.index(chosen)]()
+    return chosen
 
 
 # Presenter mode's first line, one element (one gap above the lesson, not two), kvlab's own: the

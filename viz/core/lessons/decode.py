@@ -1,11 +1,11 @@
 """Everything the Decode page shows, worked out at once: one call, one typed result.
 
 The page's lesson screen (the narration, the stale-cache warning, the frame and the frames a Step or
-a Back click shows next, the stale-cache lesson, the repeat note) and its tabs (the cache against
+a Back click shows next, the stale-cache lesson, the repeat note) and its sections (the cache against
 recomputation, the work, the text so far) share the runs and the cache check; worked out here
 before anything is drawn, they can be laid out in any order, and the page only lays them out. The
 runs come in from the page (the Streamlit layer shares them across sessions); the replay, which
-builds a frame per step reached, stays outside: the page asks for it only while its tab is open.
+builds a frame per step reached, stays outside: the page asks for it only while its section is shown.
 
 Selecting, comparing and wording only: every number was computed by the engine.
 """
@@ -27,14 +27,14 @@ from .stale import StaleLesson, cache_note, repeat_note, stale_lesson
 
 def decode_modes(mode: str, work_open: bool) -> tuple[str, ...]:
     """The runs the page needs, in MODES order: the one shown, the two the cache check compares, and
-    re-encode only for the Work tab's chart (compute only what is shown)."""
+    re-encode only for the Work section's chart (compute only what is shown)."""
     wanted = {mode, "kv", "recompute"} | ({"reencode"} if work_open else set())
     return tuple(m for m in MODES if m in wanted)
 
 
 @dataclass(frozen=True)
 class CacheNumbers:
-    """The KV run's cache as the "Cache vs recompute" tab counts it."""
+    """The KV run's cache as the "Cache vs recompute" section counts it."""
 
     entries: int
     entries_delta: int | None  # +1 after a decode step (None right after prefill)
@@ -52,7 +52,7 @@ class DecodeView:
     shown: Trace  # the run shown (the picked mode)
     shown_step: int  # the step asked for, or as far as the work budget let this run go
     compared: int  # the latest step both the KV and the recomputed run reached
-    traces: Mapping[str, Trace]  # every run computed (re-encode only while the Work tab is open)
+    traces: Mapping[str, Trace]  # every run computed (re-encode only while the Work section is open)
     heads: tuple[str, ...]  # the heads' names
     budget_notes: tuple[str, ...]  # why a run stopped short of the step asked for (each once)
     narration: str  # what this step did (the page escapes it)
@@ -71,11 +71,11 @@ class DecodeView:
     cache: CacheNumbers
     compared_note: str  # said when the recomputed run stopped short of the step asked for ("")
     gap: str  # the largest |difference| in the context, formatted
-    head_texts: tuple[str, ...]  # each differing head's explanation (the compare tab)
+    head_texts: tuple[str, ...]  # each differing head's explanation (the compare section)
     cache_info: str  # what holds when no context differs but a head is not cacheable ("")
     agreed: str  # said when every head is cacheable ("")
-    work_plotted: bool  # a decode step was taken: the Work tab plots the runs' work
-    work_caption: str  # the Work tab's sentence (the prefill's scores at step 0)
+    work_plotted: bool  # a decode step was taken: the Work section plots the runs' work
+    work_caption: str  # the Work section's sentence (the prefill's scores at step 0)
     transcript: Transcript  # the text so far, and the word the step chooses
 
     @property

@@ -1,10 +1,10 @@
-"""Everything the Memory page shows, worked out at once per tab: one call, one typed result (its
+"""Everything the Memory page shows, worked out at once per section: one call, one typed result (its
 prose is in :mod:`words_memory`).
 
-The page builds only the open tab, so each tab has its view: :func:`paged_view` (the paged pool
+The page builds only the shown section, so each section has its view: :func:`paged_view` (the paged pool
 stepped through its scheduler iterations, what it saved, and the check that sharing changes no
 word) and :func:`compress_view` (a smaller cache against the full one). Both are computed before
-anything of their tab is drawn, so the page only lays them out. Byte counts are written by
+anything of their section is drawn, so the page only lays them out. Byte counts are written by
 ``size``, the page's byte formatter, and visitor text is escaped by ``esc``.
 """
 
@@ -26,7 +26,7 @@ from .pool import pool_narration, sequences_key
 
 @dataclass(frozen=True)
 class PagedView:
-    """The paged pool's tab: the run, each iteration's narration, and what the pool saved."""
+    """The paged pool's section: the run, each iteration's narration, and what the pool saved."""
 
     run: PagedRun
     names: tuple[str, ...]  # the sequences' names (A, B, C…), the pool's legend
@@ -74,7 +74,7 @@ def paged_view(scenario: Scenario, requests: list[Request], steps: int, block_si
 
 @dataclass(frozen=True)
 class CompressView:
-    """The eviction and quantisation tab: the smaller cache against the full one."""
+    """The eviction and quantisation section: the smaller cache against the full one."""
 
     comparison: CacheComparison
     grant_note: str  # why the view was cut to what one click computes ("" when it was not)

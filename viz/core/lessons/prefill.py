@@ -2,8 +2,8 @@
 result (its prose is in :mod:`words_prefill`).
 
 The lesson screen (the frame at the position and the frames either side, which the board draws at a
-click), the narration, and what each tab says are computed here, so the page only lays them out.
-Every head's frame for "Every head" stays a method: the tab asks for it only while it is open.
+click), the narration, and what each section says are computed here, so the page only lays them out.
+Every head's frame for "Every head" stays a method: the section asks for it only while it is shown.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class PrefillView:
     no_match_why: str  # why softmax still attends ("" when every row matches something)
 
     def frames(self) -> list[LessonFrame]:
-        """Every head's frame at the position (the same window): for "Every head", while it is open."""
+        """Every head's frame at the position (the same window): for "Every head", while it is shown."""
         return [self.frame if h == self.head else prefill_frame(self.trace, self.position, h, whole=self.whole)
                 for h in range(len(self.trace.scenario.head_names))]
 

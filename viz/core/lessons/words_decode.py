@@ -1,4 +1,4 @@
-"""The Decode page's words: its title line, the help of its controls, and the sentences of its tabs.
+"""The Decode page's words: its title line, the help of its controls, and the sentences of its sections.
 
 Constants, and small functions that build a sentence from typed values (numbers the engine counted,
 names the page escapes). Sentences that quote visitor text (a head's name, a token) are returned as
@@ -41,8 +41,8 @@ def run_help(tokens: int) -> str:
     return f"Generate {tokens} more tokens"
 
 
-# the "Cache vs recompute" tab
-NUMBERS = "The cache and the check in numbers"  # the fold of the tab's figures (entries, bytes, differences)
+# the "Cache vs recompute" section
+NUMBERS = "The cache and the check in numbers"  # the fold of the section's figures (entries, bytes, differences)
 GROWTH_HELP = "The buffers double when full, so growing is rare."
 AGREED = "Every head is cacheable, so the KV cache gives exactly what recomputation gives, with far less work."
 
@@ -57,7 +57,7 @@ def compared_at(step: int) -> str:
     return f"Compared at step {step}, the latest step the recomputed run reached."
 
 
-# the "Work" tab
+# the "Work" section
 def before_decode(scores: int, prompt_tokens: int) -> str:
     """At step 0: no decode work yet, only the prefill's."""
     return (f"Step forward to see decode work; prefill did {scores:,} scores for all {prompt_tokens} "
@@ -75,7 +75,7 @@ def work_compared(length: int, heads: int, recompute: WorkCounts, kv: WorkCounts
             f"{recompute.multiply_adds:,} vs {kv.multiply_adds:,}.")
 
 
-# the "Replay in the browser" tab
+# the "Replay in the browser" section
 REPLAY_FIRST = "Step forward first: the replay holds every step computed so far."
 
 
@@ -85,7 +85,7 @@ def replay_caption(first: int, last: int, run: str, head: str) -> str:
             "each step from numbers it already has.")
 
 
-# the "Text and table" tab
+# the "Text and table" section
 def transcript_line(prompt: str, generated: tuple[str, ...] | list[str], next_token: str) -> str:
     """The text so far as Markdown: the prompt, each generated word marked, the next word apart (each
     piece already escaped by the page)."""

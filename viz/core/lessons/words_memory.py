@@ -16,7 +16,7 @@ from ..text import step_label
 Escape = Callable[[str], str]
 Size = Callable[[float], str]
 
-# the paged blocks' tab
+# the paged blocks' section
 ITERATION_STEP = step_label("scheduler iteration")
 ITERATION_STEP_HELP = ("One step is one scheduler iteration: every sequence computes its next token and "
                        "writes its entry into a slot of its blocks (step 0: after prefill).")
@@ -37,7 +37,7 @@ COMPARISON_CAPTION = ("Every prediction: entries kept, the errors, and the word 
                       "(full → compressed)")
 WASTE_TITLE = "Memory for these sequences"
 
-# the eviction and quantisation tab
+# the eviction and quantisation section
 COMPRESS_LEAD = "Evicting or quantising keys shrinks the cache, and can change what the query attends to."
 COMPRESS_INTRO = ("Two more ways to shrink a cache: **evict** keys (keep a recent window, plus the first "
                   "tokens as attention sinks, or drop chosen positions), or **quantise** them into fewer "
