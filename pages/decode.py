@@ -3,8 +3,8 @@
 One lesson screen on top (the step controls, the stale-cache warning when there is one, the
 narration, the attention heatmap on its newest rows, the KV cache and the next word, or while the
 stale head is shown, in the next word's place, that head's cache against recomputation); the rest in
-sections below, one shown at a time. Everything a Step changes runs in one fragment, so a click reruns the decode view, not
-the sidebar and the frame. Every number and sentence the view shows comes from one core call
+sections below, one shown at a time. Everything a Step changes runs in one fragment, so a click
+reruns the decode view, not the sidebar and the frame. Every number and sentence the view shows comes from one core call
 (viz.core.lessons.decode.decode_view), its fixed prose from viz.core.lessons.words_decode.
 """
 
@@ -134,8 +134,8 @@ def decode_lesson() -> None:
     if not own:
         return
     sections(SECTIONS, SECTION, (lambda: compare(view), lambda: work(view),
-                          lambda: text_and_table(view), lambda: replay(view, scenario, head),
-                          lambda: lesson_tables(view.frame, list(view.heads))))
+                                 lambda: text_and_table(view), lambda: replay(view, scenario, head),
+                                 lambda: lesson_tables(view.frame, list(view.heads))))
 
 
 def choices(scenario, view: DecodeView) -> None:

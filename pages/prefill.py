@@ -2,7 +2,8 @@
 
 One lesson screen on top (the position stepper, what each head does there, the attention heatmap
 around that query, the keys and values prefill writes into the cache, and the next word); every
-stage, head and table in sections below, one shown at a time. The stepper and everything it drives run in one fragment.
+stage, head and table in sections below, one shown at a time. The stepper and everything it drives
+run in one fragment.
 """
 
 import streamlit as st
@@ -63,7 +64,7 @@ def prefill_lesson() -> None:
         return
 
     sections(SECTIONS, SECTION, (lambda: every_head(view), lambda: stages(view), lambda: tokens_and_mask(trace),
-                          lambda: to_word(view), lambda: lesson_tables(view.frame, heads)))
+                                 lambda: to_word(view), lambda: lesson_tables(view.frame, heads)))
 
 
 def every_head(view: PrefillView) -> None:
