@@ -150,8 +150,8 @@ def test_decode_choices_have_their_labels_at_the_left_and_one_row_in_presenter_m
     app.open("/decode", **encode_view(View(load_preset("seed"), step=1, presenter=presenter, head=0)))
     main = app.main
     caption = main.get_by_test_id("stCaptionContainer")
-    picker = lambda option: main.get_by_test_id("stButtonGroup").filter(has_text=option)  # noqa: E731
-    pairs = {"Head": picker("even"), "Keys": picker("recompute")}
+    picker = lambda key: main.locator(f".st-key-{key}").get_by_test_id("stButtonGroup")  # noqa: E731
+    pairs = {"Head": picker("decode_head"), "Keys": picker("decode_mode_picker")}
     parts = {**{f"{name} label": caption.filter(has=app.page.get_by_text(name, exact=True)) for name in pairs},
              **{f"{name} text": caption.get_by_text(name, exact=True) for name in pairs}, **pairs,
              "Whole": app.switch("Whole", main),
