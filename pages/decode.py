@@ -4,8 +4,9 @@ One lesson screen on top (the step controls, the stale-cache warning when there 
 narration, the attention heatmap on its newest rows, the KV cache and the next word, or while the
 stale head is shown, in the next word's place, that head's cache against recomputation); the rest in
 sections below, one shown at a time. Everything a Step changes runs in one fragment, so a click
-reruns the decode view, not the sidebar and the frame. Every number and sentence the view shows comes from one core call
-(viz.core.lessons.decode.decode_view), its fixed prose from viz.core.lessons.words_decode.
+reruns the decode view, not the sidebar and the frame. Every number and sentence the view shows
+comes from one core call (viz.core.lessons.decode.decode_view), its fixed prose from
+viz.core.lessons.words_decode.
 """
 
 import streamlit as st

@@ -28,8 +28,9 @@ from viz.core.serving.workload import (BLOCK_SIZES, CHUNK_SIZES, LIMITS, MAX_BAT
 from viz.figures import flash as flash_figs, serving as figs
 from viz.figures.base import Stat, font_sizes
 from viz.ui import state
-from viz.ui.common import (LESSON_SHARE, SHOW, SIDE_SHARE, beside_in_presenter_mode, column_px, defined_caption,
-                           held_switch, md_escape, narration_beside, page_lead, plot, stepper, terms_caption)
+from viz.ui.common import (LESSON_SHARE, SIDE_SHARE, beside_in_presenter_mode, column_px, defined_caption,
+                           held_switch, md_escape, narration_beside, page_lead, plot, section_picker, stepper,
+                           terms_caption)
 from viz.ui.widgets import stats, table
 
 state.require_frame()
@@ -222,8 +223,7 @@ scenario = opening.scenario
 refusal = serving_refusal(scenario)
 if refusal and st.session_state.get(CACHE_SAFE, True):
     scenario = scenario.cache_safe()
-# the sections as the other pages show theirs (viz.ui.common.sections), the code after it choosing by name
-section = st.segmented_control(SHOW, SECTIONS, default=SECTIONS[0], key=SECTION, required=True)
+section = section_picker(SECTIONS, SECTION)  # the code below draws the chosen section by its name
 if serving_refusal(scenario) and section != "FlashAttention":
     st.warning(say.NEEDS_CACHE_SAFE, icon=":material/warning:")
     cache_safe_footnote(refusal)

@@ -402,14 +402,19 @@ def lesson_screen(frame: LessonFrame, heads: list[str], head: int, *, newest_key
 SHOW = "Show"  # the label of a page's sections picker (Serving's too)
 
 
-def sections(labels: tuple[str, ...], key: str, bodies: tuple[Callable[[], None], ...]) -> str:
-    """A page's sections, one shown at a time: a segmented control named "Show" (as Serving's), then
-    the chosen section's body, the only one computed and sent (choosing reruns; the choice is kept
-    under ``key``). Every section's name stays in view: on a phone the options wrap, where a row of
-    tabs scrolled the last ones out of sight. Returns the chosen label."""
+def section_picker(labels: tuple[str, ...], key: str) -> str:
+    """A page's sections picker: a segmented control named "Show" whose choice (kept under ``key``,
+    the first section until there is one) reruns; returns it. Every section's name stays in view: on a
+    phone the options wrap, where a row of tabs scrolled the last ones out of sight."""
     if st.session_state.get(key) not in labels:  # first run, or a section this page no longer has
         st.session_state[key] = labels[0]
-    chosen = st.segmented_control(SHOW, labels, key=key, required=True)
+    return st.segmented_control(SHOW, labels, key=key, required=True)
+
+
+def sections(labels: tuple[str, ...], key: str, bodies: tuple[Callable[[], None], ...]) -> str:
+    """A page's sections, one shown at a time: the :func:`section_picker`, then the chosen section's
+    body, the only one computed and sent. Returns the chosen label."""
+    chosen = section_picker(labels, key)
     bodies[labels.index(chosen)]()
     return chosen
 
