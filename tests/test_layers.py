@@ -46,6 +46,30 @@ def test_pages_do_no_tensor_math():
     assert not any(offenders.values()), offenders
 
 
+RUNTIME = [*SCRIPTS, *sorted(p for p in (ROOT / "viz").rglob("*.py") if "tools" not in p.relative_to(ROOT).parts)]
+
+
+def _streamlit_submodules(path: Path) -> list[str]:
+    """The Streamlit modules below the package that ``path`` imports (``streamlit.errors``, ...)."""
+    return sorted(m for m in _imports(path) if m.startswith("streamlit."))
+
+
+def test_the_submodule_check_finds_an_import_below_the_package(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text("import streamlit as st\nfrom streamlit.errors import StreamlitAPIException\n"
+                      "import streamlit.runtime.scriptrunner\n")
+    assert _streamlit_submodules(script) == ["streamlit.errors", "streamlit.runtime.scriptrunner"]
+
+
+def test_the_app_imports_only_streamlits_documented_package():
+    """The runtime (app.py, pages/, viz/ but its developer tools) imports ``streamlit`` itself and
+    nothing below it (streamlit.runtime, streamlit.web, streamlit.errors, ...): every call goes
+    through ``st.*`` as Streamlit's API reference documents it (issue 30)."""
+    assert len(RUNTIME) > 50
+    offenders = {str(path.relative_to(ROOT)): _streamlit_submodules(path) for path in RUNTIME}
+    assert not any(offenders.values()), {k: v for k, v in offenders.items() if v}
+
+
 # -- pages only lay results out: no arithmetic over them ------------------------------------------
 ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 DISPLAYS = (ast.Tuple, ast.List, ast.ListComp, ast.Set, ast.Dict)  # `a + (b,)` joins containers

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from apptest_helpers import board, boards, cells, flip, stat_value, widget
 from viz.core.classroom import RecentReads, recent as recent_module
-from viz.ui import class_links, classroom, runs, sidebar, state
+from viz.ui import class_links, classroom, polls, runs, sidebar, state
 from viz.tools.server import free_port
 
 
@@ -370,3 +370,26 @@ def test_the_pages_whose_lesson_polls_are_the_pages_with_a_guarded_fragment():
     pages = Path(__file__).resolve().parent.parent / "pages"
     guarded = {page.stem for page in pages.glob("*.py") if "@guard.fragment" in page.read_text()}
     assert guarded and guarded == classroom.LESSON_POLLS
+
+
+def test_a_failing_poll_says_so_in_its_place_and_the_rest_of_the_screen_stays(monkeypatch):
+    """Class mode's polling fragments are guarded from inside (viz.ui.polls): the teacher's live count
+    failing (a fault, not a refusal) shows the frame's kind message where the count was, no traceback,
+    the join screen still drawn, and the run is not remembered as a good one."""
+    at, seat = teacher()
+    store_type = type(class_links.store())
+
+    def broken(self, code):
+        raise RuntimeError("a fault in the store")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store_type, "connected", broken)
+        at.run()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == [polls.FAILED]
+    assert any(f"Join the class: **{seat.code[:4]}-{seat.code[4:]}**" in t for t in texts(at))
+    assert at.session_state[state.RUN_FAILED]
+    assert not any("students connected" in t for t in texts(at))
+    at.run()  # the store answers again: the count is back and the run is a good one
+    assert not at.error and any("**0** students connected" in t for t in texts(at))
+    assert not at.session_state[state.RUN_FAILED]

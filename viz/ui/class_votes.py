@@ -10,6 +10,7 @@ from ..figures.classroom import tally_lines
 from .class_links import store_call
 from .classroom import ASKED, RECENT, TEACHER_POLL_S, VOTES, seat
 from .common import md_escape
+from .polls import polled
 
 
 def may_reveal() -> bool:
@@ -60,7 +61,7 @@ def counted(index: int, options: list[str]) -> None:
         _tally(index, tuple(options))
 
 
-@st.fragment(run_every=TEACHER_POLL_S)
+@polled(TEACHER_POLL_S)
 def _live_tally(index: int, options: tuple[str, ...]) -> None:
     _tally(index, options)
 

@@ -29,6 +29,7 @@ from ..figures.classroom import join_qr_png
 from . import state
 from .class_links import PROBLEM, link, store, store_call
 from .common import folded, held_switch, md_escape, switch
+from .polls import polled
 
 SEAT = "kv_class_seat"  # this session's place in a class (Seat), or absent
 READ = "kv_class_read"  # the address bar's class parameters were read (the first run)
@@ -244,7 +245,7 @@ def _teacher_bar(here: Seat) -> None:
         _teacher_controls(here)
 
 
-@st.fragment(run_every=TEACHER_POLL_S)
+@polled(TEACHER_POLL_S)
 def _teacher_live() -> None:
     """How many students are here now, and the class's flags (redrawn every TEACHER_POLL_S)."""
     here = seat()
@@ -362,7 +363,7 @@ def _following_line(here: Seat) -> None:
     st.markdown(f":material/cast_for_education: **Following the teacher** {_in_class(here)}.")
 
 
-@st.fragment(run_every=POLL_S)
+@polled(POLL_S)
 def _follow() -> None:
     """A student's screen: read the class; when its version moved, take the teacher's view (if
     following) and its reveals, and rerun the app. Says which view the screen shows."""
@@ -384,7 +385,7 @@ def _follow() -> None:
                      icon=":material/cast_for_education:")
 
 
-@st.fragment(run_every=ENDED_POLL_S)
+@polled(ENDED_POLL_S)
 def _ended() -> None:
     """A student's line once the class ended, read again every ENDED_POLL_S: opened again, the class
     reruns the app (the screen explores, with Back to the teacher's view)."""

@@ -20,23 +20,14 @@ import logging
 from typing import Callable, Iterator
 
 import streamlit as st
-# Not in Streamlit's documented API (docs/design.md, Layers, Consequences): when a fragment that is not
-# guard.fragment (class mode's polling fragments, st.fragment with run_every) raises during a full
-# run, Streamlit shows the error in the fragment's place and raises this Exception to end the run.
-# Catching it by type keeps the guard from reporting the same failure twice and from restoring the
-# view over a fault that is not the visitor's. Streamlit documents no other way to tell it apart;
-# the way to drop this import is to guard every fragment from inside (see the design notes).
-from streamlit.errors import FragmentHandledException
 
 from ..core.engine.presets import DEFAULT_PRESET, load_preset
 from ..core.engine.share import View
 from . import classroom, server_budget, sidebar, state
+from .polls import FAILED  # the same words wherever a part of the page fails
 
 log = logging.getLogger("kvlab.app")
 
-FAILED = ("Something went wrong while drawing this part of the page, so it stopped here. Your "
-          "scenario is unchanged: try another step, page or preset, or edit it in the sidebar. "
-          "(The details went to the server log.)")
 RESTORED = ("That change made the page fail, so kvlab went back to the last scenario that worked. "
             "(The details went to the server log.)")
 
@@ -89,9 +80,6 @@ def frame(where: str, place=None, *, admit: bool = True) -> Iterator[None]:
             view = state.current_view()
             with server_budget.admitted(view.scenario, view.step, place):
                 yield
-    except FragmentHandledException:  # an unguarded fragment failed and Streamlit showed it already
-        st.session_state[state.RUN_FAILED] = True
-        log.error("a fragment failed in %s (already reported above)", where)
     except Exception as err:  # noqa: BLE001 - the guard: anything a page raises ends here
         st.session_state[state.RUN_FAILED] = True
         log.error("%s failed: %s: %s", where, type(err).__name__, err, exc_info=err)

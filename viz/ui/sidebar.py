@@ -7,12 +7,12 @@ good scenario.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 import torch
-from streamlit.errors import StreamlitAPIException
 
 from ..core.device import describe_device, pick_device
 from ..core.lessons.words_decode import FIX_HELP
@@ -22,6 +22,8 @@ from ..core.engine.scenario import MAX_D_K, MAX_PROMPT_CHARS, Scenario
 from . import state, tables
 from .board import BACK_KEYS_HELP, STEP_KEYS_HELP
 from .common import folded, md_escape, switch
+
+log = logging.getLogger("kvlab.app")
 
 # The sidebar's one width (px), wide enough for the editors' tables: Streamlit's documented
 # st.set_page_config(initial_sidebar_state=<int>), which app.py sends on a session's first run
@@ -279,7 +281,9 @@ def refresh_share_link() -> None:
         return
     try:
         _draw_link(*held)
-    except StreamlitAPIException:  # Streamlit refused the box: the address bar still holds the link
+    except Exception as err:  # noqa: BLE001 - the box is a convenience: the address bar still holds the link
+        # (Streamlit documents no exception type for a container it will not fill; the log says which)
+        log.warning("the Copy link box was not refreshed: %s: %s", type(err).__name__, err)
         st.session_state.pop(LINK_SLOT, None)
 
 
