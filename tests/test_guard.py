@@ -11,7 +11,7 @@ import streamlit as st
 
 import viz
 from viz import load_preset
-from viz.ui import guard, state
+from viz.ui import guard, polls, state
 
 from apptest_helpers import errors, prompt_shown, scenario, send_prompt
 from hostile_text import record
@@ -68,7 +68,7 @@ def test_a_fault_that_is_not_the_visitors_does_not_loop(fails_on):
     at.session_state["kv_panel_prompt"] = True  # the prompt's fold open (viz.ui.sidebar.PANELS)
     at.switch_page("pages/prefill.py").run()  # a first visit at /prefill (Home computes nothing)
     assert not at.exception
-    assert guard.FAILED in errors(at)
+    assert polls.FAILED in errors(at)
     assert prompt_shown(at) == "Today's weather is so …"  # the sidebar drew
     assert state.LAST_GOOD not in at.session_state  # a failed run is never remembered as good
     record(GUARD, "refused")
@@ -98,7 +98,7 @@ def test_a_failing_fragment_keeps_the_rest_of_the_page(app, monkeypatch):
     monkeypatch.setattr(prefill, "explain_position", lambda *a, **k: 1 / 0)
     app.run()
     assert not app.exception
-    assert guard.FAILED in errors(app)
+    assert polls.FAILED in errors(app)
     assert [t.value for t in app.title] == ["Prefill"]  # the header, outside the fragment
     assert app.session_state[state.RUN_FAILED]  # so this run is not remembered as good
     record(GUARD, "refused")
@@ -109,5 +109,5 @@ def test_streamlit_control_flow_passes_through(app, monkeypatch):
     monkeypatch.setattr(viz, "generate", lambda *a, **k: st.stop())
     app.run()
     assert not app.exception
-    assert guard.FAILED not in errors(app) and guard.RESTORED not in _warnings(app)
+    assert polls.FAILED not in errors(app) and guard.RESTORED not in _warnings(app)
     record(GUARD, "ran")

@@ -23,7 +23,7 @@ from rule_grammar import ACCEPTED_RULES
 from viz import MODES, load_preset
 from viz.core.engine.scenario import MAX_DECODE_STEPS, MAX_HEADS, MAX_TOKEN_CHARS, MAX_VOCAB, Scenario
 from viz.core.engine.share import decode_view, encode_scenario
-from viz.ui import guard, state
+from viz.ui import guard, polls, state
 
 from apptest_helpers import ALL_PAGES, errors, scenario
 
@@ -147,12 +147,12 @@ def visit_every_page(params: dict[str, str]) -> None:
     for page in PAGES:
         if page != PAGES[0]:
             at.switch_page(page).run()
-        if at.exception or guard.FAILED in errors(at) or at.session_state[state.RUN_FAILED]:
+        if at.exception or polls.FAILED in errors(at) or at.session_state[state.RUN_FAILED]:
             record(category, "traceback")
         if scenario(at) != expected.scenario:
             record(category, "state lost")
         assert not at.exception, (page, params, [e.value for e in at.exception])
-        assert guard.FAILED not in errors(at), (page, params)
+        assert polls.FAILED not in errors(at), (page, params)
         assert guard.RESTORED not in [w.value for w in at.warning], (page, params)
         assert not at.session_state[state.RUN_FAILED], (page, params)
         assert scenario(at) == expected.scenario and scenario(at).validated() == expected.scenario

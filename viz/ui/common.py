@@ -95,19 +95,14 @@ def plot(fig: go.Figure, key: str | None = None, table: bool = False, share: flo
         terms_caption(fig, terms)
 
 
-def _fill_if_open(box, body: Callable[[], None]) -> bool:
-    """Run ``body`` inside ``box`` (an expander or tab that reruns when opened) only while it is open,
-    so what nobody opened is neither computed nor sent nor laid out. Returns whether it is open."""
-    if box.open:
-        with box:
-            body()
-    return bool(box.open)
-
-
 def folded(label: str, key: str, body: Callable[[], None], icon: str | None = None) -> bool:
     """A folding panel whose ``body`` runs only while it is open (opening it reruns; ``key`` keeps
     whether it is open). Returns whether it is open."""
-    return _fill_if_open(st.expander(label, icon=icon, key=key, on_change="rerun"), body)
+    fold = st.expander(label, icon=icon, key=key, on_change="rerun")
+    if fold.open:  # what nobody opened is neither computed nor sent nor laid out
+        with fold:
+            body()
+    return bool(fold.open)
 
 
 # Every character CommonMark lets a backslash escape, but for , and ; which no construct uses.
@@ -411,12 +406,10 @@ def section_picker(labels: tuple[str, ...], key: str) -> str:
     return st.segmented_control(SHOW, labels, key=key, required=True)
 
 
-def sections(labels: tuple[str, ...], key: str, bodies: tuple[Callable[[], None], ...]) -> str:
+def sections(labels: tuple[str, ...], key: str, bodies: tuple[Callable[[], None], ...]) -> None:
     """A page's sections, one shown at a time: the :func:`section_picker`, then the chosen section's
-    body, the only one computed and sent. Returns the chosen label."""
-    chosen = section_picker(labels, key)
-    bodies[labels.index(chosen)]()
-    return chosen
+    body, the only one computed and sent."""
+    bodies[labels.index(section_picker(labels, key))]()
 
 
 # Presenter mode's first line, one element (one gap above the lesson, not two), kvlab's own: the

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 from typing import Callable, Iterator
 
 import streamlit as st
@@ -24,9 +23,7 @@ import streamlit as st
 from ..core.engine.presets import DEFAULT_PRESET, load_preset
 from ..core.engine.share import View
 from . import classroom, server_budget, sidebar, state
-from .polls import FAILED  # the same words wherever a part of the page fails
-
-log = logging.getLogger("kvlab.app")
+from .polls import failed, say_failed  # a failure is reported the same way wherever it happens
 
 RESTORED = ("That change made the page fail, so kvlab went back to the last scenario that worked. "
             "(The details went to the server log.)")
@@ -81,12 +78,11 @@ def frame(where: str, place=None, *, admit: bool = True) -> Iterator[None]:
             with server_budget.admitted(view.scenario, view.step, place):
                 yield
     except Exception as err:  # noqa: BLE001 - the guard: anything a page raises ends here
-        st.session_state[state.RUN_FAILED] = True
-        log.error("%s failed: %s: %s", where, type(err).__name__, err, exc_info=err)
+        failed(where, err)
         if _restore():
             st.session_state[state.GUARD_NOTICE] = RESTORED
             st.rerun()
-        (place or st).error(FAILED, icon=":material/error:")
+        say_failed(place)
 
 
 def fragment(func: Callable[..., None]) -> Callable[..., None]:

@@ -27,6 +27,18 @@ FAILED = ("Something went wrong while drawing this part of the page, so it stopp
           "(The details went to the server log.)")
 
 
+def failed(where: str, err: Exception) -> None:
+    """A part of the page raised: the traceback to the server log, and this run marked failed (so it is
+    not remembered as the last good view). The frame's guard and :func:`polled` both report this way."""
+    st.session_state[state.RUN_FAILED] = True
+    log.error("%s failed: %s: %s", where, type(err).__name__, err, exc_info=err)
+
+
+def say_failed(place=None) -> None:
+    """The kind message, in ``place`` (a container or ``st.sidebar``; the current one if None)."""
+    (place or st).error(FAILED, icon=":material/error:")
+
+
 def polled(every: float) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """``st.fragment(run_every=every)`` whose body's failures stay in its place (module docstring)."""
     def decorate(func: Callable[..., None]) -> Callable[..., None]:
@@ -35,10 +47,8 @@ def polled(every: float) -> Callable[[Callable[..., None]], Callable[..., None]]
             try:
                 func(*args, **kwargs)
             except Exception as err:  # noqa: BLE001 - the guard: anything the poll raises ends here
-                st.session_state[state.RUN_FAILED] = True
-                log.error("the polling fragment %s failed: %s: %s", func.__name__, type(err).__name__, err,
-                          exc_info=err)
-                st.error(FAILED, icon=":material/error:")
+                failed(f"the polling fragment {func.__name__}", err)
+                say_failed()
 
         return st.fragment(guarded, run_every=every)
 
