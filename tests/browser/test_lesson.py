@@ -97,6 +97,9 @@ def test_the_link_keeps_the_view_through_page_changes(app, new_app):
     link = app.page.url
     assert app.query.get("present") == "1"
     code = fold.get_by_test_id("stCode")
+    # waited for, not read at once: the run's last frame can reach the browser's network stack before
+    # its page has drawn the box anew (CI once read the box still without present=1)
+    expect(code).to_contain_text("present=1")
     expect(code).to_contain_text("step=2")
     shared = code.locator("code").inner_text().strip()
     assert "present=1" in shared and shared.endswith(link.split("?", 1)[1])
