@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from viz.core.classroom import ClassError, ClassLimits, StoreUnavailable, normalise, open_store, shown
+from viz.core.classroom import ClassError, ClassLimits, QuestionNotOpen, StoreUnavailable, normalise, open_store, shown
 from viz.core.classroom import codes
 from viz.tools.redis_server import RedisServer
 from viz.tools.server import free_port
@@ -143,6 +143,23 @@ def test_bad_votes_are_refused(store):
         with pytest.raises(ClassError):
             store.vote(started.code, who, question, option)
     assert store.tally(started.code, 0).counts == (0, 0)
+
+
+def test_a_vote_on_a_question_not_yet_open_waits_in_words_and_counts_once_it_is(store):
+    """A joined student's vote on a question the teacher's screen has not asked yet is refused as not
+    open (a QuestionNotOpen, which the app keeps and sends again), is not counted, and goes in once
+    the question is asked; a visitor who never joined is refused as such, never told to wait."""
+    started = store.start("tour", {})
+    ana = store.join(started.code)
+    with pytest.raises(QuestionNotOpen, match="not open yet"):
+        store.vote(started.code, ana, 1, 0)
+    with pytest.raises(ClassError, match="Join the class") as refused:
+        store.vote(started.code, "x" * 12, 1, 0)
+    assert not isinstance(refused.value, QuestionNotOpen)
+    store.ask(started.code, started.secret, 1, "Which?", ["a", "b"])
+    assert store.tally(started.code, 1).counts == (0, 0)
+    store.vote(started.code, ana, 1, 1)
+    assert store.tally(started.code, 1).counts == (0, 1)
 
 
 def test_a_students_ballots_are_limited(address):

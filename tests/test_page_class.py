@@ -147,6 +147,33 @@ def test_votes_count_live_and_reveal_reaches_every_screen():
     assert csv[2].startswith("1,") and ",no,2,yes," in csv[2]
 
 
+def test_a_vote_cast_before_the_teachers_screen_opens_its_question_waits_and_then_counts(monkeypatch):
+    """A student's screen can show a question before the teacher's run has put it to the class (the
+    view is published as that run starts): the vote is kept and said to wait, not lost behind a
+    selected option, and once the question is open it goes in and counts, without a second click."""
+    at, seat = teacher()
+    pupil = student(seat.code)
+    at.switch_page("pages/tour.py").run()
+    store_type = type(class_links.store())
+    with monkeypatch.context() as patched:  # the teacher's run published its view, not yet its question
+        patched.setattr(store_type, "ask", lambda self, *args: None)
+        forward(at)
+    pupil.run()
+    answers = widget(pupil, "tour_answer_0")
+    answers.set_value(answers.options[1]).run()
+    assert not pupil.exception, pupil.exception
+    assert any("Your vote, no, goes in as soon as the teacher's screen opens this question" in t
+               for t in texts(pupil))
+    assert not any("Your vote is in" in t for t in texts(pupil)) and not pupil.warning
+    assert class_links.store().tally(seat.code, 0).counts == ()  # nothing was asked, nothing counted
+    at.run()  # the teacher's screen puts the question to the class
+    assert class_links.store().tally(seat.code, 0).counts == (0, 0)
+    pupil.run()
+    assert any("Your vote is in: no" in t for t in texts(pupil))
+    at.run()
+    assert [p.proto.text for p in at.get("progress")] == [r"A\. yes\: 0 votes", r"B\. no\: 1 vote"]
+
+
 def test_a_teacher_reload_keeps_the_class_and_a_guess_does_not():
     """The teacher's address (class and secret) makes a new session the teacher; a wrong secret does not."""
     _, seat = teacher()

@@ -128,3 +128,33 @@ def test_a_class_follows_explores_votes_and_shares(new_app, class_server):
     for screen in (teacher, ana, bo, visitor):
         screen.assert_no_exception()
         assert not screen.dialogs
+
+
+@pytest.mark.parametrize("class_server", ["sqlite"], indirect=True)
+def test_a_vote_cast_before_the_teacher_opens_its_question_goes_in_once_it_opens(new_app, class_server):
+    """A student who steps ahead of the teacher and votes is told the vote waits (her screen's poll sends
+    it again), and it goes in, on her screen and in the projector's count, once the teacher's screen
+    opens the question, with no click of hers: never a selected option whose vote was dropped."""
+    teacher, ana = new_app(class_server), new_app(class_server)
+    teacher.open("/")
+    _class_panel(teacher)
+    teacher.click_button("Start a class", scope=teacher.sidebar)
+    _join(ana, teacher.query["class"], "Ana")
+    _unfold_sidebar(teacher)
+    with teacher.rerun():
+        teacher.sidebar.get_by_role("link", name="Guided tour").click()
+    expect(ana.page).to_have_url(re.compile(r"/tour\?"))
+    with ana.rerun():  # a step of her own, to the first question: she explores
+        ana.page.locator(".st-key-kv_tour_step_forward button").first.click()
+    expect(ana.main.get_by_text("Exploring on your own")).to_be_visible()
+    with ana.rerun():
+        ana.main.get_by_role("radiogroup").get_by_text("B. no", exact=True).click()
+    expect(ana.main.get_by_text("Your vote, no, goes in as soon as the teacher's screen opens this question.")
+           ).to_be_visible()
+    ana.screenshot("class-vote-waiting")
+    with teacher.rerun():
+        teacher.page.locator(".st-key-kv_tour_step_forward button").first.click()
+    expect(ana.main.get_by_text(re.compile(r"^Your vote is in: no"))).to_be_visible()
+    expect(teacher.main.get_by_text("B. no: 1 vote")).to_be_visible()
+    for screen in (teacher, ana):
+        screen.assert_no_exception()

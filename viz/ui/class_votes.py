@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..core.classroom import QuestionNotOpen
 from ..figures.classroom import tally_lines
-from .class_links import store_call
-from .classroom import ASKED, RECENT, TEACHER_POLL_S, VOTES, seat
+from .class_links import PROBLEM, store_call
+from .classroom import ASKED, POLL_S, RECENT, TEACHER_POLL_S, VOTES, Seat, seat
 from .common import md_escape
 from .polls import polled
 
@@ -46,12 +47,47 @@ def vote(index: int, prompt: str, options: list[str], choice: str | None) -> Non
         return
     sent = st.session_state.setdefault(VOTES, {})
     if choice is not None and sent.get(index) != choice:
-        if store_call(lambda store: store.vote(here.code, here.token, index, options.index(choice)) or True):
-            sent[index] = choice
+        went_in = _send(here, index, options.index(choice))
+        if went_in is None:  # refused: said here, where the vote was cast (the bar above is drawn already)
+            st.warning(md_escape(st.session_state.pop(PROBLEM, "")), icon=":material/groups:")
+            return
+        if not went_in:  # the teacher's screen has not opened the question yet: sent again until it has
+            _waiting(here, index, choice, options.index(choice))
+            return
+        sent[index] = choice
     if sent.get(index) is not None:
         st.caption(f"Your vote is in: {md_escape(sent[index])}. You can change it until the teacher reveals.")
     else:
         st.caption("Vote on your own device; the teacher reveals the answer on every screen.")
+
+
+def _send(here: Seat, index: int, option: int) -> bool | None:
+    """Send a student's vote: True once it is in, False while its question is not open yet, None when
+    the store refuses it (its words kept under PROBLEM)."""
+    def work(store) -> bool:
+        try:
+            store.vote(here.code, here.token, index, option)
+        except QuestionNotOpen:
+            return False
+        return True
+    return store_call(work)
+
+
+@polled(POLL_S)
+def _waiting(here: Seat, index: int, choice: str, option: int) -> None:
+    """A vote cast before the teacher's screen opened its question (a student's screen can show the
+    question first: the teacher's view is published as the teacher's run starts): said, and sent again
+    on every poll, once the class's shared read shows the question open; once in, or refused, the app
+    reruns to say so."""
+    now = store_call(lambda store: RECENT.get(store, here.code))
+    if now is not None and now.question(index) is not None:
+        went_in = _send(here, index, option)
+        if went_in:
+            st.session_state.setdefault(VOTES, {})[index] = choice
+        if went_in is not False:  # refused: vote() sends it once more and says why, where it was cast
+            st.session_state.pop(PROBLEM, None)
+            st.rerun(scope="app")
+    st.caption(f"Your vote, {md_escape(choice)}, goes in as soon as the teacher's screen opens this question.")
 
 
 def counted(index: int, options: list[str]) -> None:

@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 
 from .backends import Backend, SQLiteBackend, StoreDown
-from .classes import ClassError, ClassLimits, ClassState, ClassStore, Question, Started, StoreUnavailable, Tally
+from .classes import (ClassError, ClassLimits, ClassState, ClassStore, Question, QuestionNotOpen, Started,
+                      StoreUnavailable, Tally)
 from .codes import JOIN_CHARS, LINK_CHARS, normalise, shown
 from .recent import RecentReads
 
@@ -20,8 +21,8 @@ DEFAULT_DATA = Path(__file__).resolve().parents[3] / "data"
 SQLITE_FILE = "kvlab-classes.sqlite3"
 
 __all__ = ["Backend", "ClassError", "ClassLimits", "ClassState", "ClassStore", "JOIN_CHARS", "LINK_CHARS",
-           "Question", "RecentReads", "Started", "StoreDown", "StoreUnavailable", "Tally", "normalise", "open_store",
-           "shown", "store_address"]
+           "Question", "QuestionNotOpen", "RecentReads", "Started", "StoreDown", "StoreUnavailable", "Tally",
+           "normalise", "open_store", "shown", "store_address"]
 
 
 def store_address(env: dict[str, str] | None = None) -> str:

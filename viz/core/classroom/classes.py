@@ -31,6 +31,12 @@ class StoreUnavailable(ClassError):
     """The store is down: say so, and leave everything that does not need it alone."""
 
 
+class QuestionNotOpen(ClassError):
+    """A vote on a question the teacher's screen has not put to the class yet. A student's screen can
+    get there first (the teacher's view is published at the start of the teacher's run, the question
+    asked as the run draws it), so the vote waits and is sent again, rather than lost."""
+
+
 @dataclass(frozen=True)
 class ClassLimits:
     classes: int = 50  # live classes in one store (a server or a cluster)
@@ -235,12 +241,14 @@ class ClassStore:
         question = state.question(index)
         if state.ended:
             raise ClassError("The class has ended: votes are closed.")
-        if question is None or not 0 <= option < len(question.options):
-            raise ClassError("That question is not open for votes.")
         if index in state.revealed:
             raise ClassError("The answer has been revealed: votes on this question are closed.")
+        if question is not None and not 0 <= option < len(question.options):
+            raise ClassError("That is not one of the question's options.")
         if not self.is_student(code, student):
             raise ClassError("Join the class before you vote.")
+        if question is None:
+            raise QuestionNotOpen("That question is not open yet: it opens when the teacher's screen shows it.")
         if self._do(lambda: self.backend.incr(f"ballots:{code}:{student}", self.limits.idle_s)) > self.limits.ballots:
             raise ClassError(f"You have voted {self.limits.ballots} times in this class, its limit.")
         self._do(lambda: self.backend.hash_put(f"votes:{code}:{index}", student, str(option), self.limits.idle_s,
