@@ -242,6 +242,44 @@ def test_students_follow_the_teachers_decode_steps_on_the_runs_the_teacher_compu
     assert any("Following the teacher" in t for t in texts(pupil))
 
 
+def test_a_following_screen_whose_view_moved_reruns_the_app_to_say_it_explores():
+    """classroom.sync: a following student's view that is not the class's (moved inside a lesson
+    fragment's run, whose reruns leave the line above the page as it was drawn, "Following the
+    teacher") makes the screen explore and reruns the whole app, so that line says so too."""
+    def script():
+        import streamlit as st
+        from viz.ui import classroom, state
+        st.session_state["runs"] = st.session_state.get("runs", 0) + 1
+        state.init("decode", frozenset({"decode"}))
+        st.session_state[classroom.PAGE] = "decode"
+        if classroom.SEAT not in st.session_state:
+            st.session_state[classroom.SEAT] = classroom.Seat("ABCDEFGH", "student", "x" * 12)
+            st.session_state[classroom.APPLIED] = (1, "decode", {"step": "9"})  # the class's view, not this one
+        classroom.sync()
+
+    at = AppTest.from_function(script).run()
+    assert not at.exception, at.exception
+    assert not at.session_state[classroom.SEAT].following
+    assert at.session_state["runs"] == 2  # the run that found it, and the whole app once more
+
+
+def test_a_bound_widget_acts_only_on_a_value_other_than_the_one_drawn():
+    """viz.ui.state.bound: its callback hands on a visitor's move, and takes the value the widget was
+    drawn with, sent again (as a browser can after the app stopped drawing the widget), as no change."""
+    def script():
+        import streamlit as st
+        from viz.ui import state
+        calls = st.session_state.setdefault("calls", [])
+        hooks = state.bound("kv_test_bound", 3, calls.append)
+        for sent in (3, 5):  # the drawn value sent again, then a move
+            st.session_state["kv_test_bound"] = sent
+            hooks["on_change"]()
+
+    at = AppTest.from_function(script).run()
+    assert not at.exception, at.exception
+    assert at.session_state["calls"] == [5]
+
+
 def editor_folds(at) -> list[str]:
     """The labels of the sidebar's scenario editor panels drawn (viz.ui.sidebar.PANELS)."""
     return [e.label for e in at.sidebar.expander if e.label in {label for _, label, *_ in sidebar.PANELS}]

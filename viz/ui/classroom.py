@@ -468,7 +468,9 @@ def _return() -> None:
 def sync() -> None:
     """At the start of a run (the click's callback has already moved the view) and at its end: the
     teacher's screen publishes what it shows, once per change; a student who moved their own view
-    explores. Publishing at the start takes the teacher's own run out of the students' wait."""
+    explores, and the app reruns so that the line above the page, drawn while following (on a lesson
+    page no poll redraws it), says so. Publishing at the start takes the teacher's own run out of the
+    students' wait."""
     here = seat()
     if here is None:
         return
@@ -482,3 +484,4 @@ def sync() -> None:
         applied = st.session_state.get(APPLIED)
         if applied and applied[1] is not None and (applied[1], applied[2]) != (page, view):
             _sit(replace(here, following=False))
+            st.rerun(scope="app")

@@ -93,9 +93,21 @@ def bound(key: str, value: Any, on_change: Callable[[Any], None]) -> dict:
     """A widget that shows ``value``, which lives elsewhere in the session (a step, a head, the
     presenter flag), and hands the visitor's change to ``on_change`` before the rerun it starts:
     the ``key`` and ``on_change`` to pass to the widget. Set before the widget is drawn, so the
-    widget shows what the app decided, not what it held."""
+    widget shows what the app decided, not what it held.
+
+    Only a value other than the one drawn is a change. A browser can send a widget's last value
+    again after the app stopped drawing it (a poll's request made before the browser dropped the
+    widget), when the server has already forgotten that value: Streamlit then calls it a change.
+    Taken as one, it moved a student who had just gone back to the teacher's view to their own old
+    step, exploring (Decode's timeline, hidden while following, sent again at the step they left)."""
     st.session_state[key] = value
-    return {"key": key, "on_change": lambda: on_change(st.session_state[key])}
+
+    def changed() -> None:
+        picked = st.session_state[key]
+        if picked != value:
+            on_change(picked)
+
+    return {"key": key, "on_change": changed}
 
 
 def init(url_path: str, pages: frozenset[str]) -> None:
