@@ -150,7 +150,11 @@ class App:
                 continue  # timed out or the socket closed: the loop decides
 
     def settle(self) -> None:
-        """Wait until no script run is in progress and nothing on the page is still loading."""
+        """Wait until no script run is in progress and nothing on the page is still loading. Two
+        painted frames first: a run's last frame reaches Chromium's network stack (where the run log
+        reads it) a moment before the page has taken it, and the page then still shows the previous
+        run, settled (CI once read a box the switch's run had not yet drawn anew)."""
+        self.page.evaluate(NEXT_PAINT_JS)
         self.page.wait_for_function(SETTLED_JS, timeout=RUN_TIMEOUT_MS)
 
     # -- doing things
