@@ -51,8 +51,8 @@ def vote(index: int, prompt: str, options: list[str], choice: str | None) -> Non
         if went_in is None:  # refused: said here, where the vote was cast (the bar above is drawn already)
             st.warning(md_escape(st.session_state.pop(PROBLEM, "")), icon=":material/groups:")
             return
-        if not went_in:  # the teacher's screen has not opened the question yet: sent again until it has
-            _waiting(here, index, choice, options.index(choice))
+        if not went_in:  # the teacher's screen has not opened the question yet: sent again once it has
+            _waiting(here, index, choice)
             return
         sent[index] = choice
     if sent.get(index) is not None:
@@ -74,19 +74,14 @@ def _send(here: Seat, index: int, option: int) -> bool | None:
 
 
 @polled(POLL_S)
-def _waiting(here: Seat, index: int, choice: str, option: int) -> None:
+def _waiting(here: Seat, index: int, choice: str) -> None:
     """A vote cast before the teacher's screen opened its question (a student's screen can show the
-    question first: the teacher's view is published as the teacher's run starts): said, and sent again
-    on every poll, once the class's shared read shows the question open; once in, or refused, the app
-    reruns to say so."""
+    question first: the teacher's view is published as the teacher's run starts): said, and the class's
+    shared read watched on every poll; once it shows the question open, the app reruns and
+    :func:`vote` sends the vote again and says how it went."""
     now = store_call(lambda store: RECENT.get(store, here.code))
     if now is not None and now.question(index) is not None:
-        went_in = _send(here, index, option)
-        if went_in:
-            st.session_state.setdefault(VOTES, {})[index] = choice
-        if went_in is not False:  # refused: vote() sends it once more and says why, where it was cast
-            st.session_state.pop(PROBLEM, None)
-            st.rerun(scope="app")
+        st.rerun(scope="app")
     st.caption(f"Your vote, {md_escape(choice)}, goes in as soon as the teacher's screen opens this question.")
 
 

@@ -87,11 +87,8 @@ def _prompt(scenario: Scenario) -> None:
     held = refused[1] if refused and refused[0] == state.version() and error else None
     key = state.widget_key("prompt")  # renewed with the scenario: a refused text stays until an edit applies
     # in the fold of the same name: the label is read to screen readers only, the help shown under it
-    shown = (scenario.prompt or "") if held is None else held
-    # only a text other than the one drawn is sent (a browser can send a hidden box's last text again:
-    # viz.ui.state.bound)
-    st.text_input("Prompt", shown, key=key, max_chars=MAX_PROMPT_CHARS, label_visibility="collapsed",
-                  on_change=lambda: st.session_state[key] != shown and _send_prompt(st.session_state[key]))
+    st.text_input("Prompt", max_chars=MAX_PROMPT_CHARS, label_visibility="collapsed",
+                  **state.bound(key, (scenario.prompt or "") if held is None else held, _send_prompt))
     _show_error("prompt")
     st.caption(PROMPT_HELP)
 
